@@ -1,0 +1,56 @@
+# The parts that need ECL and Emacs: the compiled Lisp side, the runtime,
+# the Emacs module and their tests.
+
+find_program(ECL_PROGRAM ecl REQUIRED)
+find_program(ECL_CONFIG ecl-config REQUIRED)
+execute_process(COMMAND ${ECL_CONFIG} --cflags OUTPUT_VARIABLE ECL_CFLAGS OUTPUT_STRIP_TRAILING_WHITESPACE)
+execute_process(COMMAND ${ECL_CONFIG} --libs OUTPUT_VARIABLE ECL_LIBS OUTPUT_STRIP_TRAILING_WHITESPACE)
+separate_arguments(ECL_CFLAGS UNIX_COMMAND "${ECL_CFLAGS}")
+separate_arguments(ECL_LIBS UNIX_COMMAND "${ECL_LIBS}")
+find_path(EMACS_MODULE_INCLUDE emacs-module.h REQUIRED)
+
+# ---------------------------------------------------------------- lisp/ → native static library
+set(LISP_SOURCES
+  ${CMAKE_SOURCE_DIR}/lisp/package.lisp
+  ${CMAKE_SOURCE_DIR}/lisp/capture.lisp
+  ${CMAKE_SOURCE_DIR}/lisp/evaluate.lisp)
+set(LISP_BUILD_DIR ${CMAKE_BINARY_DIR}/lisp)
+set(LISP_LIBRARY ${LISP_BUILD_DIR}/libagentq_lisp.a)
+file(MAKE_DIRECTORY ${LISP_BUILD_DIR})
+add_custom_command(
+  OUTPUT ${LISP_LIBRARY}
+  COMMAND sh -c "'${ECL_PROGRAM}' --norc --eval '(defparameter cl-user::*build-dir* \"${LISP_BUILD_DIR}/\")' --eval '(defparameter cl-user::*source-dir* \"${CMAKE_SOURCE_DIR}/lisp/\")' --load '${CMAKE_SOURCE_DIR}/lisp/build.lisp' > build.log 2>&1 || { cat build.log; exit 1; }"
+  WORKING_DIRECTORY ${LISP_BUILD_DIR}
+  DEPENDS ${LISP_SOURCES} ${CMAKE_SOURCE_DIR}/lisp/build.lisp
+  COMMENT "Compiling lisp/ to native code with ECL"
+  VERBATIM)
+add_custom_target(agentq_lisp_build DEPENDS ${LISP_LIBRARY})
+add_library(agentq_lisp STATIC IMPORTED GLOBAL)
+set_target_properties(agentq_lisp PROPERTIES IMPORTED_LOCATION ${LISP_LIBRARY})
+add_dependencies(agentq_lisp agentq_lisp_build)
+
+# ---------------------------------------------------------------- ecl/: the runtime
+file(GLOB ECL_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/module/ecl/*.cpp)
+add_library(agentq_ecl STATIC ${ECL_SOURCES})
+target_include_directories(agentq_ecl PUBLIC ${CMAKE_SOURCE_DIR}/module)
+target_compile_options(agentq_ecl PRIVATE ${ECL_CFLAGS})
+target_link_libraries(agentq_ecl PUBLIC agentq_core agentq_lisp ${ECL_LIBS} gc pthread)
+
+# ---------------------------------------------------------------- emacs/: the module
+file(GLOB EMACS_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/module/emacs/*.cpp)
+add_library(sly-agent-q-module MODULE ${EMACS_SOURCES})
+set_target_properties(sly-agent-q-module PROPERTIES
+  PREFIX ""
+  OUTPUT_NAME sly-agent-q-module
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+target_include_directories(sly-agent-q-module PRIVATE ${EMACS_MODULE_INCLUDE})
+target_link_libraries(sly-agent-q-module PRIVATE agentq_ecl)
+target_link_options(sly-agent-q-module PRIVATE -Wl,--no-undefined)
+
+# ---------------------------------------------------------------- tests of the runtime (no Emacs)
+file(GLOB ECL_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/ecl/*.cpp)
+if(ECL_TEST_SOURCES)
+  add_executable(ecl_tests ${ECL_TEST_SOURCES})
+  target_link_libraries(ecl_tests PRIVATE agentq_ecl GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(ecl_tests DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 120)
+endif()

@@ -1,0 +1,348 @@
+;;;; evaluate.lisp — the evaluate_lisp tool's Lisp half (contract evaluate-lisp)
+;;;; and the worker loop of the ECL thread.
+;;;;
+;;;; Everything evaluated here runs inside Emacs's process, so nothing may
+;;;; exit, enter the interactive debugger or read the terminal: those all
+;;;; become error results.  Functions named %… are defined in C++
+;;;; (module/ecl/runtime.cpp).
+
+(in-package "AGENT-Q")
+
+(defvar *session-package* (find-package "CL-USER")
+  "The package evaluate_lisp uses when the call names none; IN-PACKAGE in
+evaluated code changes it for the following calls.")
+
+(defvar *worker* nil "The ECL process that runs jobs.")
+(defvar *current-job* nil "Id of the job running now, for interrupts.")
+(defvar *heap-limit* nil "Heap limit in bytes re-armed after exhaustion, or NIL.")
+(defvar *warnings* nil)
+(defvar *stack-overflowed* nil)
+(defvar *exit-process* nil "The original MP:EXIT-PROCESS.")
+
+(defconstant +backtrace-frames+ 20)
+
+(defvar *null-input* (make-string-input-stream ""))
+(defvar *null-io* (make-two-way-stream *null-input* (make-broadcast-stream))
+  "Bound to the interactive streams: reading gives END-OF-FILE at once,
+writing goes nowhere.  There is no terminal behind an embedded Lisp.")
+
+(defvar *stdout* (make-instance 'capture-stream))
+(defvar *stderr* (make-instance 'capture-stream))
+(defvar *values* (make-instance 'capture-stream))
+
+;;; ---------------------------------------------------------------- exits
+
+(define-condition exit-intercepted (error)
+  ((operator :initarg :operator :reader exit-intercepted-operator))
+  (:report (lambda (condition stream)
+             (format stream "~A was intercepted: this Lisp runs inside Emacs and may not ~
+                             exit. The session is still alive."
+                     (exit-intercepted-operator condition))))
+  (:documentation "Signalled instead of exiting when evaluated code calls
+EXT:QUIT, EXT:EXIT or MP:EXIT-PROCESS on the worker thread."))
+
+(defun install-exit-guards ()
+  "Replace the functions that would exit the process (and so Emacs)."
+  (setf (fdefinition 'ext:quit)
+        (lambda (&rest args)
+          (declare (ignore args))
+          (error 'exit-intercepted :operator "EXT:QUIT")))
+  (setf (fdefinition 'ext:exit)
+        (lambda (&rest args)
+          (declare (ignore args))
+          (error 'exit-intercepted :operator "EXT:EXIT")))
+  (let ((original (fdefinition 'mp:exit-process)))
+    (setf *exit-process* original
+          (fdefinition 'mp:exit-process)
+          (lambda (&rest args)
+            (if (eq mp:*current-process* *worker*)
+                (error 'exit-intercepted :operator "MP:EXIT-PROCESS")
+                (apply original args))))))
+
+;;; ---------------------------------------------------------------- conditions
+
+(defun safe-princ (object)
+  (handler-case (let ((*print-length* 100) (*print-level* 10) (*print-readably* nil))
+                  (princ-to-string object))
+    (serious-condition () "#<error while printing>")))
+
+(defun type-name (condition)
+  (let ((*package* (find-package "CL-USER")))
+    (prin1-to-string (type-of condition))))
+
+(defun frame-name (index)
+  (let ((fun (si::ihs-fun index)))
+    (cond ((symbolp fun) fun)
+          ((functionp fun) (si::compiled-function-name fun))
+          (t fun))))
+
+(defparameter *internal-frame-names*
+  '(nil si:bytecodes eval signal error cerror warn invoke-debugger break
+    si::universal-error-handler si::tpl si::safe-eval)
+  "Frames of the evaluator and of the condition machinery: not the user's.")
+
+(defun internal-frame-p (name)
+  (or (member name *internal-frame-names*)
+      (and (symbolp name)
+           (eq (symbol-package name) (load-time-value (find-package "AGENT-Q"))))))
+
+(defun capture-backtrace ()
+  "Up to +BACKTRACE-FRAMES+ user frames, innermost first, as text lines."
+  (let ((lines '()) (n 0))
+    (loop for i from (si::ihs-top) downto 1
+          for name = (frame-name i)
+          while (< n +backtrace-frames+)
+          unless (internal-frame-p name)
+            do (push (format nil "~D: (~A)" n
+                             (let ((*package* (find-package "CL-USER")))
+                               (safe-princ (if (symbolp name) (prin1-to-string name) name))))
+                     lines)
+               (incf n))
+    (nreverse lines)))
+
+(defun error-text (condition &optional note)
+  (format nil "[ERROR] ~A~%~A~@[~%~A~]~%~%[Backtrace]~%~{~A~^~%~}"
+          (type-name condition) (safe-princ condition) note
+          (or (capture-backtrace) '("(no user frames)"))))
+
+(defun fail (condition &optional note)
+  "Handler for serious conditions: describe CONDITION where it was
+signalled, then unwind out of the evaluation."
+  (when (typep condition 'ext:stack-overflow)
+    (setf *stack-overflowed* t))
+  (throw '%evaluation-failed (error-text condition note)))
+
+(defun debugger-hook (condition hook)
+  (declare (ignore hook))
+  (fail condition "(The debugger was entered; there is no interactive debugger here.)"))
+
+(defun record-warning (condition)
+  (push (format nil "~A: ~A" (type-name condition) (safe-princ condition)) *warnings*)
+  (let ((restart (find-restart 'muffle-warning condition)))
+    (when restart (invoke-restart restart))))
+
+;;; ---------------------------------------------------------------- evaluation
+
+(defun print-value (value stream)
+  "Print VALUE readably-ish per the contract, bounded by the capture limit."
+  (if (or (consp value) (typep value '(and array (not string))))
+      (let ((*print-length* 100) (*print-level* 10) (*print-circle* t)
+            (*print-pretty* t) (*print-readably* nil))
+        (prin1 value stream))
+      ;; Atoms print the same without the pretty printer and circle
+      ;; detection, which cost more than the rest of a small evaluation.
+      (let ((*print-length* 100) (*print-level* 10) (*print-circle* nil)
+            (*print-pretty* nil) (*print-readably* nil))
+        (prin1 value stream))))
+
+(defun read-eval-forms (code)
+  "Read and evaluate the forms of CODE one at a time, so an IN-PACKAGE takes
+effect before the next form is read.  Returns the values of the last form
+printed into *VALUES*, and the package in force at the end."
+  (let ((values '()) (any nil) (eof '#:eof))
+    (with-input-from-string (in code)
+      (loop for form = (read in nil eof)
+            until (eq form eof)
+            do (setf values (multiple-value-list (eval form))
+                     any t)))
+    (capture-reset *values* (capture-limit *stdout*))
+    (if (and any values)
+        (loop for (value . more) on values
+              do (write-string "=> " *values*)
+                 (print-value value *values*)
+                 (when more (terpri *values*)))
+        (write-string (if any "; No values" "; No forms to evaluate") *values*))
+    *package*))
+
+(defun section (stream name text)
+  (format stream "[~A]~%~A~%~%" name (string-right-trim '(#\Newline) text)))
+
+(defun output-sections (stream)
+  (unless (capture-empty-p *stdout*)
+    (section stream "stdout" (capture-contents *stdout*)))
+  (unless (capture-empty-p *stderr*)
+    (section stream "stderr" (capture-contents *stderr*)))
+  (when *warnings*
+    (section stream "warnings" (format nil "~{~A~^~%~}" (reverse *warnings*)))))
+
+(defun evaluate-string (code package-name capture-time output-limit)
+  "Evaluate the forms in the string CODE as evaluate_lisp does.
+Returns two values: true on success, and the result text of the contract
+\([stdout], [stderr], [warnings] sections, => values, timing line), or on
+failure the [ERROR] text."
+  (capture-reset *stdout* output-limit)
+  (capture-reset *stderr* output-limit)
+  (setf *warnings* '() *stack-overflowed* nil)
+  (let* ((start-real (get-internal-real-time))
+         (start-run (get-internal-run-time))
+         (start-gc (if capture-time (%gc-time-ms) 0))
+         (start-bytes (if capture-time (si::gc-stats t) 0))
+         (package (if package-name
+                      (find-package (string-upcase package-name))
+                      *session-package*))
+         (end-package nil)
+         (success nil)
+         (error-text
+           (catch '%evaluation-failed
+             (unless package
+               (throw '%evaluation-failed
+                 (format nil "[ERROR] PACKAGE-ERROR~%Package ~S does not exist."
+                         package-name)))
+             (let ((*standard-output* *stdout*)
+                   (*error-output* *stderr*)
+                   (*trace-output* *stderr*)
+                   (*standard-input* *null-input*)
+                   (*query-io* *null-io*)
+                   (*debug-io* *null-io*)
+                   (*terminal-io* *null-io*)
+                   (*package* package)
+                   (*debugger-hook* #'debugger-hook)
+                   (ext:*invoke-debugger-hook* #'debugger-hook))
+               (handler-bind ((warning #'record-warning)
+                              (serious-condition #'fail))
+                 (setf end-package (read-eval-forms code)
+                       success t)))
+             nil)))
+    ;; IN-PACKAGE in the code carries over to the next call; so does the
+    ;; session package when the call named none.
+    (when (and end-package (or (null package-name) (not (eq end-package package))))
+      (setf *session-package* end-package))
+    (let ((text (with-output-to-string (out)
+                  (cond (success
+                         (output-sections out)
+                         (write-string (capture-contents *values*) out))
+                        (t
+                         (write-string error-text out)
+                         (let ((sections (with-output-to-string (s) (output-sections s))))
+                           (when (plusp (length sections))
+                             (format out "~%~%~A" (string-right-trim '(#\Newline) sections))))))
+                  (when capture-time
+                    (format out "~%; Timing: ~Dms real, ~Dms run, ~Dms GC, ~D bytes consed"
+                            (round (* 1000 (- (get-internal-real-time) start-real))
+                                   internal-time-units-per-second)
+                            (round (* 1000 (- (get-internal-run-time) start-run))
+                                   internal-time-units-per-second)
+                            (- (%gc-time-ms) start-gc)
+                            (max 0 (- (si::gc-stats t) start-bytes)))))))
+      (values success text))))
+
+;;; ---------------------------------------------------------------- worker
+
+(defun restore-limits ()
+  "Re-arm the stack guards an overflow used up, and the heap limit."
+  (dolist (limit '(ext:c-stack ext:lisp-stack ext:binding-stack ext:frame-stack))
+    (let ((size (ext:get-limit limit)))
+      ;; 0 means "ECL's default, size unknown": setting it would shrink the stack.
+      (when (plusp size)
+        (ignore-errors (ext:set-limit limit size)))))
+  (when *heap-limit*
+    (ignore-errors (ext:set-limit 'ext:heap-size *heap-limit*))))
+
+(defun set-heap-limit (bytes)
+  (setf *heap-limit* bytes)
+  (ext:set-limit 'ext:heap-size bytes))
+
+(defun interrupt-job (id reason)
+  "Run in the worker by MP:INTERRUPT-PROCESS: abandon job ID, if it is
+still the one running."
+  (when (eql *current-job* id)
+    (throw '%job-aborted (values :aborted reason))))
+
+(defun aborted-text (reason timeout-ms)
+  (with-output-to-string (out)
+    (case reason
+      (:timeout
+       (format out "[ERROR] TIMEOUT~%Evaluation did not finish within ~,1F seconds and was interrupted.~%~
+                    The session is still alive; raise the limit with the `timeout' argument."
+               (/ timeout-ms 1000)))
+      (t
+       (format out "[ERROR] INTERRUPTED~%Evaluation was interrupted (~A).~%The session is still alive."
+               (if (eq reason :quit) "C-g" "cancelled"))))
+    (let ((sections (with-output-to-string (s) (output-sections s))))
+      (when (plusp (length sections))
+        (format out "~%~%~A" (string-right-trim '(#\Newline) sections))))))
+
+(defmacro with-interrupts-allowed (&body body)
+  "Let interrupts in while BODY runs (the worker loop keeps them out).
+MP:WITH-LOCAL-INTERRUPTS does this but exists only lexically inside
+MP:WITHOUT-INTERRUPTS."
+  `(let ((si:*allow-with-interrupts* t)
+         (ext:*interrupts-enabled* t))
+     (si:check-pending-interrupts)
+     ,@body))
+
+(defun run-evaluate-job (id code package flags output-limit timeout-ms)
+  (let ((*current-job* id))
+    (multiple-value-bind (status text)
+        (catch '%job-aborted
+          (with-interrupts-allowed
+            (evaluate-string code package (logbitp 0 flags) output-limit)))
+      (setf *current-job* nil)
+      (when (or *stack-overflowed* (eq status :aborted) (not status))
+        (restore-limits))
+      (if (eq status :aborted)
+          (values nil (aborted-text text timeout-ms))
+          (values status text)))))
+
+(defun last-resort-debugger-hook (condition hook)
+  "Installed globally: no Lisp thread of ours may ever reach ECL's debugger,
+which would read Emacs's standard input.  The worker fails its job and goes
+on; any other thread ends."
+  (declare (ignore hook))
+  (if (eq mp:*current-process* *worker*)
+      (throw '%worker-top
+        (values nil (format nil "[ERROR] ~A~%~A~%(outside the evaluation; the session is still alive)"
+                            (type-name condition) (safe-princ condition))))
+      (funcall *exit-process*)))
+
+(defun worker-loop ()
+  "Serve jobs until %NEXT-JOB says stop.  Interrupts are only let in while
+a job runs, so a late interrupt can never hit the loop itself."
+  (setf *worker* mp:*current-process*)
+  (mp:without-interrupts
+    (loop
+      (multiple-value-bind (id code package flags output-limit timeout-ms) (%next-job)
+        (unless id (return))
+        (multiple-value-bind (success text)
+            (catch '%worker-top
+              (run-evaluate-job id code package flags output-limit timeout-ms))
+          (%finish-job id success text))))))
+
+(defun watchdog-loop ()
+  "On its own ECL thread: interrupt the worker when the host asks (C-g,
+timeout, cancellation)."
+  (loop
+    (multiple-value-bind (id reason) (%next-interrupt)
+      (unless id (return))
+      (when *worker*
+        (let ((id id) (reason reason))
+          (mp:interrupt-process *worker* (lambda () (interrupt-job id reason))))))))
+
+(defun initialize (heap-limit)
+  "Called once on the worker thread after boot."
+  (install-exit-guards)
+  (let ((sink (make-broadcast-stream)))
+    ;; Nothing of ours writes to Emacs's stdout/stderr or reads its stdin.
+    (setf *terminal-io* *null-io*
+          *standard-input* *null-input*
+          *standard-output* sink
+          *error-output* sink
+          *trace-output* sink
+          *debug-io* *null-io*
+          *query-io* *null-io*
+          *debugger-hook* #'last-resort-debugger-hook
+          ext:*invoke-debugger-hook* #'last-resort-debugger-hook))
+  (si::gc-stats t)
+  ;; Explicit sizes, so RESTORE-LIMITS knows what to re-arm after an overflow.
+  (ext:set-limit 'ext:binding-stack 65536)
+  (ext:set-limit 'ext:frame-stack 16384)
+  (when (plusp heap-limit) (set-heap-limit heap-limit))
+  (mp:process-run-function "agent-q watchdog" #'watchdog-loop)
+  t)
+
+(defun boot (heap-limit)
+  "INITIALIZE, reporting a failure as a string (NIL on success) for the
+host's boot error message."
+  (handler-case (progn (initialize heap-limit) nil)
+    (serious-condition (condition)
+      (format nil "~A: ~A" (type-name condition) (safe-princ condition)))))

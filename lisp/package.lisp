@@ -1,0 +1,11 @@
+;;;; package.lisp — the AGENT-Q package inside the embedded ECL.
+;;;;
+;;;; Compiled to native code at build time and linked into the Emacs module
+;;;; (see cmake/runtime.cmake), so nothing here is interpreted on the hot path.
+
+(defpackage "AGENT-Q"
+  (:use "CL")
+  (:export "*SESSION-PACKAGE*"
+           "EVALUATE-STRING"
+           "EXIT-INTERCEPTED"
+           "EVALUATION-ABORTED"))

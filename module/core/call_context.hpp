@@ -1,0 +1,26 @@
+// What a running tool call may ask of whoever started it.  The Emacs glue
+// implements it with env->process_input (C-g) and a spinner; the MCP server
+// with a cancellation flag; tests with plain objects.
+#pragma once
+
+namespace agentq {
+
+class CallContext {
+ public:
+  virtual ~CallContext() = default;
+
+  // Called every few milliseconds while a handler waits for work on another
+  // thread.  Returns true when the caller wants the call abandoned (C-g,
+  // notifications/cancelled); the handler then interrupts its work and
+  // returns promptly.  Runs on the calling thread.
+  virtual bool poll() { return false; }
+
+  // True once the caller has abandoned the whole batch: the executor gives
+  // the remaining calls a "Cancelled" result without running them.
+  virtual bool cancelled() const { return false; }
+};
+
+// A context that never quits: for tests and internal callers.
+class NullCallContext final : public CallContext {};
+
+}  // namespace agentq

@@ -1,0 +1,266 @@
+#include "core/executor.hpp"
+
+#include <exception>
+#include <utility>
+
+#include "core/validate.hpp"
+
+namespace agentq {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kDenied = "User denied tool execution";
+constexpr std::string_view kCancelled = "Cancelled";
+
+// Time spent executing a call, leaving out the time a person takes to
+// answer an approval prompt.
+class Stopwatch {
+ public:
+  Stopwatch() : started_(Clock::now()) {}
+  void pause() {
+    if (running_) {
+      elapsed_ += Clock::now() - started_;
+      running_ = false;
+    }
+  }
+  void resume() {
+    if (!running_) {
+      started_ = Clock::now();
+      running_ = true;
+    }
+  }
+  double ms() {
+    pause();
+    return std::chrono::duration<double, std::milli>(elapsed_).count();
+  }
+
+ private:
+  Clock::time_point started_;
+  Clock::duration elapsed_{};
+  bool running_ = true;
+};
+
+void fail(ToolResult& result, std::string message) {
+  result.success = false;
+  result.content = message;
+  result.error = std::move(message);
+}
+
+void run_hooks(const ExecutionOptions& options, HookPhase phase, const std::string& tool_name,
+               const json& args, const ToolResult* result) noexcept {
+  for (const Hook& hook : options.hooks) {
+    if (!hook) continue;
+    try {
+      hook(phase, tool_name, args, result);
+    } catch (...) {
+      // A failing hook never changes the call.
+    }
+  }
+}
+
+bool has_null_member(const json& args) {
+  if (!args.is_object()) return false;
+  for (const auto& entry : args.items()) {
+    if (entry.value().is_null()) return true;
+  }
+  return false;
+}
+
+// The arguments as the handler sees them: an object without null members
+// (a null counts as absent).  Copies only when something must change.
+const json& normalized_args(const json& args, json& storage) {
+  if (args.is_null()) {
+    storage = json::object();
+    return storage;
+  }
+  if (!has_null_member(args)) return args;
+  storage = json::object();
+  for (auto it = args.begin(); it != args.end(); ++it) {
+    if (!it.value().is_null()) storage[it.key()] = it.value();
+  }
+  return storage;
+}
+
+ApprovalDecision ask_approval(const ExecutionOptions& options, const Tool& tool, const json& args) {
+  if (!options.approve) return {};
+  try {
+    return options.approve(tool, args);
+  } catch (...) {
+    return {};  // a throwing approval function denies
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(HookPhase phase) {
+  switch (phase) {
+    case HookPhase::Before: return "before";
+    case HookPhase::After: return "after";
+    case HookPhase::Error: return "error";
+  }
+  return "unknown";
+}
+
+json ToolResult::to_json() const {
+  json metadata = json::object();
+  metadata["execution_time_ms"] = execution_time_ms;
+  metadata["safety_level"] = safety_level ? json(std::string(to_string(*safety_level))) : json(nullptr);
+  metadata["approved"] = approved;
+  json out = json::object();
+  out["id"] = id ? json(*id) : json(nullptr);
+  out["success"] = success;
+  out["content"] = content;
+  out["error"] = error ? json(*error) : json(nullptr);
+  out["metadata"] = std::move(metadata);
+  return out;
+}
+
+Executor::Executor(Registry& registry) : registry_(registry) {}
+
+ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& options) const {
+  Stopwatch clock;
+  ToolResult result;
+  result.id = call.id;
+
+  ToolPtr tool;
+  try {
+    tool = registry_.resolve(call.name);
+  } catch (const std::exception& e) {
+    fail(result, std::string("Tool error: ") + e.what());
+  }
+  if (!tool) {
+    if (!result.error) fail(result, "Unknown tool: " + call.name);
+    result.execution_time_ms = clock.ms();
+    run_hooks(options, HookPhase::Error, call.name, call.arguments, &result);
+    return result;
+  }
+
+  const std::string& name = tool->name;
+  result.safety_level = tool->safety_level;
+  // Safe and cautious tools need no permission; dangerous ones get it below.
+  result.approved = tool->safety_level != SafetyLevel::Dangerous;
+
+  NullCallContext null_context;
+  CallContext& context = options.context ? *options.context : null_context;
+
+  // Whatever happens from here on, the result is recorded and hooked.
+  json storage;  // normalized or modified arguments, when they differ from the call's
+  const json* hook_args = &call.arguments;
+  try {
+    const json* args = &call.arguments;
+    auto message = validate_arguments(*tool, *args);
+    if (!message) {
+      args = &normalized_args(*args, storage);
+      if (tool->safety_level == SafetyLevel::Dangerous) {
+        clock.pause();
+        ApprovalDecision decision = ask_approval(options, *tool, *args);
+        clock.resume();
+        switch (decision.kind) {
+          case ApprovalKind::Approved:
+            result.approved = true;
+            break;
+          case ApprovalKind::Modified: {
+            // Run with the person's arguments, checked like the model's.
+            result.approved = true;
+            json modified = std::move(decision.arguments);
+            message = validate_arguments(*tool, modified);
+            json normalized;
+            const bool copied = &normalized_args(modified, normalized) == &normalized;
+            storage = copied ? std::move(normalized) : std::move(modified);
+            args = &storage;
+            break;
+          }
+          case ApprovalKind::Denied:
+          default:
+            message = std::string(kDenied);
+            break;
+        }
+      }
+    }
+    hook_args = args;
+
+    if (message) {
+      fail(result, std::move(*message));
+    } else {
+      run_hooks(options, HookPhase::Before, name, *args, nullptr);
+      try {
+        ToolOutput output = tool->handler(*args, context);
+        if (output.success) {
+          result.success = true;
+          result.content = std::move(output.text);
+          result.error.reset();
+        } else {
+          fail(result, output.text.empty() ? std::string("Tool failed") : std::move(output.text));
+        }
+      } catch (const std::exception& e) {
+        fail(result, std::string("Tool error: ") + e.what());
+      } catch (...) {
+        fail(result, "Tool error: unknown exception");
+      }
+    }
+
+    result.execution_time_ms = clock.ms();
+    record(name, result.success, result.execution_time_ms);
+    run_hooks(options, result.success ? HookPhase::After : HookPhase::Error, name, *args, &result);
+    return result;
+  } catch (const std::exception& e) {
+    // Only reached when the executor itself fails (e.g. out of memory).
+    fail(result, std::string("Tool error: ") + e.what());
+  } catch (...) {
+    fail(result, "Tool error: unknown exception");
+  }
+  result.success = false;
+  result.execution_time_ms = clock.ms();
+  try {
+    record(name, false, result.execution_time_ms);
+  } catch (...) {
+  }
+  run_hooks(options, HookPhase::Error, name, *hook_args, &result);
+  return result;
+}
+
+std::vector<ToolResult> Executor::execute_all(const std::vector<ToolCall>& calls,
+                                              const ExecutionOptions& options) const {
+  std::vector<ToolResult> results;
+  results.reserve(calls.size());
+  bool cancelled = false;
+  for (const ToolCall& call : calls) {
+    if (!cancelled && options.context && options.context->cancelled()) cancelled = true;
+    if (!cancelled) {
+      results.push_back(execute(call, options));
+      continue;
+    }
+    ToolResult result;
+    result.id = call.id;
+    fail(result, std::string(kCancelled));
+    ToolPtr tool = registry_.resolve(call.name);
+    if (tool) result.safety_level = tool->safety_level;
+    run_hooks(options, HookPhase::Error, tool ? tool->name : call.name, call.arguments, &result);
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+void Executor::record(const std::string& name, bool success, double ms) const {
+  std::lock_guard lock(stats_mutex_);
+  auto it = stats_.find(name);
+  if (it == stats_.end()) it = stats_.emplace(name, ToolStats{}).first;
+  ToolStats& s = it->second;
+  ++s.calls;
+  if (!success) ++s.failures;
+  s.total_ms += ms;
+}
+
+std::map<std::string, ToolStats> Executor::stats() const {
+  std::lock_guard lock(stats_mutex_);
+  return stats_;
+}
+
+void Executor::reset_stats() {
+  std::lock_guard lock(stats_mutex_);
+  stats_.clear();
+}
+
+}  // namespace agentq

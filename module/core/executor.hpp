@@ -1,0 +1,102 @@
+// Runs tool calls (contract tool-execution): lookup → argument validation →
+// safety gate (approval for dangerous tools) → hooks → handler → result.
+// Every front door (Elisp, Lisp, MCP) goes through here.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/call_context.hpp"
+#include "core/registry.hpp"
+
+namespace agentq {
+
+struct ToolCall {
+  std::optional<std::string> id;  // echoed in the result as given
+  std::string name;
+  json arguments = json::object();
+};
+
+struct ToolResult {
+  std::optional<std::string> id;
+  bool success = false;
+  std::string content;               // always set; on failure the error text
+  std::optional<std::string> error;  // set exactly when !success
+  double execution_time_ms = 0;
+  std::optional<SafetyLevel> safety_level;  // nullopt for an unknown tool
+  bool approved = false;  // ran with permission: safe/cautious, or dangerous and approved
+
+  // {"id","success","content","error"(null),"metadata":{"execution_time_ms","safety_level","approved"}}
+  json to_json() const;
+};
+
+enum class ApprovalKind { Approved, Denied, Modified };
+
+struct ApprovalDecision {
+  ApprovalKind kind = ApprovalKind::Denied;
+  json arguments;  // the new arguments when kind == Modified
+};
+
+// Asked on the calling thread for every dangerous tool.  May take minutes.
+// Throwing counts as a denial.
+using ApprovalFunction = std::function<ApprovalDecision(const Tool& tool, const json& args)>;
+
+enum class HookPhase { Before, After, Error };
+std::string_view to_string(HookPhase phase);  // "before" "after" "error"
+
+// Observability hook.  RESULT is null for Before.  A hook that throws is
+// ignored: it changes nothing else.
+using Hook = std::function<void(HookPhase phase, const std::string& tool_name,
+                                const json& args, const ToolResult* result)>;
+
+struct ExecutionOptions {
+  ApprovalFunction approve;  // empty ⇒ dangerous tools are denied
+  std::vector<Hook> hooks;
+  CallContext* context = nullptr;  // null ⇒ a NullCallContext
+};
+
+struct ToolStats {
+  std::uint64_t calls = 0;
+  std::uint64_t failures = 0;
+  double total_ms = 0;
+};
+
+class Executor {
+ public:
+  explicit Executor(Registry& registry);
+
+  // Never throws for bad input: every problem becomes a failed ToolResult.
+  //   unknown tool       → "Unknown tool: NAME"
+  //   bad arguments      → validate_arguments' message
+  //   dangerous, denied  → "User denied tool execution"
+  //   handler throws     → "Tool error: MESSAGE"
+  //   handler failure    → its text
+  // Hooks: Before just before the handler; After on success; Error on every
+  // failure (also unknown tool, invalid arguments, denial).
+  ToolResult execute(const ToolCall& call, const ExecutionOptions& options) const;
+
+  // In order; once options.context->cancelled(), the rest get "Cancelled".
+  std::vector<ToolResult> execute_all(const std::vector<ToolCall>& calls,
+                                      const ExecutionOptions& options) const;
+
+  // Per-tool counters, by resolved tool name.
+  std::map<std::string, ToolStats> stats() const;
+  void reset_stats();
+
+  Registry& registry() const { return registry_; }
+
+ private:
+  void record(const std::string& name, bool success, double ms) const;
+
+  Registry& registry_;
+  mutable std::mutex stats_mutex_;
+  mutable std::map<std::string, ToolStats> stats_;
+};
+
+}  // namespace agentq

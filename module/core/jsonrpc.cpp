@@ -1,0 +1,374 @@
+#include "core/jsonrpc.hpp"
+
+#include <array>
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include "core/schema.hpp"
+#include "core/validate.hpp"
+
+namespace agentq {
+
+namespace {
+
+using namespace jsonrpc_error;
+
+// Deeper messages are refused before parsing: handlers, converters and
+// dump() recurse over the value.
+constexpr int kMaxDepth = 256;
+// Longest piece of client text echoed back in an error message.
+constexpr std::size_t kMaxEcho = 200;
+
+constexpr std::array<std::string_view, 3> kProtocolVersions = {"2025-06-18", "2025-03-26", "2024-11-05"};
+
+constexpr std::string_view kInternalErrorText =
+    R"({"error":{"code":-32603,"message":"Internal error"},"id":null,"jsonrpc":"2.0"})";
+
+// Stands for an absent "params" member.
+const json& absent_params() {
+  static const json value(json::value_t::discarded);
+  return value;
+}
+
+std::string dump(const json& value) {
+  // Strings from handlers may hold invalid UTF-8: replace, never throw.
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// TEXT cut to at most kMaxEcho bytes at a UTF-8 character boundary.
+std::string echo(std::string_view text) {
+  if (text.size() <= kMaxEcho) return std::string(text);
+  std::size_t cut = kMaxEcho;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  std::string out(text.substr(0, cut));
+  out += "...";
+  return out;
+}
+
+json error_response(int code, std::string message, const json& id) {
+  json error = json::object();
+  error["code"] = code;
+  error["message"] = std::move(message);
+  json response = json::object();
+  response["jsonrpc"] = "2.0";
+  response["id"] = id;
+  response["error"] = std::move(error);
+  return response;
+}
+
+json result_response(json result, const json& id) {
+  json response = json::object();
+  response["jsonrpc"] = "2.0";
+  response["id"] = id;
+  response["result"] = std::move(result);
+  return response;
+}
+
+bool valid_id(const json& id) { return id.is_string() || id.is_number() || id.is_null(); }
+
+// True when TEXT nests arrays/objects deeper than LIMIT.  Exact for valid
+// JSON (strings are skipped); invalid JSON is rejected by the parser anyway.
+bool text_nesting_exceeds(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        break;
+      case '[':
+      case '{':
+        if (++depth > limit) return true;
+        break;
+      case ']':
+      case '}':
+        if (depth > 0) --depth;
+        break;
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
+// The same on a parsed value, without recursion.
+bool value_nesting_exceeds(const json& value, int limit) {
+  if (!value.is_structured()) return false;
+  std::vector<std::pair<const json*, int>> stack;
+  stack.emplace_back(&value, 1);
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (depth > limit) return true;
+    for (const json& child : *node) {
+      if (child.is_structured()) stack.emplace_back(&child, depth + 1);
+    }
+  }
+  return false;
+}
+
+std::optional<std::string> call_id(const json& id) {
+  if (id.is_string()) return id.get<std::string>();
+  if (id.is_null()) return std::nullopt;
+  return id.dump();
+}
+
+}  // namespace
+
+McpServer::McpServer(Executor& executor, ServerInfo info) : executor_(executor), info_(std::move(info)) {}
+
+struct McpServer::ToolsList {
+  std::vector<ToolPtr> tools;  // what it was built from; keeps them alive, so no address is reused
+  json result;                 // {"tools":[…]}
+  std::string text;            // result, dumped
+};
+
+std::shared_ptr<const McpServer::ToolsList> McpServer::tools_list() {
+  std::vector<ToolPtr> tools = executor_.registry().filter();
+  {
+    std::lock_guard lock(tools_list_mutex_);
+    // Registering a tool always stores a new object, so equal pointers mean
+    // the very same definitions.
+    if (tools_list_ && tools_list_->tools == tools) return tools_list_;
+  }
+  auto fresh = std::make_shared<ToolsList>();
+  fresh->result = json::object();
+  fresh->result["tools"] = tools_to_schema(tools, SchemaFormat::Mcp);
+  fresh->text = dump(fresh->result);
+  fresh->tools = std::move(tools);
+  std::lock_guard lock(tools_list_mutex_);
+  tools_list_ = fresh;
+  return fresh;
+}
+
+namespace {
+
+// A request object that passed the envelope checks.
+struct Request {
+  const std::string* method;
+  const json* params;  // absent_params() when absent
+  json id;
+};
+
+// Checks one element of a message or batch: an error response, a
+// notification (nothing to answer), or a request to dispatch.
+struct Envelope {
+  std::optional<json> error;
+  std::optional<Request> request;  // neither set: a notification
+};
+
+Envelope read_envelope(const json& message) {
+  Envelope out;
+  if (!message.is_object()) {
+    out.error = error_response(kInvalidRequest, "Invalid Request: expected a JSON object", nullptr);
+    return out;
+  }
+  const auto id_it = message.find("id");
+  const bool notification = id_it == message.end();
+  json id = nullptr;
+  if (!notification) {
+    if (!valid_id(*id_it)) {
+      out.error = error_response(kInvalidRequest, "Invalid Request: id must be a string, a number or null", nullptr);
+      return out;
+    }
+    id = *id_it;
+  }
+  const auto version = message.find("jsonrpc");
+  if (version == message.end() || !version->is_string() || version->get_ref<const std::string&>() != "2.0") {
+    out.error = error_response(kInvalidRequest, "Invalid Request: jsonrpc must be \"2.0\"", id);
+    return out;
+  }
+  const auto method = message.find("method");
+  if (method == message.end() || !method->is_string()) {
+    out.error = error_response(kInvalidRequest, "Invalid Request: method must be a string", id);
+    return out;
+  }
+  // Notifications (notifications/initialized, notifications/cancelled, and
+  // anything else) are never answered.
+  if (notification) return out;
+  const auto params = message.find("params");
+  out.request = Request{&method->get_ref<const std::string&>(),
+                        params == message.end() ? &absent_params() : &*params, std::move(id)};
+  return out;
+}
+
+template <typename Dispatch>
+std::optional<json> handle_single(const json& message, Dispatch&& dispatch) {
+  Envelope envelope = read_envelope(message);
+  if (envelope.error) return std::move(envelope.error);
+  if (!envelope.request) return std::nullopt;
+  return dispatch(*envelope.request->method, *envelope.request->params, envelope.request->id);
+}
+
+template <typename Dispatch>
+std::optional<json> handle_parsed(const json& message, Dispatch&& dispatch) {
+  if (message.is_array()) {
+    if (message.empty()) return error_response(kInvalidRequest, "Invalid Request: empty batch", nullptr);
+    json responses = json::array();
+    for (const json& element : message) {
+      if (auto response = handle_single(element, dispatch)) responses.push_back(std::move(*response));
+    }
+    if (responses.empty()) return std::nullopt;
+    return responses;
+  }
+  return handle_single(message, dispatch);
+}
+
+}  // namespace
+
+std::optional<std::string> McpServer::handle(std::string_view message, const ExecutionOptions& options) {
+  try {
+    if (text_nesting_exceeds(message, kMaxDepth)) {
+      return dump(error_response(kParseError,
+                                 "Parse error: nested deeper than " + std::to_string(kMaxDepth) + " levels",
+                                 nullptr));
+    }
+    json parsed;
+    try {
+      parsed = json::parse(message.begin(), message.end());
+    } catch (const json::exception& e) {
+      // parse_error, and out_of_range for numbers such as 1e400.
+      return dump(error_response(kParseError, "Parse error: " + echo(e.what()), nullptr));
+    }
+    if (parsed.is_object()) {
+      Envelope envelope = read_envelope(parsed);
+      if (envelope.error) return dump(*envelope.error);
+      if (!envelope.request) return std::nullopt;
+      const Request& request = *envelope.request;
+      if (*request.method == "tools/list" && (request.params->is_discarded() || request.params->is_object())) {
+        // The common big answer: splice the prepared text instead of
+        // copying and dumping the schemas each time.  Same bytes as dump().
+        auto list = tools_list();
+        std::string text;
+        text.reserve(list->text.size() + 64);
+        text += R"({"id":)";
+        text += dump(request.id);
+        text += R"(,"jsonrpc":"2.0","result":)";
+        text += list->text;
+        text += '}';
+        return text;
+      }
+      return dump(dispatch(*request.method, *request.params, request.id, options));
+    }
+    auto response = handle_parsed(parsed, [&](const std::string& method, const json& params, const json& id) {
+      return dispatch(method, params, id, options);
+    });
+    if (!response) return std::nullopt;
+    return dump(*response);
+  } catch (...) {
+    return std::string(kInternalErrorText);
+  }
+}
+
+std::optional<json> McpServer::handle_json(const json& message, const ExecutionOptions& options) {
+  try {
+    if (value_nesting_exceeds(message, kMaxDepth)) {
+      return error_response(kInvalidRequest,
+                            "Invalid Request: nested deeper than " + std::to_string(kMaxDepth) + " levels",
+                            nullptr);
+    }
+    return handle_parsed(message, [&](const std::string& method, const json& params, const json& id) {
+      return dispatch(method, params, id, options);
+    });
+  } catch (...) {
+    return json::parse(kInternalErrorText);
+  }
+}
+
+json McpServer::dispatch(const std::string& method, const json& params, const json& id,
+                         const ExecutionOptions& options) {
+  try {
+    const bool absent = params.is_discarded();
+    const bool known = method == "initialize" || method == "ping" || method == "tools/list" ||
+                       method == "tools/call" || method == "notifications/initialized" ||
+                       method == "notifications/cancelled";
+    if (!known) return error_response(kMethodNotFound, "Method not found: " + echo(method), id);
+    if (!absent && !params.is_object()) {
+      return error_response(kInvalidParams, "Invalid params: params must be an object, got " + json_type_name(params),
+                            id);
+    }
+
+    if (method == "tools/call") {
+      if (absent) return error_response(kInvalidParams, "Invalid params: tools/call needs params {name, arguments}", id);
+      const auto name_it = params.find("name");
+      if (name_it == params.end() || !name_it->is_string()) {
+        return error_response(kInvalidParams, "Invalid params: name must be a string", id);
+      }
+      const std::string& name = name_it->get_ref<const std::string&>();
+      ToolPtr tool = executor_.registry().resolve(name);
+      if (!tool) return error_response(kInvalidParams, "Unknown tool: " + echo(name), id);
+
+      ToolCall call;
+      call.id = call_id(id);
+      call.name = tool->name;
+      const auto args_it = params.find("arguments");
+      if (args_it != params.end() && !args_it->is_null()) {
+        if (!args_it->is_object()) {
+          return error_response(kInvalidParams,
+                                "Invalid params: arguments must be an object, got " + json_type_name(*args_it), id);
+        }
+        call.arguments = *args_it;
+      }
+      if (auto problem = validate_arguments(*tool, call.arguments)) {
+        return error_response(kInvalidParams, std::move(*problem), id);
+      }
+      ToolResult outcome = executor_.execute(call, options);
+      json text = json::object();
+      text["type"] = "text";
+      text["text"] = std::move(outcome.content);
+      json result = json::object();
+      result["content"] = json::array({std::move(text)});
+      result["isError"] = !outcome.success;
+      return result_response(std::move(result), id);
+    }
+
+    if (method == "tools/list") {
+      return result_response(tools_list()->result, id);
+    }
+
+    if (method == "initialize") {
+      std::string version(kProtocolVersions.front());
+      if (!absent) {
+        const auto requested = params.find("protocolVersion");
+        if (requested != params.end() && requested->is_string()) {
+          for (std::string_view supported : kProtocolVersions) {
+            if (requested->get_ref<const std::string&>() == supported) version = supported;
+          }
+        }
+      }
+      json tools = json::object();
+      tools["listChanged"] = false;
+      json capabilities = json::object();
+      capabilities["tools"] = std::move(tools);
+      json server = json::object();
+      server["name"] = info_.name;
+      server["version"] = info_.version;
+      json result = json::object();
+      result["protocolVersion"] = version;
+      result["capabilities"] = std::move(capabilities);
+      result["serverInfo"] = std::move(server);
+      return result_response(std::move(result), id);
+    }
+
+    // ping, and the notification methods when sent as requests.
+    return result_response(json::object(), id);
+  } catch (const std::exception& e) {
+    return error_response(kInternalError, std::string("Internal error: ") + e.what(), id);
+  } catch (...) {
+    return error_response(kInternalError, "Internal error", id);
+  }
+}
+
+}  // namespace agentq

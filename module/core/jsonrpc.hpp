@@ -1,0 +1,60 @@
+// JSON-RPC 2.0 / MCP dispatcher over the executor: initialize,
+// notifications/initialized, ping, tools/list, tools/call (contract
+// tools-call).  Transport-free: one message text in, one text out.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/executor.hpp"
+
+namespace agentq {
+
+namespace jsonrpc_error {
+inline constexpr int kParseError = -32700;
+inline constexpr int kInvalidRequest = -32600;
+inline constexpr int kMethodNotFound = -32601;
+inline constexpr int kInvalidParams = -32602;
+inline constexpr int kInternalError = -32603;
+}  // namespace jsonrpc_error
+
+struct ServerInfo {
+  std::string name = "sly-agent-q";
+  std::string version = "0.1.0";
+};
+
+class McpServer {
+ public:
+  McpServer(Executor& executor, ServerInfo info = {});
+
+  // One message: a request, a notification or a batch array.  Returns the
+  // response text, or nullopt when nothing is to be sent (a notification,
+  // a batch of notifications).  Never throws; every malformed input gets
+  // exactly one well-formed error response (parse error -32700 with id null,
+  // invalid request -32600, method not found -32601, invalid params -32602).
+  // tools/call: unknown tool and invalid arguments → error -32602; a tool
+  // that ran and failed (or was denied) → result with isError true.
+  std::optional<std::string> handle(std::string_view message, const ExecutionOptions& options);
+
+  // The same on parsed JSON; nullopt for notifications.
+  std::optional<json> handle_json(const json& message, const ExecutionOptions& options);
+
+ private:
+  json dispatch(const std::string& method, const json& params, const json& id,
+                const ExecutionOptions& options);
+
+  // The tools/list result for the registry's current tools, rebuilt
+  // whenever a tool was (re-)registered since the last call.
+  struct ToolsList;
+  std::shared_ptr<const ToolsList> tools_list();
+
+  Executor& executor_;
+  ServerInfo info_;
+  std::mutex tools_list_mutex_;
+  std::shared_ptr<const ToolsList> tools_list_;
+};
+
+}  // namespace agentq

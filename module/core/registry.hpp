@@ -1,0 +1,48 @@
+// The one registry of tools, whoever defined them (C++, Lisp, Elisp)
+// (contract tool-registry).  Thread-safe: the Emacs main thread, the ECL
+// thread and the MCP server may all use it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/tool.hpp"
+
+namespace agentq {
+
+using ToolPtr = std::shared_ptr<const Tool>;
+
+class Registry {
+ public:
+  // Validates (validate_tool_definition, throws ToolDefinitionError) and
+  // stores TOOL under its name, replacing any tool of that name.  Returns it.
+  ToolPtr register_tool(Tool tool);
+
+  // Exact name; nullptr when absent.
+  ToolPtr get(std::string_view name) const;
+
+  // Exact name, else the name with '-' read as '_' ("evaluate-lisp" finds
+  // "evaluate_lisp"); nullptr when neither exists.
+  ToolPtr resolve(std::string_view name) const;
+
+  // Sorted names.
+  std::vector<std::string> names() const;
+
+  // Tools sorted by name, filtered: at or below MAX_LEVEL when given; with at
+  // least one of CATEGORIES when CATEGORIES is non-empty; both filters AND.
+  std::vector<ToolPtr> filter(std::optional<SafetyLevel> max_level = std::nullopt,
+                              const std::vector<std::string>& categories = {}) const;
+
+  std::size_t size() const;
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<std::string, ToolPtr> tools_;
+};
+
+}  // namespace agentq

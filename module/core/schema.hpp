@@ -1,0 +1,29 @@
+// Tool schemas for the providers: OpenAI function, Anthropic tool, MCP tool.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "core/registry.hpp"
+
+namespace agentq {
+
+enum class SchemaFormat { OpenAI, Anthropic, Mcp };
+
+// "openai" (also "" and "function"), "anthropic", "mcp"; nullopt otherwise.
+std::optional<SchemaFormat> parse_schema_format(std::string_view text);
+
+// {"type":"object","properties":{…},"required":[…]}: properties is always
+// an object (also when empty), required always an array.
+json parameters_schema(const Tool& tool);
+
+// openai:    {"type":"function","function":{"name","description","parameters"}}
+// anthropic: {"name","description","input_schema"}
+// mcp:       {"name","description","inputSchema"}
+json tool_to_schema(const Tool& tool, SchemaFormat format = SchemaFormat::OpenAI);
+
+// A JSON array of tool_to_schema, in the order given.
+json tools_to_schema(const std::vector<ToolPtr>& tools, SchemaFormat format = SchemaFormat::OpenAI);
+
+}  // namespace agentq

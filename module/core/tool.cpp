@@ -1,0 +1,161 @@
+#include "core/tool.hpp"
+
+#include <algorithm>
+#include <string>
+#include <unordered_set>
+
+namespace agentq {
+
+namespace {
+
+constexpr char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// TEXT names the lower-case keyword NAME: "safe", ":safe", "SAFE", ":Safe".
+bool keyword_matches(std::string_view text, std::string_view name) {
+  if (!text.empty() && text.front() == ':') text.remove_prefix(1);
+  if (text.size() != name.size()) return false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (ascii_lower(text[i]) != name[i]) return false;
+  }
+  return true;
+}
+
+// Category spelling without the colon, lower-case.
+std::string_view strip_colon(std::string_view text) {
+  if (!text.empty() && text.front() == ':') text.remove_prefix(1);
+  return text;
+}
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  }
+  return true;
+}
+
+bool is_blank(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  });
+}
+
+std::string in_quotes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out += '"';
+  out += text;
+  out += '"';
+  return out;
+}
+
+}  // namespace
+
+std::string_view to_string(SafetyLevel level) {
+  switch (level) {
+    case SafetyLevel::Safe: return "safe";
+    case SafetyLevel::Cautious: return "cautious";
+    case SafetyLevel::Dangerous: return "dangerous";
+  }
+  return "unknown";
+}
+
+std::optional<SafetyLevel> parse_safety_level(std::string_view text) {
+  for (SafetyLevel level : {SafetyLevel::Safe, SafetyLevel::Cautious, SafetyLevel::Dangerous}) {
+    if (keyword_matches(text, to_string(level))) return level;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(ParamType type) {
+  switch (type) {
+    case ParamType::String: return "string";
+    case ParamType::Boolean: return "boolean";
+    case ParamType::Number: return "number";
+    case ParamType::Integer: return "integer";
+    case ParamType::Object: return "object";
+    case ParamType::Array: return "array";
+  }
+  return "unknown";
+}
+
+std::optional<ParamType> parse_param_type(std::string_view text) {
+  for (ParamType type : {ParamType::String, ParamType::Boolean, ParamType::Number, ParamType::Integer,
+                         ParamType::Object, ParamType::Array}) {
+    if (keyword_matches(text, to_string(type))) return type;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(HandlerKind kind) {
+  switch (kind) {
+    case HandlerKind::Native: return "native";
+    case HandlerKind::Lisp: return "lisp";
+    case HandlerKind::Elisp: return "elisp";
+  }
+  return "unknown";
+}
+
+const Parameter* Tool::find_parameter(std::string_view param_name) const {
+  for (const Parameter& p : parameters) {
+    if (p.name == param_name) return &p;
+  }
+  return nullptr;
+}
+
+bool Tool::has_category(std::string_view category) const {
+  const std::string_view wanted = strip_colon(category);
+  return std::any_of(categories.begin(), categories.end(), [&](const std::string& c) {
+    return equals_ignoring_case(strip_colon(c), wanted);
+  });
+}
+
+bool is_snake_case(std::string_view name) {
+  if (name.empty() || name.front() < 'a' || name.front() > 'z') return false;
+  return std::all_of(name.begin() + 1, name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+void validate_tool_definition(const Tool& tool) {
+  if (!is_snake_case(tool.name)) {
+    throw ToolDefinitionError("Invalid tool name " + in_quotes(tool.name) +
+                              ": tool names must be snake_case (^[a-z][a-z0-9_]*$)");
+  }
+  const std::string prefix = "Tool " + tool.name + ": ";
+  if (is_blank(tool.description)) {
+    throw ToolDefinitionError(prefix + "description must not be empty");
+  }
+  if (to_string(tool.safety_level) == "unknown") {
+    throw ToolDefinitionError(prefix + "unknown safety level " +
+                              std::to_string(static_cast<int>(tool.safety_level)) +
+                              " (expected safe, cautious or dangerous)");
+  }
+  if (to_string(tool.kind) == "unknown") {
+    throw ToolDefinitionError(prefix + "unknown handler kind " + std::to_string(static_cast<int>(tool.kind)));
+  }
+  std::unordered_set<std::string_view> seen;
+  for (std::size_t i = 0; i < tool.parameters.size(); ++i) {
+    const Parameter& p = tool.parameters[i];
+    if (p.name.empty()) {
+      throw ToolDefinitionError(prefix + "parameter " + std::to_string(i + 1) + " has an empty name");
+    }
+    if (!seen.insert(p.name).second) {
+      throw ToolDefinitionError(prefix + "duplicate parameter " + in_quotes(p.name));
+    }
+    if (to_string(p.type) == "unknown") {
+      throw ToolDefinitionError(prefix + "parameter " + in_quotes(p.name) + " has an unknown type " +
+                                std::to_string(static_cast<int>(p.type)));
+    }
+  }
+  for (const std::string& r : tool.required) {
+    if (seen.find(r) == seen.end()) {
+      throw ToolDefinitionError(prefix + "required parameter " + in_quotes(r) + " is not among its parameters");
+    }
+  }
+  if (!tool.handler) {
+    throw ToolDefinitionError(prefix + "missing handler");
+  }
+}
+
+}  // namespace agentq

@@ -1,0 +1,86 @@
+// A tool: what the model may call, with its parameter schema, safety level
+// and handler (contract tool-protocol). Pure C++, no Emacs or ECL.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace agentq {
+
+using json = nlohmann::json;
+
+enum class SafetyLevel { Safe = 0, Cautious = 1, Dangerous = 2 };
+
+// "safe" / "cautious" / "dangerous".
+std::string_view to_string(SafetyLevel level);
+// Accepts "safe", ":safe", "SAFE" …; nullopt for anything else.
+std::optional<SafetyLevel> parse_safety_level(std::string_view text);
+
+enum class ParamType { String, Boolean, Number, Integer, Object, Array };
+
+// The JSON-schema type name: "string", "boolean", "number", "integer", "object", "array".
+std::string_view to_string(ParamType type);
+// Accepts "string", ":string", "STRING" …; nullopt for anything else.
+std::optional<ParamType> parse_param_type(std::string_view text);
+
+struct Parameter {
+  std::string name;
+  ParamType type = ParamType::String;
+  std::string description;
+};
+
+// Who runs the handler: plain C++, Lisp on the ECL thread, or Elisp on the
+// Emacs main thread.  Informational: the handler closure does the routing.
+enum class HandlerKind { Native, Lisp, Elisp };
+std::string_view to_string(HandlerKind kind);
+
+class CallContext;
+
+// What a handler produced.  On success TEXT is the content for the model;
+// on failure it is the error message (the executor copies it to content too).
+struct ToolOutput {
+  bool success = true;
+  std::string text;
+};
+
+// ARGS is always a JSON object, already validated against the parameters.
+// A handler may throw; the executor turns the exception into
+// "Tool error: <what()>".
+using Handler = std::function<ToolOutput(const json& args, CallContext& context)>;
+
+struct Tool {
+  std::string name;
+  std::string description;
+  std::vector<Parameter> parameters;
+  std::vector<std::string> required;
+  SafetyLevel safety_level = SafetyLevel::Safe;
+  // Lower-case keywords without the colon: "introspection", "execution".
+  std::vector<std::string> categories;
+  HandlerKind kind = HandlerKind::Native;
+  Handler handler;
+
+  const Parameter* find_parameter(std::string_view param_name) const;
+  bool has_category(std::string_view category) const;
+};
+
+// Thrown when a tool definition breaks the protocol's invariants.
+class ToolDefinitionError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// ^[a-z][a-z0-9_]*$
+bool is_snake_case(std::string_view name);
+
+// Throws ToolDefinitionError with a message naming the problem: empty or
+// non-snake_case name, empty description, duplicate or empty parameter
+// name, required name not among the parameters, missing handler.
+void validate_tool_definition(const Tool& tool);
+
+}  // namespace agentq

@@ -1,0 +1,594 @@
+// The ECL worker thread, its job queue and the wait loop of the callers.
+//
+// Threads:
+//   worker   — boots ECL, runs AGENT-Q::WORKER-LOOP, which takes jobs from
+//              %NEXT-JOB and hands results to %FINISH-JOB (both below).
+//   watchdog — an ECL thread that interrupts the worker on request (C-g,
+//              timeout): only an ECL thread may call MP:INTERRUPT-PROCESS.
+//   callers  — any other thread (the Emacs main thread, the MCP server)
+//              enqueues a job and waits in Runtime::evaluate; they never
+//              call ECL themselves.
+//
+// C++ frames that Lisp can unwind through (a longjmp, so no destructors)
+// hold no objects with destructors and no locks.
+
+#include "ecl/runtime.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <gc/gc.h>
+
+#include "ecl/ecl_api.hpp"
+#include "ecl/lisp_string.hpp"
+#include "ecl/signals.hpp"
+
+extern "C" void init_agentq_lisp(cl_object);  // the compiled lisp/ files
+
+namespace agentq::ecl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+enum class JobState : int { Queued, Running, Done };
+enum class BootState : int { None, Booting, Running, Failed, Stopped };
+enum class Interrupt : int { Quit, Timeout, Cancel };
+
+struct Job {
+  std::uint64_t id = 0;
+  EvalRequest request;
+  std::atomic<JobState> state{JobState::Queued};
+  bool success = false;
+  std::string text;
+};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// How long each side spins before sleeping.  The worker spins after a job
+// because the next call usually follows within microseconds; the caller
+// spins while the worker is known to run (see NOTES.md, "Speed").
+constexpr auto kWorkerSpin = std::chrono::microseconds(60);
+constexpr auto kCallerSpin = std::chrono::microseconds(300);
+constexpr auto kPollSlice = std::chrono::milliseconds(5);
+constexpr auto kInterruptGrace = std::chrono::seconds(3);
+constexpr auto kInterruptRepeat = std::chrono::milliseconds(500);
+constexpr auto kBootTimeout = std::chrono::seconds(20);
+
+}  // namespace
+
+struct Runtime::Impl {
+  // --- boot
+  std::mutex boot_mutex;
+  std::condition_variable boot_cv;
+  std::atomic<BootState> boot_state{BootState::None};
+  std::string boot_error;
+  double boot_ms = 0;
+  pthread_t worker_thread{};
+  std::size_t heap_limit = std::size_t{1} << 30;
+
+  // --- jobs
+  std::mutex mutex;
+  std::condition_variable job_cv;   // worker waits for jobs
+  std::condition_variable done_cv;  // callers wait for results / waiter work
+  std::deque<std::shared_ptr<Job>> queue;
+  std::atomic<std::size_t> queued{0};
+  bool stopping = false;
+  bool worker_sleeping = false;
+  int callers_sleeping = 0;
+  std::shared_ptr<Job> current;  // owned by the worker
+  std::atomic<std::uint64_t> next_id{1};
+  std::atomic<std::uint64_t> jobs_run{0};
+
+  // --- interrupts, served by the watchdog
+  std::mutex interrupt_mutex;
+  std::condition_variable interrupt_cv;
+  std::deque<std::pair<std::uint64_t, Interrupt>> interrupts;
+  bool interrupt_stop = false;
+
+  // --- work posted to a waiting caller
+  std::deque<std::function<void()>> waiter_work;
+  std::atomic<int> waiting{0};
+
+  void request_interrupt(std::uint64_t id, Interrupt why) {
+    {
+      std::lock_guard lock(interrupt_mutex);
+      interrupts.emplace_back(id, why);
+    }
+    interrupt_cv.notify_one();
+  }
+
+  void wake_callers() {
+    bool sleeping;
+    {
+      std::lock_guard lock(mutex);
+      sleeping = callers_sleeping > 0;
+    }
+    if (sleeping) done_cv.notify_all();
+  }
+
+  bool alive() const { return boot_state.load() == BootState::Running; }
+
+  void run_waiter_work() {
+    for (;;) {
+      std::function<void()> work;
+      {
+        std::lock_guard lock(mutex);
+        if (waiter_work.empty()) return;
+        work = std::move(waiter_work.front());
+        waiter_work.pop_front();
+      }
+      try {
+        work();
+      } catch (...) {
+        // Work posted to the waiter reports its own errors; nothing may
+        // escape into the wait loop.
+      }
+    }
+  }
+
+  // Sleeps up to SLICE unless JOB finishes or work is posted.
+  void sleep_slice(const Job& job, Clock::duration slice) {
+    std::unique_lock lock(mutex);
+    ++callers_sleeping;
+    done_cv.wait_for(lock, slice, [&] {
+      return job.state.load() == JobState::Done || !waiter_work.empty() || !alive();
+    });
+    --callers_sleeping;
+  }
+};
+
+namespace {
+
+Runtime::Impl* g_impl = nullptr;  // set once by Runtime's constructor
+
+cl_object lisp_symbol(const char* name) { return ecl_make_symbol(name, "AGENT-Q"); }
+
+// ----------------------------------------------------------------------------
+// Functions called from Lisp on the worker / watchdog threads.
+
+// (%NEXT-JOB) → id code package flags output-limit timeout-ms, or NIL to stop.
+cl_object next_job() {
+  Runtime::Impl& impl = *g_impl;
+  std::shared_ptr<Job> job;
+  {
+    auto until = Clock::now() + kWorkerSpin;
+    while (impl.queued.load(std::memory_order_acquire) == 0 && Clock::now() < until) cpu_relax();
+    std::unique_lock lock(impl.mutex);
+    if (impl.queue.empty() && !impl.stopping) {
+      impl.worker_sleeping = true;
+      impl.job_cv.wait(lock, [&] { return impl.stopping || !impl.queue.empty(); });
+      impl.worker_sleeping = false;
+    }
+    if (!impl.queue.empty()) {
+      job = std::move(impl.queue.front());
+      impl.queue.pop_front();
+      impl.queued.fetch_sub(1, std::memory_order_release);
+      job->state.store(JobState::Running, std::memory_order_release);
+      impl.current = job;
+    }
+  }
+  // No locks held from here: allocation may unwind (storage exhaustion).
+  cl_env_ptr env = ecl_process_env();
+  if (!job) {
+    env->nvalues = 1;
+    return env->values[0] = ECL_NIL;
+  }
+  const EvalRequest& request = job->request;
+  cl_object id = ecl_make_unsigned_integer(job->id);
+  cl_object code = make_lisp_string(request.code);
+  cl_object package = request.package.empty() ? ECL_NIL : make_lisp_string(request.package);
+  env->values[0] = id;
+  env->values[1] = code;
+  env->values[2] = package;
+  env->values[3] = ecl_make_fixnum(request.capture_time ? 1 : 0);
+  env->values[4] = ecl_make_fixnum(static_cast<cl_fixnum>(request.output_limit));
+  env->values[5] = ecl_make_fixnum(static_cast<cl_fixnum>(request.timeout.count()));
+  env->nvalues = 6;
+  return id;
+}
+
+// (%FINISH-JOB id success-p text)
+cl_object finish_job(cl_object id, cl_object success, cl_object text) {
+  Runtime::Impl& impl = *g_impl;
+  (void)id;
+  std::shared_ptr<Job> job;
+  try {
+    std::string utf8 = lisp_string_to_utf8(text);
+    {
+      std::lock_guard lock(impl.mutex);
+      job = std::move(impl.current);
+    }
+    if (job) {
+      job->success = success != ECL_NIL;
+      job->text = std::move(utf8);
+      job->state.store(JobState::Done, std::memory_order_release);
+      impl.jobs_run.fetch_add(1, std::memory_order_relaxed);
+    }
+  } catch (...) {
+    if (job) {
+      job->success = false;
+      job->text = "[ERROR] INTERNAL\nThe result could not be transferred (out of memory).";
+      job->state.store(JobState::Done, std::memory_order_release);
+    }
+  }
+  job.reset();
+  impl.wake_callers();
+  cl_env_ptr env = ecl_process_env();
+  env->nvalues = 1;
+  return env->values[0] = ECL_NIL;
+}
+
+// (%NEXT-INTERRUPT) → id reason, or NIL to stop.  Runs on the watchdog.
+cl_object next_interrupt() {
+  Runtime::Impl& impl = *g_impl;
+  std::uint64_t id = 0;
+  Interrupt why = Interrupt::Cancel;
+  bool stop = false;
+  {
+    std::unique_lock lock(impl.interrupt_mutex);
+    impl.interrupt_cv.wait(lock, [&] { return impl.interrupt_stop || !impl.interrupts.empty(); });
+    if (impl.interrupts.empty()) {
+      stop = true;
+    } else {
+      std::tie(id, why) = impl.interrupts.front();
+      impl.interrupts.pop_front();
+    }
+  }
+  cl_env_ptr env = ecl_process_env();
+  if (stop) {
+    env->nvalues = 1;
+    return env->values[0] = ECL_NIL;
+  }
+  const char* name = why == Interrupt::Quit ? "QUIT" : why == Interrupt::Timeout ? "TIMEOUT" : "CANCEL";
+  // Build every object before filling env->values: interning sets values.
+  cl_object reason = ecl_make_keyword(name);
+  cl_object job = ecl_make_unsigned_integer(id);
+  env->values[0] = job;
+  env->values[1] = reason;
+  env->nvalues = 2;
+  return env->values[0];
+}
+
+// (%GC-TIME-MS) → milliseconds spent in full collections so far.
+cl_object gc_time_ms() {
+  cl_env_ptr env = ecl_process_env();
+  env->nvalues = 1;
+  return env->values[0] = ecl_make_unsigned_integer(GC_get_full_gc_total_time());
+}
+
+// ----------------------------------------------------------------------------
+// The worker thread.
+
+void set_boot_options() {
+  ecl_set_option(ECL_OPT_TRAP_SIGINT, 0);             // Emacs owns SIGINT (C-g on a tty)
+  ecl_set_option(ECL_OPT_SIGNAL_HANDLING_THREAD, 0);  // would mask async signals process-wide
+  ecl_set_option(ECL_OPT_TRAP_SIGPIPE, 0);
+  ecl_set_option(ECL_OPT_TRAP_SIGILL, 0);
+  ecl_set_option(ECL_OPT_TRAP_SIGFPE, 0);
+  ecl_set_option(ECL_OPT_TRAP_SIGSEGV, 1);  // stack overflow detection; see signals.cpp
+  ecl_set_option(ECL_OPT_TRAP_SIGBUS, 1);
+  ecl_set_option(ECL_OPT_TRAP_INTERRUPT_SIGNAL, 1);  // MP:INTERRUPT-PROCESS
+  // Mandatory: Emacs's own bignums use GMP; letting ECL move GMP onto the
+  // Boehm heap hangs Emacs.
+  ecl_set_option(ECL_OPT_SET_GMP_MEMORY_FUNCTIONS, 0);
+  ecl_set_option(ECL_OPT_INCREMENTAL_GC, 0);
+}
+
+// Runs after everything else at exit only if nobody called shutdown():
+// registered after cl_boot, so it runs before ECL's own atexit handler,
+// which would hang when run on the main thread.
+void shutdown_at_exit() { Runtime::instance().shutdown(); }
+
+// Kept free of C++ objects with destructors: Lisp may unwind through it.
+// Returns NIL on success, else a Lisp string or T saying what failed.
+cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
+  cl_object failure = ECL_T;
+  ECL_CATCH_ALL_BEGIN(env) {
+    ecl_init_module(nullptr, init_agentq_lisp);
+    ecl_def_c_function(lisp_symbol("%NEXT-JOB"), reinterpret_cast<cl_objectfn_fixed>(next_job), 0);
+    ecl_def_c_function(lisp_symbol("%FINISH-JOB"), reinterpret_cast<cl_objectfn_fixed>(finish_job), 3);
+    ecl_def_c_function(lisp_symbol("%NEXT-INTERRUPT"), reinterpret_cast<cl_objectfn_fixed>(next_interrupt), 0);
+    ecl_def_c_function(lisp_symbol("%GC-TIME-MS"), reinterpret_cast<cl_objectfn_fixed>(gc_time_ms), 0);
+    failure = cl_funcall(2, lisp_symbol("BOOT"), ecl_make_unsigned_integer(heap_limit));
+  }
+  ECL_CATCH_ALL_END;
+  return failure;
+}
+
+// Returns true when WORKER-LOOP returned normally (stop requested), false
+// when a non-local exit escaped it.
+bool run_worker_loop(cl_env_ptr env) {
+  bool returned = false;
+  ECL_CATCH_ALL_BEGIN(env) {
+    cl_funcall(1, lisp_symbol("WORKER-LOOP"));
+    returned = true;
+  }
+  ECL_CATCH_ALL_END;
+  return returned;
+}
+
+void* worker_main(void*) {
+  Runtime::Impl& impl = *g_impl;
+  auto started = Clock::now();
+  set_boot_options();
+  remember_host_signal_handlers();
+  char arg0[] = "sly-agent-q";
+  char* argv[] = {arg0, nullptr};
+  cl_boot(1, argv);
+  std::atexit(shutdown_at_exit);
+  route_signals_by_thread();
+  GC_start_performance_measurement();
+
+  cl_env_ptr env = ecl_process_env();
+  cl_object failure = load_lisp_side(env, impl.heap_limit);
+  if (failure != ECL_NIL) {
+    std::string reason = failure == ECL_T ? "a non-local exit" : lisp_string_to_utf8(failure);
+    {
+      std::lock_guard lock(impl.boot_mutex);
+      impl.boot_error = "the AGENT-Q Lisp code failed to load (" + reason + ")";
+      impl.boot_state = BootState::Failed;
+    }
+    impl.boot_cv.notify_all();
+    return nullptr;
+  }
+  {
+    std::lock_guard lock(impl.boot_mutex);
+    impl.boot_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+    impl.boot_state = BootState::Running;
+  }
+  impl.boot_cv.notify_all();
+
+  // A non-local exit that escapes the loop (it should not) fails the job it
+  // interrupted; the loop then starts again.
+  while (!run_worker_loop(env)) {
+    std::shared_ptr<Job> job;
+    {
+      std::lock_guard lock(impl.mutex);
+      job = std::move(impl.current);
+    }
+    if (job) {
+      job->success = false;
+      job->text = "[ERROR] CONTROL-ERROR\nA non-local exit escaped the evaluation; the session is still alive.";
+      job->state.store(JobState::Done);
+      impl.wake_callers();
+    }
+  }
+
+  {
+    std::lock_guard lock(impl.interrupt_mutex);
+    impl.interrupt_stop = true;
+  }
+  impl.interrupt_cv.notify_all();
+  cl_shutdown();
+  impl.boot_state = BootState::Stopped;
+  impl.wake_callers();
+  return nullptr;
+}
+
+std::size_t worker_stack_size() {
+  rlimit limit{};
+  getrlimit(RLIMIT_STACK, &limit);
+  std::size_t base = limit.rlim_cur == RLIM_INFINITY ? (std::size_t{64} << 20) : limit.rlim_cur;
+  // ECL sizes its C stack checks from RLIMIT_STACK; give every ECL thread
+  // more than that so the checks fire before the real end of the stack.
+  return base + (std::size_t{4} << 20);
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------
+// Runtime
+
+Runtime& Runtime::instance() {
+  static Runtime runtime;
+  return runtime;
+}
+
+// The Impl is never destroyed (the "static T& x = *new T" idiom): ECL
+// threads may still run at process exit and must never see freed state.
+Runtime::Runtime() : impl_(new Impl) { g_impl = impl_; }
+
+Runtime::~Runtime() = default;
+
+void Runtime::ensure_booted() {
+  Impl& impl = *impl_;
+  BootState state = impl.boot_state.load();
+  if (state == BootState::Running) return;
+  std::unique_lock lock(impl.boot_mutex);
+  state = impl.boot_state.load();
+  if (state == BootState::None) {
+    impl.boot_state = BootState::Booting;
+    std::size_t stack = worker_stack_size();
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setstacksize(&attributes, stack);
+    // Threads ECL creates later (the watchdog, user threads) get the same.
+    pthread_setattr_default_np(&attributes);
+    // Async signals stay with the host's threads.
+    sigset_t all, old;
+    sigfillset(&all);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigdelset(&all, sig);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&impl.worker_thread, &attributes, worker_main, nullptr);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    pthread_attr_destroy(&attributes);
+    if (rc != 0) {
+      impl.boot_state = BootState::Failed;
+      impl.boot_error = std::string("cannot start the Lisp thread: ") + std::strerror(rc);
+    }
+  }
+  impl.boot_cv.wait_for(lock, kBootTimeout, [&] { return impl.boot_state.load() != BootState::Booting; });
+  switch (impl.boot_state.load()) {
+    case BootState::Running:
+      return;
+    case BootState::Booting:
+      throw RuntimeError("the Lisp runtime did not finish booting");
+    case BootState::Stopped:
+      throw RuntimeError("the Lisp runtime has been shut down");
+    default:
+      throw RuntimeError("the Lisp runtime failed to boot: " + impl.boot_error);
+  }
+}
+
+EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) {
+  ensure_booted();
+  Impl& impl = *impl_;
+  auto job = std::make_shared<Job>();
+  job->id = impl.next_id.fetch_add(1);
+  job->request = request;
+  auto start = Clock::now();
+  auto deadline = request.timeout.count() > 0 ? start + request.timeout : Clock::time_point::max();
+
+  bool wake;
+  {
+    std::lock_guard lock(impl.mutex);
+    impl.queue.push_back(job);
+    impl.queued.fetch_add(1, std::memory_order_release);
+    wake = impl.worker_sleeping;
+  }
+  if (wake) impl.job_cv.notify_one();
+
+  struct Waiting {
+    std::atomic<int>& count;
+    explicit Waiting(std::atomic<int>& c) : count(c) { ++count; }
+    ~Waiting() { --count; }
+  } waiting(impl.waiting);
+
+  // Spin while the worker is known to run the job; yield while it has not
+  // started, so a worker woken onto this CPU gets to run.
+  auto spin_until = start + kCallerSpin;
+  while (job->state.load(std::memory_order_acquire) != JobState::Done) {
+    auto now = Clock::now();
+    if (now >= spin_until) break;
+    if (job->state.load(std::memory_order_relaxed) == JobState::Running)
+      cpu_relax();
+    else
+      sched_yield();
+  }
+
+  std::optional<Interrupt> interrupted;
+  while (job->state.load(std::memory_order_acquire) != JobState::Done) {
+    impl.run_waiter_work();
+    if (!impl.alive()) throw RuntimeError("the Lisp runtime stopped during the evaluation");
+    if (context.poll()) {
+      interrupted = Interrupt::Quit;
+      break;
+    }
+    if (Clock::now() >= deadline) {
+      interrupted = Interrupt::Timeout;
+      break;
+    }
+    impl.sleep_slice(*job, kPollSlice);
+  }
+
+  if (interrupted) {
+    // Interrupt, then give the evaluation time to unwind (its cleanups run),
+    // repeating the interrupt in case it landed between two jobs' checks.
+    auto give_up = Clock::now() + kInterruptGrace;
+    while (job->state.load(std::memory_order_acquire) != JobState::Done && Clock::now() < give_up) {
+      impl.request_interrupt(job->id, *interrupted);
+      auto next = Clock::now() + kInterruptRepeat;
+      while (job->state.load(std::memory_order_acquire) != JobState::Done && Clock::now() < next)
+        impl.sleep_slice(*job, kPollSlice);
+    }
+    if (job->state.load(std::memory_order_acquire) != JobState::Done) {
+      return {false,
+              "[ERROR] UNRESPONSIVE\nThe evaluation did not stop within " +
+                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kInterruptGrace).count()) +
+                  " seconds of being interrupted (it may run with interrupts disabled).\n"
+                  "It is still running; later evaluations wait behind it."};
+    }
+  }
+
+  EvalOutcome outcome{job->success, std::move(job->text)};
+  // Each section (stdout, stderr, values) is bounded in Lisp, with its own
+  // marker; this only bounds the whole if something still slipped through.
+  std::size_t limit = request.output_limit > 0 ? 3 * request.output_limit + 4096 : 0;
+  if (limit > 0 && outcome.text.size() > limit) {
+    std::size_t cut = limit;
+    while (cut > 0 && (static_cast<unsigned char>(outcome.text[cut]) & 0xC0) == 0x80) --cut;
+    std::size_t dropped = outcome.text.size() - cut;
+    outcome.text.resize(cut);
+    outcome.text += "\n[... result truncated: " + std::to_string(dropped) + " more bytes not shown (limit " +
+                    std::to_string(request.output_limit) + " per section) ...]";
+  }
+  return outcome;
+}
+
+void Runtime::set_heap_limit(std::size_t bytes) {
+  Impl& impl = *impl_;
+  {
+    std::lock_guard lock(impl.boot_mutex);
+    impl.heap_limit = bytes;
+    if (impl.boot_state.load() != BootState::Running) return;
+  }
+  if (bytes == 0) return;
+  EvalRequest request;
+  request.code = "(agent-q::set-heap-limit " + std::to_string(bytes) + ")";
+  request.package = "AGENT-Q";
+  NullCallContext context;
+  evaluate(request, context);
+}
+
+RuntimeStatus Runtime::status() const {
+  const Impl& impl = *impl_;
+  RuntimeStatus status;
+  BootState state = impl.boot_state.load();
+  status.booted = state == BootState::Running || state == BootState::Stopped;
+  status.alive = state == BootState::Running;
+  status.boot_ms = impl.boot_ms;
+  status.jobs = impl.jobs_run.load();
+  status.heap_limit = impl.heap_limit;
+  return status;
+}
+
+void Runtime::shutdown() {
+  Impl& impl = *impl_;
+  std::unique_lock boot_lock(impl.boot_mutex);
+  if (impl.boot_state.load() != BootState::Running) return;
+  // Stop taking jobs; interrupt a running one so the worker gets back to
+  // the loop; then wait for ECL to shut down on its own thread.
+  std::uint64_t running = 0;
+  {
+    std::lock_guard lock(impl.mutex);
+    impl.stopping = true;
+    if (impl.current) running = impl.current->id;
+  }
+  impl.job_cv.notify_all();
+  if (running) impl.request_interrupt(running, Interrupt::Cancel);
+  boot_lock.unlock();
+  auto give_up = Clock::now() + std::chrono::seconds(3);
+  while (impl.boot_state.load() == BootState::Running && Clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (impl.boot_state.load() == BootState::Stopped) pthread_join(impl.worker_thread, nullptr);
+}
+
+bool Runtime::post_to_waiter(std::function<void()> work) {
+  Impl& impl = *impl_;
+  if (impl.waiting.load() == 0) return false;
+  {
+    std::lock_guard lock(impl.mutex);
+    impl.waiter_work.push_back(std::move(work));
+  }
+  impl.done_cv.notify_all();
+  return true;
+}
+
+}  // namespace agentq::ecl

@@ -1,0 +1,88 @@
+// The embedded ECL: one Lisp image per process, living on its own thread.
+// Nothing outside module/ecl calls ECL; every other thread talks to it
+// through jobs.  See shared/reference/ecl-in-emacs-spike/NOTES.md for why
+// each precaution exists.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include "core/call_context.hpp"
+
+namespace agentq::ecl {
+
+// Raised when the Lisp runtime cannot be booted or has died.
+class RuntimeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct EvalRequest {
+  std::string code;
+  std::string package;  // empty ⇒ the session's package
+  bool capture_time = false;
+  std::chrono::milliseconds timeout{30000};
+  std::size_t output_limit = 1000000;  // characters kept per output section
+};
+
+struct EvalOutcome {
+  bool success = false;
+  std::string text;  // the contract's result text, or the [ERROR] text
+};
+
+struct RuntimeStatus {
+  bool booted = false;
+  bool alive = false;
+  double boot_ms = 0;
+  std::uint64_t jobs = 0;
+  std::size_t heap_limit = 0;
+};
+
+class Runtime {
+ public:
+  // The process's one runtime.
+  static Runtime& instance();
+
+  // Boots ECL on its thread if it is not running yet (idempotent, thread
+  // safe).  Throws RuntimeError when booting fails or the runtime is dead.
+  void ensure_booted();
+
+  // Runs CODE per the evaluate-lisp contract and waits for it on the calling
+  // thread, calling context.poll() every few milliseconds.  When poll()
+  // returns true or the timeout passes, the evaluation is interrupted and
+  // unwinds; the call returns an [ERROR] outcome.  Never throws for
+  // anything the evaluated code does; throws RuntimeError only when the
+  // runtime cannot run at all.
+  EvalOutcome evaluate(const EvalRequest& request, CallContext& context);
+
+  // Heap limit in bytes for the Lisp heap (0 ⇒ ECL's default).  Takes effect
+  // at boot, or at once when already booted.
+  void set_heap_limit(std::size_t bytes);
+
+  RuntimeStatus status() const;
+
+  // Stops the worker and shuts ECL down on its own thread.  Idempotent; the
+  // runtime cannot be booted again in this process afterwards.
+  void shutdown();
+
+  // For tests of the wait loop: work posted here from the ECL thread runs
+  // on the thread that is waiting in evaluate().  Returns false when no
+  // thread is waiting.
+  bool post_to_waiter(std::function<void()> work);
+
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  struct Impl;  // opaque; public only so runtime.cpp's C callbacks can name it
+
+ private:
+  Runtime();
+  ~Runtime();
+  Impl* impl_;  // lives for the whole process: ECL cannot be restarted
+};
+
+}  // namespace agentq::ecl

@@ -1,0 +1,225 @@
+// The ECL runtime without Emacs: evaluation rules of the evaluate-lisp
+// contract and the hostile cases, each followed by a working (+ 1 2).
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "ecl/runtime.hpp"
+
+namespace agentq::ecl {
+namespace {
+
+using namespace std::chrono_literals;
+
+EvalOutcome eval(const std::string& code, std::chrono::milliseconds timeout = 30s,
+                 const std::string& package = "") {
+  EvalRequest request;
+  request.code = code;
+  request.package = package;
+  request.timeout = timeout;
+  NullCallContext context;
+  return Runtime::instance().evaluate(request, context);
+}
+
+void expect_alive() {
+  EvalOutcome outcome = eval("(+ 1 2)");
+  EXPECT_TRUE(outcome.success);
+  EXPECT_EQ(outcome.text, "=> 3");
+}
+
+TEST(Runtime, BootsAndEvaluates) {
+  Runtime::instance().ensure_booted();
+  RuntimeStatus status = Runtime::instance().status();
+  EXPECT_TRUE(status.alive);
+  EXPECT_GT(status.boot_ms, 0);
+  expect_alive();
+}
+
+TEST(Runtime, MultipleValuesAndOutputSections) {
+  EvalOutcome outcome = eval("(progn (format t \"Hello, World!\") (format *error-output* \"oops\") (values 3 1))");
+  ASSERT_TRUE(outcome.success);
+  EXPECT_EQ(outcome.text, "[stdout]\nHello, World!\n\n[stderr]\noops\n\n=> 3\n=> 1");
+}
+
+TEST(Runtime, TraceOutputGoesToStderr) {
+  EvalOutcome outcome = eval("(progn (format *trace-output* \"traced\") 1)");
+  EXPECT_EQ(outcome.text, "[stderr]\ntraced\n\n=> 1");
+}
+
+TEST(Runtime, UnicodeRoundTrips) {
+  EvalOutcome outcome = eval("(list (length \"héllo→λ\") \"héllo→λ\")");
+  ASSERT_TRUE(outcome.success);
+  EXPECT_EQ(outcome.text, "=> (7 \"héllo→λ\")");
+}
+
+TEST(Runtime, ErrorHasTypeMessageAndBacktrace) {
+  EvalOutcome outcome = eval("(defun agentq-test-fails (x) (car x)) (agentq-test-fails 5)");
+  EXPECT_FALSE(outcome.success);
+  EXPECT_EQ(outcome.text.rfind("[ERROR] SIMPLE-TYPE-ERROR\n", 0), 0u) << outcome.text;
+  EXPECT_NE(outcome.text.find("\n\n[Backtrace]\n0: "), std::string::npos) << outcome.text;
+  EXPECT_NE(outcome.text.find("AGENTQ-TEST-FAILS"), std::string::npos) << outcome.text;
+  expect_alive();
+}
+
+TEST(Runtime, ReaderErrorIsAnError) {
+  EvalOutcome outcome = eval("(+ 1");
+  EXPECT_FALSE(outcome.success);
+  EXPECT_EQ(outcome.text.rfind("[ERROR] ", 0), 0u) << outcome.text;
+  expect_alive();
+}
+
+TEST(Runtime, PackagePersistsAcrossCalls) {
+  EvalOutcome outcome = eval("(defpackage :agentq-p (:use :cl)) (in-package :agentq-p) (defun f () 1)");
+  ASSERT_TRUE(outcome.success) << outcome.text;
+  EXPECT_EQ(eval("(symbol-package 'f)").text, "=> #<\"AGENTQ-P\" package>");
+  EXPECT_EQ(eval("(f)").text, "=> 1");
+  EXPECT_TRUE(eval("(in-package :cl-user)").success);
+  EXPECT_EQ(eval("(agentq-p::f)").text, "=> 1");
+}
+
+TEST(Runtime, ExplicitUnknownPackageIsAnError) {
+  EvalOutcome outcome = eval("1", 30s, "no-such-package-xyz");
+  EXPECT_FALSE(outcome.success);
+  EXPECT_EQ(outcome.text.rfind("[ERROR] PACKAGE-ERROR\n", 0), 0u) << outcome.text;
+}
+
+TEST(Runtime, CircularListPrints) {
+  EvalOutcome outcome = eval("(let ((l (list 1 2 3))) (setf (cdr (last l)) l) l)");
+  ASSERT_TRUE(outcome.success);
+  EXPECT_EQ(outcome.text, "=> #1=(1 2 3 . #1#)");
+}
+
+TEST(Runtime, WarningsAreCaptured) {
+  EvalOutcome outcome = eval("(progn (warn \"careful ~A\" 1) 2)");
+  ASSERT_TRUE(outcome.success);
+  EXPECT_EQ(outcome.text, "[warnings]\nSIMPLE-WARNING: careful 1\n\n=> 2");
+}
+
+TEST(Hostile, QuitIsIntercepted) {
+  for (const char* code : {"(ext:quit)", "(ext:exit 3)", "(si:quit 1)", "(mp:exit-process)"}) {
+    EvalOutcome outcome = eval(code);
+    EXPECT_FALSE(outcome.success) << code;
+    EXPECT_NE(outcome.text.find("EXIT-INTERCEPTED"), std::string::npos) << outcome.text;
+    expect_alive();
+  }
+}
+
+TEST(Hostile, DebuggerEntriesReturnPromptly) {
+  for (const char* code : {"(break)", "(invoke-debugger (make-condition 'simple-error :format-control \"x\"))",
+                           "(read *query-io*)", "(read)", "(y-or-n-p \"ok?\")"}) {
+    EvalOutcome outcome = eval(code, 5s);
+    EXPECT_FALSE(outcome.success) << code;
+    EXPECT_EQ(outcome.text.rfind("[ERROR] ", 0), 0u) << outcome.text;
+    EXPECT_EQ(outcome.text.find("TIMEOUT"), std::string::npos) << outcome.text;
+    expect_alive();
+  }
+}
+
+TEST(Hostile, StackOverflowIsRecoverable) {
+  EXPECT_TRUE(eval("(defun agentq-deep (n) (1+ (agentq-deep n)))").success);
+  for (int i = 0; i < 3; ++i) {
+    EvalOutcome outcome = eval("(agentq-deep 0)");
+    EXPECT_FALSE(outcome.success);
+    EXPECT_NE(outcome.text.find("STACK-OVERFLOW"), std::string::npos) << outcome.text;
+    expect_alive();
+  }
+}
+
+TEST(Hostile, InfiniteLoopTimesOut) {
+  auto start = std::chrono::steady_clock::now();
+  EvalOutcome outcome = eval("(defvar *agentq-before* 41) (loop)", 500ms);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(outcome.success);
+  EXPECT_EQ(outcome.text.rfind("[ERROR] TIMEOUT\n", 0), 0u) << outcome.text;
+  EXPECT_LT(elapsed, 3s);
+  expect_alive();
+  EXPECT_EQ(eval("(1+ *agentq-before*)").text, "=> 42");
+}
+
+TEST(Hostile, UnwindProtectCleanupRunsOnTimeout) {
+  EvalOutcome outcome = eval("(defvar *agentq-cleaned* nil) (unwind-protect (loop) (setf *agentq-cleaned* t))", 300ms);
+  EXPECT_FALSE(outcome.success);
+  EXPECT_EQ(eval("*agentq-cleaned*").text, "=> T");
+}
+
+class QuitAfter final : public CallContext {
+ public:
+  explicit QuitAfter(std::chrono::milliseconds delay) : at_(std::chrono::steady_clock::now() + delay) {}
+  bool poll() override { return std::chrono::steady_clock::now() >= at_; }
+
+ private:
+  std::chrono::steady_clock::time_point at_;
+};
+
+TEST(Hostile, QuitInterruptsWithinASecond) {
+  EvalRequest request;
+  request.code = "(loop)";
+  QuitAfter context(200ms);
+  auto start = std::chrono::steady_clock::now();
+  EvalOutcome outcome = Runtime::instance().evaluate(request, context);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(outcome.success);
+  EXPECT_EQ(outcome.text.rfind("[ERROR] INTERRUPTED\n", 0), 0u) << outcome.text;
+  EXPECT_LT(elapsed, 1200ms);
+  expect_alive();
+}
+
+TEST(Hostile, HeapExhaustionIsAStorageCondition) {
+  Runtime::instance().set_heap_limit(std::size_t{256} << 20);
+  EvalOutcome outcome = eval("(let ((l nil)) (loop (push (make-array 100000) l)))");
+  EXPECT_FALSE(outcome.success);
+  EXPECT_NE(outcome.text.find("STORAGE"), std::string::npos) << outcome.text.substr(0, 300);
+  expect_alive();
+  // And once more: the limit was re-armed.
+  outcome = eval("(let ((l nil)) (loop (push (make-array 100000) l)))");
+  EXPECT_FALSE(outcome.success);
+  expect_alive();
+  Runtime::instance().set_heap_limit(std::size_t{1} << 30);
+}
+
+TEST(Output, LongOutputIsTruncatedWithAMarker) {
+  EvalRequest request;
+  request.code = "(dotimes (i 100000) (write-string \"0123456789\"))";
+  request.output_limit = 1000;
+  NullCallContext context;
+  EvalOutcome outcome = Runtime::instance().evaluate(request, context);
+  ASSERT_TRUE(outcome.success);
+  EXPECT_NE(outcome.text.find("output truncated: 999000 more characters"), std::string::npos) << outcome.text;
+  EXPECT_LT(outcome.text.size(), 1400u);
+}
+
+TEST(Output, TimingLine) {
+  EvalRequest request;
+  request.code = "(make-list 1000)";
+  request.capture_time = true;
+  NullCallContext context;
+  EvalOutcome outcome = Runtime::instance().evaluate(request, context);
+  ASSERT_TRUE(outcome.success);
+  EXPECT_NE(outcome.text.find("\n; Timing: "), std::string::npos) << outcome.text;
+  EXPECT_NE(outcome.text.find("ms real, "), std::string::npos);
+  EXPECT_NE(outcome.text.find(" bytes consed"), std::string::npos);
+}
+
+TEST(Waiting, WorkPostedToTheWaiterRunsOnItsThread) {
+  std::atomic<bool> ran{false};
+  std::thread::id waiter_id = std::this_thread::get_id();
+  std::atomic<bool> same_thread{false};
+  std::thread poster([&] {
+    while (!Runtime::instance().post_to_waiter([&] {
+      same_thread = std::this_thread::get_id() == waiter_id;
+      ran = true;
+    }))
+      std::this_thread::sleep_for(1ms);
+  });
+  EvalOutcome outcome = eval("(sleep 0.3)");
+  poster.join();
+  EXPECT_TRUE(outcome.success);
+  EXPECT_TRUE(ran);
+  EXPECT_TRUE(same_thread);
+}
+
+}  // namespace
+}  // namespace agentq::ecl
