@@ -1,1 +1,467 @@
-// placeholder
+// The Emacs module: the only code that talks to emacs_env.  It converts
+// Emacs values to the core's types, runs the executor on the main thread
+// and turns results back into plists.  Each module function catches every
+// C++ exception at the boundary and leaves Emacs's own non-local exits
+// (errors, quit) pending so they propagate unchanged.
+
+#include <emacs-module.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/executor.hpp"
+#include "core/jsonrpc.hpp"
+#include "core/registry.hpp"
+#include "core/schema.hpp"
+#include "ecl/evaluate_tool.hpp"
+#include "ecl/runtime.hpp"
+#include "emacs/convert.hpp"
+#include "emacs/env.hpp"
+
+extern "C" {
+int plugin_is_GPL_compatible;
+}
+
+namespace agentq::emacs {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Bumped when the Elisp ⇄ module interface changes; the Elisp side refuses
+// a module of another version (a stale build).
+constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 1";
+
+struct Core {
+  Registry registry;
+  Executor executor{registry};
+  McpServer server{executor, ServerInfo{"sly-agent-q", "0.1.0"}};
+  Core() { ecl::register_evaluate_lisp(registry); }
+};
+
+Core& core() {
+  static Core instance;
+  return instance;
+}
+
+// The Env of the module call running on this thread, for Elisp handlers
+// reached through the executor.
+thread_local const Env* t_current_env = nullptr;
+
+class CurrentEnv {
+ public:
+  explicit CurrentEnv(const Env& env) : previous_(t_current_env) { t_current_env = &env; }
+  ~CurrentEnv() { t_current_env = previous_; }
+  CurrentEnv(const CurrentEnv&) = delete;
+  CurrentEnv& operator=(const CurrentEnv&) = delete;
+
+ private:
+  const Env* previous_;
+};
+
+// Waiting for Lisp on the main thread: C-g is seen through process_input,
+// and a progress function (sly-agent-q--waiting) is called every 100 ms
+// once the wait is longer than 200 ms.
+class EmacsCallContext final : public CallContext {
+ public:
+  explicit EmacsCallContext(const Env& env) : env_(env), start_(Clock::now()), next_tick_(start_ + kFirstTick) {}
+
+  bool poll() override {
+    if (quit_) return true;
+    if (env_.raw()->process_input(env_.raw()) == emacs_process_input_quit) {
+      quit_ = true;
+      return true;
+    }
+    auto now = Clock::now();
+    if (now >= next_tick_) {
+      next_tick_ = now + kTick;
+      emacs_value elapsed = env_.raw()->make_float(env_.raw(), std::chrono::duration<double>(now - start_).count());
+      if (!env_.exit_pending()) env_.raw()->funcall(env_.raw(), Env::sym().waiting, 1, &elapsed);
+      // A failing progress function is ignored; a quit from it is a C-g.
+      if (env_.exit_pending() && !env_.clear_unless_quit()) quit_ = true;
+    }
+    return quit_;
+  }
+
+  bool cancelled() const override { return quit_ || env_.exit_pending(); }
+
+ private:
+  static constexpr auto kFirstTick = std::chrono::milliseconds(200);
+  static constexpr auto kTick = std::chrono::milliseconds(100);
+  const Env& env_;
+  Clock::time_point start_, next_tick_;
+  bool quit_ = false;
+};
+
+// ----------------------------------------------------------------------------
+// Approval and hooks from Elisp values.
+
+ApprovalFunction elisp_approval(const Env& env, emacs_value function) {
+  if (env.is_nil(function)) return {};
+  return [&env, function](const Tool& tool, const json& args) {
+    const Symbols& s = Env::sym();
+    emacs_value answer = env.call(function, {env.str(tool.name), from_json(env, args)});
+    if (env.eq(answer, s.approved_kw)) return ApprovalDecision{ApprovalKind::Approved, {}};
+    if (env.eq(env.type_of(answer), s.cons_type) && env.eq(env.call(s.car, {answer}), s.modified_kw)) {
+      emacs_value rest = env.call(s.cdr, {answer});
+      emacs_value new_args = env.is_nil(rest) ? s.nil : env.call(s.car, {rest});
+      return ApprovalDecision{ApprovalKind::Modified, object_to_json(env, new_args)};
+    }
+    return ApprovalDecision{ApprovalKind::Denied, {}};
+  };
+}
+
+emacs_value result_to_plist(const Env& env, const ToolResult& result);
+
+std::vector<Hook> elisp_hooks(const Env& env, emacs_value functions) {
+  std::vector<Hook> hooks;
+  const Symbols& s = Env::sym();
+  while (!env.is_nil(functions) && env.eq(env.type_of(functions), s.cons_type)) {
+    emacs_value function = env.call(s.car, {functions});
+    functions = env.call(s.cdr, {functions});
+    if (env.eq(function, s.t)) continue;  // the "run the global value too" marker of local hooks
+    hooks.push_back([&env, function](HookPhase phase, const std::string& name, const json& args,
+                                     const ToolResult* result) {
+      const Symbols& s = Env::sym();
+      if (env.exit_pending()) return;
+      emacs_value phase_value = phase == HookPhase::Before ? s.before : phase == HookPhase::After ? s.after : s.error_phase;
+      try {
+        env.call(function, {phase_value, env.str(name), from_json(env, args),
+                            result ? result_to_plist(env, *result) : s.nil});
+      } catch (const NonLocalExit&) {
+        env.clear_unless_quit();  // a failing hook changes nothing; a quit still quits
+      }
+    });
+  }
+  return hooks;
+}
+
+// ----------------------------------------------------------------------------
+// Calls and results.
+
+emacs_value result_to_plist(const Env& env, const ToolResult& result) {
+  const Symbols& s = Env::sym();
+  emacs_value metadata[] = {
+      s.execution_time_ms, env.real(result.execution_time_ms),
+      s.safety_level,      result.safety_level ? env.str(to_string(*result.safety_level)) : s.nil,
+      s.approved,          env.boolean(result.approved),
+  };
+  emacs_value plist[] = {
+      s.id,       result.id ? env.str(*result.id) : s.nil,
+      s.success,  env.boolean(result.success),
+      s.content,  env.str(result.content),
+      s.error_kw, result.error ? env.str(*result.error) : s.nil,
+      s.metadata, env.call(s.list, 6, metadata),
+  };
+  return env.call(s.list, 10, plist);
+}
+
+std::optional<std::string> id_of(const json& call) {
+  auto it = call.find("id");
+  if (it == call.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) return it->get<std::string>();
+  return it->dump();
+}
+
+// A call plist (or alist, hash table, JSON string; also the OpenAI shape
+// {id, function: {name, arguments}}) → a ToolCall.  Throws ConversionError.
+ToolCall to_tool_call(const Env& env, emacs_value value, std::optional<std::string>& id) {
+  json call = object_to_json(env, value);
+  if (!call.is_object()) throw ConversionError("a tool call must be a plist");
+  id = id_of(call);
+  const json* source = &call;
+  if (auto fn = call.find("function"); fn != call.end() && fn->is_object() && !call.contains("name")) source = &*fn;
+  ToolCall tool_call;
+  tool_call.id = id;
+  auto name = source->find("name");
+  if (name == source->end() || !name->is_string() || name->get_ref<const std::string&>().empty())
+    throw ConversionError("the tool call has no :name");
+  tool_call.name = name->get<std::string>();
+  auto arguments = source->find("arguments");
+  if (arguments == source->end() || arguments->is_null()) {
+    tool_call.arguments = json::object();
+  } else if (arguments->is_string()) {
+    tool_call.arguments = json::parse(arguments->get_ref<const std::string&>(), nullptr, false);
+    if (tool_call.arguments.is_discarded())
+      throw ConversionError("the :arguments string is not valid JSON");
+  } else {
+    tool_call.arguments = std::move(*arguments);
+  }
+  return tool_call;
+}
+
+ToolResult invalid_call_result(std::optional<std::string> id, const std::string& message) {
+  ToolResult result;
+  result.id = std::move(id);
+  result.success = false;
+  result.content = "Invalid tool call: " + message;
+  result.error = result.content;
+  return result;
+}
+
+// ----------------------------------------------------------------------------
+// Module functions.
+
+using Body = emacs_value (*)(const Env&, ptrdiff_t, emacs_value*);
+
+template <Body body>
+emacs_value entry(emacs_env* raw, ptrdiff_t nargs, emacs_value* args, void*) noexcept {
+  Env env(raw);
+  CurrentEnv current(env);
+  try {
+    return body(env, nargs, args);
+  } catch (const NonLocalExit&) {
+  } catch (const ecl::RuntimeError& e) {
+    env.signal_error(std::string("Lisp runtime: ") + e.what());
+  } catch (const std::exception& e) {
+    env.signal_error(e.what());
+  } catch (...) {
+    env.signal_error("unexpected C++ exception in sly-agent-q-module");
+  }
+  return Env::sym().nil;
+}
+
+ExecutionOptions options_for(const Env& env, emacs_value approval, emacs_value hooks, CallContext& context) {
+  ExecutionOptions options;
+  options.approve = elisp_approval(env, approval);
+  options.hooks = elisp_hooks(env, hooks);
+  options.context = &context;
+  return options;
+}
+
+// (sly-agent-q--module-execute CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)
+emacs_value execute(const Env& env, ptrdiff_t, emacs_value* args) {
+  const Symbols& s = Env::sym();
+  EmacsCallContext context(env);
+  ExecutionOptions options = options_for(env, args[1], args[2], context);
+  std::vector<emacs_value> results;
+  emacs_value calls = args[0];
+  if (!env.is_nil(calls) && !env.eq(env.type_of(calls), s.cons_type))
+    throw ConversionError("CALLS must be a list of tool-call plists");
+  while (!env.is_nil(calls)) {
+    emacs_value value = env.call(s.car, {calls});
+    calls = env.call(s.cdr, {calls});
+    std::optional<std::string> id;
+    ToolResult result;
+    if (context.cancelled()) {
+      result = invalid_call_result(std::nullopt, "cancelled");
+      result.content = result.error.emplace("Cancelled");
+    } else {
+      try {
+        ToolCall call = to_tool_call(env, value, id);
+        result = core().executor.execute(call, options);
+      } catch (const ConversionError& e) {
+        result = invalid_call_result(id, e.what());
+      }
+    }
+    // A quit during the call propagates once the results are built.
+    if (env.exit_pending()) throw NonLocalExit();
+    results.push_back(result_to_plist(env, result));
+  }
+  return env.call(s.list, static_cast<ptrdiff_t>(results.size()), results.data());
+}
+
+// (sly-agent-q--module-define-tool NAME DESCRIPTION PARAMS REQUIRED SAFETY CATEGORIES)
+emacs_value define_tool(const Env& env, ptrdiff_t, emacs_value* args) {
+  Tool tool;
+  tool.name = env.to_string(args[0]);
+  tool.description = env.to_string(args[1]);
+  json params = to_json(env, args[2]);
+  if (params.is_object()) params = json::array({params});  // a single plist
+  if (!params.is_null() && !params.is_array()) throw ToolDefinitionError("PARAMS must be a list of plists");
+  for (const json& param : params.is_array() ? params : json::array()) {
+    if (!param.is_object()) throw ToolDefinitionError("each parameter must be a plist (:name … :type …)");
+    Parameter parameter;
+    parameter.name = param.value("name", "");
+    std::string type = param.value("type", "string");
+    auto parsed = parse_param_type(type);
+    if (!parsed)
+      throw ToolDefinitionError("Tool " + tool.name + ": parameter \"" + parameter.name + "\" has unknown type \"" +
+                                type + "\" (string, boolean, number, integer, object or array)");
+    parameter.type = *parsed;
+    parameter.description = param.value("description", "");
+    tool.parameters.push_back(std::move(parameter));
+  }
+  json required = to_json(env, args[3]);
+  if (required.is_string()) required = json::array({required});
+  for (const json& name : required.is_array() ? required : json::array()) {
+    if (!name.is_string()) throw ToolDefinitionError("REQUIRED must be a list of parameter names");
+    tool.required.push_back(name.get<std::string>());
+  }
+  json safety = to_json(env, args[4]);
+  if (!safety.is_null()) {
+    auto level = safety.is_string() ? parse_safety_level(safety.get<std::string>()) : std::nullopt;
+    if (!level)
+      throw ToolDefinitionError("Tool " + tool.name + ": unknown safety level " + safety.dump() +
+                                " (:safe, :cautious or :dangerous)");
+    tool.safety_level = *level;
+  }
+  json categories = to_json(env, args[5]);
+  if (categories.is_string()) categories = json::array({categories});
+  for (const json& category : categories.is_array() ? categories : json::array())
+    if (category.is_string()) tool.categories.push_back(category.get<std::string>());
+  tool.kind = HandlerKind::Elisp;
+  std::string name = tool.name;
+  tool.handler = [name](const json& arguments, CallContext&) -> ToolOutput {
+    const Env* current = t_current_env;
+    if (!current) throw std::runtime_error("the Elisp tool " + name + " can only run on the Emacs main thread");
+    const Env& env = *current;
+    const Symbols& s = Env::sym();
+    emacs_value answer = env.call(s.call_elisp_handler, {env.str(name), from_json(env, arguments)});
+    bool success = !env.is_nil(env.call(s.car, {answer}));
+    return {success, env.to_string(env.call(s.cdr, {answer}))};
+  };
+  core().registry.register_tool(std::move(tool));
+  return env.str(name);
+}
+
+emacs_value list_tools(const Env& env, ptrdiff_t, emacs_value*) {
+  std::vector<std::string> names = core().registry.names();
+  std::vector<emacs_value> values;
+  values.reserve(names.size());
+  for (const std::string& name : names) values.push_back(env.str(name));
+  return env.call(Env::sym().list, static_cast<ptrdiff_t>(values.size()), values.data());
+}
+
+// (sly-agent-q--module-tools-schema FORMAT MAX-SAFETY-LEVEL CATEGORIES)
+emacs_value tools_schema(const Env& env, ptrdiff_t, emacs_value* args) {
+  json format = to_json(env, args[0]);
+  auto schema_format = parse_schema_format(format.is_string() ? format.get<std::string>() : "");
+  if (!schema_format) throw ConversionError("unknown schema format " + format.dump() + " (openai, anthropic or mcp)");
+  std::optional<SafetyLevel> max_level;
+  json level = to_json(env, args[1]);
+  if (!level.is_null()) {
+    max_level = level.is_string() ? parse_safety_level(level.get<std::string>()) : std::nullopt;
+    if (!max_level) throw ConversionError("unknown safety level " + level.dump());
+  }
+  std::vector<std::string> categories;
+  json wanted = to_json(env, args[2]);
+  if (wanted.is_string()) wanted = json::array({wanted});
+  for (const json& category : wanted.is_array() ? wanted : json::array())
+    if (category.is_string()) categories.push_back(category.get<std::string>());
+  return from_json(env, tools_to_schema(core().registry.filter(max_level, categories), *schema_format));
+}
+
+// (sly-agent-q--module-mcp-request JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)
+emacs_value mcp_request(const Env& env, ptrdiff_t, emacs_value* args) {
+  std::string message = env.to_string(args[0]);
+  EmacsCallContext context(env);
+  ExecutionOptions options = options_for(env, args[1], args[2], context);
+  std::optional<std::string> response = core().server.handle(message, options);
+  if (env.exit_pending()) throw NonLocalExit();
+  return response ? env.str(*response) : Env::sym().nil;
+}
+
+// (sly-agent-q--module-configure KEY VALUE)
+emacs_value configure(const Env& env, ptrdiff_t, emacs_value* args) {
+  std::string key = to_json(env, args[0]).get<std::string>();
+  json value = to_json(env, args[1]);
+  auto number = [&]() -> double {
+    if (value.is_null()) return 0;
+    if (!value.is_number()) throw ConversionError("sly-agent-q: " + key + " must be a number or nil");
+    return value.get<double>();
+  };
+  if (key == "eval-timeout") {
+    ecl::evaluate_settings().default_timeout_s = number();
+  } else if (key == "output-limit") {
+    double limit = number();
+    ecl::evaluate_settings().output_limit = limit > 0 ? static_cast<std::size_t>(limit) : 0;
+  } else if (key == "heap-limit") {
+    double limit = number();
+    ecl::Runtime::instance().set_heap_limit(limit > 0 ? static_cast<std::size_t>(limit) : 0);
+  } else {
+    throw ConversionError("unknown setting " + key);
+  }
+  return Env::sym().t;
+}
+
+emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
+  ecl::RuntimeStatus status = ecl::Runtime::instance().status();
+  emacs_value plist[] = {
+      env.intern(":booted"),     env.boolean(status.booted),
+      env.intern(":alive"),      env.boolean(status.alive),
+      env.intern(":boot-ms"),    env.real(status.boot_ms),
+      env.intern(":jobs"),       env.integer(static_cast<std::intmax_t>(status.jobs)),
+      env.intern(":heap-limit"), env.integer(static_cast<std::intmax_t>(status.heap_limit)),
+      env.intern(":tools"),      env.integer(static_cast<std::intmax_t>(core().registry.size())),
+  };
+  return env.call(Env::sym().list, 12, plist);
+}
+
+emacs_value boot(const Env& env, ptrdiff_t, emacs_value*) {
+  ecl::Runtime::instance().ensure_booted();
+  return env.real(ecl::Runtime::instance().status().boot_ms);
+}
+
+emacs_value stats(const Env& env, ptrdiff_t, emacs_value*) {
+  std::vector<emacs_value> rows;
+  for (const auto& [name, counters] : core().executor.stats()) {
+    emacs_value row[] = {env.str(name),
+                         env.intern(":calls"),    env.integer(static_cast<std::intmax_t>(counters.calls)),
+                         env.intern(":failures"), env.integer(static_cast<std::intmax_t>(counters.failures)),
+                         env.intern(":total-ms"), env.real(counters.total_ms)};
+    rows.push_back(env.call(Env::sym().list, 7, row));
+  }
+  return env.call(Env::sym().list, static_cast<ptrdiff_t>(rows.size()), rows.data());
+}
+
+emacs_value reset_stats(const Env&, ptrdiff_t, emacs_value*) {
+  core().executor.reset_stats();
+  return Env::sym().t;
+}
+
+emacs_value shutdown(const Env&, ptrdiff_t, emacs_value*) {
+  ecl::Runtime::instance().shutdown();
+  return Env::sym().t;
+}
+
+emacs_value version(const Env& env, ptrdiff_t, emacs_value*) { return env.str(kModuleVersion); }
+
+void defun(emacs_env* raw, const char* name, ptrdiff_t min, ptrdiff_t max,
+           emacs_value (*fn)(emacs_env*, ptrdiff_t, emacs_value*, void*) noexcept, const char* doc) {
+  emacs_value function = raw->make_function(raw, min, max, fn, doc, nullptr);
+  emacs_value args[] = {raw->intern(raw, name), function};
+  raw->funcall(raw, raw->intern(raw, "defalias"), 2, args);
+}
+
+}  // namespace
+
+}  // namespace agentq::emacs
+
+extern "C" int emacs_module_init(struct emacs_runtime* runtime) noexcept {
+  using namespace agentq::emacs;
+  if (runtime->size < static_cast<ptrdiff_t>(sizeof(*runtime))) return 1;
+  emacs_env* raw = runtime->get_environment(runtime);
+  if (raw->size < static_cast<ptrdiff_t>(sizeof(struct emacs_env_27))) return 2;  // needs process_input
+  try {
+    Env::init_symbols(raw);
+    core();
+  } catch (...) {
+    return 3;
+  }
+  defun(raw, "sly-agent-q--module-execute", 3, 3, entry<execute>,
+        "Run tool CALLS with APPROVAL-FUNCTION and HOOK-FUNCTIONS; return result plists.\n\n"
+        "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)");
+  defun(raw, "sly-agent-q--module-define-tool", 6, 6, entry<define_tool>,
+        "Register an Elisp-handled tool.\n\n(fn NAME DESCRIPTION PARAMS REQUIRED SAFETY CATEGORIES)");
+  defun(raw, "sly-agent-q--module-list-tools", 0, 0, entry<list_tools>, "Sorted names of the registered tools.");
+  defun(raw, "sly-agent-q--module-tools-schema", 3, 3, entry<tools_schema>,
+        "Tool schemas for a provider.\n\n(fn FORMAT MAX-SAFETY-LEVEL CATEGORIES)");
+  defun(raw, "sly-agent-q--module-mcp-request", 3, 3, entry<mcp_request>,
+        "Handle one JSON-RPC message; return the response text or nil.\n\n"
+        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)");
+  defun(raw, "sly-agent-q--module-configure", 2, 2, entry<configure>,
+        "Set a runtime setting: eval-timeout, output-limit or heap-limit.\n\n(fn KEY VALUE)");
+  defun(raw, "sly-agent-q--module-status", 0, 0, entry<status>, "Plist describing the Lisp runtime.");
+  defun(raw, "sly-agent-q--module-boot", 0, 0, entry<boot>, "Boot the Lisp runtime; return the boot time in ms.");
+  defun(raw, "sly-agent-q--module-stats", 0, 0, entry<stats>, "Per-tool counters.");
+  defun(raw, "sly-agent-q--module-reset-stats", 0, 0, entry<reset_stats>, "Reset the per-tool counters.");
+  defun(raw, "sly-agent-q--module-shutdown", 0, 0, entry<shutdown>, "Shut the Lisp runtime down.");
+  defun(raw, "sly-agent-q--module-version", 0, 0, entry<version>, "The module's interface version.");
+  emacs_value feature = raw->intern(raw, "sly-agent-q-module");
+  raw->funcall(raw, raw->intern(raw, "provide"), 1, &feature);
+  return raw->non_local_exit_check(raw) == emacs_funcall_exit_return ? 0 : 4;
+}

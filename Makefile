@@ -1,0 +1,47 @@
+# sly-agent-q — `make run' and `make test' are all a fresh Debian machine needs.
+
+BUILD_DIR ?= build
+EMACS ?= emacs
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_BUILD_TYPE ?= RelWithDebInfo
+
+# Debian packages the build and the tests need.
+DEB_PACKAGES = emacs-nox ecl libecl-dev nlohmann-json3-dev libgtest-dev libgc-dev cmake g++ make
+SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps build test test-core test-elisp run bench clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+$(BUILD_DIR)/Makefile: CMakeLists.txt
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE)
+
+build: deps $(BUILD_DIR)/Makefile
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) --no-print-directory test-elisp
+
+test-elisp:
+	$(EMACS) -Q --batch -L elisp -L tests/elisp -l tests/elisp/run-tests.el
+
+run: build
+	$(EMACS) -Q -nw -L elisp -l sly-agent-q -f sly-agent-q-welcome
+
+bench: build
+	bash bench/install-peers.sh || true
+	bash bench/run.sh $(BUILD_DIR)
+
+clean:
+	rm -rf $(BUILD_DIR)

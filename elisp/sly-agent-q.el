@@ -1,0 +1,291 @@
+;;; sly-agent-q.el --- AI coding agent tools for Common Lisp, in-process -*- lexical-binding: t; -*-
+
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1"))
+;; Keywords: lisp, tools
+;; URL: https://github.com/sly-agent-q/sly-agent-q
+
+;;; Commentary:
+
+;; sly-agent-q embeds ECL (Embeddable Common Lisp) in Emacs through a C++
+;; dynamic module and runs agent "tools" — above all `evaluate_lisp' —
+;; through one registry and executor shared by Elisp, Lisp and MCP clients.
+;;
+;;   (require 'sly-agent-q)
+;;   (sly-agent-q-execute-tool-calls
+;;    '((:id "c1" :name "evaluate_lisp" :arguments (:code "(+ 1 2)"))))
+;;   ⇒ ((:id "c1" :success t :content "=> 3" :error nil :metadata (…)))
+;;
+;; The Lisp runtime boots lazily on first use, on its own thread; C-g
+;; interrupts a running evaluation, and nothing evaluated can exit, hang or
+;; crash Emacs.  M-x sly-agent-q-evaluate tries it interactively.
+
+;;; Code:
+
+(require 'cl-lib)
+
+(defgroup sly-agent-q nil
+  "AI coding agent tools for Common Lisp, running inside Emacs."
+  :group 'tools
+  :prefix "sly-agent-q-")
+
+(define-error 'sly-agent-q-error "sly-agent-q error")
+
+(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 1"
+  "The module interface this Elisp expects (see module/emacs/module.cpp).")
+
+(defconst sly-agent-q--directory
+  (file-name-directory (or load-file-name buffer-file-name default-directory))
+  "Directory of sly-agent-q.el.")
+
+(defcustom sly-agent-q-module-file nil
+  "The compiled module, sly-agent-q-module.so.
+nil means build/sly-agent-q-module.so next to the elisp/ directory, where
+`make' puts it."
+  :type '(choice (const :tag "Found in build/" nil) file))
+
+(defcustom sly-agent-q-eval-timeout 30
+  "Seconds after which an evaluation is interrupted; nil for none.
+A call's own `timeout' argument takes precedence."
+  :type '(choice (number :tag "Seconds") (const :tag "No timeout" nil))
+  :set (lambda (symbol value)
+         (set-default symbol value)
+         (when (fboundp 'sly-agent-q--module-configure)
+           (sly-agent-q--module-configure "eval-timeout" value))))
+
+(defcustom sly-agent-q-heap-limit (* 1024 1024 1024)
+  "Upper bound of the Lisp heap in bytes; nil for ECL's default.
+Runaway allocation in evaluated code stops at this limit with a
+STORAGE-CONDITION error instead of exhausting Emacs's memory."
+  :type '(choice (integer :tag "Bytes") (const :tag "ECL's default" nil))
+  :set (lambda (symbol value)
+         (set-default symbol value)
+         (when (fboundp 'sly-agent-q--module-configure)
+           (sly-agent-q--module-configure "heap-limit" value))))
+
+(defcustom sly-agent-q-output-limit 1000000
+  "Characters of each output section an evaluation may return.
+Longer output is cut with a visible \"output truncated\" marker."
+  :type 'integer
+  :set (lambda (symbol value)
+         (set-default symbol value)
+         (when (fboundp 'sly-agent-q--module-configure)
+           (sly-agent-q--module-configure "output-limit" value))))
+
+(defcustom sly-agent-q-approval-function #'sly-agent-q-ask-approval
+  "Function deciding whether a dangerous tool may run.
+Called as (FUNCTION TOOL-NAME ARGS) with ARGS a hash table with string
+keys; returns `:approved', `:denied' or (:modified NEW-ARGS).  nil means
+dangerous tools are always denied."
+  :type '(choice (const :tag "Deny every dangerous tool" nil) function))
+
+(defvar sly-agent-q-tool-execution-functions nil
+  "Abnormal hook run around every tool call.
+Each function is called with (PHASE TOOL-NAME ARGS RESULT): PHASE is
+`:before', `:after' or `:error', ARGS a hash table and RESULT the result
+plist (nil for `:before').  An error in a hook is ignored.")
+
+(defvar sly-agent-q-wait-functions nil
+  "Abnormal hook run about every 0.1 s while Emacs waits for Lisp.
+Each function gets the seconds waited so far.")
+
+(defcustom sly-agent-q-progress-delay 1.0
+  "Seconds of waiting for Lisp after which progress is shown."
+  :type 'number)
+
+(defvar sly-agent-q--elisp-handlers (make-hash-table :test 'equal)
+  "Handlers of tools defined with `sly-agent-q-define-tool', by name.")
+
+;;;; Loading the module
+
+(defun sly-agent-q--module-path ()
+  "Where the module is expected."
+  (or sly-agent-q-module-file
+      (expand-file-name "../build/sly-agent-q-module.so" sly-agent-q--directory)))
+
+(defun sly-agent-q--load-module ()
+  "Load the module once, with a clear error when it is missing or stale."
+  (unless (featurep 'sly-agent-q-module)
+    (let ((path (sly-agent-q--module-path))
+          (top (expand-file-name ".." sly-agent-q--directory)))
+      (unless module-file-suffix
+        (user-error "sly-agent-q: this Emacs was built without dynamic module support"))
+      (unless (file-exists-p path)
+        (user-error "sly-agent-q: module %s not found; run `make' in %s" path top))
+      (condition-case err
+          (module-load path)
+        (error (user-error "sly-agent-q: cannot load %s (%s); run `make' in %s"
+                           path (error-message-string err) top)))))
+  (let ((found (sly-agent-q--module-version)))
+    (unless (equal found sly-agent-q--module-version)
+      (user-error "sly-agent-q: the module is stale (%s, expected %s); run `make' and restart Emacs"
+                  found sly-agent-q--module-version)))
+  (sly-agent-q--module-configure "eval-timeout" sly-agent-q-eval-timeout)
+  (sly-agent-q--module-configure "output-limit" sly-agent-q-output-limit)
+  (sly-agent-q--module-configure "heap-limit" sly-agent-q-heap-limit))
+
+(sly-agent-q--load-module)
+(add-hook 'kill-emacs-hook #'sly-agent-q--module-shutdown)
+
+;;;; Calls from the module
+
+(defun sly-agent-q--call-elisp-handler (name args)
+  "Run the Elisp handler of tool NAME with ARGS (a hash table).
+Returns (t . CONTENT) or (nil . ERROR-MESSAGE)."
+  (let ((handler (gethash name sly-agent-q--elisp-handlers)))
+    (if (not handler)
+        (cons nil (format "Tool error: no Elisp handler for %s" name))
+      (condition-case err
+          (let ((value (funcall handler args)))
+            (cons t (if (stringp value) value (prin1-to-string value))))
+        (error (cons nil (concat "Tool error: " (error-message-string err))))))))
+
+(defun sly-agent-q--waiting (seconds)
+  "Called by the module every 0.1 s while waiting SECONDS for Lisp."
+  (run-hook-with-args 'sly-agent-q-wait-functions seconds)
+  (when (and (>= seconds sly-agent-q-progress-delay) (not noninteractive))
+    (let ((message-log-max nil))
+      (message "sly-agent-q: Lisp is working… %.1fs (C-g to interrupt)" seconds))))
+
+;;;; Public API
+
+(defun sly-agent-q-execute-tool-calls (calls)
+  "Run the tool CALLS and return their results, in the same order.
+CALLS is a list of plists (:id ID :name NAME :arguments ARGS); ARGS is a
+plist with keyword keys, an alist, a hash table or a JSON object string.
+Each result is a plist
+  (:id ID :success t/nil :content STRING :error nil/STRING
+   :metadata (:execution_time_ms N :safety_level LEVEL :approved t/nil)).
+Dangerous tools ask `sly-agent-q-approval-function'; every call runs
+`sly-agent-q-tool-execution-functions'.  C-g interrupts a running call."
+  (sly-agent-q--module-execute calls sly-agent-q-approval-function
+                               sly-agent-q-tool-execution-functions))
+
+(cl-defun sly-agent-q-define-tool (name description params
+                                        &key required (safety-level :safe) categories handler)
+  "Define the Elisp-handled tool NAME, visible to Lisp, Elisp and MCP.
+DESCRIPTION tells the model when to use it.  PARAMS is a list of plists
+\(:name \"x\" :type :string :description \"…\") with types :string
+:boolean :number :integer :object :array.  REQUIRED lists parameter
+names, SAFETY-LEVEL is :safe, :cautious or :dangerous, CATEGORIES a list
+of keywords.  HANDLER is called with a hash table of the arguments
+\(string keys) and returns a string, or any value to be printed.
+Redefining a tool replaces it.  Returns NAME."
+  (unless (functionp handler)
+    (signal 'sly-agent-q-error (list (format "Tool %s needs a :handler function" name))))
+  (prog1 (sly-agent-q--module-define-tool name description params required
+                                          safety-level categories)
+    (puthash name handler sly-agent-q--elisp-handlers)))
+
+(defun sly-agent-q-list-tools ()
+  "Sorted names of all registered tools."
+  (sly-agent-q--module-list-tools))
+
+(defun sly-agent-q-tools-schema (&optional format max-safety-level categories)
+  "Tool schemas for a provider, as data `json-serialize' accepts.
+FORMAT is `openai' (the default), `anthropic' or `mcp'.
+MAX-SAFETY-LEVEL (:safe, :cautious, :dangerous) and CATEGORIES (a list of
+keywords; a tool needs one of them) filter the tools."
+  (sly-agent-q--module-tools-schema (if format (format "%s" format) "openai")
+                                    max-safety-level categories))
+
+(defun sly-agent-q-mcp-request (json-string)
+  "Handle one MCP JSON-RPC 2.0 message JSON-STRING.
+Returns the response as a JSON string, or nil for a notification."
+  (sly-agent-q--module-mcp-request json-string sly-agent-q-approval-function
+                                   sly-agent-q-tool-execution-functions))
+
+(defun sly-agent-q-tool-stats ()
+  "Per-tool counters: a list of (NAME :calls N :failures N :total-ms MS)."
+  (sly-agent-q--module-stats))
+
+(defun sly-agent-q-runtime-status ()
+  "A plist describing the embedded Lisp runtime."
+  (sly-agent-q--module-status))
+
+(defun sly-agent-q-ask-approval (tool-name args)
+  "Ask in the minibuffer whether the dangerous tool TOOL-NAME may run.
+ARGS is the arguments hash table.  In batch Emacs the answer is no."
+  (if noninteractive
+      :denied
+    (let ((shown (condition-case nil
+                     (json-serialize args)
+                   (error (prin1-to-string args)))))
+      (if (y-or-n-p (format "Run dangerous tool %s with %s? "
+                            tool-name (truncate-string-to-width shown 200 nil nil "…")))
+          :approved
+        :denied))))
+
+;;;; Commands
+
+(defvar sly-agent-q-evaluate-history nil
+  "Minibuffer history of `sly-agent-q-evaluate'.")
+
+(defun sly-agent-q--evaluate (code)
+  "Evaluate CODE with the evaluate_lisp tool; return its result plist."
+  (car (sly-agent-q-execute-tool-calls
+        (list (list :id "interactive" :name "evaluate_lisp"
+                    :arguments (list :code code))))))
+
+(defun sly-agent-q--show-result (result)
+  "Show RESULT of an evaluation in the echo area or a buffer."
+  (let ((text (plist-get result :content)))
+    (if (and (not (string-search "\n" text)) (< (length text) (frame-width)))
+        (message "%s" text)
+      (with-current-buffer (get-buffer-create "*sly-agent-q result*")
+        (let ((inhibit-read-only t))
+          (erase-buffer)
+          (insert text)
+          (goto-char (point-min))
+          (special-mode))
+        (display-buffer (current-buffer))))
+    text))
+
+;;;###autoload
+(defun sly-agent-q-evaluate (code)
+  "Evaluate the Common Lisp CODE in the embedded ECL session and show the result."
+  (interactive (list (read-from-minibuffer "Evaluate Lisp (ECL): " nil read-expression-map
+                                           nil 'sly-agent-q-evaluate-history)))
+  (sly-agent-q--show-result (sly-agent-q--evaluate code)))
+
+;;;###autoload
+(defun sly-agent-q-evaluate-region (start end)
+  "Evaluate the Common Lisp forms between START and END in ECL."
+  (interactive "r")
+  (sly-agent-q--show-result (sly-agent-q--evaluate (buffer-substring-no-properties start end))))
+
+;;;###autoload
+(defun sly-agent-q-evaluate-defun ()
+  "Evaluate the top-level Common Lisp form around point in ECL."
+  (interactive)
+  (save-excursion
+    (end-of-defun)
+    (let ((end (point)))
+      (beginning-of-defun)
+      (sly-agent-q-evaluate-region (point) end))))
+
+;;;###autoload
+(defun sly-agent-q-describe-runtime ()
+  "Show the state of the embedded Lisp, the registered tools and their counters."
+  (interactive)
+  (with-help-window "*sly-agent-q runtime*"
+    (let ((status (sly-agent-q-runtime-status)))
+      (princ (format "Lisp runtime: %s (booted in %.1f ms), %d evaluations\n"
+                     (cond ((plist-get status :alive) "running")
+                           ((plist-get status :booted) "stopped")
+                           (t "not booted yet (boots on first use)"))
+                     (plist-get status :boot-ms) (plist-get status :jobs)))
+      (princ (format "Heap limit: %s bytes\n\nTools:\n" (plist-get status :heap-limit)))
+      (let ((stats (sly-agent-q-tool-stats)))
+        (dolist (name (sly-agent-q-list-tools))
+          (let ((row (cdr (assoc name stats))))
+            (princ (format "  %-24s %s\n" name
+                           (if row
+                               (format "%d calls, %d failed, %.2f ms total"
+                                       (plist-get row :calls) (plist-get row :failures)
+                                       (plist-get row :total-ms))
+                             "not called yet")))))))))
+
+(provide 'sly-agent-q)
+
+;;; sly-agent-q.el ends here

@@ -1,0 +1,68 @@
+#include "ecl/evaluate_tool.hpp"
+
+#include <cmath>
+
+#include "ecl/runtime.hpp"
+
+namespace agentq::ecl {
+
+EvaluateSettings& evaluate_settings() {
+  static EvaluateSettings settings;
+  return settings;
+}
+
+namespace {
+
+std::chrono::milliseconds to_timeout(double seconds) {
+  if (!(seconds > 0) || !std::isfinite(seconds)) return std::chrono::milliseconds(0);  // none
+  return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
+}
+
+bool flag(const json& args, const char* name) {
+  auto it = args.find(name);
+  return it != args.end() && it->is_boolean() && it->get<bool>();
+}
+
+ToolOutput evaluate_lisp(const json& args, CallContext& context) {
+  EvaluateSettings& settings = evaluate_settings();
+  EvalRequest request;
+  request.code = args.at("code").get<std::string>();
+  if (auto it = args.find("package"); it != args.end() && it->is_string()) request.package = it->get<std::string>();
+  request.capture_time = flag(args, "capture-time") || flag(args, "capture_time");
+  double timeout = settings.default_timeout_s.load();
+  if (auto it = args.find("timeout"); it != args.end() && it->is_number()) timeout = it->get<double>();
+  request.timeout = to_timeout(timeout);
+  request.output_limit = settings.output_limit.load();
+  EvalOutcome outcome = Runtime::instance().evaluate(request, context);
+  return {outcome.success, std::move(outcome.text)};
+}
+
+}  // namespace
+
+void register_evaluate_lisp(Registry& registry) {
+  Tool tool;
+  tool.name = "evaluate_lisp";
+  tool.description =
+      "Evaluate Common Lisp code in a persistent REPL session. Definitions and variables persist "
+      "across calls. Returns captured [stdout]/[stderr]/[warnings] sections and one `=> value` line "
+      "per returned value, or an [ERROR] report with a backtrace.";
+  tool.parameters = {
+      {"code", ParamType::String,
+       "Common Lisp expression(s) to evaluate. Can be a single form or multiple forms; they are read "
+       "and evaluated one at a time, and the values of the last one are returned."},
+      {"package", ParamType::String,
+       "Package context for evaluation. Defaults to CL-USER or the last-used package."},
+      {"capture-time", ParamType::Boolean,
+       "If true, include timing information (real time, run time, GC time, bytes consed) in the result."},
+      {"timeout", ParamType::Number,
+       "Seconds after which the evaluation is interrupted (default 30)."},
+  };
+  tool.required = {"code"};
+  tool.safety_level = SafetyLevel::Cautious;
+  tool.categories = {"execution"};
+  tool.kind = HandlerKind::Lisp;
+  tool.handler = evaluate_lisp;
+  registry.register_tool(std::move(tool));
+}
+
+}  // namespace agentq::ecl

@@ -1,0 +1,25 @@
+// The evaluate_lisp tool (contract evaluate-lisp): a Lisp-handled tool in
+// the one registry, run by the ECL runtime.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "core/registry.hpp"
+
+namespace agentq::ecl {
+
+// Defaults the front end may change at any time (Emacs: defcustoms).
+struct EvaluateSettings {
+  std::atomic<double> default_timeout_s{30.0};  // ≤ 0 ⇒ no timeout
+  std::atomic<std::size_t> output_limit{1000000};
+};
+
+EvaluateSettings& evaluate_settings();
+
+// Registers evaluate_lisp (cautious, category execution; "evaluate-lisp"
+// resolves to it).  Arguments: code (required), package, capture-time
+// (also read as capture_time), timeout (seconds, overrides the default).
+void register_evaluate_lisp(Registry& registry);
+
+}  // namespace agentq::ecl

@@ -1,0 +1,192 @@
+#include "emacs/convert.hpp"
+
+#include <vector>
+
+namespace agentq::emacs {
+
+namespace {
+
+std::string key_name(const Env& env, emacs_value key) {
+  const Symbols& s = Env::sym();
+  emacs_value type = env.type_of(key);
+  if (env.eq(type, s.string)) return env.to_string(key);
+  if (env.eq(type, s.symbol)) {
+    std::string name = env.to_string(env.call(s.symbol_name, {key}));
+    if (!name.empty() && name[0] == ':') name.erase(0, 1);
+    return name;
+  }
+  if (env.eq(type, s.integer)) return std::to_string(env.to_integer(key));
+  throw ConversionError("object keys must be strings or symbols");
+}
+
+bool is_keyword(const Env& env, emacs_value value) {
+  const Symbols& s = Env::sym();
+  if (!env.eq(env.type_of(value), s.symbol) || env.is_nil(value) || env.eq(value, s.t)) return false;
+  std::string name = env.to_string(env.call(s.symbol_name, {value}));
+  return !name.empty() && name[0] == ':';
+}
+
+std::vector<emacs_value> list_elements(const Env& env, emacs_value list) {
+  const Symbols& s = Env::sym();
+  std::vector<emacs_value> items;
+  while (!env.is_nil(list)) {
+    if (!env.eq(env.type_of(list), s.cons_type)) throw ConversionError("improper list");
+    items.push_back(env.call(s.car, {list}));
+    list = env.call(s.cdr, {list});
+    if (items.size() > 10000000) throw ConversionError("list too long (circular?)");
+  }
+  return items;
+}
+
+bool is_alist_entry(const Env& env, emacs_value item) {
+  const Symbols& s = Env::sym();
+  if (!env.eq(env.type_of(item), s.cons_type)) return false;
+  emacs_value key_type = env.type_of(env.call(s.car, {item}));
+  return env.eq(key_type, s.symbol) || env.eq(key_type, s.string);
+}
+
+json list_to_json(const Env& env, emacs_value list, int depth) {
+  const Symbols& s = Env::sym();
+  std::vector<emacs_value> items = list_elements(env, list);
+  if (!items.empty() && is_keyword(env, items[0])) {  // plist
+    if (items.size() % 2 != 0) throw ConversionError("plist with an odd number of elements");
+    json object = json::object();
+    for (std::size_t i = 0; i < items.size(); i += 2)
+      object[key_name(env, items[i])] = to_json(env, items[i + 1], depth + 1);
+    return object;
+  }
+  bool alist = !items.empty();
+  for (emacs_value item : items) {
+    if (!is_alist_entry(env, item)) {
+      alist = false;
+      break;
+    }
+  }
+  if (alist) {
+    json object = json::object();
+    for (emacs_value item : items) {
+      std::string key = key_name(env, env.call(s.car, {item}));
+      if (!object.contains(key)) object[key] = to_json(env, env.call(s.cdr, {item}), depth + 1);
+    }
+    return object;
+  }
+  json array = json::array();
+  for (emacs_value item : items) array.push_back(to_json(env, item, depth + 1));
+  return array;
+}
+
+struct HashCollector {
+  const Env* env;
+  json* object;
+  int depth;
+  std::string failure;
+};
+
+emacs_value collect_entry(emacs_env* raw, ptrdiff_t, emacs_value* args, void* data) noexcept {
+  auto* collector = static_cast<HashCollector*>(data);
+  try {
+    Env env(raw);
+    (*collector->object)[key_name(env, args[0])] = to_json(env, args[1], collector->depth + 1);
+  } catch (const NonLocalExit&) {
+    // stays pending; maphash returns and the caller's check() throws
+  } catch (const std::exception& e) {
+    if (collector->failure.empty()) collector->failure = e.what();
+  }
+  return Env::sym().nil;
+}
+
+json hash_to_json(const Env& env, emacs_value table, int depth) {
+  json object = json::object();
+  HashCollector collector{&env, &object, depth, {}};
+  emacs_value fn = env.raw()->make_function(env.raw(), 2, 2, collect_entry, nullptr, &collector);
+  env.check();
+  env.call(Env::sym().maphash, {fn, table});
+  if (!collector.failure.empty()) throw ConversionError(collector.failure);
+  return object;
+}
+
+}  // namespace
+
+json to_json(const Env& env, emacs_value value, int depth) {
+  if (depth > kMaxDepth) throw ConversionError("nesting too deep (circular structure?)");
+  const Symbols& s = Env::sym();
+  emacs_value type = env.type_of(value);
+  if (env.eq(type, s.string)) return env.to_string(value);
+  if (env.eq(type, s.integer)) {
+    std::intmax_t i = env.raw()->extract_integer(env.raw(), value);
+    if (!env.exit_pending()) return i;
+    env.raw()->non_local_exit_clear(env.raw());  // a bignum: keep its magnitude
+    return env.to_real(env.call(s.float_, {value}));
+  }
+  if (env.eq(type, s.float_)) return env.to_real(value);
+  if (env.eq(type, s.symbol)) {
+    if (env.is_nil(value) || env.eq(value, s.null_kw)) return nullptr;
+    if (env.eq(value, s.t)) return true;
+    if (env.eq(value, s.false_kw)) return false;
+    return key_name(env, value);
+  }
+  if (env.eq(type, s.cons_type)) return list_to_json(env, value, depth);
+  if (env.eq(type, s.vector_type)) {
+    json array = json::array();
+    ptrdiff_t size = env.raw()->vec_size(env.raw(), value);
+    env.check();
+    for (ptrdiff_t i = 0; i < size; ++i) {
+      emacs_value item = env.raw()->vec_get(env.raw(), value, i);
+      env.check();
+      array.push_back(to_json(env, item, depth + 1));
+    }
+    return array;
+  }
+  if (env.eq(type, s.hash_table_type)) return hash_to_json(env, value, depth);
+  throw ConversionError("cannot convert a value of type " +
+                        env.to_string(env.call(s.symbol_name, {type})) + " to JSON");
+}
+
+emacs_value from_json(const Env& env, const json& value) {
+  const Symbols& s = Env::sym();
+  switch (value.type()) {
+    case json::value_t::object: {
+      emacs_value table = env.call(s.make_hash_table, {s.test_key, s.equal});
+      for (auto it = value.begin(); it != value.end(); ++it)
+        env.call(s.puthash, {env.str(it.key()), from_json(env, it.value()), table});
+      return table;
+    }
+    case json::value_t::array: {
+      std::vector<emacs_value> items;
+      items.reserve(value.size());
+      for (const json& item : value) items.push_back(from_json(env, item));
+      return env.call(s.vector, static_cast<ptrdiff_t>(items.size()), items.data());
+    }
+    case json::value_t::string:
+      return env.str(value.get_ref<const std::string&>());
+    case json::value_t::boolean:
+      return value.get<bool>() ? s.t : s.false_kw;
+    case json::value_t::number_integer:
+      return env.integer(value.get<std::int64_t>());
+    case json::value_t::number_unsigned: {
+      auto u = value.get<std::uint64_t>();
+      return u <= static_cast<std::uint64_t>(INTMAX_MAX) ? env.integer(static_cast<std::intmax_t>(u))
+                                                          : env.real(static_cast<double>(u));
+    }
+    case json::value_t::number_float:
+      return env.real(value.get<double>());
+    default:
+      return s.null_kw;
+  }
+}
+
+json object_to_json(const Env& env, emacs_value value) {
+  const Symbols& s = Env::sym();
+  if (env.is_nil(value)) return json::object();
+  emacs_value type = env.type_of(value);
+  if (env.eq(type, s.string)) {
+    json parsed = json::parse(env.to_string(value), nullptr, false);
+    if (parsed.is_discarded()) throw ConversionError("arguments are not valid JSON");
+    return parsed;
+  }
+  json converted = to_json(env, value);
+  if (!converted.is_object()) throw ConversionError("arguments must be a plist, alist, hash table or JSON object string");
+  return converted;
+}
+
+}  // namespace agentq::emacs

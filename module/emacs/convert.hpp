@@ -1,0 +1,39 @@
+// Emacs values ⇄ JSON.
+//
+// Emacs → JSON: string, integer, float; t → true, :false → false, nil and
+// :null → null; other symbols → their name (a keyword without its colon);
+// vectors and proper lists → arrays, except that a plist (first element a
+// keyword) or an alist (every element a cons with a symbol or string car)
+// → object; hash tables → objects.  Anything else (or nesting deeper than
+// kMaxDepth, e.g. a circular list) throws ConversionError naming it.
+//
+// JSON → Emacs (the json-parse-string conventions): object → hash table
+// (test equal, string keys), array → vector, true → t, false → :false,
+// null → :null.
+#pragma once
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "emacs/env.hpp"
+
+namespace agentq::emacs {
+
+using json = nlohmann::json;
+
+class ConversionError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+inline constexpr int kMaxDepth = 200;
+
+json to_json(const Env& env, emacs_value value, int depth = 0);
+emacs_value from_json(const Env& env, const json& value);
+
+// A plist (:key value …), alist or hash table → a JSON object; a string is
+// parsed as JSON text.  Throws ConversionError for anything else.
+json object_to_json(const Env& env, emacs_value value);
+
+}  // namespace agentq::emacs

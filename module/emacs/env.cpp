@@ -1,0 +1,99 @@
+#include "emacs/env.hpp"
+
+#include <vector>
+
+namespace agentq::emacs {
+
+Symbols Env::symbols_;
+
+namespace {
+
+emacs_value global(emacs_env* env, const char* name) {
+  return env->make_global_ref(env, env->intern(env, name));
+}
+
+}  // namespace
+
+void Env::init_symbols(emacs_env* env) {
+  Symbols& s = symbols_;
+  s.nil = global(env, "nil");
+  s.t = global(env, "t");
+  s.quit = global(env, "quit");
+  s.error = global(env, "error");
+  s.list = global(env, "list");
+  s.cons = global(env, "cons");
+  s.car = global(env, "car");
+  s.cdr = global(env, "cdr");
+  s.vector = global(env, "vector");
+  s.make_hash_table = global(env, "make-hash-table");
+  s.puthash = global(env, "puthash");
+  s.maphash = global(env, "maphash");
+  s.symbol_name = global(env, "symbol-name");
+  s.string = global(env, "string");
+  s.integer = global(env, "integer");
+  s.float_ = global(env, "float");
+  s.symbol = global(env, "symbol");
+  s.cons_type = global(env, "cons");
+  s.vector_type = global(env, "vector");
+  s.hash_table_type = global(env, "hash-table");
+  s.test_key = global(env, ":test");
+  s.equal = global(env, "equal");
+  s.false_kw = global(env, ":false");
+  s.null_kw = global(env, ":null");
+  s.id = global(env, ":id");
+  s.name = global(env, ":name");
+  s.arguments = global(env, ":arguments");
+  s.function = global(env, ":function");
+  s.success = global(env, ":success");
+  s.content = global(env, ":content");
+  s.error_kw = global(env, ":error");
+  s.metadata = global(env, ":metadata");
+  s.execution_time_ms = global(env, ":execution_time_ms");
+  s.safety_level = global(env, ":safety_level");
+  s.approved = global(env, ":approved");
+  s.before = global(env, ":before");
+  s.after = global(env, ":after");
+  s.error_phase = global(env, ":error");
+  s.approved_kw = global(env, ":approved");
+  s.denied_kw = global(env, ":denied");
+  s.modified_kw = global(env, ":modified");
+  s.sly_agent_q_error = global(env, "sly-agent-q-error");
+  s.call_elisp_handler = global(env, "sly-agent-q--call-elisp-handler");
+  s.waiting = global(env, "sly-agent-q--waiting");
+}
+
+bool Env::clear_unless_quit() const {
+  emacs_value symbol = nullptr, data = nullptr;
+  auto kind = env_->non_local_exit_get(env_, &symbol, &data);
+  if (kind == emacs_funcall_exit_return) return false;
+  if (kind == emacs_funcall_exit_throw) return false;
+  if (env_->eq(env_, symbol, symbols_.quit)) return false;
+  env_->non_local_exit_clear(env_);
+  return true;
+}
+
+void Env::signal_error(std::string_view message) const {
+  if (exit_pending()) return;  // never replace an error or quit already on its way
+  emacs_value text = env_->make_string(env_, message.data(), static_cast<ptrdiff_t>(message.size()));
+  if (exit_pending()) return;
+  emacs_value data = env_->funcall(env_, symbols_.list, 1, &text);
+  if (exit_pending()) return;
+  env_->non_local_exit_signal(env_, symbols_.sly_agent_q_error, data);
+}
+
+emacs_value Env::str(std::string_view s) const {
+  emacs_value v = env_->make_string(env_, s.data(), static_cast<ptrdiff_t>(s.size()));
+  check();
+  return v;
+}
+
+std::string Env::to_string(emacs_value v) const {
+  ptrdiff_t size = 0;
+  if (!env_->copy_string_contents(env_, v, nullptr, &size)) check();
+  std::string out(static_cast<std::size_t>(size), '\0');
+  if (!env_->copy_string_contents(env_, v, out.data(), &size)) check();
+  out.resize(static_cast<std::size_t>(size > 0 ? size - 1 : 0));  // drop the NUL
+  return out;
+}
+
+}  // namespace agentq::emacs
