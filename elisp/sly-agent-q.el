@@ -286,6 +286,27 @@ ARGS is the arguments hash table.  In batch Emacs the answer is no."
                                        (plist-get row :total-ms))
                              "not called yet")))))))))
 
+;;;###autoload
+(defun sly-agent-q-welcome ()
+  "Show a short tour of sly-agent-q in a buffer."
+  (interactive)
+  (with-current-buffer (get-buffer-create "*sly-agent-q*")
+    (let ((inhibit-read-only t))
+      (erase-buffer)
+      (insert "sly-agent-q — Common Lisp (ECL) inside this Emacs\n\n"
+              "Try:\n"
+              "  M-x sly-agent-q-evaluate RET (+ 1 2) RET       evaluate in the embedded ECL\n"
+              "  M-x sly-agent-q-evaluate RET (loop) RET        then C-g: interrupted, Emacs lives\n"
+              "  M-x sly-agent-q-evaluate RET (ext:quit) RET    intercepted: Lisp cannot exit Emacs\n"
+              "  M-x sly-agent-q-describe-runtime               runtime state, tools, counters\n\n"
+              "From Lisp code (Elisp):\n"
+              "  (sly-agent-q-execute-tool-calls\n"
+              "   '((:id \"c1\" :name \"evaluate_lisp\" :arguments (:code \"(+ 1 2)\"))))\n\n"
+              "Customize: M-x customize-group RET sly-agent-q RET\n")
+      (goto-char (point-min))
+      (special-mode))
+    (pop-to-buffer-same-window (current-buffer))))
+
 (provide 'sly-agent-q)
 
 ;;; sly-agent-q.el ends here

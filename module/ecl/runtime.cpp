@@ -61,10 +61,14 @@ inline void cpu_relax() {
 #endif
 }
 
-// How long each side spins before sleeping.  The worker spins after a job
-// because the next call usually follows within microseconds; the caller
-// spins while the worker is known to run (see NOTES.md, "Speed").
-constexpr auto kWorkerSpin = std::chrono::microseconds(60);
+// How long each side polls before sleeping.  Waking a thread that sleeps on
+// a futex costs 50-100 us on a VM whose idle vCPU halts, twenty times the
+// whole round trip.  So after a job the worker keeps polling for the next
+// one (agent tool calls come in bursts): busily for kWorkerSpin, then
+// yielding the CPU to anything runnable until kWorkerPoll.  The caller
+// spins while the worker is known to run the job (see NOTES.md, "Speed").
+constexpr auto kWorkerSpin = std::chrono::microseconds(50);
+constexpr auto kWorkerPoll = std::chrono::milliseconds(2);
 constexpr auto kCallerSpin = std::chrono::microseconds(300);
 constexpr auto kPollSlice = std::chrono::milliseconds(5);
 constexpr auto kInterruptGrace = std::chrono::seconds(3);
@@ -168,8 +172,15 @@ cl_object next_job() {
   Runtime::Impl& impl = *g_impl;
   std::shared_ptr<Job> job;
   {
-    auto until = Clock::now() + kWorkerSpin;
-    while (impl.queued.load(std::memory_order_acquire) == 0 && Clock::now() < until) cpu_relax();
+    auto start = Clock::now();
+    auto spin_until = start + kWorkerSpin, poll_until = start + kWorkerPoll;
+    for (auto now = start; impl.queued.load(std::memory_order_acquire) == 0 && now < poll_until;
+         now = Clock::now()) {
+      if (now < spin_until)
+        cpu_relax();
+      else
+        sched_yield();
+    }
     std::unique_lock lock(impl.mutex);
     if (impl.queue.empty() && !impl.stopping) {
       impl.worker_sleeping = true;

@@ -1,0 +1,59 @@
+;;; bench.el --- sly-agent-q round-trip benchmark -*- lexical-binding: t; -*-
+
+;; emacs -Q --batch -L elisp -l bench/bench.el
+;; Prints one `bench: NAME key=value …' line per measurement.  Calls are
+;; timed one by one; medians and 99th percentiles are in microseconds.
+
+(require 'sly-agent-q)
+
+(defvar bench-calls (string-to-number (or (getenv "BENCH_CALLS") "20000")))
+
+(defun bench--percentile (sorted p)
+  (aref sorted (min (1- (length sorted)) (floor (* p (length sorted))))))
+
+(defun bench--report (name times &rest extra)
+  (let ((sorted (sort (vconcat times) #'<)))
+    (princ (format "bench: %s median_us=%.2f p99_us=%.2f calls=%d%s\n" name
+                   (* 1e6 (bench--percentile sorted 0.5)) (* 1e6 (bench--percentile sorted 0.99))
+                   (length sorted)
+                   (mapconcat (lambda (kv) (format " %s=%s" (car kv) (cdr kv))) extra "")))))
+
+(defmacro bench--time (n &rest body)
+  "Time BODY N times, one by one; return the list of durations in seconds."
+  `(let ((times nil))
+     (dotimes (_ ,n)
+       (let ((start (float-time)))
+         ,@body
+         (push (- (float-time) start) times)))
+     times))
+
+(let* ((call (list (list :id "b" :name "evaluate_lisp" :arguments (list :code "(+ 1 2)"))))
+       (t0 (float-time))
+       (first (sly-agent-q-execute-tool-calls call))
+       (first-ms (* 1000 (- (float-time) t0)))
+       (boot-ms (plist-get (sly-agent-q-runtime-status) :boot-ms)))
+  (unless (equal (plist-get (car first) :content) "=> 3")
+    (error "Unexpected result %S" first))
+  (princ (format "bench: ecl_boot boot_ms=%.1f first_result_ms=%.1f target_ms=40\n" boot-ms first-ms))
+  ;; Warm up, then back to back ("hot") and after 1 ms idle ("cold").
+  (dotimes (_ 2000) (sly-agent-q-execute-tool-calls call))
+  (bench--report "evaluate_hot" (bench--time bench-calls (sly-agent-q-execute-tool-calls call))
+                 '(target_median_us . 8) '(target_p99_us . 20))
+  (let ((times nil))
+    (dotimes (_ (/ bench-calls 4))
+      (sleep-for 0.001)
+      (let ((start (float-time)))
+        (sly-agent-q-execute-tool-calls call)
+        (push (- (float-time) start) times)))
+    (bench--report "evaluate_cold" times '(target_median_us . 12))))
+
+(let ((request "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}"))
+  (dotimes (_ 1000) (sly-agent-q-mcp-request request))
+  (bench--report "mcp_tools_list_from_elisp" (bench--time (/ bench-calls 4) (sly-agent-q-mcp-request request))
+                 '(target_us . 50)))
+
+(sly-agent-q-define-tool "bench_echo" "Return its argument." '((:name "x" :type :string))
+                         :handler (lambda (args) (gethash "x" args)))
+(let ((call (list (list :id "e" :name "bench_echo" :arguments (list :x "hi")))))
+  (dotimes (_ 1000) (sly-agent-q-execute-tool-calls call))
+  (bench--report "elisp_tool_execute" (bench--time bench-calls (sly-agent-q-execute-tool-calls call))))
