@@ -28,12 +28,12 @@ bool is_keyword(const Env& env, emacs_value value) {
 
 std::vector<emacs_value> list_elements(const Env& env, emacs_value list) {
   const Symbols& s = Env::sym();
+  // proper-list-p is nil for circular and dotted lists: check before walking.
+  if (env.is_nil(env.call(s.proper_list_p, {list}))) throw ConversionError("circular or dotted list");
   std::vector<emacs_value> items;
   while (!env.is_nil(list)) {
-    if (!env.eq(env.type_of(list), s.cons_type)) throw ConversionError("improper list");
     items.push_back(env.call(s.car, {list}));
     list = env.call(s.cdr, {list});
-    if (items.size() > 10000000) throw ConversionError("list too long (circular?)");
   }
   return items;
 }
@@ -43,6 +43,14 @@ bool is_alist_entry(const Env& env, emacs_value item) {
   if (!env.eq(env.type_of(item), s.cons_type)) return false;
   emacs_value key_type = env.type_of(env.call(s.car, {item}));
   return env.eq(key_type, s.symbol) || env.eq(key_type, s.string);
+}
+
+// A proper list of even length whose first element is a keyword.
+bool is_plist(const Env& env, emacs_value value) {
+  const Symbols& s = Env::sym();
+  if (!env.eq(env.type_of(value), s.cons_type) || !is_keyword(env, env.call(s.car, {value}))) return false;
+  if (env.is_nil(env.call(s.proper_list_p, {value}))) return false;
+  return env.to_integer(env.call(s.length, {value})) % 2 == 0;
 }
 
 json list_to_json(const Env& env, emacs_value list, int depth) {
@@ -55,7 +63,9 @@ json list_to_json(const Env& env, emacs_value list, int depth) {
       object[key_name(env, items[i])] = to_json(env, items[i + 1], depth + 1);
     return object;
   }
-  bool alist = !items.empty();
+  // A list of plists, e.g. tool parameters ((:name "x" :type :string) …),
+  // is an array of objects, not an alist keyed by :name.
+  bool alist = !items.empty() && !is_plist(env, items[0]);
   for (emacs_value item : items) {
     if (!is_alist_entry(env, item)) {
       alist = false;
@@ -173,6 +183,22 @@ emacs_value from_json(const Env& env, const json& value) {
     default:
       return s.null_kw;
   }
+}
+
+std::vector<std::string> names_list(const Env& env, emacs_value value) {
+  const Symbols& s = Env::sym();
+  std::vector<std::string> names;
+  if (env.is_nil(value)) return names;
+  emacs_value type = env.type_of(value);
+  if (env.eq(type, s.string) || env.eq(type, s.symbol)) {
+    names.push_back(key_name(env, value));
+  } else if (env.eq(type, s.cons_type)) {
+    for (emacs_value item : list_elements(env, value)) names.push_back(key_name(env, item));
+  } else {
+    for (const json& item : to_json(env, value))
+      if (item.is_string()) names.push_back(item.get<std::string>());
+  }
+  return names;
 }
 
 json object_to_json(const Env& env, emacs_value value) {

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +33,11 @@ inline constexpr int kMaxDepth = 200;
 
 json to_json(const Env& env, emacs_value value, int depth = 0);
 emacs_value from_json(const Env& env, const json& value);
+
+// A list (or vector) of strings/symbols, or a single one → names (keywords
+// without their colon); nil → {}.  For categories and required names,
+// where '(:files) is a list of names, not a plist.
+std::vector<std::string> names_list(const Env& env, emacs_value value);
 
 // A plist (:key value …), alist or hash table → a JSON object; a string is
 // parsed as JSON text.  Throws ConversionError for anything else.

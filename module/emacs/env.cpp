@@ -24,6 +24,8 @@ void Env::init_symbols(emacs_env* env) {
   s.cons = global(env, "cons");
   s.car = global(env, "car");
   s.cdr = global(env, "cdr");
+  s.proper_list_p = global(env, "proper-list-p");
+  s.length = global(env, "length");
   s.vector = global(env, "vector");
   s.make_hash_table = global(env, "make-hash-table");
   s.puthash = global(env, "puthash");

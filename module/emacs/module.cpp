@@ -239,8 +239,8 @@ emacs_value execute(const Env& env, ptrdiff_t, emacs_value* args) {
   ExecutionOptions options = options_for(env, args[1], args[2], context);
   std::vector<emacs_value> results;
   emacs_value calls = args[0];
-  if (!env.is_nil(calls) && !env.eq(env.type_of(calls), s.cons_type))
-    throw ConversionError("CALLS must be a list of tool-call plists");
+  if (!env.is_nil(calls) && (!env.eq(env.type_of(calls), s.cons_type) || env.is_nil(env.call(s.proper_list_p, {calls}))))
+    throw ConversionError("CALLS must be a proper list of tool-call plists");
   while (!env.is_nil(calls)) {
     emacs_value value = env.call(s.car, {calls});
     calls = env.call(s.cdr, {calls});
@@ -274,23 +274,24 @@ emacs_value define_tool(const Env& env, ptrdiff_t, emacs_value* args) {
   if (!params.is_null() && !params.is_array()) throw ToolDefinitionError("PARAMS must be a list of plists");
   for (const json& param : params.is_array() ? params : json::array()) {
     if (!param.is_object()) throw ToolDefinitionError("each parameter must be a plist (:name … :type …)");
+    auto text = [&](const char* key, const char* fallback) -> std::string {
+      auto it = param.find(key);
+      if (it == param.end() || it->is_null()) return fallback;
+      if (!it->is_string()) throw ToolDefinitionError(std::string("parameter :") + key + " must be a string or keyword");
+      return it->get<std::string>();
+    };
     Parameter parameter;
-    parameter.name = param.value("name", "");
-    std::string type = param.value("type", "string");
+    parameter.name = text("name", "");
+    std::string type = text("type", "string");
     auto parsed = parse_param_type(type);
     if (!parsed)
       throw ToolDefinitionError("Tool " + tool.name + ": parameter \"" + parameter.name + "\" has unknown type \"" +
                                 type + "\" (string, boolean, number, integer, object or array)");
     parameter.type = *parsed;
-    parameter.description = param.value("description", "");
+    parameter.description = text("description", "");
     tool.parameters.push_back(std::move(parameter));
   }
-  json required = to_json(env, args[3]);
-  if (required.is_string()) required = json::array({required});
-  for (const json& name : required.is_array() ? required : json::array()) {
-    if (!name.is_string()) throw ToolDefinitionError("REQUIRED must be a list of parameter names");
-    tool.required.push_back(name.get<std::string>());
-  }
+  tool.required = names_list(env, args[3]);
   json safety = to_json(env, args[4]);
   if (!safety.is_null()) {
     auto level = safety.is_string() ? parse_safety_level(safety.get<std::string>()) : std::nullopt;
@@ -299,10 +300,7 @@ emacs_value define_tool(const Env& env, ptrdiff_t, emacs_value* args) {
                                 " (:safe, :cautious or :dangerous)");
     tool.safety_level = *level;
   }
-  json categories = to_json(env, args[5]);
-  if (categories.is_string()) categories = json::array({categories});
-  for (const json& category : categories.is_array() ? categories : json::array())
-    if (category.is_string()) tool.categories.push_back(category.get<std::string>());
+  tool.categories = names_list(env, args[5]);
   tool.kind = HandlerKind::Elisp;
   std::string name = tool.name;
   tool.handler = [name](const json& arguments, CallContext&) -> ToolOutput {
@@ -337,11 +335,7 @@ emacs_value tools_schema(const Env& env, ptrdiff_t, emacs_value* args) {
     max_level = level.is_string() ? parse_safety_level(level.get<std::string>()) : std::nullopt;
     if (!max_level) throw ConversionError("unknown safety level " + level.dump());
   }
-  std::vector<std::string> categories;
-  json wanted = to_json(env, args[2]);
-  if (wanted.is_string()) wanted = json::array({wanted});
-  for (const json& category : wanted.is_array() ? wanted : json::array())
-    if (category.is_string()) categories.push_back(category.get<std::string>());
+  std::vector<std::string> categories = names_list(env, args[2]);
   return from_json(env, tools_to_schema(core().registry.filter(max_level, categories), *schema_format));
 }
 
