@@ -93,6 +93,18 @@ Each function gets the seconds waited so far.")
   "Seconds of waiting for Lisp after which progress is shown."
   :type 'number)
 
+(declare-function sly-agent-q--module-execute "sly-agent-q-module" (calls approval hooks))
+(declare-function sly-agent-q--module-define-tool "sly-agent-q-module"
+                  (name description params required safety categories))
+(declare-function sly-agent-q--module-list-tools "sly-agent-q-module" ())
+(declare-function sly-agent-q--module-tools-schema "sly-agent-q-module" (format max-level categories))
+(declare-function sly-agent-q--module-mcp-request "sly-agent-q-module" (json approval hooks))
+(declare-function sly-agent-q--module-configure "sly-agent-q-module" (key value))
+(declare-function sly-agent-q--module-status "sly-agent-q-module" ())
+(declare-function sly-agent-q--module-stats "sly-agent-q-module" ())
+(declare-function sly-agent-q--module-shutdown "sly-agent-q-module" ())
+(declare-function sly-agent-q--module-version "sly-agent-q-module" ())
+
 (defvar sly-agent-q--elisp-handlers (make-hash-table :test 'equal)
   "Handlers of tools defined with `sly-agent-q-define-tool', by name.")
 
@@ -124,8 +136,9 @@ Each function gets the seconds waited so far.")
   (sly-agent-q--module-configure "output-limit" sly-agent-q-output-limit)
   (sly-agent-q--module-configure "heap-limit" sly-agent-q-heap-limit))
 
-(sly-agent-q--load-module)
-(add-hook 'kill-emacs-hook #'sly-agent-q--module-shutdown)
+(unless (bound-and-true-p byte-compile-current-file)
+  (sly-agent-q--load-module)
+  (add-hook 'kill-emacs-hook #'sly-agent-q--module-shutdown))
 
 ;;;; Calls from the module
 

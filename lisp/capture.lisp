@@ -1,71 +1,81 @@
 ;;;; capture.lisp — bounded output capture for evaluations.
 ;;;;
 ;;;; Evaluated code may print without end ((loop (print 1)) until the
-;;;; timeout); a capture stream keeps the first LIMIT characters and counts
-;;;; the rest, so output can never exhaust the heap and truncation is always
-;;;; reported, never silent.
+;;;; timeout); a capture keeps the first LIMIT characters and counts the
+;;;; rest, so output can never exhaust the heap and truncation is always
+;;;; reported, never silent.  The state is a structure, so resetting and
+;;;; inspecting it on every evaluation costs no generic-function calls; only
+;;;; actual output goes through the Gray stream methods.
 
 (in-package "AGENT-Q")
 
+(defstruct (capture (:constructor make-capture ()))
+  (buffer (make-array 256 :element-type 'character :adjustable t :fill-pointer 0))
+  (limit 1000000 :type fixnum)
+  (dropped 0 :type fixnum)
+  (column 0 :type fixnum))
+
 (defclass capture-stream (gray:fundamental-character-output-stream)
-  ((buffer :initform (make-array 256 :element-type 'character
-                                     :adjustable t :fill-pointer 0)
-           :reader capture-buffer)
-   (limit :initform 1000000 :accessor capture-limit)
-   (dropped :initform 0 :accessor capture-dropped)
-   (column :initform 0 :accessor capture-column))
+  ((capture :initform (make-capture) :reader stream-capture))
   (:documentation "A character output stream that keeps at most LIMIT characters."))
 
-(defun capture-reset (stream limit)
-  "Empty STREAM and let it keep LIMIT characters from now on."
-  (setf (fill-pointer (capture-buffer stream)) 0
-        (capture-limit stream) limit
-        (capture-dropped stream) 0
-        (capture-column stream) 0)
-  stream)
+(declaim (inline capture-reset capture-empty-p))
 
-(defun capture-empty-p (stream)
-  (and (zerop (fill-pointer (capture-buffer stream)))
-       (zerop (capture-dropped stream))))
+(defun capture-reset (capture limit)
+  "Empty CAPTURE and let it keep LIMIT characters from now on."
+  (setf (fill-pointer (capture-buffer capture)) 0
+        (capture-limit capture) limit
+        (capture-dropped capture) 0
+        (capture-column capture) 0)
+  capture)
 
-(defun capture-contents (stream)
+(defun capture-empty-p (capture)
+  (and (zerop (fill-pointer (capture-buffer capture)))
+       (zerop (capture-dropped capture))))
+
+(defun truncation-marker (dropped limit)
+  (format nil "[... output truncated: ~D more characters not shown (limit ~D) ...]" dropped limit))
+
+(defun capture-contents (capture)
   "The captured text, with a visible marker when characters were dropped."
-  (let ((text (coerce (capture-buffer stream) 'simple-string))
-        (dropped (capture-dropped stream)))
+  (let ((text (coerce (capture-buffer capture) 'simple-string))
+        (dropped (capture-dropped capture)))
     (if (plusp dropped)
-        (format nil "~A~%[... output truncated: ~D more characters not shown (limit ~D) ...]"
-                text dropped (capture-limit stream))
+        (format nil "~A~%~A" text (truncation-marker dropped (capture-limit capture)))
         text)))
 
-(defmethod gray:stream-write-char ((stream capture-stream) char)
-  (let ((buffer (capture-buffer stream)))
-    (if (< (fill-pointer buffer) (capture-limit stream))
-        (vector-push-extend char buffer (max 256 (fill-pointer buffer)))
-        (incf (capture-dropped stream))))
-  (setf (capture-column stream)
-        (if (char= char #\Newline) 0 (1+ (capture-column stream))))
-  char)
-
-(defmethod gray:stream-write-string ((stream capture-stream) string &optional (start 0) end)
-  (let* ((end (or end (length string)))
-         (buffer (capture-buffer stream))
-         (room (max 0 (- (capture-limit stream) (fill-pointer buffer))))
+(defun capture-write (capture string start end)
+  (let* ((buffer (capture-buffer capture))
+         (room (max 0 (- (capture-limit capture) (fill-pointer buffer))))
          (keep (min room (- end start))))
     (loop for i from start below (+ start keep)
           do (vector-push-extend (char string i) buffer (max 256 (fill-pointer buffer))))
-    (incf (capture-dropped stream) (- end start keep))
+    (incf (capture-dropped capture) (- end start keep))
     (let ((newline (position #\Newline string :start start :end end :from-end t)))
-      (setf (capture-column stream)
+      (setf (capture-column capture)
             (if newline
                 (- end newline 1)
-                (+ (capture-column stream) (- end start))))))
+                (+ (capture-column capture) (- end start)))))))
+
+(defmethod gray:stream-write-char ((stream capture-stream) char)
+  (let* ((capture (stream-capture stream))
+         (buffer (capture-buffer capture)))
+    (if (< (fill-pointer buffer) (capture-limit capture))
+        (vector-push-extend char buffer (max 256 (fill-pointer buffer)))
+        (incf (capture-dropped capture)))
+    (setf (capture-column capture)
+          (if (char= char #\Newline) 0 (1+ (capture-column capture)))))
+  char)
+
+(defmethod gray:stream-write-string ((stream capture-stream) string &optional (start 0) end)
+  (capture-write (stream-capture stream) string start (or end (length string)))
   string)
 
 (defmethod gray:stream-line-column ((stream capture-stream))
-  (capture-column stream))
+  (capture-column (stream-capture stream)))
 
 (defmethod gray:stream-start-line-p ((stream capture-stream))
-  (zerop (capture-column stream)))
+  (zerop (capture-column (stream-capture stream))))
 
 (defmethod gray:stream-force-output ((stream capture-stream)) nil)
 (defmethod gray:stream-finish-output ((stream capture-stream)) nil)

@@ -28,7 +28,8 @@ writing goes nowhere.  There is no terminal behind an embedded Lisp.")
 
 (defvar *stdout* (make-instance 'capture-stream))
 (defvar *stderr* (make-instance 'capture-stream))
-(defvar *values* (make-instance 'capture-stream))
+(defvar *stdout-capture* (stream-capture *stdout*))
+(defvar *stderr-capture* (stream-capture *stderr*))
 
 ;;; ---------------------------------------------------------------- exits
 
@@ -135,33 +136,44 @@ signalled, then unwind out of the evaluation."
             (*print-pretty* nil) (*print-readably* nil))
         (prin1 value stream))))
 
-(defun read-eval-forms (code)
+(defun values-text (values any output-limit)
+  "The => lines for VALUES, cut at OUTPUT-LIMIT characters with a marker."
+  (let ((text (cond ((not any) "; No forms to evaluate")
+                    ((null values) "; No values")
+                    (t (let ((out (make-string-output-stream)))
+                         (loop for (value . more) on values
+                               do (write-string "=> " out)
+                                  (print-value value out)
+                                  (when more (terpri out)))
+                         (get-output-stream-string out))))))
+    (if (> (length text) output-limit)
+        (format nil "~A~%~A" (subseq text 0 output-limit)
+                (truncation-marker (- (length text) output-limit) output-limit))
+        text)))
+
+(defun read-eval-forms (code output-limit)
   "Read and evaluate the forms of CODE one at a time, so an IN-PACKAGE takes
-effect before the next form is read.  Returns the values of the last form
-printed into *VALUES*, and the package in force at the end."
+effect before the next form is read.  Returns the => text of the last
+form's values and the package in force at the end."
   (let ((values '()) (any nil) (eof '#:eof))
     (with-input-from-string (in code)
       (loop for form = (read in nil eof)
             until (eq form eof)
             do (setf values (multiple-value-list (eval form))
                      any t)))
-    (capture-reset *values* (capture-limit *stdout*))
-    (if (and any values)
-        (loop for (value . more) on values
-              do (write-string "=> " *values*)
-                 (print-value value *values*)
-                 (when more (terpri *values*)))
-        (write-string (if any "; No values" "; No forms to evaluate") *values*))
-    *package*))
+    (values (values-text values any output-limit) *package*)))
 
 (defun section (stream name text)
   (format stream "[~A]~%~A~%~%" name (string-right-trim '(#\Newline) text)))
 
+(defun no-output-p ()
+  (and (capture-empty-p *stdout-capture*) (capture-empty-p *stderr-capture*) (null *warnings*)))
+
 (defun output-sections (stream)
-  (unless (capture-empty-p *stdout*)
-    (section stream "stdout" (capture-contents *stdout*)))
-  (unless (capture-empty-p *stderr*)
-    (section stream "stderr" (capture-contents *stderr*)))
+  (unless (capture-empty-p *stdout-capture*)
+    (section stream "stdout" (capture-contents *stdout-capture*)))
+  (unless (capture-empty-p *stderr-capture*)
+    (section stream "stderr" (capture-contents *stderr-capture*)))
   (when *warnings*
     (section stream "warnings" (format nil "~{~A~^~%~}" (reverse *warnings*)))))
 
@@ -170,18 +182,18 @@ printed into *VALUES*, and the package in force at the end."
 Returns two values: true on success, and the result text of the contract
 \([stdout], [stderr], [warnings] sections, => values, timing line), or on
 failure the [ERROR] text."
-  (capture-reset *stdout* output-limit)
-  (capture-reset *stderr* output-limit)
+  (capture-reset *stdout-capture* output-limit)
+  (capture-reset *stderr-capture* output-limit)
   (setf *warnings* '() *stack-overflowed* nil)
-  (let* ((start-real (get-internal-real-time))
-         (start-run (get-internal-run-time))
+  (let* ((start-real (if capture-time (get-internal-real-time) 0))
+         (start-run (if capture-time (get-internal-run-time) 0))
          (start-gc (if capture-time (%gc-time-ms) 0))
          (start-bytes (if capture-time (si::gc-stats t) 0))
          (package (if package-name
                       (find-package (string-upcase package-name))
                       *session-package*))
          (end-package nil)
-         (success nil)
+         (values-text nil)
          (error-text
            (catch '%evaluation-failed
              (unless package
@@ -200,17 +212,20 @@ failure the [ERROR] text."
                    (ext:*invoke-debugger-hook* #'debugger-hook))
                (handler-bind ((warning #'record-warning)
                               (serious-condition #'fail))
-                 (setf end-package (read-eval-forms code)
-                       success t)))
+                 (multiple-value-setq (values-text end-package)
+                   (read-eval-forms code output-limit))))
              nil)))
     ;; IN-PACKAGE in the code carries over to the next call; so does the
     ;; session package when the call named none.
     (when (and end-package (or (null package-name) (not (eq end-package package))))
       (setf *session-package* end-package))
-    (let ((text (with-output-to-string (out)
-                  (cond (success
+    (if (and values-text (not capture-time) (no-output-p))
+        (values t values-text)          ; the common case: nothing else to say
+        (values (and values-text t)
+                (with-output-to-string (out)
+                  (cond (values-text
                          (output-sections out)
-                         (write-string (capture-contents *values*) out))
+                         (write-string values-text out))
                         (t
                          (write-string error-text out)
                          (let ((sections (with-output-to-string (s) (output-sections s))))
@@ -223,8 +238,7 @@ failure the [ERROR] text."
                             (round (* 1000 (- (get-internal-run-time) start-run))
                                    internal-time-units-per-second)
                             (- (%gc-time-ms) start-gc)
-                            (max 0 (- (si::gc-stats t) start-bytes)))))))
-      (values success text))))
+                            (max 0 (- (si::gc-stats t) start-bytes)))))))))
 
 ;;; ---------------------------------------------------------------- worker
 

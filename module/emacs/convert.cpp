@@ -6,8 +6,15 @@ namespace agentq::emacs {
 
 namespace {
 
+const std::string* known_keyword(const Env& env, emacs_value value) {
+  for (const auto& [keyword, name] : Env::sym().known_keywords)
+    if (env.eq(value, keyword)) return &name;
+  return nullptr;
+}
+
 std::string key_name(const Env& env, emacs_value key) {
   const Symbols& s = Env::sym();
+  if (const std::string* known = known_keyword(env, key)) return *known;
   emacs_value type = env.type_of(key);
   if (env.eq(type, s.string)) return env.to_string(key);
   if (env.eq(type, s.symbol)) {
@@ -21,6 +28,7 @@ std::string key_name(const Env& env, emacs_value key) {
 
 bool is_keyword(const Env& env, emacs_value value) {
   const Symbols& s = Env::sym();
+  if (known_keyword(env, value)) return true;
   if (!env.eq(env.type_of(value), s.symbol) || env.is_nil(value) || env.eq(value, s.t)) return false;
   std::string name = env.to_string(env.call(s.symbol_name, {value}));
   return !name.empty() && name[0] == ':';
@@ -30,11 +38,13 @@ std::vector<emacs_value> list_elements(const Env& env, emacs_value list) {
   const Symbols& s = Env::sym();
   // proper-list-p is nil for circular and dotted lists: check before walking.
   if (env.is_nil(env.call(s.proper_list_p, {list}))) throw ConversionError("circular or dotted list");
-  std::vector<emacs_value> items;
-  while (!env.is_nil(list)) {
-    items.push_back(env.call(s.car, {list}));
-    list = env.call(s.cdr, {list});
-  }
+  // One funcall, then direct vector access: far cheaper than car/cdr calls.
+  emacs_value vector = env.call(s.vconcat, {list});
+  ptrdiff_t size = env.raw()->vec_size(env.raw(), vector);
+  env.check();
+  std::vector<emacs_value> items(static_cast<std::size_t>(size));
+  for (ptrdiff_t i = 0; i < size; ++i) items[static_cast<std::size_t>(i)] = env.raw()->vec_get(env.raw(), vector, i);
+  env.check();
   return items;
 }
 

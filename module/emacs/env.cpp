@@ -26,6 +26,7 @@ void Env::init_symbols(emacs_env* env) {
   s.cdr = global(env, "cdr");
   s.proper_list_p = global(env, "proper-list-p");
   s.length = global(env, "length");
+  s.vconcat = global(env, "vconcat");
   s.vector = global(env, "vector");
   s.make_hash_table = global(env, "make-hash-table");
   s.puthash = global(env, "puthash");
@@ -62,6 +63,9 @@ void Env::init_symbols(emacs_env* env) {
   s.sly_agent_q_error = global(env, "sly-agent-q-error");
   s.call_elisp_handler = global(env, "sly-agent-q--call-elisp-handler");
   s.waiting = global(env, "sly-agent-q--waiting");
+  for (const char* name : {"id", "name", "arguments", "function", "code", "package", "timeout", "capture-time",
+                           "capture_time", "type", "description", "path", "content"})
+    s.known_keywords.emplace_back(global(env, (std::string(":") + name).c_str()), name);
 }
 
 bool Env::clear_unless_quit() const {

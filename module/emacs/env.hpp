@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace agentq::emacs {
 
@@ -25,7 +27,7 @@ class NonLocalExit : public std::runtime_error {
 // Symbols and functions used on hot paths, interned once (global refs).
 struct Symbols {
   emacs_value nil, t, quit, error;
-  emacs_value list, cons, car, cdr, proper_list_p, length, vector, make_hash_table, puthash, maphash;
+  emacs_value list, cons, car, cdr, proper_list_p, length, vconcat, vector, make_hash_table, puthash, maphash;
   emacs_value symbol_name, string, integer, float_, symbol, cons_type, vector_type, hash_table_type;
   emacs_value test_key, equal, false_kw, null_kw;
   emacs_value id, name, arguments, function, success, content, error_kw, metadata;
@@ -33,6 +35,9 @@ struct Symbols {
   emacs_value before, after, error_phase;
   emacs_value approved_kw, denied_kw, modified_kw;
   emacs_value sly_agent_q_error, call_elisp_handler, waiting;
+  // Keywords that tool calls use all the time, with their names: matched
+  // with eq before falling back to symbol-name.
+  std::vector<std::pair<emacs_value, std::string>> known_keywords;
 };
 
 class Env {

@@ -1,0 +1,183 @@
+;;; sly-agent-q-test-helpers.el --- Shared helpers of the Elisp test suite -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Loaded by tests/elisp/run-tests.el before the *-test.el files.  Every
+;; helper goes through the public API (or, where a test is about the
+;; module itself, the documented module functions) with the real module,
+;; the real ECL runtime and real files: nothing here is a mock.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'json)
+(require 'sly-agent-q)
+
+(defconst agentq-test-directory
+  (file-name-directory (or load-file-name buffer-file-name default-directory))
+  "tests/elisp/.")
+
+(defconst agentq-test-root
+  (expand-file-name "../../" agentq-test-directory)
+  "The repository root.")
+
+;;;; Calls
+
+(defun agentq-test-call (name arguments &optional id)
+  "Run one call of tool NAME with ARGUMENTS; return its result plist."
+  (let ((results (sly-agent-q-execute-tool-calls
+                  (list (list :id (or id "t1") :name name :arguments arguments)))))
+    (should (= (length results) 1))
+    (agentq-test-check-result (car results))
+    (car results)))
+
+(defun agentq-test-eval (code &rest arguments)
+  "Evaluate CODE with evaluate_lisp and extra ARGUMENTS; return the result plist."
+  (agentq-test-call "evaluate_lisp" (append (list :code code) arguments)))
+
+(defun agentq-test-content (code &rest arguments)
+  "Evaluate CODE (and ARGUMENTS); return the content string."
+  (plist-get (apply #'agentq-test-eval code arguments) :content))
+
+(defun agentq-test-eval-ok (code &rest arguments)
+  "Evaluate CODE, assert success, return the content."
+  (let ((result (apply #'agentq-test-eval code arguments)))
+    (should (eq (plist-get result :success) t))
+    (plist-get result :content)))
+
+(defun agentq-test-eval-fails (code &rest arguments)
+  "Evaluate CODE, assert failure, return the content."
+  (let ((result (apply #'agentq-test-eval code arguments)))
+    (should (eq (plist-get result :success) nil))
+    (plist-get result :content)))
+
+(defun agentq-test-check-result (result)
+  "Assert the invariants of the tool-execution contract on RESULT."
+  (should (plistp-like result))
+  (should (equal (cl-loop for (key _value) on result by #'cddr collect key)
+                 '(:id :success :content :error :metadata)))
+  (should (memq (plist-get result :success) '(t nil)))
+  ;; Content is always a string.
+  (should (stringp (plist-get result :content)))
+  ;; Success XOR error.
+  (if (plist-get result :success)
+      (should (null (plist-get result :error)))
+    (should (stringp (plist-get result :error)))
+    (should (equal (plist-get result :error) (plist-get result :content))))
+  (let ((metadata (plist-get result :metadata)))
+    (should (equal (cl-loop for (key _value) on metadata by #'cddr collect key)
+                   '(:execution_time_ms :safety_level :approved)))
+    (should (numberp (plist-get metadata :execution_time_ms)))
+    (should (>= (plist-get metadata :execution_time_ms) 0))
+    (should (member (plist-get metadata :safety_level) '(nil "safe" "cautious" "dangerous")))
+    (should (memq (plist-get metadata :approved) '(t nil))))
+  result)
+
+(defun plistp-like (object)
+  "Non-nil if OBJECT is a proper list of even length."
+  (and (proper-list-p object) (cl-evenp (length object))))
+
+(defun agentq-test-metadata (result key)
+  "KEY of RESULT's :metadata."
+  (plist-get (plist-get result :metadata) key))
+
+(defun agentq-test-should-be-alive ()
+  "The session still evaluates: (+ 1 2) gives => 3."
+  (should (equal (agentq-test-content "(+ 1 2)") "=> 3")))
+
+;;;; Settings
+
+(defmacro agentq-test-with-custom (bindings &rest body)
+  "Run BODY with each (VARIABLE VALUE) of BINDINGS set by `customize-set-variable'.
+The :set functions pass the value to the module; the old values are set
+back the same way afterwards, whatever happens."
+  (declare (indent 1) (debug ((&rest (symbolp form)) body)))
+  (let ((olds (mapcar (lambda (_) (make-symbol "old")) bindings)))
+    `(let ,(cl-mapcar (lambda (old binding) `(,old (symbol-value ',(car binding)))) olds bindings)
+       (unwind-protect
+           (progn
+             ,@(mapcar (lambda (binding) `(customize-set-variable ',(car binding) ,(cadr binding)))
+                       bindings)
+             ,@body)
+         ,@(cl-mapcar (lambda (old binding) `(customize-set-variable ',(car binding) ,old))
+                      olds bindings)))))
+
+;;;; Elisp tools
+
+(defvar agentq-test--tool-counter 0)
+
+(defun agentq-test-fresh-name (base)
+  "A tool name not used before in this Emacs, starting with BASE."
+  (format "%s_%d_%d" base (emacs-pid) (cl-incf agentq-test--tool-counter)))
+
+;;;; JSON
+
+(defun agentq-test-json (string)
+  "Parse STRING as JSON with hash tables, :null and :false."
+  (json-parse-string string :object-type 'hash-table :null-object :null :false-object :false))
+
+(defun agentq-test-get (object &rest path)
+  "Follow PATH (strings for object keys, integers for array indices) in OBJECT."
+  (dolist (step path object)
+    (setq object (if (integerp step) (aref object step) (gethash step object)))))
+
+(defun agentq-test-mcp (request)
+  "Send REQUEST (a string, or data for `json-serialize') to the MCP endpoint.
+Return the parsed response, or nil for no response."
+  (let ((response (sly-agent-q-mcp-request
+                   (if (stringp request) request (json-serialize request)))))
+    (when response
+      (should (stringp response))
+      (agentq-test-json response))))
+
+;;;; Subprocesses
+
+(defun agentq-test-emacs-binary ()
+  "The Emacs running the tests."
+  (expand-file-name invocation-name invocation-directory))
+
+(cl-defun agentq-test-run-emacs (forms &key (timeout 20))
+  "Run a fresh `emacs -Q --batch' with elisp/ on the load path evaluating FORMS.
+Return (EXIT-CODE STDOUT STDERR SECONDS); EXIT-CODE is `timeout' when the
+process had to be killed after TIMEOUT seconds."
+  (let* ((stdout (generate-new-buffer " *agentq-test-stdout*"))
+         (stderr (generate-new-buffer " *agentq-test-stderr*"))
+         (args (append (list "-Q" "--batch" "-L" (expand-file-name "elisp" agentq-test-root))
+                       (cl-loop for form in forms
+                                append (list "--eval" (prin1-to-string form)))))
+         (start (float-time))
+         (process-environment (cons "LC_ALL=C.UTF-8" process-environment))
+         (process (make-process :name "agentq-test-emacs"
+                                :buffer stdout
+                                :stderr stderr
+                                :command (cons (agentq-test-emacs-binary) args)
+                                :connection-type 'pipe
+                                :noquery t
+                                :sentinel #'ignore))
+         (code nil))
+    (unwind-protect
+        (progn
+          (while (and (process-live-p process) (< (- (float-time) start) timeout))
+            (accept-process-output process 0.05))
+          (if (process-live-p process)
+              (progn (kill-process process) (setq code 'timeout))
+            ;; Let the last output arrive.
+            (accept-process-output process 0.05)
+            (setq code (process-exit-status process)))
+          (let ((stderr-process (get-buffer-process stderr)))
+            (when stderr-process
+              (accept-process-output stderr-process 0.05)))
+          (list code
+                (with-current-buffer stdout (buffer-string))
+                (with-current-buffer stderr (buffer-string))
+                (- (float-time) start)))
+      (when (process-live-p process) (delete-process process))
+      (let ((stderr-process (get-buffer-process stderr)))
+        (when stderr-process (delete-process stderr-process)))
+      (kill-buffer stdout)
+      (kill-buffer stderr))))
+
+(provide 'sly-agent-q-test-helpers)
+
+;;; sly-agent-q-test-helpers.el ends here
