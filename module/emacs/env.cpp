@@ -72,9 +72,17 @@ bool Env::clear_unless_quit() const {
   emacs_value symbol = nullptr, data = nullptr;
   auto kind = env_->non_local_exit_get(env_, &symbol, &data);
   if (kind == emacs_funcall_exit_return) return false;
-  if (kind == emacs_funcall_exit_throw) return false;
-  if (env_->eq(env_, symbol, symbols_.quit)) return false;
+  // Every env function, eq included, does nothing while an exit is pending:
+  // clear first, then look, and put a quit or throw back.
   env_->non_local_exit_clear(env_);
+  if (kind == emacs_funcall_exit_throw) {
+    env_->non_local_exit_throw(env_, symbol, data);
+    return false;
+  }
+  if (env_->eq(env_, symbol, symbols_.quit)) {
+    env_->non_local_exit_signal(env_, symbol, data);
+    return false;
+  }
   return true;
 }
 

@@ -103,7 +103,14 @@ ApprovalFunction elisp_approval(const Env& env, emacs_value function) {
   if (env.is_nil(function)) return {};
   return [&env, function](const Tool& tool, const json& args) {
     const Symbols& s = Env::sym();
-    emacs_value answer = env.call(function, {env.str(tool.name), from_json(env, args)});
+    emacs_value answer;
+    try {
+      answer = env.call(function, {env.str(tool.name), from_json(env, args)});
+    } catch (const NonLocalExit&) {
+      // An approval function that fails denies; a quit also cancels the batch.
+      if (env.clear_unless_quit()) return ApprovalDecision{ApprovalKind::Denied, {}};
+      throw;
+    }
     if (env.eq(answer, s.approved_kw)) return ApprovalDecision{ApprovalKind::Approved, {}};
     if (env.eq(env.type_of(answer), s.cons_type) && env.eq(env.call(s.car, {answer}), s.modified_kw)) {
       emacs_value rest = env.call(s.cdr, {answer});

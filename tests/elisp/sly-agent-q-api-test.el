@@ -75,13 +75,13 @@
   "Every argument of a plist, alist, hash table or JSON string reaches the tool."
   (let ((table (make-hash-table :test 'equal)))
     (puthash "code" "(package-name *package*)" table)
-    (puthash "package" "KEYWORD" table)
-    (dolist (args (list '(:code "(package-name *package*)" :package "KEYWORD")
-                        '(("code" . "(package-name *package*)") ("package" . "KEYWORD"))
+    (puthash "package" "COMMON-LISP" table)
+    (dolist (args (list '(:code "(package-name *package*)" :package "COMMON-LISP")
+                        '(("code" . "(package-name *package*)") ("package" . "COMMON-LISP"))
                         table
-                        "{\"code\": \"(package-name *package*)\", \"package\": \"KEYWORD\"}"))
+                        "{\"code\": \"(package-name *package*)\", \"package\": \"COMMON-LISP\"}"))
       (should (equal (plist-get (agentq-test-call "evaluate_lisp" args) :content)
-                     "=> \"KEYWORD\"")))))
+                     "=> \"COMMON-LISP\"")))))
 
 (ert-deftest sly-agent-q-api/openai-call-shape ()
   "A call in OpenAI's shape (:id … :function (:name … :arguments JSON)) also runs."
@@ -461,6 +461,19 @@
     (should (null agentq-test--danger-runs))
     (agentq-test-should-be-alive)))
 
+(ert-deftest sly-agent-q-api/approval-function-error-denies-mcp ()
+  "Through MCP too, a failing approval function denies: isError with the denial, no signal."
+  (let* ((name (agentq-test--define-danger))
+         (sly-agent-q-approval-function (lambda (_name _args) (error "Approval UI broke")))
+         (response (condition-case err
+                       (agentq-test-mcp `((jsonrpc . "2.0") (id . 11) (method . "tools/call")
+                                          (params . ((name . ,name) (arguments . ((path . "g.txt")))))))
+                     (error (ert-fail (format "the approval function's error escaped: %S" err))))))
+    (should (equal (gethash "id" response) 11))
+    (should (eq (agentq-test-get response "result" "isError") t))
+    (should (equal (agentq-test-get response "result" "content" 0 "text") "User denied tool execution"))
+    (should (null agentq-test--danger-runs))))
+
 (ert-deftest sly-agent-q-api/safe-and-cautious-never-ask ()
   "Safe and cautious tools run without calling the approval function."
   (let* ((safe (agentq-test-fresh-name "agentq_safe"))
@@ -580,6 +593,19 @@
       (should (eq (plist-get failing :success) nil))
       (should (equal (mapcar #'car (reverse agentq-test--hook-log))
                      '(:before :after :before :error))))))
+
+;; module.cpp: "a failing hook changes nothing; a quit still quits".
+(ert-deftest sly-agent-q-api/hooks-quit-still-quits ()
+  "A quit (C-g) inside a hook is not swallowed like an error: the call quits."
+  (let* ((sly-agent-q-tool-execution-functions
+          (list (lambda (phase &rest _) (when (eq phase :before) (signal 'quit nil)))))
+         (outcome (condition-case nil
+                      (progn (sly-agent-q-execute-tool-calls
+                              '((:id "hq" :name "evaluate_lisp" :arguments (:code "(+ 1 2)"))))
+                             'returned)
+                    (quit 'quitted))))
+    (should (eq outcome 'quitted)))
+  (agentq-test-should-be-alive))
 
 (ert-deftest sly-agent-q-api/hooks-see-elisp-tools ()
   "Hooks see Elisp-defined tools too, with their arguments."
@@ -728,8 +754,10 @@
                    (agentq-test--rpc "tools/call" 3 '((name . "evaluate-lisp")
                                                       (arguments . ((code . "(+ 1 2 3)"))))))))
     (should (equal (gethash "id" response) 3))
-    (should (equal (agentq-test-get response "result" "content")
-                   (vector (agentq-test-json "{\"type\":\"text\",\"text\":\"=> 6\"}"))))
+    (should (= (length (agentq-test-get response "result" "content")) 1))
+    (should (equal (sort (hash-table-keys (agentq-test-get response "result" "content" 0)) #'string<)
+                   '("text" "type")))
+    (should (equal (agentq-test-get response "result" "content" 0 "type") "text"))
     (should (equal (agentq-test-get response "result" "content" 0 "text") "=> 6"))
     (should (eq (agentq-test-get response "result" "isError") :false)))
   (let ((response (agentq-test-mcp

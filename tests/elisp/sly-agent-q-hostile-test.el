@@ -1,0 +1,312 @@
+;;; sly-agent-q-hostile-test.el --- Nothing evaluated can exit, wedge or crash Emacs -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; design.md: "ext:quit, debugger entry, *query-io* reads, stack overflow,
+;; heap exhaustion, infinite loops all come back as error results, and the
+;; session keeps working."  Each case here is followed by a working
+;; (+ 1 2) => 3 and a check that a definition made before it survived.
+;; Also C-g (simulated with quit-flag from `sly-agent-q-wait-functions'),
+;; timeouts, and malformed input to the API.
+
+;;; Code:
+
+(require 'sly-agent-q-test-helpers)
+
+(defmacro agentq-test-surviving (&rest body)
+  "Define a sentinel, run BODY, then check the session and the sentinel survived."
+  (declare (indent 0) (debug t))
+  (let ((n (make-symbol "n")))
+    `(let ((,n (+ 1000 (random 1000000))))
+       (should (eq (plist-get (agentq-test-eval
+                               (format "(defparameter cl-user::*agentq-sentinel* %d) (defun cl-user::agentq-sentinel-fn () (1+ cl-user::*agentq-sentinel*))"
+                                       ,n))
+                              :success)
+                   t))
+       (progn ,@body)
+       (agentq-test-should-be-alive)
+       (should (equal (agentq-test-content "(list cl-user::*agentq-sentinel* (cl-user::agentq-sentinel-fn))")
+                      (format "=> (%d %d)" ,n (1+ ,n)))))))
+
+(defun agentq-test--timed-eval (code &rest arguments)
+  "Evaluate CODE (and ARGUMENTS); return (RESULT . SECONDS)."
+  (let* ((start (float-time))
+         (result (apply #'agentq-test-eval code arguments)))
+    (cons result (- (float-time) start))))
+
+;;;; Exits
+
+(ert-deftest sly-agent-q-hostile/exit-functions-are-intercepted ()
+  "(ext:quit), (ext:exit 3) and friends are errors; Emacs and the session live on."
+  (dolist (code '("(ext:quit)" "(ext:exit 3)" "(ext:quit 0 t)" "(si:quit 1)" "(mp:exit-process)"))
+    (agentq-test-surviving
+      (let ((result (agentq-test-eval code :timeout 5)))
+        (should (eq (plist-get result :success) nil))
+        (should (string-prefix-p "[ERROR] " (plist-get result :content)))
+        (should (string-match-p "EXIT-INTERCEPTED" (plist-get result :content)))))))
+
+;;;; Debugger and terminal
+
+(ert-deftest sly-agent-q-hostile/debugger-entries-return-promptly ()
+  "(break), invoke-debugger, reads of *query-io* and the like fail at once, not by timeout."
+  (dolist (code '("(break)"
+                  "(break \"with ~A\" \"arguments\")"
+                  "(invoke-debugger (make-condition 'simple-error :format-control \"x\"))"
+                  "(read *query-io*)"
+                  "(read-line *terminal-io*)"
+                  "(read)"
+                  "(y-or-n-p \"ok?\")"
+                  "(cerror \"Go on\" \"continuable ~A\" 1)"))
+    (agentq-test-surviving
+      (pcase-let ((`(,result . ,seconds) (agentq-test--timed-eval code :timeout 5)))
+        (should (eq (plist-get result :success) nil))
+        (should (string-prefix-p "[ERROR] " (plist-get result :content)))
+        (should-not (string-match-p "TIMEOUT" (plist-get result :content)))
+        (should (< seconds 2))))))
+
+;;;; Stack
+
+(ert-deftest sly-agent-q-hostile/unbounded-recursion ()
+  "Stack overflow is an error, again and again: the guard is re-armed."
+  (agentq-test-surviving
+    (agentq-test-eval-ok "(defun cl-user::agentq-deep (n) (1+ (cl-user::agentq-deep n)))")
+    (dotimes (_ 3)
+      (let ((text (agentq-test-eval-fails "(cl-user::agentq-deep 0)" :timeout 10)))
+        (should (string-prefix-p "[ERROR] " text))
+        (should (string-match-p "STACK-OVERFLOW" text))
+        (agentq-test-should-be-alive)))))
+
+(ert-deftest sly-agent-q-hostile/unprintable-value ()
+  "A value whose printing fails is an error, not a crash."
+  (agentq-test-surviving
+    (let ((text (agentq-test-eval-fails
+                 "(defstruct agentq-unprintable) (defmethod print-object ((o agentq-unprintable) s) (error \"refuses to print\")) (make-agentq-unprintable)")))
+      (should (string-prefix-p "[ERROR] " text))
+      (should (string-match-p "refuses to print" text)))))
+
+;;;; Heap
+
+(ert-deftest sly-agent-q-hostile/runaway-allocation-under-heap-limit ()
+  "With a 256 MiB heap limit runaway allocation is a storage error; the limit is re-armed and restored."
+  (let ((mib (* 1024 1024)))
+    (agentq-test-with-custom ((sly-agent-q-heap-limit (* 256 mib)))
+      (should (= (plist-get (sly-agent-q-runtime-status) :heap-limit) (* 256 mib)))
+      (agentq-test-surviving
+        (dotimes (_ 2)
+          (pcase-let ((`(,result . ,seconds)
+                       (agentq-test--timed-eval "(let ((l nil)) (loop (push (make-array 100000) l)))"
+                                                :timeout 20)))
+            (should (eq (plist-get result :success) nil))
+            (should (string-prefix-p "[ERROR] " (plist-get result :content)))
+            (should (string-match-p "STORAGE" (plist-get result :content)))
+            (should (< seconds 15))
+            (agentq-test-should-be-alive)))))
+    (should (= sly-agent-q-heap-limit (* 1024 mib)))
+    (should (= (plist-get (sly-agent-q-runtime-status) :heap-limit) (* 1024 mib)))
+    ;; 300 MiB fit again under the restored limit.
+    (should (equal (agentq-test-eval-ok
+                    "(let ((l nil)) (dotimes (i 3000) (push (make-array 12500) l)) (length l))"
+                    :timeout 20)
+                   "=> 3000"))))
+
+(ert-deftest sly-agent-q-hostile/heap-exhaustion-reported-as-evaluation-error ()
+  "Heap exhaustion is reported like any error of the evaluation (contract: storage-condition →
+catch, format, return as error): [ERROR] TYPE, message, [Backtrace]; output before it kept."
+  (agentq-test-with-custom ((sly-agent-q-heap-limit (* 256 1024 1024)))
+    (agentq-test-surviving
+      (let ((text (agentq-test-eval-fails
+                   "(progn (princ \"allocating\") (let ((l nil)) (loop (push (make-array 100000) l))))"
+                   :timeout 20)))
+        (should (string-match-p "\\`\\[ERROR\\] [A-Z:-]*STORAGE[A-Z-]*\n" text))
+        (should (string-match-p "\n\n\\[Backtrace\\]\n" text))
+        (should (string-match-p "\\[stdout\\]\nallocating" text))))))
+
+;;;; Time limits
+
+(ert-deftest sly-agent-q-hostile/infinite-loop-per-call-timeout ()
+  "(loop) with timeout 1 is a TIMEOUT error in under 3 s; cleanups run."
+  (agentq-test-surviving
+    (pcase-let ((`(,result . ,seconds) (agentq-test--timed-eval "(loop)" :timeout 1)))
+      (should (eq (plist-get result :success) nil))
+      (should (string-prefix-p "[ERROR] TIMEOUT\n" (plist-get result :content)))
+      (should (string-match-p "1\\.0 seconds" (plist-get result :content)))
+      (should (>= seconds 0.9))
+      (should (< seconds 3)))
+    (agentq-test-eval-fails
+     "(defvar cl-user::*agentq-cleaned* nil) (unwind-protect (loop) (setf cl-user::*agentq-cleaned* t))"
+     :timeout 0.3)
+    (should (equal (agentq-test-eval-ok "cl-user::*agentq-cleaned*") "=> T"))))
+
+(ert-deftest sly-agent-q-hostile/timeout-keeps-partial-output ()
+  "Output printed before the timeout is shown with the TIMEOUT error."
+  (agentq-test-surviving
+    (let ((text (agentq-test-eval-fails "(progn (princ \"partial\") (finish-output) (loop))" :timeout 0.5)))
+      (should (string-prefix-p "[ERROR] TIMEOUT\n" text))
+      (should (string-match-p "\\[stdout\\]\npartial" text)))))
+
+(ert-deftest sly-agent-q-hostile/runaway-output-with-timeout ()
+  "Endless printing stops at the timeout with bounded, truncated output."
+  (agentq-test-with-custom ((sly-agent-q-output-limit 10000))
+    (agentq-test-surviving
+      (let ((text (agentq-test-eval-fails "(loop (print 1))" :timeout 0.5)))
+        (should (string-prefix-p "[ERROR] TIMEOUT\n" text))
+        (should (string-match-p "output truncated" text))
+        (should (< (length text) 20000))))))
+
+(ert-deftest sly-agent-q-hostile/eval-timeout-defcustom ()
+  "sly-agent-q-eval-timeout applies when the call gives no timeout; a call's own timeout wins."
+  (let ((old sly-agent-q-eval-timeout))
+    (agentq-test-with-custom ((sly-agent-q-eval-timeout 1))
+      (agentq-test-surviving
+        (pcase-let ((`(,result . ,seconds) (agentq-test--timed-eval "(loop)")))
+          (should (eq (plist-get result :success) nil))
+          (should (string-prefix-p "[ERROR] TIMEOUT\n" (plist-get result :content)))
+          (should (< seconds 3)))
+        (should (equal (agentq-test-eval-ok "(progn (sleep 1.3) :slept)" :timeout 5) "=> :SLEPT"))))
+    (should (equal sly-agent-q-eval-timeout old))
+    ;; Restored: 1.3 s is fine again without a per-call timeout.
+    (should (equal (agentq-test-eval-ok "(progn (sleep 1.3) :slept-again)") "=> :SLEPT-AGAIN"))))
+
+;;;; C-g
+
+(defun agentq-test--quit-once-after (delay action)
+  "A wait function that runs ACTION once, DELAY seconds into the wait."
+  (let ((done nil))
+    (lambda (seconds)
+      (when (and (not done) (>= seconds delay))
+        (setq done t)
+        (funcall action)))))
+
+(defun agentq-test--quit-outcome (wait-function)
+  "Evaluate (loop) with WAIT-FUNCTION in `sly-agent-q-wait-functions'.
+Return (OUTCOME . SECONDS); OUTCOME is `quitted' when a quit came out."
+  (let* ((start (float-time))
+         (outcome (condition-case nil
+                      (let ((sly-agent-q-wait-functions (list wait-function)))
+                        (sly-agent-q-execute-tool-calls
+                         '((:id "q" :name "evaluate_lisp" :arguments (:code "(loop)" :timeout 3)))))
+                    (quit 'quitted))))
+    (cons outcome (- (float-time) start))))
+
+(ert-deftest sly-agent-q-hostile/simulated-C-g-quits ()
+  "quit-flag set 0.3 s into the wait (as C-g does) quits within 1.5 s; the session works after."
+  (agentq-test-surviving
+    (pcase-let ((`(,outcome . ,seconds)
+                 (agentq-test--quit-outcome
+                  (agentq-test--quit-once-after 0.3 (lambda () (setq quit-flag t))))))
+      (should (eq outcome 'quitted))
+      (should (< seconds 1.5)))
+    (should-not quit-flag)))
+
+(ert-deftest sly-agent-q-hostile/quit-signalled-by-wait-function-quits ()
+  "A quit signalled while the progress function runs (C-g during the progress message) quits too."
+  (agentq-test-surviving
+    (pcase-let ((`(,outcome . ,seconds)
+                 (agentq-test--quit-outcome
+                  (agentq-test--quit-once-after 0.3 (lambda () (signal 'quit nil))))))
+      (should (eq outcome 'quitted))
+      (should (< seconds 1.5)))))
+
+(ert-deftest sly-agent-q-hostile/failing-wait-function-is-ignored ()
+  "An error in a wait function neither stops the evaluation nor escapes."
+  (agentq-test-surviving
+    (let ((calls 0))
+      (let ((sly-agent-q-wait-functions
+             (list (lambda (_seconds) (cl-incf calls) (error "Broken progress display")))))
+        (should (equal (agentq-test-eval-ok "(progn (sleep 0.5) :done)") "=> :DONE")))
+      (should (>= calls 2)))))
+
+(ert-deftest sly-agent-q-hostile/wait-functions-get-seconds ()
+  "Wait functions are called about every 0.1 s after 0.2 s with the seconds waited."
+  (let ((seen '()))
+    (let ((sly-agent-q-wait-functions (list (lambda (seconds) (push seconds seen)))))
+      (agentq-test-eval-ok "(sleep 0.75)"))
+    (setq seen (nreverse seen))
+    (should (>= (length seen) 3))
+    (should (cl-every #'floatp seen))
+    (should (>= (car seen) 0.19))
+    (should (equal seen (sort (copy-sequence seen) #'<)))))
+
+;;;; Malformed input to the API
+
+(ert-deftest sly-agent-q-hostile/calls-not-a-list ()
+  "CALLS that is not a list is a clear sly-agent-q-error."
+  (dolist (calls (list "evaluate_lisp" [(:name "evaluate_lisp")] 42 'calls
+                       '((:id "a" :name "evaluate_lisp" :arguments (:code "1")) . 5)))
+    (let ((err (should-error (sly-agent-q-execute-tool-calls calls) :type 'sly-agent-q-error)))
+      (should (string-match-p "list" (cadr err)))))
+  (agentq-test-should-be-alive))
+
+(defun agentq-test--malformed-result (call)
+  "Run the malformed CALL: an error result or a clear `sly-agent-q-error'.
+Return the error message."
+  (condition-case err
+      (let ((results (sly-agent-q-execute-tool-calls (list call))))
+        (should (= (length results) 1))
+        (agentq-test-check-result (car results))
+        (should (eq (plist-get (car results) :success) nil))
+        (plist-get (car results) :error))
+    (sly-agent-q-error (cadr err))))
+
+(ert-deftest sly-agent-q-hostile/call-without-name ()
+  (should (string-match-p ":name" (agentq-test--malformed-result '(:id "x" :arguments (:code "1")))))
+  (should (string-match-p ":name" (agentq-test--malformed-result '(:id "x" :name "" :arguments nil))))
+  (should (string-match-p ":name" (agentq-test--malformed-result '(:id "x" :name 42 :arguments nil))))
+  (agentq-test-should-be-alive))
+
+(ert-deftest sly-agent-q-hostile/call-not-a-plist ()
+  (dolist (call (list 'evaluate_lisp 42 "just a string" [1 2 3] '(1 2 3) '(:id "odd" :name)))
+    (should (stringp (agentq-test--malformed-result call))))
+  (agentq-test-should-be-alive))
+
+(ert-deftest sly-agent-q-hostile/circular-input ()
+  "Circular plists, circular arguments and self-containing lists are errors, quickly."
+  (let ((start (float-time)))
+    (let ((call (list :id "c" :name "evaluate_lisp" :arguments '(:code "1"))))
+      (setcdr (last call) call)
+      (should (string-match-p "circular" (agentq-test--malformed-result call))))
+    (let ((args (list :code "(+ 1 2)" :package "CL-USER")))
+      (setcdr (last args) args)
+      (should (string-match-p "circular"
+                              (agentq-test--malformed-result
+                               (list :id "c" :name "evaluate_lisp" :arguments args)))))
+    (let ((loop-list (list 1 2)))
+      (setcar loop-list loop-list)
+      (should (stringp (agentq-test--malformed-result
+                        (list :id "c" :name "evaluate_lisp"
+                              :arguments (list :code "1" :extra loop-list))))))
+    (let ((table (make-hash-table :test 'equal)))
+      (puthash "code" "1" table)
+      (puthash "self" table table)
+      (should (stringp (agentq-test--malformed-result
+                        (list :id "c" :name "evaluate_lisp" :arguments table)))))
+    (should (< (- (float-time) start) 2)))
+  (agentq-test-should-be-alive))
+
+(ert-deftest sly-agent-q-hostile/unconvertible-argument-values ()
+  "Values with no JSON form (a buffer, a marker, a process-less function) are error results."
+  (dolist (value (list (current-buffer) (point-marker) (make-bool-vector 3 t)))
+    (should (stringp (agentq-test--malformed-result
+                      (list :id "u" :name "evaluate_lisp" :arguments (list :code "1" :weird value))))))
+  (agentq-test-should-be-alive))
+
+(ert-deftest sly-agent-q-hostile/large-code-string ()
+  "A megabyte of code goes through."
+  (should (equal (agentq-test-eval-ok (format "(length \"%s\")" (make-string 1000000 ?a)))
+                 "=> 1000000")))
+
+(ert-deftest sly-agent-q-hostile/malformed-tool-definitions-and-schema-args ()
+  "Garbage given to define-tool, tools-schema and mcp-request is a clear error, never a crash."
+  (should-error (sly-agent-q-define-tool 42 "d" nil :handler #'ignore))
+  (should-error (sly-agent-q-define-tool "agentq_bad_params" "d" "not a list" :handler #'ignore)
+                :type 'sly-agent-q-error)
+  (should-error (sly-agent-q-define-tool "agentq_bad_params" "d" '(1 2) :handler #'ignore)
+                :type 'sly-agent-q-error)
+  (should-error (sly-agent-q-tools-schema 'openai :extremely-safe) :type 'sly-agent-q-error)
+  (should-error (sly-agent-q-mcp-request 42))
+  (should-not (member "agentq_bad_params" (sly-agent-q-list-tools)))
+  (agentq-test-should-be-alive))
+
+(provide 'sly-agent-q-hostile-test)
+
+;;; sly-agent-q-hostile-test.el ends here

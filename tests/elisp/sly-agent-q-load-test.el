@@ -1,0 +1,159 @@
+;;; sly-agent-q-load-test.el --- Loading the module, and shutting down -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Module loading errors (missing, not a module, stale) and the shutdown on
+;; kill-emacs, mostly in fresh `emacs -Q --batch' subprocesses.
+
+;;; Code:
+
+(require 'sly-agent-q-test-helpers)
+
+(ert-deftest sly-agent-q-load/module-version-matches ()
+  "The loaded module reports the interface version the Elisp expects."
+  (should (featurep 'sly-agent-q-module))
+  (should (stringp sly-agent-q--module-version))
+  (should (equal (sly-agent-q--module-version) sly-agent-q--module-version)))
+
+(ert-deftest sly-agent-q-load/default-module-path ()
+  "Without sly-agent-q-module-file the module is build/sly-agent-q-module.so of the checkout."
+  (let ((sly-agent-q-module-file nil))
+    (should (equal (file-truename (sly-agent-q--module-path))
+                   (file-truename (expand-file-name "build/sly-agent-q-module.so" agentq-test-root))))))
+
+(ert-deftest sly-agent-q-load/stale-module-is-refused ()
+  "A module whose version differs from the Elisp's is refused with a user-error that says `make'."
+  (let ((err (let ((sly-agent-q--module-version "sly-agent-q-module 0.0.0 abi 0"))
+               (should-error (sly-agent-q--load-module) :type 'user-error))))
+    (should (string-match-p "stale" (cadr err)))
+    (should (string-match-p (regexp-quote (sly-agent-q--module-version)) (cadr err)))
+    (should (string-match-p "make" (cadr err))))
+  ;; With the right version it loads (again) without complaint.
+  (sly-agent-q--load-module)
+  (agentq-test-should-be-alive))
+
+(ert-deftest sly-agent-q-load/missing-module-says-make ()
+  "A module file that does not exist: `(require 'sly-agent-q)' fails with a message mentioning make."
+  (pcase-let ((`(,code ,_stdout ,stderr ,_seconds)
+               (agentq-test-run-emacs
+                '((setq sly-agent-q-module-file "/nonexistent/dir/sly-agent-q-module.so")
+                  (require 'sly-agent-q)
+                  (princ "LOADED")))))
+    (should (integerp code))
+    (should (/= code 0))
+    (should (string-match-p "/nonexistent/dir/sly-agent-q-module.so" stderr))
+    (should (string-match-p "not found" stderr))
+    (should (string-match-p "make" stderr))))
+
+(ert-deftest sly-agent-q-load/missing-module-is-a-user-error ()
+  "The missing-module error is a user-error (caught as such in a subprocess)."
+  (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
+               (agentq-test-run-emacs
+                '((setq sly-agent-q-module-file "/nonexistent/sly-agent-q-module.so")
+                  (princ (condition-case err (progn (require 'sly-agent-q) "LOADED")
+                           (user-error (concat "USER-ERROR: " (error-message-string err)))
+                           (error (concat "OTHER-ERROR: " (error-message-string err)))))))))
+    (should (equal code 0))
+    (should (string-prefix-p "USER-ERROR: " stdout))
+    (should (string-match-p "make" stdout))))
+
+(ert-deftest sly-agent-q-load/not-a-module-says-make ()
+  "A file that is not a loadable module gives a user-error that says `make', not a crash."
+  (let ((bogus (make-temp-file "agentq-bogus-" nil ".so" "this is not an ELF shared object\n")))
+    (unwind-protect
+        (pcase-let ((`(,code ,_stdout ,stderr ,_seconds)
+                     (agentq-test-run-emacs
+                      `((setq sly-agent-q-module-file ,bogus)
+                        (require 'sly-agent-q)))))
+          (should (integerp code))
+          (should (/= code 0))
+          (should (string-match-p "cannot load" stderr))
+          (should (string-match-p "make" stderr)))
+      (delete-file bogus))))
+
+(ert-deftest sly-agent-q-load/shutdown-hook-installed ()
+  (should (memq 'sly-agent-q--module-shutdown kill-emacs-hook)))
+
+(ert-deftest sly-agent-q-load/kill-emacs-after-use-exits-cleanly ()
+  "kill-emacs after using the runtime exits with code 0 within 5 s."
+  (pcase-let ((`(,code ,stdout ,stderr ,seconds)
+               (agentq-test-run-emacs
+                '((require 'sly-agent-q)
+                  (princ (plist-get (sly-agent-q--evaluate "(+ 1 2)") :content))
+                  (terpri)
+                  (kill-emacs 0))
+                :timeout 10)))
+    (should (equal code 0))
+    (should (equal stdout "=> 3\n"))
+    (should (< seconds 5))
+    (should-not (string-match-p "[Ff]atal\\|[Aa]bort\\|[Ss]egmentation" stderr))))
+
+(ert-deftest sly-agent-q-load/kill-emacs-keeps-exit-code ()
+  "The shutdown hook does not change the exit code."
+  (pcase-let ((`(,code ,_stdout ,_stderr ,seconds)
+               (agentq-test-run-emacs
+                '((require 'sly-agent-q)
+                  (sly-agent-q--evaluate "(defun f () 1)")
+                  (kill-emacs 7))
+                :timeout 10)))
+    (should (equal code 7))
+    (should (< seconds 5))))
+
+(ert-deftest sly-agent-q-load/kill-emacs-without-booting ()
+  "Exiting before the runtime ever booted is clean too."
+  (pcase-let ((`(,code ,_stdout ,_stderr ,seconds)
+               (agentq-test-run-emacs
+                '((require 'sly-agent-q)
+                  (unless (null (plist-get (sly-agent-q-runtime-status) :booted)) (kill-emacs 3))
+                  (kill-emacs 0))
+                :timeout 10)))
+    (should (equal code 0))
+    (should (< seconds 5))))
+
+(ert-deftest sly-agent-q-load/kill-emacs-with-busy-lisp-threads ()
+  "Exiting while Lisp threads spin (started by evaluated code) still ends within 5 s."
+  (pcase-let ((`(,code ,stdout ,_stderr ,seconds)
+               (agentq-test-run-emacs
+                '((require 'sly-agent-q)
+                  (princ (plist-get (sly-agent-q--evaluate
+                                     "(dotimes (i 2) (mp:process-run-function \"spinner\" (lambda () (loop)))) :spinning")
+                                    :content))
+                  (kill-emacs 0))
+                :timeout 15)))
+    (should (equal stdout "=> :SPINNING"))
+    (should (equal code 0))
+    (should (< seconds 5))))
+
+(ert-deftest sly-agent-q-load/runtime-boots-lazily ()
+  "Requiring the package does not boot ECL; the first evaluation does."
+  (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
+               (agentq-test-run-emacs
+                '((require 'sly-agent-q)
+                  (prin1 (plist-get (sly-agent-q-runtime-status) :booted))
+                  (princ " ")
+                  (princ (plist-get (sly-agent-q--evaluate "(+ 1 2)") :content))
+                  (princ " ")
+                  (prin1 (plist-get (sly-agent-q-runtime-status) :alive))))))
+    (should (equal code 0))
+    (should (equal stdout "nil => 3 t"))))
+
+(ert-deftest sly-agent-q-load/use-after-shutdown-is-an-error-not-a-crash ()
+  "After the runtime was shut down, evaluating gives an error (result or signal), and Emacs lives."
+  (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
+               (agentq-test-run-emacs
+                '((require 'sly-agent-q)
+                  (sly-agent-q--evaluate "(+ 1 2)")
+                  (sly-agent-q--module-shutdown)
+                  (princ (condition-case err
+                             (let ((result (sly-agent-q--evaluate "(+ 1 2)")))
+                               (if (plist-get result :success) "STILL-RAN" (concat "RESULT: " (plist-get result :error))))
+                           (error (concat "SIGNAL: " (error-message-string err)))))
+                  (princ " ALIVE")
+                  (kill-emacs 0))
+                :timeout 15)))
+    (should (equal code 0))
+    (should (string-match-p "\\`\\(RESULT\\|SIGNAL\\): .*shut down.* ALIVE\\'" stdout))))
+
+(provide 'sly-agent-q-load-test)
+
+;;; sly-agent-q-load-test.el ends here
