@@ -56,4 +56,13 @@
                          :handler (lambda (args) (gethash "x" args)))
 (let ((call (list (list :id "e" :name "bench_echo" :arguments (list :x "hi")))))
   (dotimes (_ 1000) (sly-agent-q-execute-tool-calls call))
-  (bench--report "elisp_tool_execute" (bench--time bench-calls (sly-agent-q-execute-tool-calls call))))
+  (bench--report "elisp_tool_execute" (bench--time bench-calls (sly-agent-q-execute-tool-calls call)))
+  ;; The same after 1 ms idle: what Emacs alone pays after sleeping, with no
+  ;; thread hand-off at all, to read evaluate_cold against.
+  (let ((times nil))
+    (dotimes (_ (/ bench-calls 4))
+      (sleep-for 0.001)
+      (let ((start (float-time)))
+        (sly-agent-q-execute-tool-calls call)
+        (push (- (float-time) start) times)))
+    (bench--report "elisp_tool_cold" times)))

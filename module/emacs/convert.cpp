@@ -36,10 +36,15 @@ bool is_keyword(const Env& env, emacs_value value) {
 
 std::vector<emacs_value> list_elements(const Env& env, emacs_value list) {
   const Symbols& s = Env::sym();
-  // proper-list-p is nil for circular and dotted lists: check before walking.
-  if (env.is_nil(env.call(s.proper_list_p, {list}))) throw ConversionError("circular or dotted list");
   // One funcall, then direct vector access: far cheaper than car/cdr calls.
-  emacs_value vector = env.call(s.vconcat, {list});
+  // vconcat signals for circular and dotted lists; that becomes our error.
+  emacs_value vector;
+  try {
+    vector = env.call(s.vconcat, {list});
+  } catch (const NonLocalExit&) {
+    if (!env.clear_unless_quit()) throw;
+    throw ConversionError("circular or dotted list");
+  }
   ptrdiff_t size = env.raw()->vec_size(env.raw(), vector);
   env.check();
   std::vector<emacs_value> items(static_cast<std::size_t>(size));
