@@ -170,7 +170,8 @@ Each result is a plist
   (:id ID :success t/nil :content STRING :error nil/STRING
    :metadata (:execution_time_ms N :safety_level LEVEL :approved t/nil)).
 Dangerous tools ask `sly-agent-q-approval-function'; every call runs
-`sly-agent-q-tool-execution-functions'.  C-g interrupts a running call."
+`sly-agent-q-tool-execution-functions'.  \\[keyboard-quit] interrupts a
+running call."
   (sly-agent-q--module-execute calls sly-agent-q-approval-function
                                sly-agent-q-tool-execution-functions))
 
@@ -209,7 +210,8 @@ Returns the response as a JSON string, or nil for a notification."
                                    sly-agent-q-tool-execution-functions))
 
 (defun sly-agent-q-tool-stats ()
-  "Per-tool counters: a list of (NAME :calls N :failures N :total-ms MS)."
+  "Return the per-tool counters.
+A list of (NAME :calls N :failures N :total-ms MS)."
   (sly-agent-q--module-stats))
 
 (defun sly-agent-q-runtime-status ()
