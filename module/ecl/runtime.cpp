@@ -108,6 +108,10 @@ struct Runtime::Impl {
   std::deque<std::pair<std::uint64_t, Interrupt>> interrupts;
   bool interrupt_stop = false;
 
+  // An evaluation that ignored its interrupts and still holds the worker;
+  // new evaluations fail at once instead of queueing behind it.
+  std::shared_ptr<Job> abandoned;
+
   // --- work posted to a waiting caller
   std::deque<std::function<void()>> waiter_work;
   std::atomic<int> waiting{0};
@@ -464,6 +468,15 @@ void Runtime::ensure_booted() {
 EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) {
   ensure_booted();
   Impl& impl = *impl_;
+  {
+    std::lock_guard lock(impl.mutex);
+    if (impl.abandoned && impl.abandoned->state.load() == JobState::Done) impl.abandoned.reset();
+    if (impl.abandoned)
+      return {false,
+              "[ERROR] BUSY\nThe Lisp session is still running an earlier evaluation that ignored its "
+              "interrupts (for example inside MP:WITHOUT-INTERRUPTS).\nNew evaluations are refused until it "
+              "ends; restart Emacs if it never does."};
+  }
   auto job = std::make_shared<Job>();
   job->id = impl.next_id.fetch_add(1);
   job->request = request;
@@ -523,11 +536,15 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
         impl.sleep_slice(*job, kPollSlice);
     }
     if (job->state.load(std::memory_order_acquire) != JobState::Done) {
+      {
+        std::lock_guard lock(impl.mutex);
+        impl.abandoned = job;
+      }
       return {false,
               "[ERROR] UNRESPONSIVE\nThe evaluation did not stop within " +
                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kInterruptGrace).count()) +
                   " seconds of being interrupted (it may run with interrupts disabled).\n"
-                  "It is still running; later evaluations wait behind it."};
+                  "It is still running; evaluations are refused until it ends."};
     }
   }
 

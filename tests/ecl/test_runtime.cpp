@@ -223,3 +223,26 @@ TEST(Waiting, WorkPostedToTheWaiterRunsOnItsThread) {
 
 }  // namespace
 }  // namespace agentq::ecl
+
+namespace agentq::ecl {
+namespace {
+
+TEST(Hostile, UninterruptibleLoopIsReportedAndLaterCallsFailFast) {
+  // Ends by itself after ~5 s, with interrupts disabled all along.
+  EvalOutcome outcome = eval(
+      "(mp:without-interrupts (let ((end (+ (get-internal-real-time) (* 5 internal-time-units-per-second)))) "
+      "(loop until (> (get-internal-real-time) end))))",
+      300ms);
+  EXPECT_FALSE(outcome.success);
+  EXPECT_EQ(outcome.text.rfind("[ERROR] UNRESPONSIVE\n", 0), 0u) << outcome.text;
+  auto start = std::chrono::steady_clock::now();
+  outcome = eval("(+ 1 2)");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 100ms);
+  EXPECT_EQ(outcome.text.rfind("[ERROR] BUSY\n", 0), 0u) << outcome.text;
+  // Once the stuck evaluation ends, the session works again.
+  std::this_thread::sleep_for(3s);
+  expect_alive();
+}
+
+}  // namespace
+}  // namespace agentq::ecl
