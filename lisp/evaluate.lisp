@@ -13,6 +13,7 @@
 evaluated code changes it for the following calls.")
 
 (defvar *worker* nil "The ECL process that runs jobs.")
+(defvar *watchdog* nil "The ECL process that interrupts the worker.")
 (defvar *current-job* nil "Id of the job running now, for interrupts.")
 (defvar *heap-limit* nil "Heap limit in bytes re-armed after exhaustion, or NIL.")
 (defvar *warnings* nil)
@@ -52,11 +53,21 @@ EXT:QUIT, EXT:EXIT or MP:EXIT-PROCESS on the worker thread."))
         (lambda (&rest args)
           (declare (ignore args))
           (error 'exit-intercepted :operator "EXT:EXIT")))
+  ;; The worker and the watchdog are ours: evaluated code may not kill or
+  ;; interrupt them (a killed watchdog would leave C-g and timeouts dead).
+  (dolist (name '(mp:process-kill mp:interrupt-process))
+    (let ((original (fdefinition name)) (name name))
+      (setf (fdefinition name)
+            (lambda (process &rest args)
+              (if (and (member process (list *worker* *watchdog*))
+                       (not (eq mp:*current-process* *watchdog*)))
+                  (error 'exit-intercepted :operator (format nil "~S on an AGENT-Q thread" name))
+                  (apply original process args))))))
   (let ((original (fdefinition 'mp:exit-process)))
     (setf *exit-process* original
           (fdefinition 'mp:exit-process)
           (lambda (&rest args)
-            (if (eq mp:*current-process* *worker*)
+            (if (member mp:*current-process* (list *worker* *watchdog*))
                 (error 'exit-intercepted :operator "MP:EXIT-PROCESS")
                 (apply original args))))))
 
@@ -67,9 +78,14 @@ EXT:QUIT, EXT:EXIT or MP:EXIT-PROCESS on the worker thread."))
                   (princ-to-string object))
     (serious-condition () "#<error while printing>")))
 
+(defun printing-package ()
+  "CL-USER if it still exists (evaluated code may delete it), else CL."
+  (or (find-package "CL-USER") (load-time-value (find-package "COMMON-LISP"))))
+
 (defun type-name (condition)
-  (let ((*package* (find-package "CL-USER")))
-    (prin1-to-string (type-of condition))))
+  (handler-case (let ((*package* (printing-package)))
+                  (prin1-to-string (type-of condition)))
+    (serious-condition () "UNKNOWN-CONDITION")))
 
 (defun frame-name (index)
   (let ((fun (si::ihs-fun index)))
@@ -95,16 +111,27 @@ EXT:QUIT, EXT:EXIT or MP:EXIT-PROCESS on the worker thread."))
           while (< n +backtrace-frames+)
           unless (internal-frame-p name)
             do (push (format nil "~D: (~A)" n
-                             (let ((*package* (find-package "CL-USER")))
+                             (let ((*package* (printing-package)))
                                (safe-princ (if (symbolp name) (prin1-to-string name) name))))
                      lines)
                (incf n))
     (nreverse lines)))
 
 (defun error-text (condition &optional note)
-  (format nil "[ERROR] ~A~%~A~@[~%~A~]~%~%[Backtrace]~%~{~A~^~%~}"
-          (type-name condition) (safe-princ condition) note
-          (or (capture-backtrace) '("(no user frames)"))))
+  (handler-case
+      (let ((frames (capture-backtrace)))
+        ;; The missing function of an UNDEFINED-FUNCTION was never called, so
+        ;; it has no frame; show it where the call failed.
+        (when (typep condition 'undefined-function)
+          (setf frames (cons (format nil "0: (~A)" (let ((*package* (printing-package)))
+                                                     (safe-princ (prin1-to-string (cell-error-name condition)))))
+                             (loop for line in frames for i from 1
+                                   collect (format nil "~D~A" i (subseq line (position #\: line)))))))
+        (format nil "[ERROR] ~A~%~A~@[~%~A~]~%~%[Backtrace]~%~{~A~^~%~}"
+                (type-name condition) (safe-princ condition) note
+                (or frames '("(no user frames)"))))
+    (serious-condition ()
+      (format nil "[ERROR] ~A~%(the condition could not be described)" (type-name condition)))))
 
 (defun fail (condition &optional note)
   "Handler for serious conditions: describe CONDITION where it was
@@ -163,6 +190,9 @@ form's values and the package in force at the end."
                      any t)))
     (values (values-text values any output-limit) *package*)))
 
+(defun live-package-p (object)
+  (and (packagep object) (package-name object) t))
+
 (defun section (stream name text)
   (format stream "[~A]~%~A~%~%" name (string-right-trim '(#\Newline) text)))
 
@@ -185,6 +215,12 @@ failure the [ERROR] text."
   (capture-reset *stdout-capture* output-limit)
   (capture-reset *stderr-capture* output-limit)
   (setf *warnings* '() *stack-overflowed* nil)
+  (unless (live-package-p *session-package*)
+    ;; Deleted by evaluated code: start over in CL-USER (or CL), and say so.
+    (setf *session-package* (printing-package))
+    (push (format nil "WARNING: the session's package was deleted; now in ~A."
+                  (package-name *session-package*))
+          *warnings*))
   (let* ((start-real (if capture-time (get-internal-real-time) 0))
          (start-run (if capture-time (get-internal-run-time) 0))
          (start-gc (if capture-time (%gc-time-ms) 0))
@@ -217,7 +253,8 @@ failure the [ERROR] text."
              nil)))
     ;; IN-PACKAGE in the code carries over to the next call; so does the
     ;; session package when the call named none.
-    (when (and end-package (or (null package-name) (not (eq end-package package))))
+    (when (and (live-package-p end-package)
+               (or (null package-name) (not (eq end-package package))))
       (setf *session-package* end-package))
     (if (and values-text (not capture-time) (no-output-p))
         (values t values-text)          ; the common case: nothing else to say
@@ -324,13 +361,17 @@ a job runs, so a late interrupt can never hit the loop itself."
 
 (defun watchdog-loop ()
   "On its own ECL thread: interrupt the worker when the host asks (C-g,
-timeout, cancellation)."
-  (loop
+timeout, cancellation).  Runs without interrupts: killing it from Lisp
+would otherwise unwind out of a C++ condition-variable wait and leave its
+mutex locked, and C-g would freeze Emacs."
+  (setf *watchdog* mp:*current-process*)
+  (mp:without-interrupts
+    (loop
     (multiple-value-bind (id reason) (%next-interrupt)
       (unless id (return))
       (when *worker*
         (let ((id id) (reason reason))
-          (mp:interrupt-process *worker* (lambda () (interrupt-job id reason))))))))
+          (mp:interrupt-process *worker* (lambda () (interrupt-job id reason)))))))))
 
 (defun initialize (heap-limit)
   "Called once on the worker thread after boot."

@@ -1,5 +1,7 @@
 #include "core/jsonrpc.hpp"
 
+#include "core/json_limits.hpp"
+
 #include <array>
 #include <exception>
 #include <utility>
@@ -66,58 +68,6 @@ json result_response(json result, const json& id) {
 }
 
 bool valid_id(const json& id) { return id.is_string() || id.is_number() || id.is_null(); }
-
-// True when TEXT nests arrays/objects deeper than LIMIT.  Exact for valid
-// JSON (strings are skipped); invalid JSON is rejected by the parser anyway.
-bool text_nesting_exceeds(std::string_view text, int limit) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        in_string = true;
-        break;
-      case '[':
-      case '{':
-        if (++depth > limit) return true;
-        break;
-      case ']':
-      case '}':
-        if (depth > 0) --depth;
-        break;
-      default:
-        break;
-    }
-  }
-  return false;
-}
-
-// The same on a parsed value, without recursion.
-bool value_nesting_exceeds(const json& value, int limit) {
-  if (!value.is_structured()) return false;
-  std::vector<std::pair<const json*, int>> stack;
-  stack.emplace_back(&value, 1);
-  while (!stack.empty()) {
-    auto [node, depth] = stack.back();
-    stack.pop_back();
-    if (depth > limit) return true;
-    for (const json& child : *node) {
-      if (child.is_structured()) stack.emplace_back(&child, depth + 1);
-    }
-  }
-  return false;
-}
 
 std::optional<std::string> call_id(const json& id) {
   if (id.is_string()) return id.get<std::string>();

@@ -13,8 +13,12 @@ EvaluateSettings& evaluate_settings() {
 
 namespace {
 
+// Seconds → milliseconds; ≤ 0 means no timeout, and anything above a year
+// is a year (no overflow, no undefined conversion).
 std::chrono::milliseconds to_timeout(double seconds) {
-  if (!(seconds > 0) || !std::isfinite(seconds)) return std::chrono::milliseconds(0);  // none
+  constexpr double kYear = 365.0 * 24 * 3600;
+  if (!(seconds > 0)) return std::chrono::milliseconds(0);
+  if (!(seconds < kYear)) seconds = kYear;
   return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
 }
 
@@ -55,7 +59,7 @@ void register_evaluate_lisp(Registry& registry) {
       {"capture-time", ParamType::Boolean,
        "If true, include timing information (real time, run time, GC time, bytes consed) in the result."},
       {"timeout", ParamType::Number,
-       "Seconds after which the evaluation is interrupted (default 30)."},
+       "Seconds after which the evaluation is interrupted (default 30; 0 or less: no limit)."},
   };
   tool.required = {"code"};
   tool.safety_level = SafetyLevel::Cautious;

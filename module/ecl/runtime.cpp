@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -88,6 +89,7 @@ struct Runtime::Impl {
   double boot_ms = 0;
   pthread_t worker_thread{};
   std::size_t heap_limit = std::size_t{1} << 30;
+  bool shutdown_attempted = false;
 
   // --- jobs
   std::mutex mutex;
@@ -481,7 +483,9 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
   job->id = impl.next_id.fetch_add(1);
   job->request = request;
   auto start = Clock::now();
-  auto deadline = request.timeout.count() > 0 ? start + request.timeout : Clock::time_point::max();
+  auto deadline = Clock::time_point::max();
+  if (request.timeout.count() > 0 && request.timeout < std::chrono::hours(24 * 365))
+    deadline = start + request.timeout;
 
   bool wake;
   {
@@ -526,6 +530,20 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
   }
 
   if (interrupted) {
+    {
+      // Never started (queued behind another caller's evaluation): withdraw it.
+      std::lock_guard lock(impl.mutex);
+      auto it = std::find(impl.queue.begin(), impl.queue.end(), job);
+      if (it != impl.queue.end()) {
+        impl.queue.erase(it);
+        impl.queued.fetch_sub(1, std::memory_order_release);
+        return {false, *interrupted == Interrupt::Quit
+                           ? "[ERROR] INTERRUPTED\nThe evaluation was withdrawn before it started (C-g): the Lisp "
+                             "session was busy with another evaluation."
+                           : "[ERROR] TIMEOUT\nThe evaluation was withdrawn before it started: the Lisp session "
+                             "was busy with another evaluation for the whole time limit."};
+      }
+    }
     // Interrupt, then give the evaluation time to unwind (its cleanups run),
     // repeating the interrupt in case it landed between two jobs' checks.
     auto give_up = Clock::now() + kInterruptGrace;
@@ -574,6 +592,7 @@ void Runtime::set_heap_limit(std::size_t bytes) {
   EvalRequest request;
   request.code = "(agent-q::set-heap-limit " + std::to_string(bytes) + ")";
   request.package = "AGENT-Q";
+  request.timeout = std::chrono::seconds(2);  // never hold the caller long
   NullCallContext context;
   evaluate(request, context);
 }
@@ -593,7 +612,8 @@ RuntimeStatus Runtime::status() const {
 void Runtime::shutdown() {
   Impl& impl = *impl_;
   std::unique_lock boot_lock(impl.boot_mutex);
-  if (impl.boot_state.load() != BootState::Running) return;
+  if (impl.boot_state.load() != BootState::Running || impl.shutdown_attempted) return;
+  impl.shutdown_attempted = true;
   // Stop taking jobs; interrupt a running one so the worker gets back to
   // the loop; then wait for ECL to shut down on its own thread.
   std::uint64_t running = 0;
@@ -608,7 +628,15 @@ void Runtime::shutdown() {
   auto give_up = Clock::now() + std::chrono::seconds(3);
   while (impl.boot_state.load() == BootState::Running && Clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (impl.boot_state.load() == BootState::Stopped) pthread_join(impl.worker_thread, nullptr);
+  if (impl.boot_state.load() == BootState::Stopped) {
+    pthread_join(impl.worker_thread, nullptr);
+  } else {
+    // The worker is stuck in code that ignores interrupts.  ECL's own atexit
+    // handler would now run cl_shutdown on the exiting main thread and wedge
+    // the process; tell ECL it is not booted so that handler does nothing,
+    // and let process exit end the thread.
+    ecl_set_option(ECL_OPT_BOOTED, -1);
+  }
 }
 
 bool Runtime::post_to_waiter(std::function<void()> work) {

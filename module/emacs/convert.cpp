@@ -1,5 +1,7 @@
 #include "emacs/convert.hpp"
 
+#include "core/json_limits.hpp"
+
 #include <vector>
 
 namespace agentq::emacs {
@@ -167,19 +169,20 @@ json to_json(const Env& env, emacs_value value, int depth) {
                         env.to_string(env.call(s.symbol_name, {type})) + " to JSON");
 }
 
-emacs_value from_json(const Env& env, const json& value) {
+emacs_value from_json(const Env& env, const json& value, int depth) {
   const Symbols& s = Env::sym();
+  if (depth > kMaxDepth) throw ConversionError("nesting too deep for Emacs");
   switch (value.type()) {
     case json::value_t::object: {
       emacs_value table = env.call(s.make_hash_table, {s.test_key, s.equal});
       for (auto it = value.begin(); it != value.end(); ++it)
-        env.call(s.puthash, {env.str(it.key()), from_json(env, it.value()), table});
+        env.call(s.puthash, {env.str(it.key()), from_json(env, it.value(), depth + 1), table});
       return table;
     }
     case json::value_t::array: {
       std::vector<emacs_value> items;
       items.reserve(value.size());
-      for (const json& item : value) items.push_back(from_json(env, item));
+      for (const json& item : value) items.push_back(from_json(env, item, depth + 1));
       return env.call(s.vector, static_cast<ptrdiff_t>(items.size()), items.data());
     }
     case json::value_t::string:
@@ -221,9 +224,9 @@ json object_to_json(const Env& env, emacs_value value) {
   if (env.is_nil(value)) return json::object();
   emacs_value type = env.type_of(value);
   if (env.eq(type, s.string)) {
-    json parsed = json::parse(env.to_string(value), nullptr, false);
-    if (parsed.is_discarded()) throw ConversionError("arguments are not valid JSON");
-    return parsed;
+    std::optional<json> parsed = parse_json_bounded(env.to_string(value));
+    if (!parsed) throw ConversionError("arguments are not valid JSON (or nest deeper than 256 levels)");
+    return std::move(*parsed);
   }
   json converted = to_json(env, value);
   if (!converted.is_object()) throw ConversionError("arguments must be a plist, alist, hash table or JSON object string");

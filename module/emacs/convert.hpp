@@ -32,7 +32,7 @@ class ConversionError : public std::runtime_error {
 inline constexpr int kMaxDepth = 200;
 
 json to_json(const Env& env, emacs_value value, int depth = 0);
-emacs_value from_json(const Env& env, const json& value);
+emacs_value from_json(const Env& env, const json& value, int depth = 0);
 
 // A list (or vector) of strings/symbols, or a single one → names (keywords
 // without their colon); nil → {}.  For categories and required names,

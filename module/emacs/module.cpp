@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/executor.hpp"
+#include "core/json_limits.hpp"
 #include "core/jsonrpc.hpp"
 #include "core/registry.hpp"
 #include "core/schema.hpp"
@@ -191,9 +192,9 @@ ToolCall to_tool_call(const Env& env, emacs_value value, std::optional<std::stri
   if (arguments == source->end() || arguments->is_null()) {
     tool_call.arguments = json::object();
   } else if (arguments->is_string()) {
-    tool_call.arguments = json::parse(arguments->get_ref<const std::string&>(), nullptr, false);
-    if (tool_call.arguments.is_discarded())
-      throw ConversionError("the :arguments string is not valid JSON");
+    std::optional<json> parsed = parse_json_bounded(arguments->get_ref<const std::string&>());
+    if (!parsed) throw ConversionError("the :arguments string is not valid JSON (or nests deeper than 256 levels)");
+    tool_call.arguments = std::move(*parsed);
   } else {
     tool_call.arguments = std::move(*arguments);
   }
@@ -262,6 +263,11 @@ emacs_value execute(const Env& env, ptrdiff_t, emacs_value* args) {
         result = core().executor.execute(call, options);
       } catch (const ConversionError& e) {
         result = invalid_call_result(id, e.what());
+      } catch (const NonLocalExit&) {
+        // Emacs refused to hand over a value (e.g. a string with raw bytes);
+        // only this call fails.  A quit still quits.
+        if (!env.clear_unless_quit()) throw;
+        result = invalid_call_result(id, "a value could not be read (strings must be valid Unicode text)");
       }
     }
     // A quit during the call propagates once the results are built.
@@ -368,8 +374,12 @@ emacs_value configure(const Env& env, ptrdiff_t, emacs_value* args) {
   if (key == "eval-timeout") {
     ecl::evaluate_settings().default_timeout_s = number();
   } else if (key == "output-limit") {
+    // Lisp keeps at most this many characters per section: at least 1, at
+    // most 1 G characters (a fixnum everywhere, no overflow).
     double limit = number();
-    ecl::evaluate_settings().output_limit = limit > 0 ? static_cast<std::size_t>(limit) : 0;
+    constexpr double kMax = 1e9;
+    ecl::evaluate_settings().output_limit =
+        static_cast<std::size_t>(limit >= 1 ? (limit < kMax ? limit : kMax) : kMax);
   } else if (key == "heap-limit") {
     double limit = number();
     ecl::Runtime::instance().set_heap_limit(limit > 0 ? static_cast<std::size_t>(limit) : 0);
