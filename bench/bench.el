@@ -27,6 +27,16 @@
          (push (- (float-time) start) times)))
      times))
 
+(defmacro bench--time-after-idle (n &rest body)
+  "Time BODY N times, each after 1 ms idle; return the durations in seconds."
+  `(let ((times nil))
+     (dotimes (_ ,n)
+       (sleep-for 0.001)
+       (let ((start (float-time)))
+         ,@body
+         (push (- (float-time) start) times)))
+     times))
+
 (let* ((call (list (list :id "b" :name "evaluate_lisp" :arguments (list :code "(+ 1 2)"))))
        (t0 (float-time))
        (first (sly-agent-q-execute-tool-calls call))
@@ -39,13 +49,8 @@
   (dotimes (_ 2000) (sly-agent-q-execute-tool-calls call))
   (bench--report "evaluate_hot" (bench--time bench-calls (sly-agent-q-execute-tool-calls call))
                  '(target_median_us . 8) '(target_p99_us . 20))
-  (let ((times nil))
-    (dotimes (_ (/ bench-calls 4))
-      (sleep-for 0.001)
-      (let ((start (float-time)))
-        (sly-agent-q-execute-tool-calls call)
-        (push (- (float-time) start) times)))
-    (bench--report "evaluate_cold" times '(target_median_us . 12))))
+  (bench--report "evaluate_cold" (bench--time-after-idle (/ bench-calls 4) (sly-agent-q-execute-tool-calls call))
+                 '(target_median_us . 12)))
 
 (let ((request "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}"))
   (dotimes (_ 1000) (sly-agent-q-mcp-request request))
@@ -59,10 +64,5 @@
   (bench--report "elisp_tool_execute" (bench--time bench-calls (sly-agent-q-execute-tool-calls call)))
   ;; The same after 1 ms idle: what Emacs alone pays after sleeping, with no
   ;; thread hand-off at all, to read evaluate_cold against.
-  (let ((times nil))
-    (dotimes (_ (/ bench-calls 4))
-      (sleep-for 0.001)
-      (let ((start (float-time)))
-        (sly-agent-q-execute-tool-calls call)
-        (push (- (float-time) start) times)))
-    (bench--report "elisp_tool_cold" times)))
+  (bench--report "elisp_tool_cold"
+                 (bench--time-after-idle (/ bench-calls 4) (sly-agent-q-execute-tool-calls call))))
