@@ -322,6 +322,19 @@ MP:WITHOUT-INTERRUPTS."
      (si:check-pending-interrupts)
      ,@body))
 
+(defun rotate-capture-streams ()
+  "Give the next evaluation fresh output streams.  Threads started by
+evaluated code may still hold the old ones; those now drop what they get
+instead of leaking it into later results."
+  (dolist (old (list *stdout* *stderr*))
+    (let ((retired (make-capture)))
+      (setf (capture-limit retired) 0
+            (slot-value old 'capture) retired)))
+  (setf *stdout* (make-instance 'capture-stream)
+        *stderr* (make-instance 'capture-stream)
+        *stdout-capture* (stream-capture *stdout*)
+        *stderr-capture* (stream-capture *stderr*)))
+
 (defun run-evaluate-job (id code package flags output-limit timeout-ms)
   (let ((*current-job* id))
     (multiple-value-bind (status text)
@@ -329,6 +342,9 @@ MP:WITHOUT-INTERRUPTS."
           (with-interrupts-allowed
             (evaluate-string code package (logbitp 0 flags) output-limit)))
       (setf *current-job* nil)
+      ;; Only the worker and the watchdog: nobody else can hold our streams.
+      (when (> (length (mp:all-processes)) 2)
+        (rotate-capture-streams))
       (when (or *stack-overflowed* (eq status :aborted) (not status))
         (restore-limits))
       (if (eq status :aborted)

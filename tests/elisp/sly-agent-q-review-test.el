@@ -110,4 +110,17 @@
   (agentq-test-with-custom ((sly-agent-q-output-limit (expt 2 62)))
     (should (equal (agentq-test-eval-ok "(+ 1 2)") "=> 3"))))
 
+(ert-deftest sly-agent-q-review/background-thread-output-does-not-leak ()
+  "A thread that keeps writing to a captured *standard-output* does not show up in later results."
+  (agentq-test-eval-ok
+   "(defvar *agentq-leaker-stop* nil)
+    (let ((s *standard-output*))
+      (mp:process-run-function \"agentq-leaker\"
+        (lambda () (loop until *agentq-leaker-stop* do (write-string \"x\" s) (sleep 0.001)))))")
+  (unwind-protect
+      (dotimes (_ 5)
+        (sleep-for 0.01)
+        (should (equal (agentq-test-eval-ok "(+ 1 2)") "=> 3")))
+    (agentq-test-eval "(setf *agentq-leaker-stop* t)")))
+
 ;;; sly-agent-q-review-test.el ends here
