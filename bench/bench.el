@@ -41,10 +41,12 @@
        (t0 (float-time))
        (first (sly-agent-q-execute-tool-calls call))
        (first-ms (* 1000 (- (float-time) t0)))
-       (boot-ms (plist-get (sly-agent-q-runtime-status) :boot-ms)))
+       (boot-ms (plist-get (sly-agent-q-runtime-status) :boot-ms))
+       (cl-boot-ms (plist-get (sly-agent-q-runtime-status) :cl-boot-ms)))
   (unless (equal (plist-get (car first) :content) "=> 3")
     (error "Unexpected result %S" first))
-  (princ (format "bench: ecl_boot boot_ms=%.1f first_result_ms=%.1f target_ms=40\n" boot-ms first-ms))
+  (princ (format "bench: ecl_boot boot_ms=%.1f cl_boot_ms=%.1f agent_q_init_ms=%.1f first_result_ms=%.1f target_ms=40\n"
+                 boot-ms cl-boot-ms (- boot-ms cl-boot-ms) first-ms))
   ;; Warm up, then back to back ("hot") and after 1 ms idle ("cold").
   (dotimes (_ 2000) (sly-agent-q-execute-tool-calls call))
   (bench--report "evaluate_hot" (bench--time bench-calls (sly-agent-q-execute-tool-calls call))

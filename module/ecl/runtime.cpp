@@ -87,6 +87,7 @@ struct Runtime::Impl {
   std::atomic<BootState> boot_state{BootState::None};
   std::string boot_error;
   double boot_ms = 0;
+  double cl_boot_ms = 0;
   pthread_t worker_thread{};
   std::size_t heap_limit = std::size_t{1} << 30;
   bool shutdown_attempted = false;
@@ -352,6 +353,7 @@ void* worker_main(void*) {
   char arg0[] = "sly-agent-q";
   char* argv[] = {arg0, nullptr};
   cl_boot(1, argv);
+  impl.cl_boot_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
   std::atexit(shutdown_at_exit);
   route_signals_by_thread();
   GC_start_performance_measurement();
@@ -604,6 +606,7 @@ RuntimeStatus Runtime::status() const {
   status.booted = state == BootState::Running || state == BootState::Stopped;
   status.alive = state == BootState::Running;
   status.boot_ms = impl.boot_ms;
+  status.cl_boot_ms = impl.cl_boot_ms;
   status.jobs = impl.jobs_run.load();
   status.heap_limit = impl.heap_limit;
   return status;

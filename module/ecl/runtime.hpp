@@ -37,7 +37,8 @@ struct EvalOutcome {
 struct RuntimeStatus {
   bool booted = false;
   bool alive = false;
-  double boot_ms = 0;
+  double boot_ms = 0;     // thread start → ready for the first job
+  double cl_boot_ms = 0;  // of which ECL's own cl_boot
   std::uint64_t jobs = 0;
   std::size_t heap_limit = 0;
 };

@@ -395,11 +395,12 @@ emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
       env.intern(":booted"),     env.boolean(status.booted),
       env.intern(":alive"),      env.boolean(status.alive),
       env.intern(":boot-ms"),    env.real(status.boot_ms),
+      env.intern(":cl-boot-ms"), env.real(status.cl_boot_ms),
       env.intern(":jobs"),       env.integer(static_cast<std::intmax_t>(status.jobs)),
       env.intern(":heap-limit"), env.integer(static_cast<std::intmax_t>(status.heap_limit)),
       env.intern(":tools"),      env.integer(static_cast<std::intmax_t>(core().registry.size())),
   };
-  return env.call(Env::sym().list, 12, plist);
+  return env.call(Env::sym().list, 14, plist);
 }
 
 emacs_value boot(const Env& env, ptrdiff_t, emacs_value*) {
