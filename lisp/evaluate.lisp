@@ -14,7 +14,7 @@ evaluated code changes it for the following calls.")
 
 (defvar *worker* nil "The ECL process that runs jobs.")
 (defvar *watchdog* nil "The ECL process that interrupts the worker.")
-(defvar *current-job* nil "Id of the job running now, for interrupts.")
+(defvar *current-job* nil "Id of the job running now (informational; interrupts ask C++).")
 (defvar *heap-limit* nil "Heap limit in bytes re-armed after exhaustion, or NIL.")
 (defvar *warnings* nil)
 (defvar *stack-overflowed* nil)
@@ -296,7 +296,9 @@ failure the [ERROR] text."
 (defun interrupt-job (id reason)
   "Run in the worker by MP:INTERRUPT-PROCESS: abandon job ID, if it is
 still the one running."
-  (when (eql *current-job* id)
+  ;; The running job's id comes from C++: evaluated code cannot make a job
+  ;; uninterruptible by changing Lisp state.
+  (when (eql (%current-job) id)
     (throw '%job-aborted (values :aborted reason))))
 
 (defun aborted-text (reason timeout-ms)

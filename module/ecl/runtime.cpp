@@ -102,6 +102,9 @@ struct Runtime::Impl {
   bool worker_sleeping = false;
   int callers_sleeping = 0;
   std::shared_ptr<Job> current;  // owned by the worker
+  // Id of the running job (0: none), read by the interrupt on the worker
+  // itself: state evaluated code cannot change.
+  std::atomic<std::uint64_t> current_id{0};
   std::atomic<std::uint64_t> next_id{1};
   std::atomic<std::uint64_t> jobs_run{0};
 
@@ -203,6 +206,7 @@ cl_object next_job() {
       impl.queued.fetch_sub(1, std::memory_order_release);
       job->state.store(JobState::Running, std::memory_order_release);
       impl.current = job;
+      impl.current_id.store(job->id, std::memory_order_release);
     }
   }
   // No locks held from here: allocation may unwind (storage exhaustion).
@@ -235,6 +239,7 @@ cl_object finish_job(cl_object id, cl_object success, cl_object text) {
     {
       std::lock_guard lock(impl.mutex);
       job = std::move(impl.current);
+      impl.current_id.store(0, std::memory_order_release);
     }
     if (job) {
       job->success = success != ECL_NIL;
@@ -287,6 +292,15 @@ cl_object next_interrupt() {
   return env->values[0];
 }
 
+// (%CURRENT-JOB) → id of the running job, or NIL.
+cl_object current_job() {
+  std::uint64_t id = g_impl->current_id.load(std::memory_order_acquire);
+  cl_env_ptr env = ecl_process_env();
+  cl_object value = id ? ecl_make_unsigned_integer(id) : ECL_NIL;
+  env->nvalues = 1;
+  return env->values[0] = value;
+}
+
 // (%GC-TIME-MS) → milliseconds spent in full collections so far.
 cl_object gc_time_ms() {
   cl_env_ptr env = ecl_process_env();
@@ -327,6 +341,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     ecl_def_c_function(lisp_symbol("%FINISH-JOB"), reinterpret_cast<cl_objectfn_fixed>(finish_job), 3);
     ecl_def_c_function(lisp_symbol("%NEXT-INTERRUPT"), reinterpret_cast<cl_objectfn_fixed>(next_interrupt), 0);
     ecl_def_c_function(lisp_symbol("%GC-TIME-MS"), reinterpret_cast<cl_objectfn_fixed>(gc_time_ms), 0);
+    ecl_def_c_function(lisp_symbol("%CURRENT-JOB"), reinterpret_cast<cl_objectfn_fixed>(current_job), 0);
     failure = cl_funcall(2, lisp_symbol("BOOT"), ecl_make_unsigned_integer(heap_limit));
   }
   ECL_CATCH_ALL_END;

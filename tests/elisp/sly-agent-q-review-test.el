@@ -123,4 +123,10 @@
         (should (equal (agentq-test-eval-ok "(+ 1 2)") "=> 3")))
     (agentq-test-eval "(setf *agentq-leaker-stop* t)")))
 
+(ert-deftest sly-agent-q-review/clearing-current-job-does-not-defeat-the-timeout ()
+  "Lisp state cannot make an evaluation uninterruptible."
+  (should (string-prefix-p "[ERROR] TIMEOUT\n"
+                           (agentq-test-eval-fails "(setf agent-q::*current-job* nil) (loop)" :timeout 1)))
+  (agentq-test-should-be-alive))
+
 ;;; sly-agent-q-review-test.el ends here
