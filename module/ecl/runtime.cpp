@@ -564,11 +564,23 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
     // Interrupt, then give the evaluation time to unwind (its cleanups run),
     // repeating the interrupt in case it landed between two jobs' checks.
     auto give_up = Clock::now() + kInterruptGrace;
-    while (job->state.load(std::memory_order_acquire) != JobState::Done && Clock::now() < give_up) {
+    bool quit_in_grace = false;  // C-g while a timed-out evaluation unwinds
+    while (job->state.load(std::memory_order_acquire) != JobState::Done && Clock::now() < give_up &&
+           !quit_in_grace) {
       impl.request_interrupt(job->id, *interrupted);
       auto next = Clock::now() + kInterruptRepeat;
-      while (job->state.load(std::memory_order_acquire) != JobState::Done && Clock::now() < next)
+      while (job->state.load(std::memory_order_acquire) != JobState::Done && Clock::now() < next) {
+        if (*interrupted == Interrupt::Timeout && context.poll()) {
+          quit_in_grace = true;
+          break;
+        }
         impl.sleep_slice(*job, kPollSlice);
+      }
+    }
+    if (quit_in_grace && job->state.load(std::memory_order_acquire) != JobState::Done) {
+      std::lock_guard lock(impl.mutex);
+      impl.abandoned = job;  // later calls say BUSY until it has unwound
+      return {false, "[ERROR] INTERRUPTED\nThe evaluation timed out and was still unwinding when C-g was pressed."};
     }
     if (job->state.load(std::memory_order_acquire) != JobState::Done) {
       {
