@@ -129,4 +129,17 @@
                            (agentq-test-eval-fails "(setf agent-q::*current-job* nil) (loop)" :timeout 1)))
   (agentq-test-should-be-alive))
 
+(ert-deftest sly-agent-q-review/quit-while-a-timeout-unwinds-returns-at-once ()
+  "C-g during the grace after a timeout does not wait for the evaluation to unwind."
+  (let* ((start (float-time))
+         (sly-agent-q-wait-functions (list (lambda (seconds) (when (> seconds 1.0) (setq quit-flag t)))))
+         (outcome (condition-case nil
+                      (agentq-test-eval "(unwind-protect (loop) (mp:without-interrupts (sleep 2)))" :timeout 0.5)
+                    (quit 'quitted))))
+    (should (eq outcome 'quitted))
+    (should (< (- (float-time) start) 2.0)))
+  ;; The cleanup still runs for a while; once it is done the session works.
+  (sleep-for 2.5)
+  (agentq-test-should-be-alive))
+
 ;;; sly-agent-q-review-test.el ends here
