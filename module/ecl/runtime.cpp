@@ -33,6 +33,7 @@
 #include <gc/gc.h>
 
 #include "ecl/ecl_api.hpp"
+#include "ecl/gmp_guard.hpp"
 #include "ecl/lisp_string.hpp"
 #include "ecl/signals.hpp"
 
@@ -311,6 +312,9 @@ cl_object gc_time_ms() {
 // ----------------------------------------------------------------------------
 // The worker thread.
 
+// The signal ECL uses to interrupt a thread, named so gmp_guard can block it.
+const int kInterruptSignal = SIGRTMIN + 2;
+
 void set_boot_options() {
   ecl_set_option(ECL_OPT_TRAP_SIGINT, 0);             // Emacs owns SIGINT (C-g on a tty)
   ecl_set_option(ECL_OPT_SIGNAL_HANDLING_THREAD, 0);  // would mask async signals process-wide
@@ -320,6 +324,7 @@ void set_boot_options() {
   ecl_set_option(ECL_OPT_TRAP_SIGSEGV, 1);  // stack overflow detection; see signals.cpp
   ecl_set_option(ECL_OPT_TRAP_SIGBUS, 1);
   ecl_set_option(ECL_OPT_TRAP_INTERRUPT_SIGNAL, 1);  // MP:INTERRUPT-PROCESS
+  ecl_set_option(ECL_OPT_THREAD_INTERRUPT_SIGNAL, kInterruptSignal);
   // Mandatory: Emacs's own bignums use GMP; letting ECL move GMP onto the
   // Boehm heap hangs Emacs.
   ecl_set_option(ECL_OPT_SET_GMP_MEMORY_FUNCTIONS, 0);
@@ -364,6 +369,7 @@ void* worker_main(void*) {
   Runtime::Impl& impl = *g_impl;
   auto started = Clock::now();
   set_boot_options();
+  guard_gmp_allocation(kInterruptSignal);
   remember_host_signal_handlers();
   char arg0[] = "sly-agent-q";
   char* argv[] = {arg0, nullptr};

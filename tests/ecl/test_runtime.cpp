@@ -246,3 +246,21 @@ TEST(Hostile, UninterruptibleLoopIsReportedAndLaterCallsFailFast) {
 
 }  // namespace
 }  // namespace agentq::ecl
+
+namespace agentq::ecl {
+namespace {
+
+// Interrupts land at random points of bignum arithmetic and printing, which
+// allocate through GMP; none may leave malloc's lock held (a deadlock of the
+// worker, and then of the host at its next malloc).
+TEST(Hostile, InterruptsDuringBignumWorkNeverDeadlock) {
+  for (int i = 0; i < 300; ++i) {
+    EvalOutcome outcome = eval("(loop (princ-to-string (expt 3 (+ 500 (random 500)))))", 5ms);
+    ASSERT_FALSE(outcome.success);
+    ASSERT_EQ(outcome.text.rfind("[ERROR] TIMEOUT\n", 0), 0u) << outcome.text;
+  }
+  expect_alive();
+}
+
+}  // namespace
+}  // namespace agentq::ecl
