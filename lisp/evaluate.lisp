@@ -14,7 +14,6 @@ evaluated code changes it for the following calls.")
 
 (defvar *worker* nil "The ECL process that runs jobs.")
 (defvar *watchdog* nil "The ECL process that interrupts the worker.")
-(defvar *current-job* nil "Id of the job running now (informational; interrupts ask C++).")
 (defvar *heap-limit* nil "Heap limit in bytes re-armed after exhaustion, or NIL.")
 (defvar *warnings* nil)
 (defvar *stack-overflowed* nil)
@@ -207,6 +206,12 @@ form's values and the package in force at the end."
   (when *warnings*
     (section stream "warnings" (format nil "~{~A~^~%~}" (reverse *warnings*)))))
 
+(defun output-sections-after-error (stream)
+  "Output captured before an error or interrupt, after a blank line."
+  (let ((sections (with-output-to-string (s) (output-sections s))))
+    (when (plusp (length sections))
+      (format stream "~%~%~A" (string-right-trim '(#\Newline) sections)))))
+
 (defun evaluate-string (code package-name capture-time output-limit)
   "Evaluate the forms in the string CODE as evaluate_lisp does.
 Returns two values: true on success, and the result text of the contract
@@ -265,9 +270,7 @@ failure the [ERROR] text."
                          (write-string values-text out))
                         (t
                          (write-string error-text out)
-                         (let ((sections (with-output-to-string (s) (output-sections s))))
-                           (when (plusp (length sections))
-                             (format out "~%~%~A" (string-right-trim '(#\Newline) sections))))))
+                         (output-sections-after-error out)))
                   (when capture-time
                     (format out "~%; Timing: ~Dms real, ~Dms run, ~Dms GC, ~D bytes consed"
                             (round (* 1000 (- (get-internal-real-time) start-real))
@@ -311,9 +314,7 @@ still the one running."
       (t
        (format out "[ERROR] INTERRUPTED~%Evaluation was interrupted (~A).~%The session is still alive."
                (if (eq reason :quit) "C-g" "cancelled"))))
-    (let ((sections (with-output-to-string (s) (output-sections s))))
-      (when (plusp (length sections))
-        (format out "~%~%~A" (string-right-trim '(#\Newline) sections))))))
+    (output-sections-after-error out)))
 
 (defmacro with-interrupts-allowed (&body body)
   "Let interrupts in while BODY runs (the worker loop keeps them out).
@@ -337,21 +338,19 @@ instead of leaking it into later results."
         *stdout-capture* (stream-capture *stdout*)
         *stderr-capture* (stream-capture *stderr*)))
 
-(defun run-evaluate-job (id code package flags output-limit timeout-ms)
-  (let ((*current-job* id))
-    (multiple-value-bind (status text)
-        (catch '%job-aborted
-          (with-interrupts-allowed
-            (evaluate-string code package (logbitp 0 flags) output-limit)))
-      (setf *current-job* nil)
-      ;; Only the worker and the watchdog: nobody else can hold our streams.
-      (when (> (length (mp:all-processes)) 2)
-        (rotate-capture-streams))
-      (when (or *stack-overflowed* (eq status :aborted) (not status))
-        (restore-limits))
-      (if (eq status :aborted)
-          (values nil (aborted-text text timeout-ms))
-          (values status text)))))
+(defun run-evaluate-job (code package flags output-limit timeout-ms)
+  (multiple-value-bind (status text)
+      (catch '%job-aborted
+        (with-interrupts-allowed
+          (evaluate-string code package (logbitp 0 flags) output-limit)))
+    ;; Only the worker and the watchdog: nobody else can hold our streams.
+    (when (> (length (mp:all-processes)) 2)
+      (rotate-capture-streams))
+    (when (or *stack-overflowed* (eq status :aborted) (not status))
+      (restore-limits))
+    (if (eq status :aborted)
+        (values nil (aborted-text text timeout-ms))
+        (values status text))))
 
 (defun last-resort-debugger-hook (condition hook)
   "Installed globally: no Lisp thread of ours may ever reach ECL's debugger,
@@ -374,7 +373,7 @@ a job runs, so a late interrupt can never hit the loop itself."
         (unless id (return))
         (multiple-value-bind (success text)
             (catch '%worker-top
-              (run-evaluate-job id code package flags output-limit timeout-ms))
+              (run-evaluate-job code package flags output-limit timeout-ms))
           (%finish-job id success text))))))
 
 (defun watchdog-loop ()

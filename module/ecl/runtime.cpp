@@ -67,11 +67,11 @@ inline void cpu_relax() {
 // a futex costs 50-100 us on a VM whose idle vCPU halts, twenty times the
 // whole round trip.  So after a job the worker keeps polling for the next
 // one (agent tool calls come in bursts) until kWorkerPoll, yielding the CPU
-// every kWorkerSpin to anything runnable there.  (Yielding on every turn
+// every kWorkerYieldEvery to anything runnable there.  (Yielding on every turn
 // made the next evaluation 4x slower: each system call left the worker's
 // TLB and caches cold.)  The caller
 // spins while the worker is known to run the job (see NOTES.md, "Speed").
-constexpr auto kWorkerSpin = std::chrono::microseconds(100);
+constexpr auto kWorkerYieldEvery = std::chrono::microseconds(100);
 constexpr auto kWorkerPoll = std::chrono::milliseconds(2);
 constexpr auto kCallerSpin = std::chrono::microseconds(300);
 constexpr auto kPollSlice = std::chrono::milliseconds(5);
@@ -186,13 +186,13 @@ cl_object next_job() {
   std::shared_ptr<Job> job;
   {
     auto start = Clock::now();
-    auto poll_until = start + kWorkerPoll, next_yield = start + kWorkerSpin;
+    auto poll_until = start + kWorkerPoll, next_yield = start + kWorkerYieldEvery;
     for (auto now = start; impl.queued.load(std::memory_order_acquire) == 0 && now < poll_until;
          now = Clock::now()) {
       cpu_relax();
       if (now >= next_yield) {
         sched_yield();
-        next_yield = now + kWorkerSpin;
+        next_yield = now + kWorkerYieldEvery;
       }
     }
     std::unique_lock lock(impl.mutex);

@@ -1,8 +1,8 @@
 #include "emacs/convert.hpp"
 
-#include "core/json_limits.hpp"
-
 #include <vector>
+
+#include "core/json_limits.hpp"
 
 namespace agentq::emacs {
 
@@ -34,25 +34,6 @@ bool is_keyword(const Env& env, emacs_value value) {
   if (!env.eq(env.type_of(value), s.symbol) || env.is_nil(value) || env.eq(value, s.t)) return false;
   std::string name = env.to_string(env.call(s.symbol_name, {value}));
   return !name.empty() && name[0] == ':';
-}
-
-std::vector<emacs_value> list_elements(const Env& env, emacs_value list) {
-  const Symbols& s = Env::sym();
-  // One funcall, then direct vector access: far cheaper than car/cdr calls.
-  // vconcat signals for circular and dotted lists; that becomes our error.
-  emacs_value vector;
-  try {
-    vector = env.call(s.vconcat, {list});
-  } catch (const NonLocalExit&) {
-    if (!env.clear_unless_quit()) throw;
-    throw ConversionError("circular or dotted list");
-  }
-  ptrdiff_t size = env.raw()->vec_size(env.raw(), vector);
-  env.check();
-  std::vector<emacs_value> items(static_cast<std::size_t>(size));
-  for (ptrdiff_t i = 0; i < size; ++i) items[static_cast<std::size_t>(i)] = env.raw()->vec_get(env.raw(), vector, i);
-  env.check();
-  return items;
 }
 
 bool is_alist_entry(const Env& env, emacs_value item) {
@@ -103,7 +84,6 @@ json list_to_json(const Env& env, emacs_value list, int depth) {
 }
 
 struct HashCollector {
-  const Env* env;
   json* object;
   int depth;
   std::string failure;
@@ -124,7 +104,7 @@ emacs_value collect_entry(emacs_env* raw, ptrdiff_t, emacs_value* args, void* da
 
 json hash_to_json(const Env& env, emacs_value table, int depth) {
   json object = json::object();
-  HashCollector collector{&env, &object, depth, {}};
+  HashCollector collector{&object, depth, {}};
   emacs_value fn = env.raw()->make_function(env.raw(), 2, 2, collect_entry, nullptr, &collector);
   env.check();
   env.call(Env::sym().maphash, {fn, table});
@@ -133,6 +113,25 @@ json hash_to_json(const Env& env, emacs_value table, int depth) {
 }
 
 }  // namespace
+
+std::vector<emacs_value> list_elements(const Env& env, emacs_value list) {
+  const Symbols& s = Env::sym();
+  // One funcall, then direct vector access: far cheaper than car/cdr calls.
+  // vconcat signals for circular and dotted lists; that becomes our error.
+  emacs_value vector;
+  try {
+    vector = env.call(s.vconcat, {list});
+  } catch (const NonLocalExit&) {
+    if (!env.clear_unless_quit()) throw;
+    throw ConversionError("circular or dotted list");
+  }
+  ptrdiff_t size = env.raw()->vec_size(env.raw(), vector);
+  env.check();
+  std::vector<emacs_value> items(static_cast<std::size_t>(size));
+  for (ptrdiff_t i = 0; i < size; ++i) items[static_cast<std::size_t>(i)] = env.raw()->vec_get(env.raw(), vector, i);
+  env.check();
+  return items;
+}
 
 json to_json(const Env& env, emacs_value value, int depth) {
   if (depth > kMaxDepth) throw ConversionError("nesting too deep (circular structure?)");

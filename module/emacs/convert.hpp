@@ -34,6 +34,11 @@ inline constexpr int kMaxDepth = 200;
 json to_json(const Env& env, emacs_value value, int depth = 0);
 emacs_value from_json(const Env& env, const json& value, int depth = 0);
 
+// The elements of a proper list, with one funcall (vconcat) instead of a
+// car/cdr call per element.  Throws ConversionError for a circular or
+// dotted list.
+std::vector<emacs_value> list_elements(const Env& env, emacs_value list);
+
 // A list (or vector) of strings/symbols, or a single one → names (keywords
 // without their colon); nil → {}.  For categories and required names,
 // where '(:files) is a list of names, not a plist.

@@ -245,32 +245,35 @@ emacs_value execute(const Env& env, ptrdiff_t, emacs_value* args) {
   const Symbols& s = Env::sym();
   EmacsCallContext context(env);
   ExecutionOptions options = options_for(env, args[1], args[2], context);
+  std::vector<emacs_value> calls;
+  if (!env.is_nil(args[0])) {
+    if (!env.eq(env.type_of(args[0]), s.cons_type))
+      throw ConversionError("CALLS must be a proper list of tool-call plists");
+    try {
+      calls = list_elements(env, args[0]);
+    } catch (const ConversionError&) {
+      throw ConversionError("CALLS must be a proper list of tool-call plists");
+    }
+  }
   std::vector<emacs_value> results;
-  emacs_value calls = args[0];
-  if (!env.is_nil(calls) && (!env.eq(env.type_of(calls), s.cons_type) || env.is_nil(env.call(s.proper_list_p, {calls}))))
-    throw ConversionError("CALLS must be a proper list of tool-call plists");
-  while (!env.is_nil(calls)) {
-    emacs_value value = env.call(s.car, {calls});
-    calls = env.call(s.cdr, {calls});
+  for (emacs_value value : calls) {
+    // Cancelled only with a quit (or throw) pending: it propagates, and the
+    // remaining calls do not run.
+    if (context.cancelled()) throw NonLocalExit();
     std::optional<std::string> id;
     ToolResult result;
-    if (context.cancelled()) {
-      result = invalid_call_result(std::nullopt, "cancelled");
-      result.content = result.error.emplace("Cancelled");
-    } else {
-      try {
-        ToolCall call = to_tool_call(env, value, id);
-        result = core().executor.execute(call, options);
-      } catch (const ConversionError& e) {
-        result = invalid_call_result(id, e.what());
-      } catch (const NonLocalExit&) {
-        // Emacs refused to hand over a value (e.g. a string with raw bytes);
-        // only this call fails.  A quit still quits.
-        if (!env.clear_unless_quit()) throw;
-        result = invalid_call_result(id, "a value could not be read (strings must be valid Unicode text)");
-      }
+    try {
+      ToolCall call = to_tool_call(env, value, id);
+      result = core().executor.execute(call, options);
+    } catch (const ConversionError& e) {
+      result = invalid_call_result(id, e.what());
+    } catch (const NonLocalExit&) {
+      // Emacs refused to hand over a value (e.g. a string with raw bytes);
+      // only this call fails.  A quit still quits.
+      if (!env.clear_unless_quit()) throw;
+      result = invalid_call_result(id, "a value could not be read (strings must be valid Unicode text)");
     }
-    // A quit during the call propagates once the results are built.
+    // A quit during the call propagates (C-g abandons the batch).
     if (env.exit_pending()) throw NonLocalExit();
     results.push_back(result_to_plist(env, result));
   }
