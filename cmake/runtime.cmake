@@ -34,7 +34,7 @@ file(GLOB ECL_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/module/ecl/*.cpp)
 add_library(agentq_ecl STATIC ${ECL_SOURCES})
 target_include_directories(agentq_ecl PUBLIC ${CMAKE_SOURCE_DIR}/module)
 target_compile_options(agentq_ecl PRIVATE ${ECL_CFLAGS})
-target_link_libraries(agentq_ecl PUBLIC agentq_core agentq_lisp ${ECL_LIBS} gc gmp pthread)
+target_link_libraries(agentq_ecl PUBLIC agentq_core agentq_lisp ${ECL_LIBS} gc pthread)
 
 # ---------------------------------------------------------------- emacs/: the module
 file(GLOB EMACS_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/module/emacs/*.cpp)

@@ -300,8 +300,11 @@ failure the [ERROR] text."
   "Run in the worker by MP:INTERRUPT-PROCESS: abandon job ID, if it is
 still the one running."
   ;; The running job's id comes from C++: evaluated code cannot make a job
-  ;; uninterruptible by changing Lisp state.
-  (when (eql (%current-job) id)
+  ;; uninterruptible by changing Lisp state.  ECL also runs queued
+  ;; interrupts where Lisp has them disabled (when C code re-enables its
+  ;; own): outside the job's catch, or inside MP:WITHOUT-INTERRUPTS.  Such a
+  ;; call does nothing; the host repeats the interrupt.
+  (when (and ext:*interrupts-enabled* (eql (%current-job) id))
     (throw '%job-aborted (values :aborted reason))))
 
 (defun aborted-text (reason timeout-ms)

@@ -33,7 +33,7 @@
 #include <gc/gc.h>
 
 #include "ecl/ecl_api.hpp"
-#include "ecl/gmp_guard.hpp"
+#include "ecl/interrupt_gate.hpp"
 #include "ecl/lisp_string.hpp"
 #include "ecl/signals.hpp"
 
@@ -77,6 +77,7 @@ constexpr auto kCallerSpin = std::chrono::microseconds(300);
 constexpr auto kPollSlice = std::chrono::milliseconds(5);
 constexpr auto kInterruptGrace = std::chrono::seconds(3);
 constexpr auto kInterruptRepeat = std::chrono::milliseconds(500);
+constexpr auto kDeferredRetry = std::chrono::milliseconds(1);
 constexpr auto kBootTimeout = std::chrono::seconds(20);
 
 }  // namespace
@@ -312,7 +313,7 @@ cl_object gc_time_ms() {
 // ----------------------------------------------------------------------------
 // The worker thread.
 
-// The signal ECL uses to interrupt a thread, named so gmp_guard can block it.
+// The signal ECL uses to interrupt a thread, named for the interrupt gate.
 const int kInterruptSignal = SIGRTMIN + 2;
 
 void set_boot_options() {
@@ -369,7 +370,6 @@ void* worker_main(void*) {
   Runtime::Impl& impl = *g_impl;
   auto started = Clock::now();
   set_boot_options();
-  guard_gmp_allocation(kInterruptSignal);
   remember_host_signal_handlers();
   char arg0[] = "sly-agent-q";
   char* argv[] = {arg0, nullptr};
@@ -377,6 +377,7 @@ void* worker_main(void*) {
   impl.cl_boot_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
   std::atexit(shutdown_at_exit);
   route_signals_by_thread();
+  install_interrupt_gate(kInterruptSignal);
   GC_start_performance_measurement();
 
   cl_env_ptr env = ecl_process_env();
@@ -568,11 +569,13 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
       }
     }
     // Interrupt, then give the evaluation time to unwind (its cleanups run),
-    // repeating the interrupt in case it landed between two jobs' checks.
+    // repeating the interrupt in case it landed between two jobs' checks,
+    // and soon when it found the worker in foreign code (interrupt_gate).
     auto give_up = Clock::now() + kInterruptGrace;
     bool quit_in_grace = false;  // C-g while a timed-out evaluation unwinds
     while (job->state.load(std::memory_order_acquire) != JobState::Done && Clock::now() < give_up &&
            !quit_in_grace) {
+      unsigned long deferred = deferred_interrupts();
       impl.request_interrupt(job->id, *interrupted);
       auto next = Clock::now() + kInterruptRepeat;
       while (job->state.load(std::memory_order_acquire) != JobState::Done && Clock::now() < next) {
@@ -580,7 +583,12 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
           quit_in_grace = true;
           break;
         }
-        impl.sleep_slice(*job, kPollSlice);
+        impl.sleep_slice(*job, kDeferredRetry);
+        // Still queued on the worker: signal it again, without a new request.
+        if (unsigned long now_deferred = deferred_interrupts(); now_deferred != deferred) {
+          deferred = now_deferred;
+          pthread_kill(impl.worker_thread, kInterruptSignal);
+        }
       }
     }
     if (quit_in_grace && job->state.load(std::memory_order_acquire) != JobState::Done) {

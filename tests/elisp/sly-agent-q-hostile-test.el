@@ -137,6 +137,20 @@ catch, format, return as error): [ERROR] TYPE, message, [Backtrace]; output befo
      :timeout 0.3)
     (should (equal (agentq-test-eval-ok "cl-user::*agentq-cleaned*") "=> T"))))
 
+;; fork() holds every malloc lock while it runs, and closing a file is a
+;; C library call followed by Lisp bookkeeping: an interrupt let in there
+;; froze Emacs at its next malloc, or closed the stream twice (glibc aborts).
+(ert-deftest sly-agent-q-hostile/timeouts-during-fork-and-file-io ()
+  "Timeouts landing in fork and in file closing leave Emacs and the session working."
+  (agentq-test-surviving
+    (dolist (code '("(loop (ext:run-program \"/bin/true\" nil :output nil))"
+                    "(loop (with-open-file (s \"/tmp/agent-q-ert-interrupt.txt\" :direction :output :if-exists :supersede) (print 1 s)))"))
+      (dotimes (i 40)
+        (should (string-prefix-p "[ERROR] TIMEOUT\n"
+                                 (agentq-test-eval-fails code :timeout (* 0.001 (1+ (% i 5))))))))
+    ;; Emacs's own allocation still works.
+    (should (= (length (make-string 100000 ?x)) 100000))))
+
 (ert-deftest sly-agent-q-hostile/timeout-keeps-partial-output ()
   "Output printed before the timeout is shown with the TIMEOUT error."
   (agentq-test-surviving

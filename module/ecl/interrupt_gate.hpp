@@ -1,0 +1,37 @@
+// Thread interrupts that wait until the thread is back in Lisp.
+//
+// ECL runs a thread interrupt (MP:INTERRUPT-PROCESS: our C-g and timeouts,
+// and PROCESS-KILL) inside its signal handler, wherever the thread was.  When
+// that is inside the C library (malloc, fork, stdio, GMP…) the interrupted
+// code may hold a process-wide lock: fork() holds every malloc arena.
+// Unwinding from there, or allocating in the handler, deadlocks the thread
+// and then Emacs at its next malloc.  ECL itself only defers interrupts in
+// its own critical sections.
+//
+// The gate sits in front of ECL's handler.  An interrupt that lands in code
+// loaded before the Lisp world started (other than ECL and this module) is
+// left in the thread's queue, and the sender signals again about a
+// millisecond later (Runtime::evaluate); ECL runs the whole queue at the
+// first signal that finds the thread in Lisp.  The same for ECL's own
+// interrupt-free C sections: ECL would run the interrupt where such a
+// section ends, just after a C library call and before Lisp records its
+// effect (fclose done, the stream not yet marked closed: unwinding closes it
+// again and glibc aborts the process).  Only a thread that keeps being found
+// there (a loop of garbage collections) is left to ECL after ~20 tries.  A
+// thread blocked in a system call (sleep, read, a lock wait) is interrupted
+// at once, as before: the call returned EINTR and holds nothing.
+//
+// Interrupts other code sends to its own Lisp threads get no repeat: one
+// that lands in foreign code waits for the next signal or for the thread's
+// next MP:WITHOUT-INTERRUPTS exit.
+#pragma once
+
+namespace agentq::ecl {
+
+// Call once on the worker after cl_boot, before any interrupt can be sent.
+void install_interrupt_gate(int interrupt_signal);
+
+// Interrupts the gate deferred so far (for tests and the status).
+unsigned long deferred_interrupts();
+
+}  // namespace agentq::ecl

@@ -1,0 +1,84 @@
+// Timeouts (and C-g) landing anywhere in Lisp code that spends its time in
+// the C library or in ECL's own interrupt-free sections: each must come back
+// as a TIMEOUT, never deadlock the process (fork holds every malloc lock),
+// never abort it (a stream closed twice), and leave a working session.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "ecl/interrupt_gate.hpp"
+#include "ecl/runtime.hpp"
+
+namespace agentq::ecl {
+namespace {
+
+using namespace std::chrono_literals;
+
+EvalOutcome eval_with_timeout(const std::string& code, std::chrono::milliseconds timeout) {
+  EvalRequest request;
+  request.code = code;
+  request.timeout = timeout;
+  NullCallContext context;
+  return Runtime::instance().evaluate(request, context);
+}
+
+void expect_alive() {
+  EvalOutcome outcome = eval_with_timeout("(+ 1 2)", 10s);
+  EXPECT_EQ(outcome.text, "=> 3");
+}
+
+struct Case {
+  const char* name;
+  const char* code;  // loops forever
+};
+
+const Case kForeignWork[] = {
+    {"fork", "(loop (ext:run-program \"/bin/true\" nil :output nil))"},
+    {"file write and close",
+     "(loop (with-open-file (s \"/tmp/agent-q-interrupt-test.txt\" :direction :output :if-exists :supersede) "
+     "(dotimes (i 100) (print i s))))"},
+    {"file read", "(loop (with-open-file (s \"/etc/services\") (loop while (read-line s nil))))"},
+    {"directory", "(loop (directory \"/etc/*.conf\") (probe-file \"/etc/passwd\"))"},
+    {"collection", "(loop (ext:gc t))"},
+    {"floats", "(loop (format nil \"~F ~E\" (random 1d10) (random 1f0)) (read-from-string \"1.2345d300\"))"},
+    {"hashing", "(let ((h (make-hash-table :test 'equal))) (loop (setf (gethash (random 100000) h) (make-string 10))))"},
+    {"threads", "(loop (mp:process-join (mp:process-run-function \"t\" (lambda () (+ 1 2)))))"},
+};
+
+TEST(Interrupts, LandingInForeignCodeNeverDeadlockOrAbort) {
+  unsigned long deferred_before = deferred_interrupts();
+  for (const Case& work : kForeignWork) {
+    for (int i = 0; i < 120; ++i) {
+      EvalOutcome outcome = eval_with_timeout(work.code, std::chrono::milliseconds(1 + i % 7));
+      ASSERT_FALSE(outcome.success) << work.name;
+      ASSERT_EQ(outcome.text.rfind("[ERROR] TIMEOUT\n", 0), 0u) << work.name << ": " << outcome.text;
+    }
+    expect_alive();
+  }
+  // The gate did hold interrupts back on the way.
+  EXPECT_GT(deferred_interrupts(), deferred_before);
+}
+
+TEST(Interrupts, BlockedWaitsStayInterruptible) {
+  const Case waits[] = {
+      {"sleep", "(sleep 100)"},
+      {"join", "(mp:process-join (mp:process-run-function \"sleeper\" (lambda () (sleep 3))))"},
+      {"lock", "(let ((l (mp:make-lock))) (mp:process-run-function \"holder\" (lambda () (mp:with-lock (l) (sleep 100)))) "
+               "(sleep 0.05) (mp:with-lock (l) 1))"},
+      {"condition variable", "(let ((l (mp:make-lock)) (c (mp:make-condition-variable))) "
+                             "(mp:with-lock (l) (mp:condition-variable-wait c l)))"},
+      {"pipe read", "(read-line (ext:run-program \"/bin/sleep\" '(\"100\") :output :stream :wait nil))"},
+  };
+  for (const Case& wait : waits) {
+    auto start = std::chrono::steady_clock::now();
+    EvalOutcome outcome = eval_with_timeout(wait.code, 300ms);
+    EXPECT_EQ(outcome.text.rfind("[ERROR] TIMEOUT\n", 0), 0u) << wait.name << ": " << outcome.text;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 2s) << wait.name;
+    expect_alive();
+  }
+}
+
+}  // namespace
+}  // namespace agentq::ecl
