@@ -31,7 +31,8 @@ namespace agentq::ecl {
 // Call once on the worker after cl_boot, before any interrupt can be sent.
 void install_interrupt_gate(int interrupt_signal);
 
-// Interrupts the gate deferred so far (for tests and the status).
+// Interrupts the gate deferred so far: Runtime::evaluate signals the worker
+// again when it grows; tests check it.
 unsigned long deferred_interrupts();
 
 }  // namespace agentq::ecl

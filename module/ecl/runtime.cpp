@@ -570,7 +570,8 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
     }
     // Interrupt, then give the evaluation time to unwind (its cleanups run),
     // repeating the interrupt in case it landed between two jobs' checks,
-    // and soon when it found the worker in foreign code (interrupt_gate).
+    // and within a millisecond when the gate held it back (the worker was in
+    // foreign code or in one of ECL's interrupt-free C sections).
     auto give_up = Clock::now() + kInterruptGrace;
     bool quit_in_grace = false;  // C-g while a timed-out evaluation unwinds
     while (job->state.load(std::memory_order_acquire) != JobState::Done && Clock::now() < give_up &&
