@@ -31,7 +31,7 @@
 
 (define-error 'sly-agent-q-error "sly-agent-q error")
 
-(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 1"
+(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 2"
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -94,6 +94,8 @@ Each function gets the seconds waited so far.")
   :type 'number)
 
 (declare-function sly-agent-q--module-execute "sly-agent-q-module" (calls approval hooks))
+(declare-function sly-agent-q--module-execute-call "sly-agent-q-module"
+                  (approval hooks id name &rest arguments))
 (declare-function sly-agent-q--module-define-tool "sly-agent-q-module"
                   (name description params required safety categories))
 (declare-function sly-agent-q--module-list-tools "sly-agent-q-module" ())
@@ -172,8 +174,35 @@ Each result is a plist
 Dangerous tools ask `sly-agent-q-approval-function'; every call runs
 `sly-agent-q-tool-execution-functions'.  \\[keyboard-quit] interrupts a
 running call."
-  (sly-agent-q--module-execute calls sly-agent-q-approval-function
-                               sly-agent-q-tool-execution-functions))
+  (let ((approve sly-agent-q-approval-function)
+        (hooks sly-agent-q-tool-execution-functions)
+        (results nil))
+    (if (not (proper-list-p calls))
+        (sly-agent-q--module-execute calls approve hooks) ; says what is wrong
+      (dolist (call calls (nreverse results))
+        (push (sly-agent-q--execute-call call approve hooks) results)))))
+
+(defsubst sly-agent-q--even-plist-p (object)
+  "Non-nil if OBJECT is a proper list of even length starting with a keyword."
+  (and (keywordp (car-safe object))
+       (let ((length (proper-list-p object)))
+         (and length (= 0 (% length 2))))))
+
+(defun sly-agent-q--execute-call (call approve hooks)
+  "Run the tool CALL with APPROVE and HOOKS; return its result plist.
+The usual shape, (:id ID :name NAME :arguments PLIST), is taken apart
+here: `plist-get' in Elisp is far cheaper than walking lists from the
+module.  Every other shape goes to the module whole."
+  (let ((name (and (sly-agent-q--even-plist-p call)
+                   (not (plist-member call :function))
+                   (plist-get call :name))))
+    (if (not name)
+        (car (sly-agent-q--module-execute (list call) approve hooks))
+      (let ((id (plist-get call :id))
+            (args (plist-get call :arguments)))
+        (if (sly-agent-q--even-plist-p args)
+            (apply #'sly-agent-q--module-execute-call approve hooks id name args)
+          (sly-agent-q--module-execute-call approve hooks id name args))))))
 
 (cl-defun sly-agent-q-define-tool (name description params
                                         &key required (safety-level :safe) categories handler)

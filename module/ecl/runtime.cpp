@@ -526,13 +526,15 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
     ~Waiting() { --count; }
   } waiting(impl.waiting);
 
-  // Spin while the worker is known to run the job; yield while it has not
-  // started, so a worker woken onto this CPU gets to run.
+  // Spin while the worker is known to be on a CPU: polling for this job or
+  // running it.  Yield only while a worker we had to wake has not started,
+  // so that it gets to run if it was woken onto this CPU.  (A system call
+  // per call, even a yield, made every call slower on a VM.)
   auto spin_until = start + kCallerSpin;
   while (job->state.load(std::memory_order_acquire) != JobState::Done) {
     auto now = Clock::now();
     if (now >= spin_until) break;
-    if (job->state.load(std::memory_order_relaxed) == JobState::Running)
+    if (!wake || job->state.load(std::memory_order_relaxed) == JobState::Running)
       cpu_relax();
     else
       sched_yield();

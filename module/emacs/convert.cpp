@@ -56,10 +56,7 @@ json list_to_json(const Env& env, emacs_value list, int depth) {
   std::vector<emacs_value> items = list_elements(env, list);
   if (!items.empty() && is_keyword(env, items[0])) {  // plist
     if (items.size() % 2 != 0) throw ConversionError("plist with an odd number of elements");
-    json object = json::object();
-    for (std::size_t i = 0; i < items.size(); i += 2)
-      object[key_name(env, items[i])] = to_json(env, items[i + 1], depth + 1);
-    return object;
+    return plist_pairs_to_json(env, static_cast<ptrdiff_t>(items.size()), items.data(), depth);
   }
   // A list of plists, e.g. tool parameters ((:name "x" :type :string) …),
   // is an array of objects, not an alist keyed by :name.
@@ -113,6 +110,15 @@ json hash_to_json(const Env& env, emacs_value table, int depth) {
 }
 
 }  // namespace
+
+json plist_pairs_to_json(const Env& env, ptrdiff_t count, const emacs_value* items, int depth) {
+  json object = json::object();
+  for (ptrdiff_t i = 0; i + 1 < count; i += 2) {
+    std::string key = key_name(env, items[i]);
+    if (!object.contains(key)) object[std::move(key)] = to_json(env, items[i + 1], depth + 1);
+  }
+  return object;
+}
 
 std::vector<emacs_value> list_elements(const Env& env, emacs_value list) {
   const Symbols& s = Env::sym();

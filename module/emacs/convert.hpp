@@ -39,6 +39,10 @@ emacs_value from_json(const Env& env, const json& value, int depth = 0);
 // dotted list.
 std::vector<emacs_value> list_elements(const Env& env, emacs_value list);
 
+// COUNT plist items (key, value, key, value …) → a JSON object.  As with
+// `plist-get', the first of repeated keys wins.  COUNT must be even.
+json plist_pairs_to_json(const Env& env, ptrdiff_t count, const emacs_value* items, int depth = 0);
+
 // A list (or vector) of strings/symbols, or a single one → names (keywords
 // without their colon); nil → {}.  For categories and required names,
 // where '(:files) is a list of names, not a plist.

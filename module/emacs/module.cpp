@@ -34,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 
 // Bumped when the Elisp ⇄ module interface changes; the Elisp side refuses
 // a module of another version (a stale build).
-constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 1";
+constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 2";
 
 struct Core {
   Registry registry;
@@ -167,11 +167,25 @@ emacs_value result_to_plist(const Env& env, const ToolResult& result) {
   return env.call(s.list, 10, plist);
 }
 
-std::optional<std::string> id_of(const json& call) {
-  auto it = call.find("id");
-  if (it == call.end() || it->is_null()) return std::nullopt;
-  if (it->is_string()) return it->get<std::string>();
-  return it->dump();
+std::optional<std::string> id_string(const json& id) {
+  if (id.is_null()) return std::nullopt;
+  if (id.is_string()) return id.get<std::string>();
+  return id.dump();
+}
+
+std::string name_string(const json& name) {
+  if (!name.is_string() || name.get_ref<const std::string&>().empty())
+    throw ConversionError("the tool call has no :name");
+  return name.get<std::string>();
+}
+
+// A call's :arguments as converted: absent → {}, a string is JSON text.
+json call_arguments(json arguments) {
+  if (arguments.is_null()) return json::object();
+  if (!arguments.is_string()) return arguments;
+  std::optional<json> parsed = parse_json_bounded(arguments.get_ref<const std::string&>());
+  if (!parsed) throw ConversionError("the :arguments string is not valid JSON (or nests deeper than 256 levels)");
+  return std::move(*parsed);
 }
 
 // A call plist (or alist, hash table, JSON string; also the OpenAI shape
@@ -179,24 +193,34 @@ std::optional<std::string> id_of(const json& call) {
 ToolCall to_tool_call(const Env& env, emacs_value value, std::optional<std::string>& id) {
   json call = object_to_json(env, value);
   if (!call.is_object()) throw ConversionError("a tool call must be a plist");
-  id = id_of(call);
+  if (auto it = call.find("id"); it != call.end()) id = id_string(*it);
   const json* source = &call;
   if (auto fn = call.find("function"); fn != call.end() && fn->is_object() && !call.contains("name")) source = &*fn;
   ToolCall tool_call;
   tool_call.id = id;
   auto name = source->find("name");
-  if (name == source->end() || !name->is_string() || name->get_ref<const std::string&>().empty())
-    throw ConversionError("the tool call has no :name");
-  tool_call.name = name->get<std::string>();
+  tool_call.name = name_string(name == source->end() ? json() : *name);
   auto arguments = source->find("arguments");
-  if (arguments == source->end() || arguments->is_null()) {
-    tool_call.arguments = json::object();
-  } else if (arguments->is_string()) {
-    std::optional<json> parsed = parse_json_bounded(arguments->get_ref<const std::string&>());
-    if (!parsed) throw ConversionError("the :arguments string is not valid JSON (or nests deeper than 256 levels)");
-    tool_call.arguments = std::move(*parsed);
+  tool_call.arguments = call_arguments(arguments == source->end() ? json() : std::move(*arguments));
+  return tool_call;
+}
+
+// The fast path's call, already taken apart by Elisp: ID, NAME and the
+// arguments either as one value or spread as a plist's keys and values.
+// Spreading spares the list walks (each a vconcat through funcall) that
+// dominate converting a small call.
+ToolCall spread_tool_call(const Env& env, emacs_value id_value, emacs_value name_value, ptrdiff_t count,
+                          emacs_value* arguments, std::optional<std::string>& id) {
+  id = id_string(to_json(env, id_value));
+  ToolCall tool_call;
+  tool_call.id = id;
+  tool_call.name = name_string(to_json(env, name_value));
+  if (count == 1) {
+    tool_call.arguments = call_arguments(to_json(env, arguments[0]));
+  } else if (count % 2 != 0) {
+    throw ConversionError("plist with an odd number of elements");
   } else {
-    tool_call.arguments = std::move(*arguments);
+    tool_call.arguments = plist_pairs_to_json(env, count, arguments);
   }
   return tool_call;
 }
@@ -240,6 +264,29 @@ ExecutionOptions options_for(const Env& env, emacs_value approval, emacs_value h
   return options;
 }
 
+// Runs one call that READ converts; a conversion failure is that call's
+// error result.  Throws NonLocalExit when a quit (or throw) is pending: it
+// propagates, and a batch's remaining calls do not run.
+template <typename Read>
+emacs_value run_call(const Env& env, const ExecutionOptions& options, Read read) {
+  if (options.context->cancelled()) throw NonLocalExit();
+  std::optional<std::string> id;
+  ToolResult result;
+  try {
+    ToolCall call = read(id);
+    result = core().executor.execute(call, options);
+  } catch (const ConversionError& e) {
+    result = invalid_call_result(id, e.what());
+  } catch (const NonLocalExit&) {
+    // Emacs refused to hand over a value (e.g. a string with raw bytes);
+    // only this call fails.  A quit still quits.
+    if (!env.clear_unless_quit()) throw;
+    result = invalid_call_result(id, "a value could not be read (strings must be valid Unicode text)");
+  }
+  if (env.exit_pending()) throw NonLocalExit();
+  return result_to_plist(env, result);
+}
+
 // (sly-agent-q--module-execute CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)
 emacs_value execute(const Env& env, ptrdiff_t, emacs_value* args) {
   const Symbols& s = Env::sym();
@@ -256,28 +303,22 @@ emacs_value execute(const Env& env, ptrdiff_t, emacs_value* args) {
     }
   }
   std::vector<emacs_value> results;
-  for (emacs_value value : calls) {
-    // Cancelled only with a quit (or throw) pending: it propagates, and the
-    // remaining calls do not run.
-    if (context.cancelled()) throw NonLocalExit();
-    std::optional<std::string> id;
-    ToolResult result;
-    try {
-      ToolCall call = to_tool_call(env, value, id);
-      result = core().executor.execute(call, options);
-    } catch (const ConversionError& e) {
-      result = invalid_call_result(id, e.what());
-    } catch (const NonLocalExit&) {
-      // Emacs refused to hand over a value (e.g. a string with raw bytes);
-      // only this call fails.  A quit still quits.
-      if (!env.clear_unless_quit()) throw;
-      result = invalid_call_result(id, "a value could not be read (strings must be valid Unicode text)");
-    }
-    // A quit during the call propagates (C-g abandons the batch).
-    if (env.exit_pending()) throw NonLocalExit();
-    results.push_back(result_to_plist(env, result));
-  }
+  for (emacs_value value : calls)
+    results.push_back(run_call(env, options, [&](std::optional<std::string>& id) {
+      return to_tool_call(env, value, id);
+    }));
   return env.call(s.list, static_cast<ptrdiff_t>(results.size()), results.data());
+}
+
+// (sly-agent-q--module-execute-call APPROVAL-FUNCTION HOOK-FUNCTIONS ID NAME &rest ARGUMENTS)
+// ARGUMENTS is one value (JSON string, hash table, alist, nil) or a plist's
+// keys and values spread out.
+emacs_value execute_call(const Env& env, ptrdiff_t nargs, emacs_value* args) {
+  EmacsCallContext context(env);
+  ExecutionOptions options = options_for(env, args[0], args[1], context);
+  return run_call(env, options, [&](std::optional<std::string>& id) {
+    return spread_tool_call(env, args[2], args[3], nargs - 4, args + 4, id);
+  });
 }
 
 // (sly-agent-q--module-define-tool NAME DESCRIPTION PARAMS REQUIRED SAFETY CATEGORIES)
@@ -460,6 +501,10 @@ extern "C" int emacs_module_init(struct emacs_runtime* runtime) noexcept {
   defun(raw, "sly-agent-q--module-execute", 3, 3, entry<execute>,
         "Run tool CALLS with APPROVAL-FUNCTION and HOOK-FUNCTIONS; return result plists.\n\n"
         "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)");
+  defun(raw, "sly-agent-q--module-execute-call", 4, emacs_variadic_function, entry<execute_call>,
+        "Run one tool call taken apart by the caller; return its result plist.\n"
+        "ARGUMENTS is one value or a plist's keys and values, spread.\n\n"
+        "(fn APPROVAL-FUNCTION HOOK-FUNCTIONS ID NAME &rest ARGUMENTS)");
   defun(raw, "sly-agent-q--module-define-tool", 6, 6, entry<define_tool>,
         "Register an Elisp-handled tool.\n\n(fn NAME DESCRIPTION PARAMS REQUIRED SAFETY CATEGORIES)");
   defun(raw, "sly-agent-q--module-list-tools", 0, 0, entry<list_tools>, "Sorted names of the registered tools.");

@@ -92,6 +92,38 @@
     (should (equal (plist-get result :id) "oa"))
     (should (equal (plist-get result :content) "=> 42"))))
 
+(ert-deftest sly-agent-q-api/fast-and-general-call-paths-agree ()
+  "Calls taken apart in Elisp give what the module's general conversion gives."
+  (let ((table (make-hash-table :test 'equal)))
+    (puthash "code" "(+ 1 2)" table)
+    (dolist (call `((:id "p" :name "evaluate_lisp" :arguments (:code "(+ 1 2)" :package "CL-USER"))
+                    (:id 7 :name "evaluate_lisp" :arguments (:code "(+ 1 2)"))
+                    (:id 1.5 :name evaluate_lisp :arguments (:code "(+ 1 2)"))
+                    (:name "evaluate_lisp" :id "h" :arguments ,table)
+                    (:id "j" :name "evaluate_lisp" :arguments "{\"code\": \"(+ 2 2)\"}")
+                    (:id "a" :name "evaluate_lisp" :arguments (("code" . "(+ 1 2)")))
+                    (:id "n" :name "evaluate_lisp" :arguments nil)
+                    (:id "n2" :name "evaluate_lisp")
+                    (:id "odd" :name "evaluate_lisp" :arguments (:code))
+                    (:id "odd3" :name "evaluate_lisp" :arguments (:code "1" :package))
+                    (:id "dup" :name "evaluate_lisp" :arguments (:code "(+ 1 1)" :code "(+ 2 2)"))
+                    (:id "dup-name" :name "evaluate_lisp" :name "nothing" :arguments (:code "3"))
+                    (:id "k" :name "evaluate_lisp" :arguments (:code "4" "package" "CL-USER"))
+                    (:id "t" :name "evaluate_lisp" :arguments (:code "5" :timeout 10 :capture-time :false))
+                    (:id "nm" :name "" :arguments (:code "1"))
+                    (:id "vec" :name "evaluate_lisp" :arguments [1 2])
+                    (:id "bad" :name "evaluate_lisp" :arguments (:code ,(string (unibyte-char-to-multibyte 200))))))
+      (let ((fast (car (sly-agent-q-execute-tool-calls (list call))))
+            (general (car (sly-agent-q--module-execute (list call) sly-agent-q-approval-function nil))))
+        (agentq-test-check-result fast)
+        ;; Where the general path cannot convert a call at all it loses the
+        ;; id too; the fast path still has it.
+        (should (equal (plist-get fast :id)
+                       (or (plist-get general :id) (plist-get call :id))))
+        (dolist (key '(:success :content :error))
+          (should (equal (list call key (plist-get fast key))
+                         (list call key (plist-get general key)))))))))
+
 (ert-deftest sly-agent-q-api/unknown-tool ()
   "An unknown tool gives \"Unknown tool: NAME\"."
   (let ((result (agentq-test-call "frobnicate_everything" '(:x "y"))))
