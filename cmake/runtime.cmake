@@ -37,15 +37,29 @@ target_compile_options(agentq_ecl PRIVATE ${ECL_CFLAGS})
 target_link_libraries(agentq_ecl PUBLIC agentq_core agentq_lisp ${ECL_LIBS} gc pthread)
 
 # ---------------------------------------------------------------- emacs/: the module
+# Two files in build/: sly-agent-q-module.so, the small loader Emacs loads
+# (module/emacs/loader.cpp), and sly-agent-q-core.so, the module itself,
+# which the loader opens with every symbol bound at once (see loader.cpp).
 file(GLOB EMACS_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/module/emacs/*.cpp)
-add_library(sly-agent-q-module MODULE ${EMACS_SOURCES})
+list(REMOVE_ITEM EMACS_SOURCES ${CMAKE_SOURCE_DIR}/module/emacs/loader.cpp)
+add_library(sly-agent-q-core MODULE ${EMACS_SOURCES})
+set_target_properties(sly-agent-q-core PROPERTIES
+  PREFIX ""
+  OUTPUT_NAME sly-agent-q-core
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+target_include_directories(sly-agent-q-core PRIVATE ${EMACS_MODULE_INCLUDE})
+target_link_libraries(sly-agent-q-core PRIVATE agentq_ecl)
+target_link_options(sly-agent-q-core PRIVATE -Wl,--no-undefined)
+
+add_library(sly-agent-q-module MODULE ${CMAKE_SOURCE_DIR}/module/emacs/loader.cpp)
 set_target_properties(sly-agent-q-module PROPERTIES
   PREFIX ""
   OUTPUT_NAME sly-agent-q-module
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 target_include_directories(sly-agent-q-module PRIVATE ${EMACS_MODULE_INCLUDE})
-target_link_libraries(sly-agent-q-module PRIVATE agentq_ecl)
+target_link_libraries(sly-agent-q-module PRIVATE ${CMAKE_DL_LIBS})
 target_link_options(sly-agent-q-module PRIVATE -Wl,--no-undefined)
+add_dependencies(sly-agent-q-module sly-agent-q-core)
 
 # ---------------------------------------------------------------- tests of the runtime (no Emacs)
 file(GLOB ECL_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/ecl/*.cpp)

@@ -41,7 +41,8 @@
 (defcustom sly-agent-q-module-file nil
   "The compiled module, sly-agent-q-module.so.
 nil means build/sly-agent-q-module.so next to the elisp/ directory, where
-`make' puts it."
+`make' puts it.  The module loads sly-agent-q-core.so from its own
+directory, so keep the two files together."
   :type '(choice (const :tag "Found in build/" nil) file))
 
 (defcustom sly-agent-q-eval-timeout 30

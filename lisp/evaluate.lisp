@@ -70,6 +70,37 @@ EXT:QUIT, EXT:EXIT or MP:EXIT-PROCESS on the worker thread."))
                 (error 'exit-intercepted :operator "MP:EXIT-PROCESS")
                 (apply original args))))))
 
+;;; ---------------------------------------------------------------- child processes
+
+(defun exit-status-word (process code)
+  "What C's system() returns for PROCESS that ended with CODE."
+  (if (eq (ext:external-process-status process) :exited) (* 256 code) code))
+
+(defun install-process-guards ()
+  "Child processes never get Emacs's terminal.  Standard input inherited
+with T becomes the null device, standard and error output inherited with T
+go to the evaluation's *STANDARD-OUTPUT* and *ERROR-OUTPUT*, and
+EXT:SYSTEM runs /bin/sh the same way.  (A child reading Emacs's terminal
+takes the keystrokes away from Emacs; one writing to it scrambles the
+display.)"
+  (let ((original (fdefinition 'ext:run-program)))
+    (setf (fdefinition 'ext:run-program)
+          (lambda (command argv &rest keys &key (input :stream) (output :stream) (error :output)
+                   &allow-other-keys)
+            ;; The first of repeated keys wins: ours come first.
+            (apply original command argv
+                   :input (if (eq input t) nil input)
+                   :output (if (eq output t) *standard-output* output)
+                   :error (if (eq error t) *error-output* error)
+                   keys))))
+  (setf (fdefinition 'ext:system)
+        (lambda (command)
+          (multiple-value-bind (stream code process)
+              (ext:run-program "/bin/sh" (list "-c" command)
+                               :input nil :output *standard-output* :error *error-output*)
+            (declare (ignore stream))
+            (exit-status-word process code)))))
+
 ;;; ---------------------------------------------------------------- conditions
 
 (defun safe-princ (object)
@@ -396,6 +427,7 @@ mutex locked, and C-g would freeze Emacs."
 (defun initialize (heap-limit)
   "Called once on the worker thread after boot."
   (install-exit-guards)
+  (install-process-guards)
   (let ((sink (make-broadcast-stream)))
     ;; Nothing of ours writes to Emacs's stdout/stderr or reads its stdin.
     (setf *terminal-io* *null-io*

@@ -22,10 +22,6 @@
 #include "emacs/convert.hpp"
 #include "emacs/env.hpp"
 
-extern "C" {
-int plugin_is_GPL_compatible;
-}
-
 namespace agentq::emacs {
 
 namespace {
@@ -487,7 +483,8 @@ void defun(emacs_env* raw, const char* name, ptrdiff_t min, ptrdiff_t max,
 
 }  // namespace agentq::emacs
 
-extern "C" int emacs_module_init(struct emacs_runtime* runtime) noexcept {
+// Called by the loader (loader.cpp) in place of emacs_module_init.
+extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(struct emacs_runtime* runtime) noexcept {
   using namespace agentq::emacs;
   if (runtime->size < static_cast<ptrdiff_t>(sizeof(*runtime))) return 1;
   emacs_env* raw = runtime->get_environment(runtime);

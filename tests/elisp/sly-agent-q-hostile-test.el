@@ -151,6 +151,27 @@ catch, format, return as error): [ERROR] TYPE, message, [Backtrace]; output befo
     ;; Emacs's own allocation still works.
     (should (= (length (make-string 100000 ?x)) 100000))))
 
+(ert-deftest sly-agent-q-hostile/child-processes-never-get-the-terminal ()
+  "Children that inherit stdio read the null device and write into the result.
+In a fresh Emacs, `cat' inheriting stdin ends at once, and output a child
+inherits reaches [stdout]/[stderr], never Emacs's own stdout (a terminal,
+when Emacs runs in one)."
+  (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
+               (agentq-test-run-emacs
+                '((require 'sly-agent-q)
+                  (dolist (code '("(nth-value 1 (ext:run-program \"/bin/cat\" nil :input t :output t :error t))"
+                                  "(ext:system \"echo SYSTEM-OUT; echo SYSTEM-ERR >&2; exit 3\")"
+                                  "(progn (ext:run-program \"/bin/sh\" '(\"-c\" \"echo CHILD-OUT\") :input t :output t) nil)"))
+                    (let ((result (car (sly-agent-q-execute-tool-calls
+                                        (list (list :id "p" :name "evaluate_lisp"
+                                                    :arguments (list :code code :timeout 5)))))))
+                      (princ (format "<%s>" (plist-get result :content)))))))))
+    (should (equal code 0))
+    (should (equal stdout
+                   (concat "<=> 0>"
+                           "<[stdout]\nSYSTEM-OUT\n\n[stderr]\nSYSTEM-ERR\n\n=> 768>"
+                           "<[stdout]\nCHILD-OUT\n\n=> NIL>")))))
+
 (ert-deftest sly-agent-q-hostile/timeout-keeps-partial-output ()
   "Output printed before the timeout is shown with the TIMEOUT error."
   (agentq-test-surviving

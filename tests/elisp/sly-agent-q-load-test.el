@@ -71,6 +71,25 @@
           (should (string-match-p "make" stderr)))
       (delete-file bogus))))
 
+(ert-deftest sly-agent-q-load/loader-without-core-says-make ()
+  "The loader alone, without sly-agent-q-core.so beside it: a user-error naming the missing file."
+  (let* ((dir (make-temp-file "agentq-loader-" t))
+         (loader (expand-file-name "sly-agent-q-module.so" dir)))
+    (unwind-protect
+        (progn
+          (copy-file (expand-file-name "build/sly-agent-q-module.so" agentq-test-root) loader)
+          (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
+                       (agentq-test-run-emacs
+                        `((setq sly-agent-q-module-file ,loader)
+                          (princ (condition-case err (progn (require 'sly-agent-q) "LOADED")
+                                   (user-error (concat "USER-ERROR: " (error-message-string err)))
+                                   (error (concat "OTHER-ERROR: " (error-message-string err)))))))))
+            (should (equal code 0))
+            (should (string-prefix-p "USER-ERROR: " stdout))
+            (should (string-match-p "sly-agent-q-core\\.so" stdout))
+            (should (string-match-p "make" stdout))))
+      (delete-directory dir t))))
+
 (ert-deftest sly-agent-q-load/shutdown-hook-installed ()
   (should (memq 'sly-agent-q--module-shutdown kill-emacs-hook)))
 
