@@ -29,9 +29,13 @@
 
 (defmacro bench--time-after-idle (n &rest body)
   "Time BODY N times, each after 1 ms idle; return the durations in seconds."
+  `(bench--time-after-idle-of 0.001 ,n ,@body))
+
+(defmacro bench--time-after-idle-of (seconds n &rest body)
+  "Time BODY N times, each after SECONDS idle; return the durations in seconds."
   `(let ((times nil))
      (dotimes (_ ,n)
-       (sleep-for 0.001)
+       (sleep-for ,seconds)
        (let ((start (float-time)))
          ,@body
          (push (- (float-time) start) times)))
@@ -68,3 +72,14 @@
   ;; thread hand-off at all, to read evaluate_cold against.
   (bench--report "elisp_tool_cold"
                  (bench--time-after-idle (/ bench-calls 4) (sly-agent-q-execute-tool-calls call))))
+
+;; Calls seconds apart, as an agent makes them: the worker has stopped
+;; polling (after 2 ms) and sleeps, and waking it is a futex wake-up, which
+;; costs far more on a VM than the call itself.  No target; for the record.
+(let ((evaluate (list (list :id "b" :name "evaluate_lisp" :arguments (list :code "(+ 1 2)"))))
+      (floor (list (list :id "e" :name "bench_echo" :arguments (list :x "hi")))))
+  (bench--report "evaluate_after_10ms_idle"
+                 (bench--time-after-idle-of 0.01 (/ bench-calls 40) (sly-agent-q-execute-tool-calls evaluate)))
+  (bench--report "elisp_tool_after_10ms_idle"
+                 (bench--time-after-idle-of 0.01 (/ bench-calls 40) (sly-agent-q-execute-tool-calls floor))))
+
