@@ -74,6 +74,20 @@ inline void cpu_relax() {
 constexpr auto kWorkerYieldEvery = std::chrono::microseconds(100);
 constexpr auto kWorkerPoll = std::chrono::milliseconds(2);
 constexpr auto kCallerSpin = std::chrono::microseconds(300);
+// A polling worker picks a job up within a microsecond or two when it is on
+// a CPU; one that has not after this long is not running (preempted, or
+// sharing our only CPU), and the caller yields to it.
+constexpr auto kPickupSpin = std::chrono::microseconds(20);
+
+// Spinning while another thread works only pays with a second CPU.
+bool can_spin() {
+  static const bool several = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) > 1;
+  }();
+  return several;
+}
 constexpr auto kPollSlice = std::chrono::milliseconds(5);
 constexpr auto kInterruptGrace = std::chrono::seconds(3);
 constexpr auto kInterruptRepeat = std::chrono::milliseconds(500);
@@ -526,15 +540,18 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
     ~Waiting() { --count; }
   } waiting(impl.waiting);
 
-  // Spin while the worker is known to be on a CPU: polling for this job or
-  // running it.  Yield only while a worker we had to wake has not started,
-  // so that it gets to run if it was woken onto this CPU.  (A system call
-  // per call, even a yield, made every call slower on a VM.)
-  auto spin_until = start + kCallerSpin;
+  // Spin while the worker is known to be on a CPU: polling for this job
+  // (it picks it up within kPickupSpin) or running it.  Yield while a worker
+  // we had to wake, or one that is slow to pick up, has not started, so it
+  // gets to run if it shares this CPU; with a single CPU, always yield.  (A
+  // system call per call, even a yield, made every call slower on a VM.)
+  const bool spin = can_spin();
+  auto spin_until = start + kCallerSpin, pickup_until = start + kPickupSpin;
   while (job->state.load(std::memory_order_acquire) != JobState::Done) {
     auto now = Clock::now();
     if (now >= spin_until) break;
-    if (!wake || job->state.load(std::memory_order_relaxed) == JobState::Running)
+    bool running = job->state.load(std::memory_order_relaxed) == JobState::Running;
+    if (spin && (running || (!wake && now < pickup_until)))
       cpu_relax();
     else
       sched_yield();
