@@ -189,13 +189,20 @@ running call."
        (let ((length (proper-list-p object)))
          (and length (= 0 (% length 2))))))
 
+(defun sly-agent-q--usual-call-p (call)
+  "Non-nil if CALL is a plist with no keys but :id, :name and :arguments."
+  (and (sly-agent-q--even-plist-p call)
+       (let ((tail call))
+         (while (and tail (memq (car tail) '(:id :name :arguments)))
+           (setq tail (cddr tail)))
+         (null tail))))
+
 (defun sly-agent-q--execute-call (call approve hooks)
   "Run the tool CALL with APPROVE and HOOKS; return its result plist.
 The usual shape, (:id ID :name NAME :arguments PLIST), is taken apart
 here: `plist-get' in Elisp is far cheaper than walking lists from the
 module.  Every other shape goes to the module whole."
-  (let ((name (and (sly-agent-q--even-plist-p call)
-                   (not (plist-member call :function))
+  (let ((name (and (sly-agent-q--usual-call-p call)
                    (plist-get call :name))))
     (if (not name)
         (car (sly-agent-q--module-execute (list call) approve hooks))

@@ -24,6 +24,7 @@ void Env::init_symbols(emacs_env* env) {
   s.cons = global(env, "cons");
   s.car = global(env, "car");
   s.cdr = global(env, "cdr");
+  s.plist_get = global(env, "plist-get");
   s.proper_list_p = global(env, "proper-list-p");
   s.length = global(env, "length");
   s.vconcat = global(env, "vconcat");

@@ -163,6 +163,9 @@ emacs_value result_to_plist(const Env& env, const ToolResult& result) {
   return env.call(s.list, 10, plist);
 }
 
+// Emacs refused to hand over a value, e.g. a string with raw bytes.
+constexpr const char* kUnreadableValue = "a value could not be read (strings must be valid Unicode text)";
+
 std::optional<std::string> id_string(const json& id) {
   if (id.is_null()) return std::nullopt;
   if (id.is_string()) return id.get<std::string>();
@@ -184,10 +187,34 @@ json call_arguments(json arguments) {
   return std::move(*parsed);
 }
 
+// The :id of a plist VALUE, if it has a convertible one.  `plist-get'
+// stops on circular and dotted lists; nothing here throws.
+std::optional<std::string> plist_id(const Env& env, emacs_value value) noexcept {
+  try {
+    if (!env.eq(env.type_of(value), Env::sym().cons_type)) return std::nullopt;
+    return id_string(to_json(env, env.call(Env::sym().plist_get, {value, Env::sym().id}), 1));
+  } catch (const NonLocalExit&) {
+    env.clear_unless_quit();
+  } catch (...) {
+  }
+  return std::nullopt;
+}
+
 // A call plist (or alist, hash table, JSON string; also the OpenAI shape
 // {id, function: {name, arguments}}) → a ToolCall.  Throws ConversionError.
 ToolCall to_tool_call(const Env& env, emacs_value value, std::optional<std::string>& id) {
-  json call = object_to_json(env, value);
+  json call;
+  try {
+    call = object_to_json(env, value);
+  } catch (const ConversionError&) {
+    // Keep the id of a plist call whose other parts cannot be converted.
+    id = plist_id(env, value);
+    throw;
+  } catch (const NonLocalExit&) {
+    if (!env.clear_unless_quit()) throw;
+    id = plist_id(env, value);
+    throw ConversionError(kUnreadableValue);
+  }
   if (!call.is_object()) throw ConversionError("a tool call must be a plist");
   if (auto it = call.find("id"); it != call.end()) id = id_string(*it);
   const json* source = &call;
@@ -207,16 +234,17 @@ ToolCall to_tool_call(const Env& env, emacs_value value, std::optional<std::stri
 // dominate converting a small call.
 ToolCall spread_tool_call(const Env& env, emacs_value id_value, emacs_value name_value, ptrdiff_t count,
                           emacs_value* arguments, std::optional<std::string>& id) {
-  id = id_string(to_json(env, id_value));
+  // Depths as if converting the whole call: its values are at depth 1.
+  id = id_string(to_json(env, id_value, 1));
   ToolCall tool_call;
   tool_call.id = id;
-  tool_call.name = name_string(to_json(env, name_value));
+  tool_call.name = name_string(to_json(env, name_value, 1));
   if (count == 1) {
-    tool_call.arguments = call_arguments(to_json(env, arguments[0]));
+    tool_call.arguments = call_arguments(to_json(env, arguments[0], 1));
   } else if (count % 2 != 0) {
     throw ConversionError("plist with an odd number of elements");
   } else {
-    tool_call.arguments = plist_pairs_to_json(env, count, arguments);
+    tool_call.arguments = plist_pairs_to_json(env, count, arguments, 1);
   }
   return tool_call;
 }
@@ -277,7 +305,7 @@ emacs_value run_call(const Env& env, const ExecutionOptions& options, Read read)
     // Emacs refused to hand over a value (e.g. a string with raw bytes);
     // only this call fails.  A quit still quits.
     if (!env.clear_unless_quit()) throw;
-    result = invalid_call_result(id, "a value could not be read (strings must be valid Unicode text)");
+    result = invalid_call_result(id, kUnreadableValue);
   }
   if (env.exit_pending()) throw NonLocalExit();
   return result_to_plist(env, result);
