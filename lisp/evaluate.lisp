@@ -76,30 +76,50 @@ EXT:QUIT, EXT:EXIT or MP:EXIT-PROCESS on the worker thread."))
   "What C's system() returns for PROCESS that ended with CODE."
   (if (eq (ext:external-process-status process) :exited) (* 256 code) code))
 
+(defun terminal-or-sink-p (stream)
+  "True for the process's own standard streams (Emacs's terminal) and for
+streams without a file descriptor that lead nowhere."
+  (or (member stream (list ext:+process-standard-input+ ext:+process-standard-output+
+                           ext:+process-error-output+))
+      (and (typep stream 'broadcast-stream) (null (broadcast-stream-streams stream)))))
+
+(defun child-stream (value default direction)
+  "What a child process gets for VALUE of its :INPUT, :OUTPUT or :ERROR
+\(DIRECTION).  T means DEFAULT, the current standard stream, as in
+EXT:RUN-PROGRAM itself.  Emacs's terminal is replaced by the evaluation's
+captured output, or by the null device."
+  (let ((stream (if (eq value t) default value)))
+    (cond ((not (and (streamp stream) (terminal-or-sink-p stream))) value)
+          ((and (not (eq direction :input)) (eq mp:*current-process* *worker*))
+           (if (eq direction :output) *stdout* *stderr*))
+          (t nil))))
+
 (defun install-process-guards ()
-  "Child processes never get Emacs's terminal.  Standard input inherited
-with T becomes the null device, standard and error output inherited with T
-go to the evaluation's *STANDARD-OUTPUT* and *ERROR-OUTPUT*, and
-EXT:SYSTEM runs /bin/sh the same way.  (A child reading Emacs's terminal
-takes the keystrokes away from Emacs; one writing to it scrambles the
-display.)"
-  (let ((original (fdefinition 'ext:run-program)))
-    (setf (fdefinition 'ext:run-program)
-          (lambda (command argv &rest keys &key (input :stream) (output :stream) (error :output)
-                   &allow-other-keys)
-            ;; The first of repeated keys wins: ours come first.
-            (apply original command argv
-                   :input (if (eq input t) nil input)
-                   :output (if (eq output t) *standard-output* output)
-                   :error (if (eq error t) *error-output* error)
-                   keys))))
-  (setf (fdefinition 'ext:system)
-        (lambda (command)
-          (multiple-value-bind (stream code process)
-              (ext:run-program "/bin/sh" (list "-c" command)
-                               :input nil :output *standard-output* :error *error-output*)
-            (declare (ignore stream))
-            (exit-status-word process code)))))
+  "Child processes never get Emacs's terminal.  EXT:RUN-PROGRAM gives them
+the evaluation's [stdout]/[stderr] or the null device where they would
+inherit it, also when the caller bound *STANDARD-OUTPUT* to the process's
+own stream; EXT:SYSTEM runs /bin/sh the same way.  (A child reading
+Emacs's terminal takes the keystrokes away from Emacs; one writing to it
+scrambles the display.)  Not covered: ECL's compiler calls its own
+RUN-PROGRAM directly, so gcc's messages can still reach the terminal."
+  (let* ((original (fdefinition 'ext:run-program))
+         (guarded (lambda (command argv &rest keys &key (input :stream) (output :stream)
+                           (error :output) &allow-other-keys)
+                    ;; The first of repeated keys wins: ours come first.
+                    (apply original command argv
+                           :input (child-stream input *standard-input* :input)
+                           :output (child-stream output *standard-output* :output)
+                           :error (child-stream error *error-output* :error)
+                           keys))))
+    (setf (fdefinition 'ext:run-program) guarded)
+    ;; GUARDED itself, not EXT:RUN-PROGRAM: compiled code may call ECL's
+    ;; own function directly, past the new definition.
+    (setf (fdefinition 'ext:system)
+          (lambda (command)
+            (multiple-value-bind (stream code process)
+                (funcall guarded "/bin/sh" (list "-c" command) :input nil :output t :error t)
+              (declare (ignore stream))
+              (exit-status-word process code))))))
 
 ;;; ---------------------------------------------------------------- conditions
 

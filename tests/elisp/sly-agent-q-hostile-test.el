@@ -161,7 +161,11 @@ when Emacs runs in one)."
                 '((require 'sly-agent-q)
                   (dolist (code '("(nth-value 1 (ext:run-program \"/bin/cat\" nil :input t :output t :error t))"
                                   "(ext:system \"echo SYSTEM-OUT; echo SYSTEM-ERR >&2; exit 3\")"
-                                  "(progn (ext:run-program \"/bin/sh\" '(\"-c\" \"echo CHILD-OUT\") :input t :output t) nil)"))
+                                  "(progn (ext:run-program \"/bin/sh\" '(\"-c\" \"echo CHILD-OUT\") :input t :output t) nil)"
+                                  ;; Bound to the process's own streams, the way ECL's compiler runs gcc.
+                                  "(let ((*standard-output* ext:+process-standard-output+) (*error-output* ext:+process-error-output+)) (ext:run-program \"/bin/sh\" '(\"-c\" \"echo GCC-OUT; echo GCC-ERR >&2\") :input nil :output t :error t) nil)"
+                                  ;; From a thread of its own, outside any evaluation.
+                                  "(let ((status nil)) (mp:process-join (mp:process-run-function \"t\" (lambda () (setf status (ext:system \"echo THREAD-OUT; exit 2\"))))) status)"))
                     (let ((result (car (sly-agent-q-execute-tool-calls
                                         (list (list :id "p" :name "evaluate_lisp"
                                                     :arguments (list :code code :timeout 5)))))))
@@ -170,7 +174,9 @@ when Emacs runs in one)."
     (should (equal stdout
                    (concat "<=> 0>"
                            "<[stdout]\nSYSTEM-OUT\n\n[stderr]\nSYSTEM-ERR\n\n=> 768>"
-                           "<[stdout]\nCHILD-OUT\n\n=> NIL>")))))
+                           "<[stdout]\nCHILD-OUT\n\n=> NIL>"
+                           "<[stdout]\nGCC-OUT\n\n[stderr]\nGCC-ERR\n\n=> NIL>"
+                           "<=> 512>")))))
 
 (ert-deftest sly-agent-q-hostile/timeout-keeps-partial-output ()
   "Output printed before the timeout is shown with the TIMEOUT error."
