@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <emacs-module.h>
 
+#include <cstdlib>
 #include <string>
 
 extern "C" {
@@ -31,10 +32,16 @@ void signal_error(emacs_env* env, const std::string& message) {
   env->non_local_exit_signal(env, env->intern(env, "error"), data);
 }
 
+// The core beside this file, following symbolic links to it: a link to
+// the loader elsewhere still finds the build's core.
 std::string core_path() {
   Dl_info self{};
   if (dladdr(reinterpret_cast<void*>(&signal_error), &self) == 0 || self.dli_fname == nullptr) return kCoreFile;
   std::string path = self.dli_fname;
+  if (char* real = realpath(self.dli_fname, nullptr)) {
+    path = real;
+    std::free(real);
+  }
   std::string::size_type slash = path.rfind('/');
   return (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + kCoreFile;
 }
@@ -46,7 +53,9 @@ extern "C" int emacs_module_init(struct emacs_runtime* runtime) noexcept {
   emacs_env* env = runtime->get_environment(runtime);
   try {
     std::string path = core_path();
-    void* core = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    // Local, like Emacs's own dlopen of modules: nothing of ours or of
+    // libecl enters the global scope that later modules link against.
+    void* core = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (core == nullptr) {
       const char* reason = dlerror();
       signal_error(env, reason ? reason : "cannot load " + path);

@@ -90,6 +90,22 @@
             (should (string-match-p "make" stdout))))
       (delete-directory dir t))))
 
+(ert-deftest sly-agent-q-load/module-through-a-symbolic-link ()
+  "A symbolic link to the module elsewhere still finds sly-agent-q-core.so of the build."
+  (let* ((dir (make-temp-file "agentq-link-" t))
+         (link (expand-file-name "sly-agent-q-module.so" dir)))
+    (unwind-protect
+        (progn
+          (make-symbolic-link (expand-file-name "build/sly-agent-q-module.so" agentq-test-root) link)
+          (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
+                       (agentq-test-run-emacs
+                        `((setq sly-agent-q-module-file ,link)
+                          (require 'sly-agent-q)
+                          (princ (plist-get (sly-agent-q--evaluate "(+ 1 2)") :content))))))
+            (should (equal code 0))
+            (should (equal stdout "=> 3"))))
+      (delete-directory dir t))))
+
 (ert-deftest sly-agent-q-load/shutdown-hook-installed ()
   (should (memq 'sly-agent-q--module-shutdown kill-emacs-hook)))
 
