@@ -96,8 +96,44 @@ void Env::signal_error(std::string_view message) const {
   env_->non_local_exit_signal(env_, symbols_.sly_agent_q_error, data);
 }
 
+namespace {
+
+// S with every byte that does not start a well-formed UTF-8 sequence
+// replaced by U+FFFD.  With ASCII_ONLY, every non-ASCII byte becomes '?'.
+std::string repaired_utf8(std::string_view s, bool ascii_only) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    unsigned char c = byte(i);
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n != 0 && i + n <= s.size() && !(ascii_only && n > 1);
+    for (std::size_t k = 1; ok && k < n; ++k) ok = (byte(i + k) & 0xC0) == 0x80;
+    if (ok) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += ascii_only ? "?" : "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 emacs_value Env::str(std::string_view s) const {
   emacs_value v = env_->make_string(env_, s.data(), static_cast<ptrdiff_t>(s.size()));
+  if (!exit_pending()) return v;
+  // Emacs refuses text that is not UTF-8: raw bytes that came in from a
+  // unibyte string (an id, a tool name).  Hand back a repaired copy rather
+  // than fail the whole batch over it.
+  for (bool ascii_only : {false, true}) {
+    if (!clear_unless_quit()) throw NonLocalExit();
+    std::string repaired = repaired_utf8(s, ascii_only);
+    v = env_->make_string(env_, repaired.data(), static_cast<ptrdiff_t>(repaired.size()));
+    if (!exit_pending()) return v;
+  }
   check();
   return v;
 }

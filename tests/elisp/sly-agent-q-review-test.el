@@ -99,6 +99,19 @@
     (should (equal (mapcar (lambda (r) (plist-get r :success)) results) '(nil t)))
     (should (string-match-p "Invalid tool call" (plist-get (car results) :content)))))
 
+(ert-deftest sly-agent-q-review/raw-bytes-in-ids-and-names-do-not-abort-the-batch ()
+  "Unibyte ids and tool names with raw bytes still give every call a result."
+  (let ((results (sly-agent-q-execute-tool-calls
+                  (list (list :id "\377" :name "evaluate_lisp" :arguments (list :code "(+ 1 2)"))
+                        (list :id "n" :name "tool\377" :arguments nil)
+                        (list :id "good" :name "evaluate_lisp" :arguments (list :code "(+ 2 2)"))))))
+    (should (= (length results) 3))
+    (mapc #'agentq-test-check-result results)
+    (should (equal (plist-get (nth 0 results) :id) "\uFFFD"))
+    (should (equal (plist-get (nth 0 results) :content) "=> 3"))
+    (should (equal (plist-get (nth 1 results) :content) "Unknown tool: tool\uFFFD"))
+    (should (equal (plist-get (nth 2 results) :content) "=> 4"))))
+
 (ert-deftest sly-agent-q-review/undefined-function-names-itself-in-the-backtrace ()
   "The contract's example: [ERROR] UNDEFINED-FUNCTION … [Backtrace] 0: (NONEXISTENT-FUNCTION)."
   (let ((content (agentq-test-eval-fails "(nonexistent-function 1 2)")))
