@@ -76,20 +76,42 @@ EXT:QUIT, EXT:EXIT or MP:EXIT-PROCESS on the worker thread."))
   "What C's system() returns for PROCESS that ended with CODE."
   (if (eq (ext:external-process-status process) :exited) (* 256 code) code))
 
-(defun terminal-or-sink-p (stream)
-  "True for the process's own standard streams (Emacs's terminal) and for
-streams without a file descriptor that lead nowhere."
-  (or (member stream (list ext:+process-standard-input+ ext:+process-standard-output+
-                           ext:+process-error-output+))
-      (and (typep stream 'broadcast-stream) (null (broadcast-stream-streams stream)))))
+(defvar *sink* (make-broadcast-stream)
+  "Where output of ours outside an evaluation goes: nowhere.")
+
+(defun terminal-bound-p (stream direction &optional (depth 0))
+  "True when STREAM reads (DIRECTION :INPUT) or writes the process's own
+standard input, output or error: Emacs's terminal.  Synonym, two-way, echo
+and broadcast streams are looked through."
+  (and (< depth 16)
+       (typecase stream
+         (synonym-stream
+          (let ((symbol (synonym-stream-symbol stream)))
+            (and (boundp symbol) (terminal-bound-p (symbol-value symbol) direction (1+ depth)))))
+         (two-way-stream
+          (terminal-bound-p (if (eq direction :input)
+                                (two-way-stream-input-stream stream)
+                                (two-way-stream-output-stream stream))
+                            direction (1+ depth)))
+         (echo-stream
+          (or (terminal-bound-p (echo-stream-output-stream stream) :output (1+ depth))
+              (and (eq direction :input)
+                   (terminal-bound-p (echo-stream-input-stream stream) :input (1+ depth)))))
+         (broadcast-stream
+          (some (lambda (s) (terminal-bound-p s direction (1+ depth))) (broadcast-stream-streams stream)))
+         (stream
+          (let ((fd (ignore-errors (ext:file-stream-fd stream))))
+            (and (integerp fd) (<= 0 fd 2)))))))
 
 (defun child-stream (value default direction)
   "What a child process gets for VALUE of its :INPUT, :OUTPUT or :ERROR
 \(DIRECTION).  T means DEFAULT, the current standard stream, as in
 EXT:RUN-PROGRAM itself.  Emacs's terminal is replaced by the evaluation's
-captured output, or by the null device."
+captured output, or by the null device; so is our sink."
   (let ((stream (if (eq value t) default value)))
-    (cond ((not (and (streamp stream) (terminal-or-sink-p stream))) value)
+    (cond ((not (streamp stream)) value)
+          ((eq stream *sink*) nil)
+          ((not (terminal-bound-p stream direction)) value)
           ((and (not (eq direction :input)) (eq mp:*current-process* *worker*))
            (if (eq direction :output) *stdout* *stderr*))
           (t nil))))
@@ -448,7 +470,7 @@ mutex locked, and C-g would freeze Emacs."
   "Called once on the worker thread after boot."
   (install-exit-guards)
   (install-process-guards)
-  (let ((sink (make-broadcast-stream)))
+  (let ((sink *sink*))
     ;; Nothing of ours writes to Emacs's stdout/stderr or reads its stdin.
     (setf *terminal-io* *null-io*
           *standard-input* *null-input*

@@ -205,7 +205,8 @@ cl_object next_job() {
     for (auto now = start; impl.queued.load(std::memory_order_acquire) == 0 && now < poll_until;
          now = Clock::now()) {
       cpu_relax();
-      if (now >= next_yield) {
+      // With a single CPU the caller needs it back at once.
+      if (now >= next_yield || !can_spin()) {
         sched_yield();
         next_yield = now + kWorkerYieldEvery;
       }

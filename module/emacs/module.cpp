@@ -391,7 +391,14 @@ emacs_value define_tool(const Env& env, ptrdiff_t, emacs_value* args) {
     const Symbols& s = Env::sym();
     emacs_value answer = env.call(s.call_elisp_handler, {env.str(name), from_json(env, arguments)});
     bool success = !env.is_nil(env.call(s.car, {answer}));
-    return {success, env.to_string(env.call(s.cdr, {answer}))};
+    try {
+      return {success, env.to_string(env.call(s.cdr, {answer}))};
+    } catch (const NonLocalExit&) {
+      // Text with raw bytes (decoded from a non-UTF-8 source) fails this
+      // call only; a quit still quits.
+      if (!env.clear_unless_quit()) throw;
+      return {false, "Tool error: the handler of " + name + " returned text that is not valid Unicode"};
+    }
   };
   core().registry.register_tool(std::move(tool));
   return env.str(name);

@@ -164,6 +164,8 @@ when Emacs runs in one)."
                                   "(progn (ext:run-program \"/bin/sh\" '(\"-c\" \"echo CHILD-OUT\") :input t :output t) nil)"
                                   ;; Bound to the process's own streams, the way ECL's compiler runs gcc.
                                   "(let ((*standard-output* ext:+process-standard-output+) (*error-output* ext:+process-error-output+)) (ext:run-program \"/bin/sh\" '(\"-c\" \"echo GCC-OUT; echo GCC-ERR >&2\") :input nil :output t :error t) nil)"
+                                  ;; Wrapped in other streams.
+                                  "(progn (ext:run-program \"/bin/sh\" '(\"-c\" \"echo SYN-OUT\") :input (make-two-way-stream ext:+process-standard-input+ *standard-output*) :output (make-synonym-stream 'ext:+process-standard-output+)) nil)"
                                   ;; From a thread of its own, outside any evaluation.
                                   "(let ((status nil)) (mp:process-join (mp:process-run-function \"t\" (lambda () (setf status (ext:system \"echo THREAD-OUT; exit 2\"))))) status)"))
                     (let ((result (car (sly-agent-q-execute-tool-calls
@@ -176,6 +178,7 @@ when Emacs runs in one)."
                            "<[stdout]\nSYSTEM-OUT\n\n[stderr]\nSYSTEM-ERR\n\n=> 768>"
                            "<[stdout]\nCHILD-OUT\n\n=> NIL>"
                            "<[stdout]\nGCC-OUT\n\n[stderr]\nGCC-ERR\n\n=> NIL>"
+                           "<[stdout]\nSYN-OUT\n\n=> NIL>"
                            "<=> 512>")))))
 
 (ert-deftest sly-agent-q-hostile/timeout-keeps-partial-output ()

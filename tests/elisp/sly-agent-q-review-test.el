@@ -112,6 +112,27 @@
     (should (equal (plist-get (nth 1 results) :content) "Unknown tool: tool\uFFFD"))
     (should (equal (plist-get (nth 2 results) :content) "=> 4"))))
 
+(ert-deftest sly-agent-q-review/raw-bytes-are-repaired-not-flattened ()
+  "Only the ill-formed bytes become U+FFFD; valid characters around them stay."
+  (let ((result (car (sly-agent-q-execute-tool-calls
+                      (list (list :id (string-to-unibyte "\303\251\300\200\364\220\200\200 ok")
+                                  :name "evaluate_lisp" :arguments (list :code "(+ 1 2)")))))))
+    (should (equal (plist-get result :id) "\u00e9\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD ok"))
+    (should (equal (plist-get result :content) "=> 3"))))
+
+(ert-deftest sly-agent-q-review/elisp-tool-returning-raw-bytes-fails-only-its-call ()
+  "An Elisp handler's text with raw bytes is that call's error, not the batch's."
+  (sly-agent-q-define-tool "raw_text_tool" "Returns text with a raw byte." nil
+                           :handler (lambda (_) (decode-coding-string "caf\303\251 \377" 'utf-8)))
+  (let ((results (sly-agent-q-execute-tool-calls
+                  '((:id "a" :name "evaluate_lisp" :arguments (:code "(+ 1 2)"))
+                    (:id "b" :name "raw_text_tool")
+                    (:id "c" :name "evaluate_lisp" :arguments (:code "(+ 2 2)"))))))
+    (mapc #'agentq-test-check-result results)
+    (should (equal (mapcar (lambda (r) (plist-get r :success)) results) '(t nil t)))
+    (should (string-match-p "not valid Unicode" (plist-get (nth 1 results) :error)))
+    (should (equal (plist-get (nth 2 results) :content) "=> 4"))))
+
 (ert-deftest sly-agent-q-review/undefined-function-names-itself-in-the-backtrace ()
   "The contract's example: [ERROR] UNDEFINED-FUNCTION … [Backtrace] 0: (NONEXISTENT-FUNCTION)."
   (let ((content (agentq-test-eval-fails "(nonexistent-function 1 2)")))
