@@ -71,40 +71,40 @@
           (should (string-match-p "make" stderr)))
       (delete-file bogus))))
 
-(ert-deftest sly-agent-q-load/loader-without-core-says-make ()
-  "The loader alone, without sly-agent-q-core.so beside it: a user-error naming the missing file."
-  (let* ((dir (make-temp-file "agentq-loader-" t))
-         (loader (expand-file-name "sly-agent-q-module.so" dir)))
+(defun agentq-test--run-with-placed-module (place forms)
+  "Run FORMS in a fresh Emacs loading the build's module from a temporary directory.
+PLACE, `copy-file' or `make-symbolic-link', puts it there (without
+sly-agent-q-core.so).  Returns what `agentq-test-run-emacs' returns."
+  (let* ((dir (make-temp-file "agentq-placed-" t))
+         (module (expand-file-name "sly-agent-q-module.so" dir)))
     (unwind-protect
         (progn
-          (copy-file (expand-file-name "build/sly-agent-q-module.so" agentq-test-root) loader)
-          (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
-                       (agentq-test-run-emacs
-                        `((setq sly-agent-q-module-file ,loader)
-                          (princ (condition-case err (progn (require 'sly-agent-q) "LOADED")
-                                   (user-error (concat "USER-ERROR: " (error-message-string err)))
-                                   (error (concat "OTHER-ERROR: " (error-message-string err)))))))))
-            (should (equal code 0))
-            (should (string-prefix-p "USER-ERROR: " stdout))
-            (should (string-match-p "sly-agent-q-core\\.so" stdout))
-            (should (string-match-p "make" stdout))))
+          (funcall place (expand-file-name "build/sly-agent-q-module.so" agentq-test-root) module)
+          (agentq-test-run-emacs (cons `(setq sly-agent-q-module-file ,module) forms)))
       (delete-directory dir t))))
+
+(ert-deftest sly-agent-q-load/loader-without-core-says-make ()
+  "The loader alone, without sly-agent-q-core.so beside it: a user-error naming the missing file."
+  (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
+               (agentq-test--run-with-placed-module
+                #'copy-file
+                '((princ (condition-case err (progn (require 'sly-agent-q) "LOADED")
+                           (user-error (concat "USER-ERROR: " (error-message-string err)))
+                           (error (concat "OTHER-ERROR: " (error-message-string err)))))))))
+    (should (equal code 0))
+    (should (string-prefix-p "USER-ERROR: " stdout))
+    (should (string-match-p "sly-agent-q-core\\.so" stdout))
+    (should (string-match-p "make" stdout))))
 
 (ert-deftest sly-agent-q-load/module-through-a-symbolic-link ()
   "A symbolic link to the module elsewhere still finds sly-agent-q-core.so of the build."
-  (let* ((dir (make-temp-file "agentq-link-" t))
-         (link (expand-file-name "sly-agent-q-module.so" dir)))
-    (unwind-protect
-        (progn
-          (make-symbolic-link (expand-file-name "build/sly-agent-q-module.so" agentq-test-root) link)
-          (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
-                       (agentq-test-run-emacs
-                        `((setq sly-agent-q-module-file ,link)
-                          (require 'sly-agent-q)
-                          (princ (plist-get (sly-agent-q--evaluate "(+ 1 2)") :content))))))
-            (should (equal code 0))
-            (should (equal stdout "=> 3"))))
-      (delete-directory dir t))))
+  (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
+               (agentq-test--run-with-placed-module
+                #'make-symbolic-link
+                '((require 'sly-agent-q)
+                  (princ (plist-get (sly-agent-q--evaluate "(+ 1 2)") :content))))))
+    (should (equal code 0))
+    (should (equal stdout "=> 3"))))
 
 (ert-deftest sly-agent-q-load/shutdown-hook-installed ()
   (should (memq 'sly-agent-q--module-shutdown kill-emacs-hook)))
