@@ -69,8 +69,8 @@ inline void cpu_relax() {
 // one (agent tool calls come in bursts) until kWorkerPoll, yielding the CPU
 // every kWorkerYieldEvery to anything runnable there.  (Yielding on every turn
 // made the next evaluation 4x slower: each system call left the worker's
-// TLB and caches cold.)  The caller
-// spins while the worker is known to run the job (see NOTES.md, "Speed").
+// TLB and caches cold.)  The caller spins while the worker is known to be
+// on a CPU (see NOTES.md, "Speed").  With a single CPU both sides yield.
 constexpr auto kWorkerYieldEvery = std::chrono::microseconds(100);
 constexpr auto kWorkerPoll = std::chrono::milliseconds(2);
 constexpr auto kCallerSpin = std::chrono::microseconds(300);
@@ -78,6 +78,11 @@ constexpr auto kCallerSpin = std::chrono::microseconds(300);
 // a CPU; one that has not after this long is not running (preempted, or
 // sharing our only CPU), and the caller yields to it.
 constexpr auto kPickupSpin = std::chrono::microseconds(20);
+constexpr auto kPollSlice = std::chrono::milliseconds(5);
+constexpr auto kInterruptGrace = std::chrono::seconds(3);
+constexpr auto kInterruptRepeat = std::chrono::milliseconds(500);
+constexpr auto kDeferredRetry = std::chrono::milliseconds(1);
+constexpr auto kBootTimeout = std::chrono::seconds(20);
 
 // Spinning while another thread works only pays with a second CPU.
 bool can_spin() {
@@ -88,11 +93,6 @@ bool can_spin() {
   }();
   return several;
 }
-constexpr auto kPollSlice = std::chrono::milliseconds(5);
-constexpr auto kInterruptGrace = std::chrono::seconds(3);
-constexpr auto kInterruptRepeat = std::chrono::milliseconds(500);
-constexpr auto kDeferredRetry = std::chrono::milliseconds(1);
-constexpr auto kBootTimeout = std::chrono::seconds(20);
 
 }  // namespace
 
@@ -202,11 +202,11 @@ cl_object next_job() {
   {
     auto start = Clock::now();
     auto poll_until = start + kWorkerPoll, next_yield = start + kWorkerYieldEvery;
+    const bool spin = can_spin();  // with a single CPU the caller needs it back at once
     for (auto now = start; impl.queued.load(std::memory_order_acquire) == 0 && now < poll_until;
          now = Clock::now()) {
       cpu_relax();
-      // With a single CPU the caller needs it back at once.
-      if (now >= next_yield || !can_spin()) {
+      if (now >= next_yield || !spin) {
         sched_yield();
         next_yield = now + kWorkerYieldEvery;
       }
