@@ -15,8 +15,15 @@ evaluated code changes it for the following calls.")
 (defvar *worker* nil "The ECL process that runs jobs.")
 (defvar *watchdog* nil "The ECL process that interrupts the worker.")
 (defvar *heap-limit* nil "Heap limit in bytes re-armed after exhaustion, or NIL.")
+(defvar *stack-sizes* '()
+  "Plist of the worker's stack sizes in entries (EXT:BINDING-STACK,
+EXT:FRAME-STACK) set at boot, which EXT:GET-LIMIT does not report.")
 (defvar *warnings* nil)
 (defvar *stack-overflowed* nil)
+(defvar *failure-in-flight* nil
+  "The [ERROR] text FAIL is unwinding with, until the next evaluation.
+ECL 21.2 can lose its target while unwinding from a frame-stack overflow
+and unwind past every Lisp frame; the host then reports this text.")
 (defvar *exit-process* nil "The original MP:EXIT-PROCESS.")
 
 (defconstant +backtrace-frames+ 20)
@@ -210,7 +217,8 @@ RUN-PROGRAM directly, so gcc's messages can still reach the terminal."
 signalled, then unwind out of the evaluation."
   (when (typep condition 'ext:stack-overflow)
     (setf *stack-overflowed* t))
-  (throw '%evaluation-failed (error-text condition note)))
+  (throw '%evaluation-failed
+    (setf *failure-in-flight* (error-text condition note))))
 
 (defun debugger-hook (condition hook)
   (declare (ignore hook))
@@ -292,7 +300,7 @@ Returns two values: true on success, and the result text of the contract
 failure the [ERROR] text."
   (capture-reset *stdout-capture* output-limit)
   (capture-reset *stderr-capture* output-limit)
-  (setf *warnings* '() *stack-overflowed* nil)
+  (setf *warnings* '() *stack-overflowed* nil *failure-in-flight* nil)
   (unless (live-package-p *session-package*)
     ;; Deleted by evaluated code: start over in CL-USER (or CL), and say so.
     (setf *session-package* (printing-package))
@@ -358,7 +366,7 @@ failure the [ERROR] text."
 (defun restore-limits ()
   "Re-arm the stack guards an overflow used up, and the heap limit."
   (dolist (limit '(ext:c-stack ext:lisp-stack ext:binding-stack ext:frame-stack))
-    (let ((size (ext:get-limit limit)))
+    (let ((size (or (getf *stack-sizes* limit) (ext:get-limit limit))))
       ;; 0 means "ECL's default, size unknown": setting it would shrink the stack.
       (when (plusp size)
         (ignore-errors (ext:set-limit limit size)))))
@@ -428,6 +436,17 @@ instead of leaking it into later results."
         (values nil (aborted-text text timeout-ms))
         (values status text))))
 
+(defun escaped-job-text ()
+  "Called by the host when a non-local exit unwound past WORKER-LOOP while
+a job ran: re-arm the limits and return the job's [ERROR] text, or NIL
+when no failure was being unwound."
+  (restore-limits)
+  (let ((text (shiftf *failure-in-flight* nil)))
+    (when text
+      (with-output-to-string (out)
+        (write-string text out)
+        (output-sections-after-error out)))))
+
 (defun last-resort-debugger-hook (condition hook)
   "Installed globally: no Lisp thread of ours may ever reach ECL's debugger,
 which would read Emacs's standard input.  The worker fails its job and goes
@@ -466,8 +485,9 @@ mutex locked, and C-g would freeze Emacs."
         (let ((id id) (reason reason))
           (mp:interrupt-process *worker* (lambda () (interrupt-job id reason)))))))))
 
-(defun initialize (heap-limit)
-  "Called once on the worker thread after boot."
+(defun initialize (heap-limit binding-stack frame-stack)
+  "Called once on the worker thread after boot, which made the worker's
+stacks BINDING-STACK and FRAME-STACK entries deep."
   (install-exit-guards)
   (install-process-guards)
   (let ((sink *sink*))
@@ -482,16 +502,14 @@ mutex locked, and C-g would freeze Emacs."
           *debugger-hook* #'last-resort-debugger-hook
           ext:*invoke-debugger-hook* #'last-resort-debugger-hook))
   (si::gc-stats t)
-  ;; Explicit sizes, so RESTORE-LIMITS knows what to re-arm after an overflow.
-  (ext:set-limit 'ext:binding-stack 65536)
-  (ext:set-limit 'ext:frame-stack 16384)
+  (setf *stack-sizes* (list 'ext:binding-stack binding-stack 'ext:frame-stack frame-stack))
   (when (plusp heap-limit) (set-heap-limit heap-limit))
   (mp:process-run-function "agent-q watchdog" #'watchdog-loop)
   t)
 
-(defun boot (heap-limit)
+(defun boot (heap-limit binding-stack frame-stack)
   "INITIALIZE, reporting a failure as a string (NIL on success) for the
 host's boot error message."
-  (handler-case (progn (initialize heap-limit) nil)
+  (handler-case (progn (initialize heap-limit binding-stack frame-stack) nil)
     (serious-condition (condition)
       (format nil "~A: ~A" (type-name condition) (safe-princ condition)))))

@@ -331,6 +331,14 @@ cl_object gc_time_ms() {
 // The signal ECL uses to interrupt a thread, named for the interrupt gate.
 const int kInterruptSignal = SIGRTMIN + 2;
 
+// The worker's binding and frame stacks, in entries (ECL's defaults are
+// 8192 and 2048): deep recursion through special bindings or handlers
+// should end in the C stack's overflow, not these.  Given to cl_boot so
+// the stacks are made at their size instead of grown (and copied, and
+// collected for) afterwards; the Lisp side re-arms them at these sizes.
+constexpr cl_fixnum kBindingStackEntries = 65536;
+constexpr cl_fixnum kFrameStackEntries = 16384;
+
 void set_boot_options() {
   ecl_set_option(ECL_OPT_TRAP_SIGINT, 0);             // Emacs owns SIGINT (C-g on a tty)
   ecl_set_option(ECL_OPT_SIGNAL_HANDLING_THREAD, 0);  // would mask async signals process-wide
@@ -346,6 +354,20 @@ void set_boot_options() {
   ecl_set_option(ECL_OPT_SET_GMP_MEMORY_FUNCTIONS, 0);
   ecl_set_option(ECL_OPT_INCREMENTAL_GC, 0);
 }
+
+// Threads made later (the watchdog, evaluated code's) get ECL's defaults.
+struct WorkerStackOptions {
+  cl_fixnum binding = ecl_get_option(ECL_OPT_BIND_STACK_SIZE);
+  cl_fixnum frame = ecl_get_option(ECL_OPT_FRAME_STACK_SIZE);
+  WorkerStackOptions() {
+    ecl_set_option(ECL_OPT_BIND_STACK_SIZE, kBindingStackEntries);
+    ecl_set_option(ECL_OPT_FRAME_STACK_SIZE, kFrameStackEntries);
+  }
+  void restore_defaults() const {
+    ecl_set_option(ECL_OPT_BIND_STACK_SIZE, binding);
+    ecl_set_option(ECL_OPT_FRAME_STACK_SIZE, frame);
+  }
+};
 
 // Runs after everything else at exit only if nobody called shutdown():
 // registered after cl_boot, so it runs before ECL's own atexit handler,
@@ -363,10 +385,23 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     ecl_def_c_function(lisp_symbol("%NEXT-INTERRUPT"), reinterpret_cast<cl_objectfn_fixed>(next_interrupt), 0);
     ecl_def_c_function(lisp_symbol("%GC-TIME-MS"), reinterpret_cast<cl_objectfn_fixed>(gc_time_ms), 0);
     ecl_def_c_function(lisp_symbol("%CURRENT-JOB"), reinterpret_cast<cl_objectfn_fixed>(current_job), 0);
-    failure = cl_funcall(2, lisp_symbol("BOOT"), ecl_make_unsigned_integer(heap_limit));
+    failure = cl_funcall(4, lisp_symbol("BOOT"), ecl_make_unsigned_integer(heap_limit),
+                         ecl_make_fixnum(kBindingStackEntries), ecl_make_fixnum(kFrameStackEntries));
   }
   ECL_CATCH_ALL_END;
   return failure;
+}
+
+// After a non-local exit escaped WORKER-LOOP: the escaped job's [ERROR]
+// text from the Lisp side, or NIL.  Kept free of C++ objects with
+// destructors, like load_lisp_side.
+cl_object escaped_job_text(cl_env_ptr env) {
+  cl_object text = ECL_NIL;
+  ECL_CATCH_ALL_BEGIN(env) {
+    text = cl_funcall(1, lisp_symbol("ESCAPED-JOB-TEXT"));
+  }
+  ECL_CATCH_ALL_END;
+  return text;
 }
 
 // Returns true when WORKER-LOOP returned normally (stop requested), false
@@ -388,7 +423,9 @@ void* worker_main(void*) {
   remember_host_signal_handlers();
   char arg0[] = "sly-agent-q";
   char* argv[] = {arg0, nullptr};
+  WorkerStackOptions stack_options;
   cl_boot(1, argv);
+  stack_options.restore_defaults();
   impl.cl_boot_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
   std::atexit(shutdown_at_exit);
   route_signals_by_thread();
@@ -417,6 +454,7 @@ void* worker_main(void*) {
   // A non-local exit that escapes the loop (it should not) fails the job it
   // interrupted; the loop then starts again.
   while (!run_worker_loop(env)) {
+    cl_object escaped = escaped_job_text(env);
     std::shared_ptr<Job> job;
     {
       std::lock_guard lock(impl.mutex);
@@ -424,7 +462,9 @@ void* worker_main(void*) {
     }
     if (job) {
       job->success = false;
-      job->text = "[ERROR] CONTROL-ERROR\nA non-local exit escaped the evaluation; the session is still alive.";
+      job->text = ecl_stringp(escaped)
+                      ? lisp_string_to_utf8(escaped)
+                      : "[ERROR] CONTROL-ERROR\nA non-local exit escaped the evaluation; the session is still alive.";
       job->state.store(JobState::Done);
       impl.wake_callers();
     }

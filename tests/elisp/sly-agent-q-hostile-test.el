@@ -76,6 +76,34 @@
         (should (string-match-p "STACK-OVERFLOW" text))
         (agentq-test-should-be-alive)))))
 
+(ert-deftest sly-agent-q-hostile/frame-stack-overflow ()
+  "Nesting CATCH past the frame stack is a STACK-OVERFLOW error with the
+output before it, again and again; the frame stack keeps its size.
+ECL 21.2 may lose the unwinding's target here and unwind past every
+Lisp frame; the error must be the same either way."
+  (agentq-test-surviving
+    (agentq-test-eval-ok
+     "(defun cl-user::agentq-catches (n) (catch n (if (= n 0) 0 (1+ (cl-user::agentq-catches (1- n))))))")
+    (dotimes (_ 3)
+      (let ((text (agentq-test-eval-fails
+                   "(princ :before-overflow) (cl-user::agentq-catches 30000)" :timeout 20)))
+        (should (string-prefix-p "[ERROR] EXT:STACK-OVERFLOW\nFRAME-STACK overflow" text))
+        (should (string-match-p "\\[stdout\\]\nBEFORE-OVERFLOW" text)))
+      (should (equal (agentq-test-eval-ok "(cl-user::agentq-catches 15000)") "=> 15000"))
+      (agentq-test-should-be-alive))))
+
+(ert-deftest sly-agent-q-hostile/deep-special-bindings ()
+  "The worker's binding stack holds more than ECL's default 8192 bindings;
+past its size the overflow is an error and the guard is re-armed."
+  (agentq-test-surviving
+    (agentq-test-eval-ok
+     "(defvar cl-user::*agentq-depth* 0) (defun cl-user::agentq-binds (n) (let ((cl-user::*agentq-depth* n)) (if (= n 0) 0 (1+ (cl-user::agentq-binds (1- n))))))")
+    (should (equal (agentq-test-eval-ok "(cl-user::agentq-binds 20000)") "=> 20000"))
+    (dotimes (_ 2)
+      (should (string-match-p "STACK-OVERFLOW"
+                              (agentq-test-eval-fails "(cl-user::agentq-binds 1000000)" :timeout 20)))
+      (should (equal (agentq-test-eval-ok "(cl-user::agentq-binds 20000)") "=> 20000")))))
+
 (ert-deftest sly-agent-q-hostile/unprintable-value ()
   "A value whose printing fails is an error, not a crash."
   (agentq-test-surviving
