@@ -25,6 +25,9 @@ EXT:FRAME-STACK) set at boot, which EXT:GET-LIMIT does not report.")
 ECL 21.2 can lose its target while unwinding from a frame-stack overflow
 and unwind past every Lisp frame; the host then reports this text.")
 (defvar *exit-process* nil "The original MP:EXIT-PROCESS.")
+(defvar *values-stream* nil
+  "A string output stream VALUES-TEXT reuses for plain values: making one
+per evaluation cost more than printing a small value.")
 
 (defconstant +backtrace-frames+ 20)
 
@@ -243,31 +246,80 @@ signalled, then unwind out of the evaluation."
             (*print-pretty* nil) (*print-readably* nil))
         (prin1 value stream))))
 
+(defun plain-value-p (value)
+  "True when printing VALUE runs no user code (no PRINT-OBJECT method), so
+no user code can keep the stream it is printed to."
+  (or (numberp value) (characterp value) (symbolp value) (stringp value)))
+
 (defun values-text (values any output-limit)
   "The => lines for VALUES, cut at OUTPUT-LIMIT characters with a marker."
   (let ((text (cond ((not any) "; No forms to evaluate")
                     ((null values) "; No values")
-                    (t (let ((out (make-string-output-stream)))
+                    (t (let* ((plain (loop for value in values always (plain-value-p value)))
+                              (out (or (and plain (shiftf *values-stream* nil))
+                                       (make-string-output-stream))))
                          (loop for (value . more) on values
                                do (write-string "=> " out)
                                   (print-value value out)
                                   (when more (terpri out)))
-                         (get-output-stream-string out))))))
+                         (prog1 (get-output-stream-string out)
+                           (when plain
+                             ;; ECL keeps the column after GET-OUTPUT-STREAM-STRING
+                             ;; (the pretty printer would indent from there): a
+                             ;; newline resets it, FILE-POSITION drops the newline.
+                             (terpri out)
+                             (file-position out 0)
+                             (setf *values-stream* out))))))))
     (if (> (length text) output-limit)
         (format nil "~A~%~A" (subseq text 0 output-limit)
                 (truncation-marker (- (length text) output-limit) output-limit))
         text)))
 
+(defun simple-form-p (form depth)
+  "True when FORM evaluates the same without ECL's bytecode compiler: a
+self-evaluating object, a keyword, T, NIL, a QUOTE form, or a call of a
+global function (not a macro or special operator) on at most 32 such forms,
+nested at most DEPTH calls deep."
+  (declare (fixnum depth))
+  (cond ((consp form)
+         (let ((operator (car form)) (arguments (cdr form)))
+           (if (eq operator 'quote)
+               (and (consp arguments) (null (cdr arguments)))
+               (and (plusp depth) (symbolp operator) (fboundp operator)
+                    (not (special-operator-p operator)) (not (macro-function operator))
+                    (do ((rest arguments (cdr rest)) (count 0 (1+ count)))
+                        ((atom rest) (null rest))
+                      (declare (fixnum count))
+                      (unless (and (< count 32) (simple-form-p (car rest) (1- depth)))
+                        (return nil)))))))
+        ((symbolp form) (or (keywordp form) (eq form t) (eq form nil)))
+        (t t)))
+
+(defun simple-eval (form)
+  "Evaluate FORM, for which SIMPLE-FORM-P is true: arguments left to right,
+then the function.  Compiling such a form to bytecodes cost more than the
+rest of a small evaluation (as in SBCL, whose EVAL skips its compiler for
+these too)."
+  (cond ((atom form) form)
+        ((eq (car form) 'quote) (second form))
+        (t (let ((arguments (mapcar #'simple-eval (cdr form))))
+             (apply (fdefinition (car form)) arguments)))))
+
+(defun eval-form (form)
+  (if (simple-form-p form 4)
+      (simple-eval form)
+      (eval form)))
+
 (defun read-eval-forms (code output-limit)
   "Read and evaluate the forms of CODE one at a time, so an IN-PACKAGE takes
 effect before the next form is read.  Returns the => text of the last
 form's values and the package in force at the end."
-  (let ((values '()) (any nil) (eof '#:eof))
-    (with-input-from-string (in code)
-      (loop for form = (read in nil eof)
-            until (eq form eof)
-            do (setf values (multiple-value-list (eval form))
-                     any t)))
+  (let ((values '()) (any nil) (eof '#:eof)
+        (in (if (only-our-threads-p) (%code-stream code) (make-string-input-stream code))))
+    (loop for form = (read in nil eof)
+          until (eq form eof)
+          do (setf values (multiple-value-list (eval-form form))
+                   any t))
     (values (values-text values any output-limit) *package*)))
 
 (defun live-package-p (object)
@@ -409,6 +461,11 @@ MP:WITHOUT-INTERRUPTS."
      (si:check-pending-interrupts)
      ,@body))
 
+(defun only-our-threads-p ()
+  "True when the worker and the watchdog are the only Lisp threads: nobody
+else can hold (and use) the streams an evaluation was given."
+  (<= (length (mp:all-processes)) 2))
+
 (defun rotate-capture-streams ()
   "Give the next evaluation fresh output streams.  Threads started by
 evaluated code may still hold the old ones; those now drop what they get
@@ -427,8 +484,7 @@ instead of leaking it into later results."
       (catch '%job-aborted
         (with-interrupts-allowed
           (evaluate-string code package (logbitp 0 flags) output-limit)))
-    ;; Only the worker and the watchdog: nobody else can hold our streams.
-    (when (> (length (mp:all-processes)) 2)
+    (unless (only-our-threads-p)
       (rotate-capture-streams))
     (when (or *stack-overflowed* (eq status :aborted) (not status))
       (restore-limits))

@@ -40,6 +40,59 @@
   (agentq-test-eval-ok "(defun agentq-el-square (x) (* x x)) (defvar *agentq-el-base* 40)")
   (should (equal (agentq-test-eval-ok "(+ (agentq-el-square 1) *agentq-el-base* 1)") "=> 42")))
 
+(ert-deftest sly-agent-q-eval/calls-skip-the-compiler-and-agree-with-eval ()
+  "Calls of global functions on constants are evaluated without ECL's
+bytecode compiler; each gives what the same form under PROGN (which goes
+through EVAL) gives: the same values and output, or an error of the same
+type."
+  (agentq-test-eval-ok
+   "(defun cl-user::agentq-el-twice (x) (list x x)) (defmacro cl-user::agentq-el-one () 1)
+    (define-symbol-macro cl-user::agentq-el-sm 42) (defgeneric cl-user::agentq-el-gf (x))
+    (defmethod cl-user::agentq-el-gf ((x integer)) (* 10 x))")
+  (dolist (form '("(+ 1 2)" "(values 1 :two \"three\")" "(values)" "(floor 7 2)"
+                  "(list (princ 1) (princ 2))" "(list 1 'a :b \"c\" #\\d t nil)"
+                  "(cl-user::agentq-el-twice (cl-user::agentq-el-twice '(x)))"
+                  "(cl-user::agentq-el-gf 4)" "(cl-user::agentq-el-gf 'x)"
+                  "(list (cl-user::agentq-el-one))" "(list cl-user::agentq-el-sm)"
+                  "(apply '+ '(1 2))" "(funcall #'car '(1))" "(quote (a b))" "'x" "(identity #(1 2))"
+                  "(car 1)" "(error \"boom ~A\" 1)" "(princ 1 2 3)" "(cl-user::agentq-el-undefined 1)"
+                  "(format t \"~A~%\" (length (list 1 2 3)))" "(warn \"careful\")"
+                  "(list (list (list (list (list (list (list 1)))))))" "(ext:quit)"))
+    (let ((direct (agentq-test-eval form))
+          (through-eval (agentq-test-eval (format "(progn %s)" form))))
+      (should (equal (list form (plist-get direct :success))
+                     (list form (plist-get through-eval :success))))
+      (if (plist-get direct :success)
+          (should (equal (list form (plist-get direct :content))
+                         (list form (plist-get through-eval :content))))
+        (let ((first-line (lambda (result) (car (split-string (plist-get result :content) "\n")))))
+          (should (equal (list form (funcall first-line direct))
+                         (list form (funcall first-line through-eval)))))))))
+
+(ert-deftest sly-agent-q-eval/code-stream-is-fresh-for-every-call ()
+  "Each call reads its own code from the start, whatever the call before
+did to the stream it was read from (the worker reuses one), with ASCII and
+non-ASCII code in turn, and with other Lisp threads alive."
+  (unwind-protect
+      (progn
+        (agentq-test-eval-ok
+         "(defvar cl-user::*agentq-el-old-readtable* *readtable*)
+          (setf *readtable* (copy-readtable))
+          (set-macro-character #\\! (lambda (stream char) (declare (ignore char)) (close stream) :closed))
+          (set-macro-character #\\% (lambda (stream char) (declare (ignore char)) (read-line stream) :skipped))")
+        (should (string-prefix-p "[ERROR] " (agentq-test-eval-fails "(+ 1 2) ! (+ 3 4)")))
+        (should (equal (agentq-test-eval-ok "% (this line is skipped)\n(+ 3 4)") "=> 7"))
+        (dotimes (_ 3)
+          (should (equal (agentq-test-eval-ok "(length \"λx\")") "=> 2"))
+          (should (equal (agentq-test-eval-ok "(+ 1 2)") "=> 3"))
+          (should (equal (agentq-test-eval-ok "\"ü\"") "=> \"ü\"")))
+        (agentq-test-eval-ok
+         "(defvar cl-user::*agentq-el-sleeper* (mp:process-run-function \"agentq sleeper\" (lambda () (sleep 2))))")
+        (should (equal (agentq-test-eval-ok "(+ 5 6)") "=> 11"))
+        (should (equal (agentq-test-eval-ok "(length \"λxy\")") "=> 3")))
+    (agentq-test-eval "(setf *readtable* cl-user::*agentq-el-old-readtable*)")
+    (agentq-test-eval "(mp:process-join cl-user::*agentq-el-sleeper*)" :timeout 10)))
+
 ;;;; Output sections
 
 (ert-deftest sly-agent-q-eval/stdout-section ()
