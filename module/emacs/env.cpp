@@ -21,7 +21,6 @@ void Env::init_symbols(emacs_env* env) {
   s.quit = global(env, "quit");
   s.error = global(env, "error");
   s.list = global(env, "list");
-  s.cons = global(env, "cons");
   s.car = global(env, "car");
   s.cdr = global(env, "cdr");
   s.plist_get = global(env, "plist-get");

@@ -27,7 +27,7 @@ class NonLocalExit : public std::runtime_error {
 // Symbols and functions used on hot paths, interned once (global refs).
 struct Symbols {
   emacs_value nil, t, quit, error;
-  emacs_value list, cons, car, cdr, plist_get, proper_list_p, length, vconcat, vector, make_hash_table, puthash, maphash;
+  emacs_value list, car, cdr, plist_get, proper_list_p, length, vconcat, vector, make_hash_table, puthash, maphash;
   emacs_value symbol_name, string, integer, float_, symbol, cons_type, vector_type, hash_table_type;
   emacs_value test_key, equal, false_kw, null_kw;
   emacs_value id, name, arguments, function, success, content, error_kw, metadata;
