@@ -114,7 +114,15 @@ non-ASCII code in turn, and with other Lisp threads alive."
                "(defun agentq-el-traced (x) (1+ x)) (trace agentq-el-traced) (prog1 (agentq-el-traced 1) (untrace agentq-el-traced))")))
     (should (string-prefix-p "[stderr]\n" text))
     (should (string-match-p "AGENTQ-EL-TRACED" text))
-    (should (string-suffix-p "\n\n=> 2" text))))
+    (should (string-suffix-p "\n\n=> 2" text)))
+  ;; Also for a bare call, which is evaluated without the compiler.
+  (unwind-protect
+      (progn
+        (agentq-test-eval-ok "(trace agentq-el-traced)")
+        (let ((text (agentq-test-eval-ok "(agentq-el-traced 2)")))
+          (should (string-match-p "\\`\\[stderr\\]\n.*AGENTQ-EL-TRACED 2" text))
+          (should (string-suffix-p "\n\n=> 3" text))))
+    (agentq-test-eval "(untrace agentq-el-traced)")))
 
 (ert-deftest sly-agent-q-eval/warnings-section ()
   (should (equal (agentq-test-eval-ok "(progn (warn \"careful ~A\" 1) 2)")
