@@ -121,10 +121,77 @@ captured output, or by the null device; so is our sink."
   (let ((stream (if (eq value t) default value)))
     (cond ((not (streamp stream)) value)
           ((eq stream *sink*) nil)
-          ((not (terminal-bound-p stream direction)) value)
+          ((not (terminal-bound-p stream direction)) stream)
           ((and (not (eq direction :input)) (eq mp:*current-process* *worker*))
            (if (eq direction :output) *stdout* *stderr*))
           (t nil))))
+
+(defun captured-p (stream)
+  (or (eq stream *stdout*) (eq stream *stderr*)))
+
+(defun copied-by-ecl-p (value)
+  "True when EXT:RUN-PROGRAM would start a thread to copy VALUE (a stream
+with no file descriptor) to or from the child."
+  (and (streamp value) (not (ignore-errors (ext:file-stream-fd value)))))
+
+(defun drain (from to)
+  "Copy what the pipe FROM holds now to TO, without waiting.  True at its end."
+  (loop (let ((char (read-char-no-hang from nil :eof)))
+          (cond ((eq char :eof) (return t))
+                ((null char) (return nil))
+                (t (unread-char char from)
+                   (si:copy-stream from to nil))))))
+
+(defun ended-p (process)
+  (member (ext:external-process-status process) '(:exited :signaled :signalled :abort :error)))
+
+(defun end-child (process)
+  "Terminate PROCESS, kill it if it lingers, and reap it: at most about 0.2 s,
+with interrupts held off so a repeated interrupt cannot cut this short."
+  (mp:without-interrupts
+    (flet ((ended-within-p (tries)
+             (loop repeat tries
+                   thereis (ignore-errors (ended-p process))
+                   do (sleep 0.002))))
+      (unless (ended-within-p 1)
+        (ignore-errors (ext:terminate-process process))
+        (unless (ended-within-p 50)
+          (ignore-errors (ext:terminate-process process t))
+          (ended-within-p 50))))))
+
+(defun run-and-wait (original command argv output error keys)
+  "EXT:RUN-PROGRAM with :WAIT T, when no stream but the evaluation's
+captures needs copying: the child's OUTPUT and/or ERROR, if they are the
+captures, are copied here rather than by ECL's copying thread, and a
+non-local exit (C-g, a timeout) ends and reaps the child.  (ECL 21.2's
+copying thread can reap the child itself and then wait for itself forever,
+and an interrupted wait leaves the child running with nothing to end it.)"
+  (multiple-value-bind (stream code process)
+      (apply original command argv
+             :output (if (captured-p output) :stream output)
+             :error (if (captured-p error) :stream error)
+             :wait nil keys)
+    (unless process
+      (return-from run-and-wait (values stream code process)))
+    (let ((pipes (remove nil (list (and (captured-p output)
+                                        (cons (ext:external-process-output process) output))
+                                   (and (captured-p error)
+                                        (cons (ext:external-process-error-stream process) error)))))
+          (waited nil))
+      (unwind-protect
+           (progn
+             (loop (setf pipes (remove-if (lambda (pipe) (drain (car pipe) (cdr pipe))) pipes))
+                   (when (or (null pipes) (ended-p process))
+                     (return))
+                   (sleep 0.001))
+             ;; What the child wrote just before it ended (a child of its
+             ;; own may keep the pipe open: not waited for, as in ECL).
+             (dolist (pipe pipes) (drain (car pipe) (cdr pipe)))
+             (setf code (nth-value 1 (ext:external-process-wait process t))
+                   waited t)
+             (values stream code process))
+        (unless waited
+          (end-child process))))))
 
 (defun install-process-guards ()
   "Child processes never get Emacs's terminal.  EXT:RUN-PROGRAM gives them
@@ -132,17 +199,28 @@ the evaluation's [stdout]/[stderr] or the null device where they would
 inherit it, also when the caller bound *STANDARD-OUTPUT* to the process's
 own stream; EXT:SYSTEM runs /bin/sh the same way.  (A child reading
 Emacs's terminal takes the keystrokes away from Emacs; one writing to it
-scrambles the display.)  Not covered: ECL's compiler calls its own
-RUN-PROGRAM directly, so gcc's messages can still reach the terminal."
+scrambles the display.)  A child waited for (:WAIT T) is ended when the
+wait is interrupted (C-g, a timeout).  Not covered: ECL's compiler calls
+its own RUN-PROGRAM directly, so gcc's messages can still reach the
+terminal; the children of a child (say of /bin/sh running a pipeline) are
+not ended; nor is a child given Lisp streams other than the captures,
+which ECL copies on a thread of its own."
   (let* ((original (fdefinition 'ext:run-program))
          (guarded (lambda (command argv &rest keys &key (input :stream) (output :stream)
-                           (error :output) &allow-other-keys)
-                    ;; The first of repeated keys wins: ours come first.
-                    (apply original command argv
-                           :input (child-stream input *standard-input* :input)
-                           :output (child-stream output *standard-output* :output)
-                           :error (child-stream error *error-output* :error)
-                           keys))))
+                           (error :output) (wait t) &allow-other-keys)
+                    (let ((input (child-stream input *standard-input* :input))
+                          (output (child-stream output *standard-output* :output))
+                          (error (child-stream error *error-output* :error)))
+                      (if (and wait
+                               (notany #'copied-by-ecl-p
+                                       (list input
+                                             (if (captured-p output) nil output)
+                                             (if (captured-p error) nil error))))
+                          (run-and-wait original command argv output error
+                                        (list* :input input keys))
+                          ;; The first of repeated keys wins: ours come first.
+                          (apply original command argv
+                                 :input input :output output :error error keys))))))
     (setf (fdefinition 'ext:run-program) guarded)
     ;; GUARDED itself, not EXT:RUN-PROGRAM: compiled code may call ECL's
     ;; own function directly, past the new definition.

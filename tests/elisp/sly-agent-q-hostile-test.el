@@ -209,6 +209,49 @@ when Emacs runs in one)."
                            "<[stdout]\nSYN-OUT\n\n=> NIL>"
                            "<=> 512>")))))
 
+(defun agentq-test--children-matching (regexp)
+  "PIDs of Emacs's child processes whose command line matches REGEXP."
+  (cl-loop for pid in (list-system-processes)
+           for attributes = (process-attributes pid)
+           when (and (eql (alist-get 'ppid attributes) (emacs-pid))
+                     (string-match-p regexp (or (alist-get 'args attributes) "")))
+           collect pid))
+
+(ert-deftest sly-agent-q-hostile/interrupted-wait-ends-the-child ()
+  "A child the evaluation waited for is ended when the wait is interrupted,
+also one that ignores SIGTERM, and no Lisp thread is left behind."
+  (agentq-test-surviving
+    (dolist (case '(("(ext:run-program \"/bin/sleep\" '(\"30.5151\"))" . "sleep 30\\.5151")
+                    ("(ext:system \"exec /bin/sleep 30.5152\")" . "sleep 30\\.5152")
+                    ("(ext:run-program \"/bin/sh\" '(\"-c\" \"echo started; sleep 30.5153\") :output t)" . "sleep 30\\.5153")
+                    ("(ext:run-program \"/bin/sh\" '(\"-c\" \"trap '' TERM; exec sleep 30.5154\") :output nil)" . "sleep 30\\.5154")))
+      (let ((text (agentq-test-eval-fails (car case) :timeout 0.5)))
+        (should (string-prefix-p "[ERROR] TIMEOUT\n" text)))
+      (should-not (agentq-test--children-matching (cdr case))))
+    ;; The sh of the third case is ended; its sleep, a grandchild, is not.
+    (call-process "pkill" nil nil nil "-f" "sleep 30\\.515")
+    (should (equal (agentq-test-eval-ok "(length (mp:all-processes))") "=> 2"))))
+
+(ert-deftest sly-agent-q-hostile/waited-child-output-and-status ()
+  "Output a waited-for child writes to the captures arrives whole, in order,
+with its exit status, however much there is and whichever pipe it uses."
+  (agentq-test-surviving
+    (should (equal (agentq-test-eval-ok
+                    "(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"echo out; echo err >&2; echo more; exit 4\") :output t :error t))")
+                   "[stdout]\nout\nmore\n\n[stderr]\nerr\n\n=> 4"))
+    (should (equal (agentq-test-eval-ok
+                    "(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"echo both; echo err >&2\") :output t))")
+                   "[stdout]\nboth\nerr\n\n=> 0"))
+    (let ((text (agentq-test-eval-ok "(ext:system \"seq 1 40000\")")))
+      (should (string-prefix-p "[stdout]\n1\n2\n3\n" text))
+      (should (string-suffix-p "\n39999\n40000\n\n=> 0" text)))
+    (should (equal (agentq-test-eval-ok
+                    "(let ((s (make-string-output-stream))) (list (nth-value 1 (ext:run-program \"/bin/echo\" '(\"to-a-string\") :output s)) (get-output-stream-string s)))")
+                   "=> (0 \"to-a-string\n\")"))
+    (should (equal (agentq-test-eval-ok
+                    "(let ((p (nth-value 2 (ext:run-program \"/bin/sh\" '(\"-c\" \"exit 7\") :wait nil :output nil)))) (ext:external-process-wait p t))")
+                   "=> :EXITED\n=> 7"))))
+
 (ert-deftest sly-agent-q-hostile/timeout-keeps-partial-output ()
   "Output printed before the timeout is shown with the TIMEOUT error."
   (agentq-test-surviving
