@@ -21,9 +21,10 @@ EXT:FRAME-STACK) set at boot, which EXT:GET-LIMIT does not report.")
 (defvar *warnings* nil)
 (defvar *stack-overflowed* nil)
 (defvar *failure-in-flight* nil
-  "The [ERROR] text FAIL is unwinding with, until the next evaluation.
-ECL 21.2 can lose its target while unwinding from a frame-stack overflow
-and unwind past every Lisp frame; the host then reports this text.")
+  "The [ERROR] text of the stack overflow FAIL unwound from last in this
+evaluation.  ECL 21.2 can lose its target while unwinding from a
+frame-stack overflow and unwind past every Lisp frame; the host then
+reports this text.")
 (defvar *exit-process* nil "The original MP:EXIT-PROCESS.")
 (defvar *values-stream* nil
   "A string output stream VALUES-TEXT reuses for plain values: making one
@@ -135,12 +136,18 @@ with no file descriptor) to or from the child."
   (and (streamp value) (not (ignore-errors (ext:file-stream-fd value)))))
 
 (defun drain (from to)
-  "Copy what the pipe FROM holds now to TO, without waiting.  True at its end."
-  (loop (let ((char (read-char-no-hang from nil :eof)))
-          (cond ((eq char :eof) (return t))
-                ((null char) (return nil))
-                (t (unread-char char from)
-                   (si:copy-stream from to nil))))))
+  "Copy what the pipe FROM holds now to TO, without waiting.  True at its
+end.  Bytes that are not UTF-8 come out as U+FFFD."
+  (handler-bind ((ext:stream-decoding-error
+                   (lambda (condition)
+                     (let ((restart (find-restart 'use-value condition)))
+                       (when restart
+                         (invoke-restart restart (code-char #xFFFD)))))))
+    (loop (let ((char (read-char-no-hang from nil :eof)))
+            (cond ((eq char :eof) (return t))
+                  ((null char) (return nil))
+                  (t (unread-char char from)
+                     (si:copy-stream from to nil)))))))
 
 (defun ended-p (process)
   (member (ext:external-process-status process) '(:exited :signaled :signalled :abort :error)))
@@ -166,32 +173,51 @@ captures, are copied here rather than by ECL's copying thread, and a
 non-local exit (C-g, a timeout) ends and reaps the child.  (ECL 21.2's
 copying thread can reap the child itself and then wait for itself forever,
 and an interrupted wait leaves the child running with nothing to end it.)"
-  (multiple-value-bind (stream code process)
-      (apply original command argv
-             :output (if (captured-p output) :stream output)
-             :error (if (captured-p error) :stream error)
-             :wait nil keys)
-    (unless process
-      (return-from run-and-wait (values stream code process)))
-    (let ((pipes (remove nil (list (and (captured-p output)
-                                        (cons (ext:external-process-output process) output))
-                                   (and (captured-p error)
-                                        (cons (ext:external-process-error-stream process) error)))))
-          (waited nil))
-      (unwind-protect
-           (progn
-             (loop (setf pipes (remove-if (lambda (pipe) (drain (car pipe) (cdr pipe))) pipes))
-                   (when (or (null pipes) (ended-p process))
-                     (return))
-                   (sleep 0.001))
-             ;; What the child wrote just before it ended (a child of its
-             ;; own may keep the pipe open: not waited for, as in ECL).
-             (dolist (pipe pipes) (drain (car pipe) (cdr pipe)))
-             (setf code (nth-value 1 (ext:external-process-wait process t))
-                   waited t)
-             (values stream code process))
-        (unless waited
-          (end-child process))))))
+  (let* ((null-devices '())
+         (input (getf keys :input))
+         (results
+           ;; ECL opens /dev/null for a NIL stream and leaves it open until
+           ;; collected; ours are closed below.
+           (flet ((null-device-for (value direction)
+                    (if value
+                        value
+                        (car (push (open "/dev/null" :direction direction :if-exists :append)
+                                   null-devices)))))
+             (unwind-protect
+                  (multiple-value-list
+                   (apply original command argv
+                          :input (null-device-for input :input)
+                          :output (if (captured-p output) :stream (null-device-for output :output))
+                          :error (if (captured-p error) :stream (null-device-for error :output))
+                          :wait nil keys))
+               (mapc #'close null-devices)))))
+    (destructuring-bind (&optional stream code process &rest more) results
+      (declare (ignore code more))
+      (unless process                   ; nothing run (say :IF-OUTPUT-EXISTS NIL)
+        (return-from run-and-wait (values-list results)))
+      (let* ((ours (remove nil (list (and (captured-p output)
+                                          (cons (ext:external-process-output process) output))
+                                     (and (captured-p error)
+                                          (cons (ext:external-process-error-stream process) error)))))
+             (pipes ours)
+             (waited nil))
+        (unwind-protect
+             (progn
+               (loop (setf pipes (remove-if (lambda (pipe) (drain (car pipe) (cdr pipe))) pipes))
+                     (when (or (null pipes) (ended-p process))
+                       (return))
+                     (sleep 0.001))
+               ;; What the child wrote just before it ended (a child of its
+               ;; own may keep the pipe open: not waited for, as in ECL).
+               (dolist (pipe pipes) (drain (car pipe) (cdr pipe)))
+               (let ((code (nth-value 1 (ext:external-process-wait process t))))
+                 (setf waited t)
+                 (values stream code process)))
+          ;; The pipes are ours: closed now rather than when collected, so
+          ;; a loop of calls cannot use up the process's descriptors.
+          (dolist (pipe ours) (ignore-errors (close (car pipe))))
+          (unless waited
+            (end-child process)))))))
 
 (defun install-process-guards ()
   "Child processes never get Emacs's terminal.  EXT:RUN-PROGRAM gives them
@@ -296,10 +322,11 @@ which ECL copies on a thread of its own."
 (defun fail (condition &optional note)
   "Handler for serious conditions: describe CONDITION where it was
 signalled, then unwind out of the evaluation."
-  (when (typep condition 'ext:stack-overflow)
-    (setf *stack-overflowed* t))
-  (throw '%evaluation-failed
-    (setf *failure-in-flight* (error-text condition note))))
+  (let ((text (error-text condition note)))
+    (when (typep condition 'ext:stack-overflow)
+      (setf *stack-overflowed* t
+            *failure-in-flight* text))
+    (throw '%evaluation-failed text)))
 
 (defun debugger-hook (condition hook)
   (declare (ignore hook))
@@ -340,14 +367,17 @@ no user code can keep the stream it is printed to."
                                do (write-string "=> " out)
                                   (print-value value out)
                                   (when more (terpri out)))
-                         (prog1 (get-output-stream-string out)
-                           (when plain
+                         (let ((text (get-output-stream-string out)))
+                           ;; Not kept when it grew big (its buffer stays that
+                           ;; big), nor when printing failed half way.
+                           (when (and plain (< (length text) 4096))
                              ;; ECL keeps the column after GET-OUTPUT-STREAM-STRING
                              ;; (the pretty printer would indent from there): a
                              ;; newline resets it, FILE-POSITION drops the newline.
                              (terpri out)
                              (file-position out 0)
-                             (setf *values-stream* out))))))))
+                             (setf *values-stream* out))
+                           text))))))
     (if (> (length text) output-limit)
         (format nil "~A~%~A" (subseq text 0 output-limit)
                 (truncation-marker (- (length text) output-limit) output-limit))
@@ -380,8 +410,13 @@ rest of a small evaluation (as in SBCL, whose EVAL skips its compiler for
 these too)."
   (cond ((atom form) form)
         ((eq (car form) 'quote) (second form))
-        (t (let ((arguments (mapcar #'simple-eval (cdr form))))
-             (apply (fdefinition (car form)) arguments)))))
+        (t (let ((operator (car form))
+                 (arguments (mapcar #'simple-eval (cdr form))))
+             (if (and (fboundp operator) (not (macro-function operator))
+                      (not (special-operator-p operator)))
+                 (apply (fdefinition operator) arguments)
+                 ;; An argument redefined the operator: EVAL decides.
+                 (eval (cons operator (mapcar (lambda (value) (list 'quote value)) arguments))))))))
 
 (defun eval-form (form)
   (if (simple-form-p form 4)
@@ -392,12 +427,12 @@ these too)."
   "Read and evaluate the forms of CODE one at a time, so an IN-PACKAGE takes
 effect before the next form is read.  Returns the => text of the last
 form's values and the package in force at the end."
-  (let ((values '()) (any nil) (eof '#:eof)
-        (in (if (only-our-threads-p) (%code-stream code) (make-string-input-stream code))))
-    (loop for form = (read in nil eof)
-          until (eq form eof)
-          do (setf values (multiple-value-list (eval-form form))
-                   any t))
+  (let ((values '()) (any nil) (eof '#:eof))
+    (with-input-from-string (in code)
+      (loop for form = (read in nil eof)
+            until (eq form eof)
+            do (setf values (multiple-value-list (eval-form form))
+                     any t)))
     (values (values-text values any output-limit) *package*)))
 
 (defun live-package-p (object)
@@ -496,7 +531,10 @@ failure the [ERROR] text."
 (defun restore-limits ()
   "Re-arm the stack guards an overflow used up, and the heap limit."
   (dolist (limit '(ext:c-stack ext:lisp-stack ext:binding-stack ext:frame-stack))
-    (let ((size (or (getf *stack-sizes* limit) (ext:get-limit limit))))
+    ;; EXT:GET-LIMIT says 0 until a SET-LIMIT (by us, or evaluated code
+    ;; raising a limit, which is kept); boot's sizes are in *STACK-SIZES*.
+    (let ((size (let ((current (ext:get-limit limit)))
+                  (if (plusp current) current (getf *stack-sizes* limit 0)))))
       ;; 0 means "ECL's default, size unknown": setting it would shrink the stack.
       (when (plusp size)
         (ignore-errors (ext:set-limit limit size)))))

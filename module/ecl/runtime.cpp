@@ -32,6 +32,7 @@
 
 #include <gc/gc.h>
 
+#include "ecl/child_signals.hpp"
 #include "ecl/ecl_api.hpp"
 #include "ecl/interrupt_gate.hpp"
 #include "ecl/lisp_string.hpp"
@@ -318,37 +319,6 @@ cl_object current_job() {
   return env->values[0] = value;
 }
 
-// (%CODE-STREAM STRING) → a string input stream over all of STRING.  ECL
-// copies a dispatch table into every stream it makes, which cost more than
-// reading a small form, so the worker reads each job's code through one
-// stream (one per kind of string: the stream's format depends on it) that
-// this resets.  The caller makes sure no other Lisp thread exists, so none
-// can be reading the stream (kept by a reader macro) while it is reset.
-cl_object code_stream(cl_object string) {
-  static cl_object base_stream = ECL_NIL, wide_stream = ECL_NIL;
-  cl_object& stream = ECL_BASE_STRING_P(string) ? base_stream : wide_stream;
-  cl_index length = ecl_length(string);
-  if (stream == ECL_NIL) {
-    stream = ecl_make_string_input_stream(string, 0, length);
-    ecl_register_root(&stream);
-  } else if (stream->stream.closed) {
-    // CLOSE (say in a reader macro) gave it the dispatch table of a
-    // closed stream for good.
-    stream = ecl_make_string_input_stream(string, 0, length);
-  } else {
-    // ECL 21's string input stream: object0 the string, int0 the position,
-    // int1 the end (STRING_INPUT_* in ecl/internal.h).
-    stream->stream.int1 = 0;
-    stream->stream.object0 = string;
-    stream->stream.int0 = 0;
-    stream->stream.int1 = static_cast<cl_fixnum>(length);
-    stream->stream.closed = 0;
-  }
-  cl_env_ptr env = ecl_process_env();
-  env->nvalues = 1;
-  return env->values[0] = stream;
-}
-
 // (%GC-TIME-MS) → milliseconds spent in full collections so far.
 cl_object gc_time_ms() {
   cl_env_ptr env = ecl_process_env();
@@ -414,7 +384,6 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     ecl_def_c_function(lisp_symbol("%NEXT-JOB"), reinterpret_cast<cl_objectfn_fixed>(next_job), 0);
     ecl_def_c_function(lisp_symbol("%FINISH-JOB"), reinterpret_cast<cl_objectfn_fixed>(finish_job), 3);
     ecl_def_c_function(lisp_symbol("%NEXT-INTERRUPT"), reinterpret_cast<cl_objectfn_fixed>(next_interrupt), 0);
-    ecl_def_c_function(lisp_symbol("%CODE-STREAM"), reinterpret_cast<cl_objectfn_fixed>(code_stream), 1);
     ecl_def_c_function(lisp_symbol("%GC-TIME-MS"), reinterpret_cast<cl_objectfn_fixed>(gc_time_ms), 0);
     ecl_def_c_function(lisp_symbol("%CURRENT-JOB"), reinterpret_cast<cl_objectfn_fixed>(current_job), 0);
     failure = cl_funcall(4, lisp_symbol("BOOT"), ecl_make_unsigned_integer(heap_limit),
@@ -552,7 +521,8 @@ void Runtime::ensure_booted() {
     pthread_attr_setstacksize(&attributes, stack);
     // Threads ECL creates later (the watchdog, user threads) get the same.
     pthread_setattr_default_np(&attributes);
-    // Async signals stay with the host's threads.
+    // Async signals stay with the host's threads (but not with children).
+    unblock_signals_in_children();
     sigset_t all, old;
     sigfillset(&all);
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigdelset(&all, sig);

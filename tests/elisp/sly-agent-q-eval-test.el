@@ -71,8 +71,9 @@ type."
 
 (ert-deftest sly-agent-q-eval/code-stream-is-fresh-for-every-call ()
   "Each call reads its own code from the start, whatever the call before
-did to the stream it was read from (the worker reuses one), with ASCII and
-non-ASCII code in turn, and with other Lisp threads alive."
+did to the stream it was read from (reader macros that close or consume
+it), with ASCII and non-ASCII code in turn, and with other Lisp threads
+alive."
   (unwind-protect
       (progn
         (agentq-test-eval-ok

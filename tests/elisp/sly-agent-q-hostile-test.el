@@ -104,6 +104,28 @@ past its size the overflow is an error and the guard is re-armed."
                               (agentq-test-eval-fails "(cl-user::agentq-binds 1000000)" :timeout 20)))
       (should (equal (agentq-test-eval-ok "(cl-user::agentq-binds 20000)") "=> 20000")))))
 
+(ert-deftest sly-agent-q-hostile/raised-stack-limits-are-kept ()
+  "Limits an evaluation raised stay raised after later evaluations fail."
+  (agentq-test-surviving
+    (unwind-protect
+        (progn
+          (agentq-test-eval-ok "(ext:set-limit 'ext:binding-stack 200000) (ext:set-limit 'ext:frame-stack 50000)")
+          (agentq-test-eval-fails "(car 1)")
+          (agentq-test-eval-fails "(loop)" :timeout 0.2)
+          (should (equal (agentq-test-eval-ok
+                          "(list (ext:get-limit 'ext:binding-stack) (ext:get-limit 'ext:frame-stack))")
+                         "=> (200000 50000)")))
+      (agentq-test-eval "(ext:set-limit 'ext:binding-stack 65536) (ext:set-limit 'ext:frame-stack 16384)"))))
+
+(ert-deftest sly-agent-q-hostile/argument-redefining-the-operator ()
+  "A call whose argument turns its function into a macro is an error or a
+value, never a crash."
+  (agentq-test-surviving
+    (agentq-test-eval-ok "(defun cl-user::agentq-shifty (x) x)")
+    (should (equal (agentq-test-eval-ok
+                    "(cl-user::agentq-shifty (eval '(defmacro cl-user::agentq-shifty (x) `(list ,x))))")
+                   "=> (AGENTQ-SHIFTY)"))))
+
 (ert-deftest sly-agent-q-hostile/unprintable-value ()
   "A value whose printing fails is an error, not a crash."
   (agentq-test-surviving
@@ -250,7 +272,37 @@ with its exit status, however much there is and whichever pipe it uses."
                    "=> (0 \"to-a-string\n\")"))
     (should (equal (agentq-test-eval-ok
                     "(let ((p (nth-value 2 (ext:run-program \"/bin/sh\" '(\"-c\" \"exit 7\") :wait nil :output nil)))) (ext:external-process-wait p t))")
-                   "=> :EXITED\n=> 7"))))
+                   "=> :EXITED\n=> 7"))
+    ;; Bytes that are not UTF-8 do not fail the call.
+    (should (equal (agentq-test-eval-ok
+                    "(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"printf 'a\\\\377b\\\\n'\") :output t))")
+                   "[stdout]\na\ufffdb\n\n=> 0"))
+    ;; Nothing run: ECL's single NIL.
+    (should (equal (agentq-test-eval-ok
+                    "(multiple-value-list (ext:run-program \"/bin/cat\" nil :input \"/nonexistent/agentq\" :output nil))")
+                   "=> (NIL)"))))
+
+(ert-deftest sly-agent-q-hostile/children-start-with-no-blocked-signals ()
+  "A child does not inherit the Lisp thread's blocked signals (SIGTERM among
+them), and one waited for is ended by SIGTERM."
+  (agentq-test-surviving
+    (should (equal (agentq-test-eval-ok
+                    "(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"grep SigBlk /proc/self/status\") :output t))")
+                   "[stdout]\nSigBlk:\t0000000000000000\n\n=> 0"))
+    (pcase-let ((`(,result . ,seconds)
+                 (agentq-test--timed-eval "(ext:run-program \"/bin/sleep\" '(\"30.5155\"))" :timeout 0.3)))
+      (should (string-prefix-p "[ERROR] TIMEOUT\n" (plist-get result :content)))
+      ;; SIGKILL would come only after 0.1 s more.
+      (should (< seconds 0.39)))
+    (should-not (agentq-test--children-matching "sleep 30\\.5155"))))
+
+(ert-deftest sly-agent-q-hostile/waited-children-leave-no-descriptors ()
+  "A loop of waited-for children does not use up Emacs's file descriptors."
+  (agentq-test-surviving
+    (let ((before (length (directory-files "/proc/self/fd"))))
+      (agentq-test-eval-ok "(dotimes (i 300) (ext:run-program \"/bin/true\" nil :input nil :output t :error t))"
+                           :timeout 60)
+      (should (< (length (directory-files "/proc/self/fd")) (+ before 20))))))
 
 (ert-deftest sly-agent-q-hostile/timeout-keeps-partial-output ()
   "Output printed before the timeout is shown with the TIMEOUT error."
