@@ -153,18 +153,17 @@ end.  Bytes that are not UTF-8 come out as U+FFFD."
   (member (ext:external-process-status process) '(:exited :signaled :signalled :abort :error)))
 
 (defun end-child (process)
-  "Terminate PROCESS, kill it if it lingers, and reap it: at most about 0.2 s,
-with interrupts held off so a repeated interrupt cannot cut this short."
-  (mp:without-interrupts
-    (flet ((ended-within-p (tries)
-             (loop repeat tries
-                   thereis (ignore-errors (ended-p process))
-                   do (sleep 0.002))))
-      (unless (ended-within-p 1)
-        (ignore-errors (ext:terminate-process process))
-        (unless (ended-within-p 50)
-          (ignore-errors (ext:terminate-process process t))
-          (ended-within-p 50))))))
+  "Terminate PROCESS, kill it if it lingers, and reap it: at most about 0.2 s.
+Called with interrupts kept out."
+  (flet ((ended-within-p (tries)
+           (loop repeat tries
+                 thereis (ignore-errors (ended-p process))
+                 do (sleep 0.002))))
+    (unless (ended-within-p 1)
+      (ignore-errors (ext:terminate-process process))
+      (unless (ended-within-p 50)
+        (ignore-errors (ext:terminate-process process t))
+        (ended-within-p 50)))))
 
 (defun run-and-wait (original command argv output error keys)
   "EXT:RUN-PROGRAM with :WAIT T, when no stream but the evaluation's
@@ -201,23 +200,26 @@ and an interrupted wait leaves the child running with nothing to end it.)"
                                           (cons (ext:external-process-error-stream process) error)))))
              (pipes ours)
              (waited nil))
-        (unwind-protect
-             (progn
-               (loop (setf pipes (remove-if (lambda (pipe) (drain (car pipe) (cdr pipe))) pipes))
-                     (when (or (null pipes) (ended-p process))
-                       (return))
-                     (sleep 0.001))
-               ;; What the child wrote just before it ended (a child of its
-               ;; own may keep the pipe open: not waited for, as in ECL).
-               (dolist (pipe pipes) (drain (car pipe) (cdr pipe)))
-               (let ((code (nth-value 1 (ext:external-process-wait process t))))
-                 (setf waited t)
-                 (values stream code process)))
-          ;; The pipes are ours: closed now rather than when collected, so
-          ;; a loop of calls cannot use up the process's descriptors.
-          (dolist (pipe ours) (ignore-errors (close (car pipe))))
-          (unless waited
-            (end-child process)))))))
+        ;; Interrupts are let in while waiting, and kept out of the cleanup
+        ;; (a repeated interrupt must not cut it short).
+        (mp:without-interrupts
+          (unwind-protect
+               (mp:with-restored-interrupts
+                 (loop (setf pipes (remove-if (lambda (pipe) (drain (car pipe) (cdr pipe))) pipes))
+                       (when (or (null pipes) (ended-p process))
+                         (return))
+                       (sleep 0.001))
+                 ;; What the child wrote just before it ended (a child of its
+                 ;; own may keep the pipe open: not waited for, as in ECL).
+                 (dolist (pipe pipes) (drain (car pipe) (cdr pipe)))
+                 (let ((code (nth-value 1 (ext:external-process-wait process t))))
+                   (setf waited t)
+                   (values stream code process)))
+            ;; The pipes are ours: closed now rather than when collected, so
+            ;; a loop of calls cannot use up the process's descriptors.
+            (dolist (pipe ours) (ignore-errors (close (car pipe))))
+            (unless waited
+              (end-child process))))))))
 
 (defun install-process-guards ()
   "Child processes never get Emacs's terminal.  EXT:RUN-PROGRAM gives them
