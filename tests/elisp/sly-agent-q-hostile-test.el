@@ -258,29 +258,25 @@ also one that ignores SIGTERM, and no Lisp thread is left behind."
   "Output a waited-for child writes to the captures arrives whole, in order,
 with its exit status, however much there is and whichever pipe it uses."
   (agentq-test-surviving
-    (should (equal (agentq-test-eval-ok
-                    "(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"echo out; echo err >&2; echo more; exit 4\") :output t :error t))")
-                   "[stdout]\nout\nmore\n\n[stderr]\nerr\n\n=> 4"))
-    (should (equal (agentq-test-eval-ok
-                    "(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"echo both; echo err >&2\") :output t))")
-                   "[stdout]\nboth\nerr\n\n=> 0"))
+    (pcase-dolist (`(,code . ,expected)
+                   '(("(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"echo out; echo err >&2; echo more; exit 4\") :output t :error t))"
+                      . "[stdout]\nout\nmore\n\n[stderr]\nerr\n\n=> 4")
+                     ("(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"echo both; echo err >&2\") :output t))"
+                      . "[stdout]\nboth\nerr\n\n=> 0")
+                     ("(let ((s (make-string-output-stream))) (list (nth-value 1 (ext:run-program \"/bin/echo\" '(\"to-a-string\") :output s)) (get-output-stream-string s)))"
+                      . "=> (0 \"to-a-string\n\")")
+                     ("(let ((p (nth-value 2 (ext:run-program \"/bin/sh\" '(\"-c\" \"exit 7\") :wait nil :output nil)))) (ext:external-process-wait p t))"
+                      . "=> :EXITED\n=> 7")
+                     ;; Bytes that are not UTF-8 do not fail the call.
+                     ("(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"printf 'a\\\\377b\\\\n'\") :output t))"
+                      . "[stdout]\na\ufffdb\n\n=> 0")
+                     ;; Nothing run: ECL's single NIL.
+                     ("(multiple-value-list (ext:run-program \"/bin/cat\" nil :input \"/nonexistent/agentq\" :output nil))"
+                      . "=> (NIL)")))
+      (should (equal (list code (agentq-test-eval-ok code)) (list code expected))))
     (let ((text (agentq-test-eval-ok "(ext:system \"seq 1 40000\")")))
       (should (string-prefix-p "[stdout]\n1\n2\n3\n" text))
-      (should (string-suffix-p "\n39999\n40000\n\n=> 0" text)))
-    (should (equal (agentq-test-eval-ok
-                    "(let ((s (make-string-output-stream))) (list (nth-value 1 (ext:run-program \"/bin/echo\" '(\"to-a-string\") :output s)) (get-output-stream-string s)))")
-                   "=> (0 \"to-a-string\n\")"))
-    (should (equal (agentq-test-eval-ok
-                    "(let ((p (nth-value 2 (ext:run-program \"/bin/sh\" '(\"-c\" \"exit 7\") :wait nil :output nil)))) (ext:external-process-wait p t))")
-                   "=> :EXITED\n=> 7"))
-    ;; Bytes that are not UTF-8 do not fail the call.
-    (should (equal (agentq-test-eval-ok
-                    "(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"printf 'a\\\\377b\\\\n'\") :output t))")
-                   "[stdout]\na\ufffdb\n\n=> 0"))
-    ;; Nothing run: ECL's single NIL.
-    (should (equal (agentq-test-eval-ok
-                    "(multiple-value-list (ext:run-program \"/bin/cat\" nil :input \"/nonexistent/agentq\" :output nil))")
-                   "=> (NIL)"))))
+      (should (string-suffix-p "\n39999\n40000\n\n=> 0" text)))))
 
 (ert-deftest sly-agent-q-hostile/children-start-with-no-blocked-signals ()
   "A child does not inherit the Lisp thread's blocked signals (SIGTERM among
