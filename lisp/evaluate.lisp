@@ -172,37 +172,38 @@ captures, are copied here rather than by ECL's copying thread, and a
 non-local exit (C-g, a timeout) ends and reaps the child.  (ECL 21.2's
 copying thread can reap the child itself and then wait for itself forever,
 and an interrupted wait leaves the child running with nothing to end it.)"
-  (let* ((null-devices '())
-         (input (getf keys :input))
-         (results
-           ;; ECL opens /dev/null for a NIL stream and leaves it open until
-           ;; collected; ours are closed below.
-           (flet ((null-device-for (value direction)
-                    (if value
-                        value
-                        (car (push (open "/dev/null" :direction direction :if-exists :append)
-                                   null-devices)))))
-             (unwind-protect
-                  (multiple-value-list
-                   (apply original command argv
-                          :input (null-device-for input :input)
-                          :output (if (captured-p output) :stream (null-device-for output :output))
-                          :error (if (captured-p error) :stream (null-device-for error :output))
-                          :wait nil keys))
-               (mapc #'close null-devices)))))
-    (destructuring-bind (&optional stream code process &rest more) results
-      (declare (ignore code more))
-      (unless process                   ; nothing run (say :IF-OUTPUT-EXISTS NIL)
-        (return-from run-and-wait (values-list results)))
-      (let* ((ours (remove nil (list (and (captured-p output)
-                                          (cons (ext:external-process-output process) output))
-                                     (and (captured-p error)
-                                          (cons (ext:external-process-error-stream process) error)))))
-             (pipes ours)
-             (waited nil))
-        ;; Interrupts are let in while waiting, and kept out of the cleanup
-        ;; (a repeated interrupt must not cut it short).
-        (mp:without-interrupts
+  ;; Interrupts are let in only while ECL starts the child and while we
+  ;; wait for it: not between the two (the child would be left running),
+  ;; nor while opening or closing streams (an interrupt inside CLOSE left a
+  ;; stream half closed, and its later flush failed), nor in the cleanup.
+  (mp:without-interrupts
+    (let ((results
+            (let ((null-devices '()))
+              ;; ECL opens /dev/null for a NIL stream and leaves it open
+              ;; until collected; ours are closed at once.
+              (flet ((null-device-for (value direction)
+                       (or value
+                           (car (push (open "/dev/null" :direction direction :if-exists :append)
+                                      null-devices)))))
+                (unwind-protect
+                     (let ((input (null-device-for (getf keys :input) :input))
+                           (output (if (captured-p output) :stream (null-device-for output :output)))
+                           (error (if (captured-p error) :stream (null-device-for error :output))))
+                       (mp:with-restored-interrupts
+                         (multiple-value-list
+                          (apply original command argv
+                                 :input input :output output :error error :wait nil keys))))
+                  (mapc #'close null-devices))))))
+      (destructuring-bind (&optional stream code process &rest more) results
+        (declare (ignore code more))
+        (unless process                 ; nothing run (say :IF-OUTPUT-EXISTS NIL)
+          (return-from run-and-wait (values-list results)))
+        (let* ((ours (remove nil (list (and (captured-p output)
+                                            (cons (ext:external-process-output process) output))
+                                       (and (captured-p error)
+                                            (cons (ext:external-process-error-stream process) error)))))
+               (pipes ours)
+               (waited nil))
           (unwind-protect
                (mp:with-restored-interrupts
                  (loop (setf pipes (remove-if (lambda (pipe) (drain (car pipe) (cdr pipe))) pipes))
