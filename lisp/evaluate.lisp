@@ -229,11 +229,11 @@ inherit it, also when the caller bound *STANDARD-OUTPUT* to the process's
 own stream; EXT:SYSTEM runs /bin/sh the same way.  (A child reading
 Emacs's terminal takes the keystrokes away from Emacs; one writing to it
 scrambles the display.)  A child waited for (:WAIT T) is ended when the
-wait is interrupted (C-g, a timeout).  Not covered: ECL's compiler calls
-its own RUN-PROGRAM directly, so gcc's messages can still reach the
-terminal; the children of a child (say of /bin/sh running a pipeline) are
-not ended; nor is a child given Lisp streams other than the captures,
-which ECL copies on a thread of its own."
+wait is interrupted (C-g, a timeout).  Not covered: the children of a
+child (say of /bin/sh running a pipeline) are not ended; nor is a child
+given Lisp streams other than the captures, which ECL copies on a thread
+of its own.  (ECL's native compiler reads gcc's messages itself and
+prints them into the evaluation's output.)"
   (let* ((original (fdefinition 'ext:run-program))
          (guarded (lambda (command argv &rest keys &key (input :stream) (output :stream)
                            (error :output) (wait t) &allow-other-keys)

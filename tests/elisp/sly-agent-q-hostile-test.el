@@ -231,6 +231,28 @@ when Emacs runs in one)."
                            "<[stdout]\nSYN-OUT\n\n=> NIL>"
                            "<=> 512>")))))
 
+(ert-deftest sly-agent-q-hostile/native-compiler-messages-stay-in-the-result ()
+  "gcc's messages when ECL's native compiler fails arrive in [stdout] and
+nowhere else: not on Emacs's own stdout or stderr (a terminal, when Emacs
+runs in one)."
+  (pcase-let ((`(,code ,stdout ,stderr ,_seconds)
+               (agentq-test-run-emacs
+                '((require 'sly-agent-q)
+                  (dolist (code '("(require :cmp)"
+                                  "(nth-value 1 (compile nil '(lambda () (ffi:c-inline () () :void \"\n#error AGENTQ-GCC-ERROR\n\" :one-liner nil))))"))
+                    (let ((result (car (sly-agent-q-execute-tool-calls
+                                        (list (list :id "c" :name "evaluate_lisp"
+                                                    :arguments (list :code code :timeout 60)))))))
+                      (princ (format "<%s>" (plist-get result :content))))))
+               :timeout 90)))
+    (should (equal code 0))
+    (should (string-match "\\`<[^<>]*=> (\"CMP\")><\\(\\(?:.\\|\n\\)*\\)>\\'" stdout))
+    (let ((second (match-string 1 stdout)))
+      (should (string-prefix-p "[stdout]\n" second))
+      (should (string-match-p "error: #error AGENTQ-GCC-ERROR" second))
+      (should (string-suffix-p "\n\n=> T" second)))
+    (should-not (string-match-p "AGENTQ-GCC-ERROR" stderr))))
+
 (defun agentq-test--children-matching (regexp)
   "PIDs of Emacs's child processes whose command line matches REGEXP."
   (cl-loop for pid in (list-system-processes)
