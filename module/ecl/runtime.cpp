@@ -32,6 +32,7 @@
 
 #include <gc/gc.h>
 
+#include "core/cpu_quota.hpp"
 #include "ecl/child_signals.hpp"
 #include "ecl/ecl_api.hpp"
 #include "ecl/interrupt_gate.hpp"
@@ -85,12 +86,15 @@ constexpr auto kInterruptRepeat = std::chrono::milliseconds(500);
 constexpr auto kDeferredRetry = std::chrono::milliseconds(1);
 constexpr auto kBootTimeout = std::chrono::seconds(20);
 
-// Spinning while another thread works only pays with a second CPU.
+// Spinning while another thread works only pays with a second CPU: in the
+// affinity mask, and in the cgroup's CPU quota, if it has one.
 bool can_spin() {
   static const bool several = [] {
     cpu_set_t set;
     CPU_ZERO(&set);
-    return sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) > 1;
+    bool cpus = sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) > 1;
+    auto quota = cgroup_cpu_quota();
+    return cpus && !(quota && *quota < 2.0);
   }();
   return several;
 }

@@ -1,0 +1,24 @@
+// How much CPU time the process may use under its cgroup's CPU quota:
+// cgroup v2's cpu.max, or v1's cpu.cfs_quota_us / cpu.cfs_period_us, for
+// the process's own cgroup and each one above it (the tightest wins).
+// A container limited to one CPU still shows every core in its affinity
+// mask; two threads spinning there only eat each other's quota.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace agentq {
+
+// Reads a whole file; nullopt when it cannot be read.
+using ReadFile = std::function<std::optional<std::string>(const std::string& path)>;
+
+// The quota in CPUs (0.5 is half of one CPU's time), or nullopt when
+// there is none or it cannot be told.  READ gives the files' contents.
+std::optional<double> cgroup_cpu_quota(const ReadFile& read);
+
+// The same from this process's /proc and /sys.
+std::optional<double> cgroup_cpu_quota();
+
+}  // namespace agentq
