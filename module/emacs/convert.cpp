@@ -224,6 +224,62 @@ std::vector<std::string> names_list(const Env& env, emacs_value value) {
   return names;
 }
 
+namespace {
+
+// Whether KEY names NAME; a key with no name (a vector, say) does not.
+bool key_is(const Env& env, emacs_value key, const std::string& name) {
+  try {
+    return key_name(env, key) == name;
+  } catch (const ConversionError&) {
+    return false;
+  }
+}
+
+struct MemberFinder {
+  const std::string* name;
+  std::optional<json> found;
+  std::string failure;
+};
+
+emacs_value find_member_entry(emacs_env* raw, ptrdiff_t, emacs_value* args, void* data) noexcept {
+  auto* finder = static_cast<MemberFinder*>(data);
+  try {
+    Env env(raw);
+    if (!finder->found && key_is(env, args[0], *finder->name)) finder->found = to_json(env, args[1], 1);
+  } catch (const NonLocalExit&) {
+    // stays pending; maphash returns and the caller's check() throws
+  } catch (const std::exception& e) {
+    if (finder->failure.empty()) finder->failure = e.what();
+  }
+  return Env::sym().nil;
+}
+
+}  // namespace
+
+std::optional<json> object_member(const Env& env, emacs_value value, const std::string& name) {
+  const Symbols& s = Env::sym();
+  emacs_value type = env.type_of(value);
+  if (env.eq(type, s.hash_table_type)) {
+    MemberFinder finder{&name, std::nullopt, {}};
+    emacs_value fn = env.raw()->make_function(env.raw(), 2, 2, find_member_entry, nullptr, &finder);
+    env.check();
+    env.call(s.maphash, {fn, value});
+    if (!finder.failure.empty()) throw ConversionError(finder.failure);
+    return finder.found;
+  }
+  if (!env.eq(type, s.cons_type)) return std::nullopt;
+  std::vector<emacs_value> items = list_elements(env, value);
+  if (!items.empty() && is_keyword(env, items[0])) {  // plist: the first of repeated keys wins
+    for (std::size_t i = 0; i + 1 < items.size(); i += 2)
+      if (key_is(env, items[i], name)) return to_json(env, items[i + 1], 1);
+    return std::nullopt;
+  }
+  for (emacs_value item : items)  // alist
+    if (is_alist_entry(env, item) && key_is(env, env.call(s.car, {item}), name))
+      return to_json(env, env.call(s.cdr, {item}), 1);
+  return std::nullopt;
+}
+
 json object_to_json(const Env& env, emacs_value value) {
   const Symbols& s = Env::sym();
   if (env.is_nil(value)) return json::object();

@@ -14,6 +14,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,5 +52,11 @@ std::vector<std::string> names_list(const Env& env, emacs_value value);
 // A plist (:key value …), alist or hash table → a JSON object; a string is
 // parsed as JSON text.  Throws ConversionError for anything else.
 json object_to_json(const Env& env, emacs_value value);
+
+// The member NAME of the plist, alist or hash table VALUE, converted alone
+// (at depth 1, as in a converted object), whatever the other members hold;
+// nullopt when VALUE has no such member or is not one of those.  For the id
+// of a call whose other parts cannot be converted.  Throws ConversionError.
+std::optional<json> object_member(const Env& env, emacs_value value, const std::string& name);
 
 }  // namespace agentq::emacs

@@ -187,12 +187,23 @@ json call_arguments(json arguments) {
   return std::move(*parsed);
 }
 
-// The :id of a plist VALUE, if it has a convertible one.  `plist-get'
-// stops on circular and dotted lists; nothing here throws.
-std::optional<std::string> plist_id(const Env& env, emacs_value value) noexcept {
+// The id of the call VALUE, if it has a convertible one, for a call whose
+// other parts cannot be converted.  `plist-get' first: it also finds the
+// :id of a circular or dotted plist.  Then any spelling of the key, in a
+// plist, alist or hash table.  Nothing here throws.
+std::optional<std::string> call_id(const Env& env, emacs_value value) noexcept {
+  const Symbols& s = Env::sym();
   try {
-    if (!env.eq(env.type_of(value), Env::sym().cons_type)) return std::nullopt;
-    return id_string(to_json(env, env.call(Env::sym().plist_get, {value, Env::sym().id}), 1));
+    if (env.eq(env.type_of(value), s.cons_type)) {
+      emacs_value id = env.call(s.plist_get, {value, s.id});
+      if (!env.is_nil(id)) return id_string(to_json(env, id, 1));
+    }
+  } catch (const NonLocalExit&) {
+    env.clear_unless_quit();
+  } catch (...) {
+  }
+  try {
+    if (std::optional<json> id = object_member(env, value, "id")) return id_string(*id);
   } catch (const NonLocalExit&) {
     env.clear_unless_quit();
   } catch (...) {
@@ -208,11 +219,11 @@ ToolCall to_tool_call(const Env& env, emacs_value value, std::optional<std::stri
     call = object_to_json(env, value);
   } catch (const ConversionError&) {
     // Keep the id of a plist call whose other parts cannot be converted.
-    id = plist_id(env, value);
+    id = call_id(env, value);
     throw;
   } catch (const NonLocalExit&) {
     if (!env.clear_unless_quit()) throw;
-    id = plist_id(env, value);
+    id = call_id(env, value);
     throw ConversionError(kUnreadableValue);
   }
   if (!call.is_object()) throw ConversionError("a tool call must be a plist");

@@ -482,6 +482,26 @@ Return the error message."
                       (list :id "u" :name "evaluate_lisp" :arguments (list :code "1" :weird value))))))
   (agentq-test-should-be-alive))
 
+(ert-deftest sly-agent-q-hostile/unconvertible-call-keeps-its-id ()
+  "A call whose arguments cannot be converted still gets its own id back,
+whatever the shape of the call and the spelling of its id key."
+  (let ((table (make-hash-table :test 'equal)))
+    (puthash "id" "in-a-table" table)
+    (puthash "name" "evaluate_lisp" table)
+    (puthash "arguments" (list :code "1" :weird (current-buffer)) table)
+    (dolist (case `((,table . "in-a-table")
+                    ((("id" . "in-an-alist") ("name" . "evaluate_lisp")
+                      ("arguments" . (:code "1" :weird ,(point-marker))))
+                     . "in-an-alist")
+                    ((:name "evaluate_lisp" "id" "string-key" :arguments (:code "1" :weird ,(current-buffer)))
+                     . "string-key")
+                    ((:id 42 :name "evaluate_lisp" :arguments (:code "1" :weird ,(current-buffer)))
+                     . "42")))
+      (let ((result (car (sly-agent-q-execute-tool-calls (list (car case))))))
+        (agentq-test-check-result result)
+        (should (eq (plist-get result :success) nil))
+        (should (equal (plist-get result :id) (cdr case)))))))
+
 (ert-deftest sly-agent-q-hostile/large-code-string ()
   "A megabyte of code goes through."
   (should (equal (agentq-test-eval-ok (format "(length \"%s\")" (make-string 1000000 ?a)))
