@@ -90,7 +90,15 @@ Lisp frame; the error must be the same either way."
         (should (string-prefix-p "[ERROR] EXT:STACK-OVERFLOW\nFRAME-STACK overflow" text))
         (should (string-match-p "\\[stdout\\]\nBEFORE-OVERFLOW" text)))
       (should (equal (agentq-test-eval-ok "(cl-user::agentq-catches 15000)") "=> 15000"))
-      (agentq-test-should-be-alive))))
+      (agentq-test-should-be-alive))
+    ;; An error the code recovered from earlier is never the one reported.
+    (should-not (string-match-p
+                 "stale"
+                 (plist-get (agentq-test-eval
+                             "(block b (unwind-protect (error \"stale\") (return-from b 5))) (handler-case (cl-user::agentq-catches 30000) (ext:stack-overflow () :caught))"
+                             :timeout 20)
+                            :content)))
+    (agentq-test-should-be-alive)))
 
 (ert-deftest sly-agent-q-hostile/deep-special-bindings ()
   "The worker's binding stack holds more than ECL's default 8192 bindings;
