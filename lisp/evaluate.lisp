@@ -386,6 +386,12 @@ no user code can keep the stream it is printed to."
                 (truncation-marker (- (length text) output-limit) output-limit))
         text)))
 
+(defun plain-function-name-p (operator)
+  "True when OPERATOR names a global function: not a macro, nor a special
+operator."
+  (and (symbolp operator) (fboundp operator)
+       (not (special-operator-p operator)) (not (macro-function operator))))
+
 (defun simple-form-p (form depth)
   "True when FORM evaluates the same without ECL's bytecode compiler: a
 self-evaluating object, a keyword, T, NIL, a QUOTE form, or a call of a
@@ -396,8 +402,7 @@ nested at most DEPTH calls deep."
          (let ((operator (car form)) (arguments (cdr form)))
            (if (eq operator 'quote)
                (and (consp arguments) (null (cdr arguments)))
-               (and (plusp depth) (symbolp operator) (fboundp operator)
-                    (not (special-operator-p operator)) (not (macro-function operator))
+               (and (plusp depth) (plain-function-name-p operator)
                     (do ((rest arguments (cdr rest)) (count 0 (1+ count)))
                         ((atom rest) (null rest))
                       (declare (fixnum count))
@@ -415,8 +420,7 @@ these too)."
         ((eq (car form) 'quote) (second form))
         (t (let ((operator (car form))
                  (arguments (mapcar #'simple-eval (cdr form))))
-             (if (and (fboundp operator) (not (macro-function operator))
-                      (not (special-operator-p operator)))
+             (if (plain-function-name-p operator)
                  (apply (fdefinition operator) arguments)
                  ;; An argument redefined the operator: EVAL decides.
                  (eval (cons operator (mapcar (lambda (value) (list 'quote value)) arguments))))))))

@@ -1,5 +1,6 @@
 #include "emacs/convert.hpp"
 
+#include <functional>
 #include <vector>
 
 #include "core/json_limits.hpp"
@@ -80,32 +81,41 @@ json list_to_json(const Env& env, emacs_value list, int depth) {
   return array;
 }
 
-struct HashCollector {
-  json* object;
-  int depth;
+using EntryVisitor = std::function<void(const Env&, emacs_value key, emacs_value value)>;
+
+struct HashVisit {
+  const EntryVisitor* visit;
   std::string failure;
 };
 
-emacs_value collect_entry(emacs_env* raw, ptrdiff_t, emacs_value* args, void* data) noexcept {
-  auto* collector = static_cast<HashCollector*>(data);
+emacs_value visit_entry(emacs_env* raw, ptrdiff_t, emacs_value* args, void* data) noexcept {
+  auto* visit = static_cast<HashVisit*>(data);
   try {
     Env env(raw);
-    (*collector->object)[key_name(env, args[0])] = to_json(env, args[1], collector->depth + 1);
+    (*visit->visit)(env, args[0], args[1]);
   } catch (const NonLocalExit&) {
     // stays pending; maphash returns and the caller's check() throws
   } catch (const std::exception& e) {
-    if (collector->failure.empty()) collector->failure = e.what();
+    if (visit->failure.empty()) visit->failure = e.what();
   }
   return Env::sym().nil;
 }
 
-json hash_to_json(const Env& env, emacs_value table, int depth) {
-  json object = json::object();
-  HashCollector collector{&object, depth, {}};
-  emacs_value fn = env.raw()->make_function(env.raw(), 2, 2, collect_entry, nullptr, &collector);
+// Calls VISIT on each entry of TABLE through `maphash'; the first error a
+// visit raises is thrown (as ConversionError) once maphash has returned.
+void each_hash_entry(const Env& env, emacs_value table, const EntryVisitor& visit) {
+  HashVisit data{&visit, {}};
+  emacs_value fn = env.raw()->make_function(env.raw(), 2, 2, visit_entry, nullptr, &data);
   env.check();
   env.call(Env::sym().maphash, {fn, table});
-  if (!collector.failure.empty()) throw ConversionError(collector.failure);
+  if (!data.failure.empty()) throw ConversionError(data.failure);
+}
+
+json hash_to_json(const Env& env, emacs_value table, int depth) {
+  json object = json::object();
+  each_hash_entry(env, table, [&](const Env& entry_env, emacs_value key, emacs_value value) {
+    object[key_name(entry_env, key)] = to_json(entry_env, value, depth + 1);
+  });
   return object;
 }
 
@@ -235,37 +245,17 @@ bool key_is(const Env& env, emacs_value key, const std::string& name) {
   }
 }
 
-struct MemberFinder {
-  const std::string* name;
-  std::optional<json> found;
-  std::string failure;
-};
-
-emacs_value find_member_entry(emacs_env* raw, ptrdiff_t, emacs_value* args, void* data) noexcept {
-  auto* finder = static_cast<MemberFinder*>(data);
-  try {
-    Env env(raw);
-    if (!finder->found && key_is(env, args[0], *finder->name)) finder->found = to_json(env, args[1], 1);
-  } catch (const NonLocalExit&) {
-    // stays pending; maphash returns and the caller's check() throws
-  } catch (const std::exception& e) {
-    if (finder->failure.empty()) finder->failure = e.what();
-  }
-  return Env::sym().nil;
-}
-
 }  // namespace
 
 std::optional<json> object_member(const Env& env, emacs_value value, const std::string& name) {
   const Symbols& s = Env::sym();
   emacs_value type = env.type_of(value);
   if (env.eq(type, s.hash_table_type)) {
-    MemberFinder finder{&name, std::nullopt, {}};
-    emacs_value fn = env.raw()->make_function(env.raw(), 2, 2, find_member_entry, nullptr, &finder);
-    env.check();
-    env.call(s.maphash, {fn, value});
-    if (!finder.failure.empty()) throw ConversionError(finder.failure);
-    return finder.found;
+    std::optional<json> found;
+    each_hash_entry(env, value, [&](const Env& entry_env, emacs_value key, emacs_value member) {
+      if (!found && key_is(entry_env, key, name)) found = to_json(entry_env, member, 1);
+    });
+    return found;
   }
   if (!env.eq(type, s.cons_type)) return std::nullopt;
   std::vector<emacs_value> items = list_elements(env, value);

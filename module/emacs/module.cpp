@@ -218,7 +218,7 @@ ToolCall to_tool_call(const Env& env, emacs_value value, std::optional<std::stri
   try {
     call = object_to_json(env, value);
   } catch (const ConversionError&) {
-    // Keep the id of a plist call whose other parts cannot be converted.
+    // Keep the id of a call whose other parts cannot be converted.
     id = call_id(env, value);
     throw;
   } catch (const NonLocalExit&) {
