@@ -17,7 +17,8 @@
 // section ends, just after a C library call and before Lisp records its
 // effect (fclose done, the stream not yet marked closed: unwinding closes it
 // again and glibc aborts the process).  Only a thread that keeps being found
-// there (a loop of garbage collections) is left to ECL after ~20 tries.  A
+// inside the garbage collector (a loop of collections, whose section ends
+// cleanly) is left to ECL after ~20 tries.  A
 // thread blocked in a system call (sleep, read, a lock wait) is interrupted
 // at once, as before: the call returned EINTR and holds nothing.
 //

@@ -555,14 +555,20 @@ void Runtime::ensure_booted() {
 EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) {
   ensure_booted();
   Impl& impl = *impl_;
+  std::shared_ptr<Job> stuck;
   {
     std::lock_guard lock(impl.mutex);
     if (impl.abandoned && impl.abandoned->state.load() == JobState::Done) impl.abandoned.reset();
-    if (impl.abandoned)
-      return {false,
-              "[ERROR] BUSY\nThe Lisp session is still running an earlier evaluation that ignored its "
-              "interrupts (for example inside MP:WITHOUT-INTERRUPTS).\nNew evaluations are refused until it "
-              "ends; restart Emacs if it never does."};
+    stuck = impl.abandoned;
+  }
+  if (stuck) {
+    // Interrupt it again: it may have left the place that held the last
+    // ones back (interrupts disabled, or code the gate waits out).
+    impl.request_interrupt(stuck->id, Interrupt::Cancel);
+    return {false,
+            "[ERROR] BUSY\nThe Lisp session is still running an earlier evaluation that ignored its "
+            "interrupts (for example inside MP:WITHOUT-INTERRUPTS).\nNew evaluations are refused until it "
+            "ends; restart Emacs if it never does."};
   }
   auto job = std::make_shared<Job>();
   job->id = impl.next_id.fetch_add(1);
