@@ -655,7 +655,6 @@ a job runs, so a late interrupt can never hit the loop itself."
 timeout, cancellation).  Runs without interrupts: killing it from Lisp
 would otherwise unwind out of a C++ condition-variable wait and leave its
 mutex locked, and C-g would freeze Emacs."
-  (setf *watchdog* mp:*current-process*)
   (mp:without-interrupts
     (loop
     (multiple-value-bind (id reason) (%next-interrupt)
@@ -683,7 +682,12 @@ stacks BINDING-STACK and FRAME-STACK entries deep."
   (si::gc-stats t)
   (setf *stack-sizes* (list 'ext:binding-stack binding-stack 'ext:frame-stack frame-stack))
   (when (plusp heap-limit) (set-heap-limit heap-limit))
-  (mp:process-run-function "agent-q watchdog" #'watchdog-loop)
+  ;; Known as the watchdog before it runs: evaluated code may look for it
+  ;; by name at once, and the guards above protect only *WATCHDOG*.
+  (let ((watchdog (mp:make-process :name "agent-q watchdog")))
+    (mp:process-preset watchdog #'watchdog-loop)
+    (setf *watchdog* watchdog)
+    (mp:process-enable watchdog))
   t)
 
 (defun boot (heap-limit binding-stack frame-stack)
