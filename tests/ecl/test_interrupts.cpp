@@ -69,7 +69,10 @@ TEST(Interrupts, BlockedWaitsStayInterruptible) {
                "(sleep 0.05) (mp:with-lock (l) 1))"},
       {"condition variable", "(let ((l (mp:make-lock)) (c (mp:make-condition-variable))) "
                              "(mp:with-lock (l) (mp:condition-variable-wait c l)))"},
-      {"pipe read", "(read-line (ext:run-program \"/bin/sleep\" '(\"100\") :output :stream :wait nil))"},
+      // The sleep is ended afterwards, not left to outlive the test.
+      {"pipe read", "(multiple-value-bind (out code child) "
+                    "(ext:run-program \"/bin/sleep\" '(\"100\") :output :stream :wait nil) (declare (ignore code)) "
+                    "(unwind-protect (read-line out) (ext:terminate-process child t) (ext:external-process-wait child t)))"},
   };
   for (const Case& wait : waits) {
     auto start = std::chrono::steady_clock::now();
