@@ -153,17 +153,31 @@ end.  Bytes that are not UTF-8 come out as U+FFFD."
   (member (ext:external-process-status process) '(:exited :signaled :signalled :abort :error)))
 
 (defun end-child (process)
-  "Terminate PROCESS, kill it if it lingers, and reap it: at most about 0.2 s.
-Called with interrupts kept out."
-  (flet ((ended-within-p (tries)
-           (loop repeat tries
-                 thereis (ignore-errors (ended-p process))
-                 do (sleep 0.002))))
-    (unless (ended-within-p 1)
-      (ignore-errors (ext:terminate-process process))
-      (unless (ended-within-p 50)
-        (ignore-errors (ext:terminate-process process t))
-        (ended-within-p 50)))))
+  "Terminate PROCESS and the processes it started, kill what lingers, and
+reap PROCESS: at most about 0.2 s.  Called with interrupts kept out.
+\(Ending /bin/sh alone would leave the make it runs, and make's compilers,
+running.)"
+  (let ((family '()))
+    (flet ((ended-within-p (tries)
+             (loop repeat tries
+                   thereis (and (ignore-errors (ended-p process))
+                                (zerop (%end-processes family :probe)))
+                   do (sleep 0.002)))
+           (gather ()
+             ;; Found before anything is signalled: once their parent is
+             ;; gone, its children belong to init.
+             (let ((pid (ignore-errors (ext:external-process-pid process))))
+               (when (integerp pid)
+                 (setf family (union family (%descendants pid) :test #'equal))))))
+      (unless (ended-within-p 1)
+        (gather)
+        (%end-processes family :terminate)
+        (ignore-errors (ext:terminate-process process))
+        (unless (ended-within-p 50)
+          (gather)                      ; any started since
+          (%end-processes family :kill)
+          (ignore-errors (ext:terminate-process process t))
+          (ended-within-p 50))))))
 
 (defun run-and-wait (original command argv output error keys)
   "EXT:RUN-PROGRAM with :WAIT T, when no stream but the evaluation's
@@ -229,8 +243,8 @@ inherit it, also when the caller bound *STANDARD-OUTPUT* to the process's
 own stream; EXT:SYSTEM runs /bin/sh the same way.  (A child reading
 Emacs's terminal takes the keystrokes away from Emacs; one writing to it
 scrambles the display.)  A child waited for (:WAIT T) is ended when the
-wait is interrupted (C-g, a timeout).  Not covered: the children of a
-child (say of /bin/sh running a pipeline) are not ended; nor is a child
+wait is interrupted (C-g, a timeout), with the processes it started (say
+the make that /bin/sh runs, and make's compilers).  Not covered: a child
 given Lisp streams other than the captures, which ECL copies on a thread
 of its own.  (ECL's native compiler reads gcc's messages itself and
 prints them into the evaluation's output.)"

@@ -1,7 +1,6 @@
 #include "core/cpu_quota.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
@@ -85,14 +84,6 @@ std::optional<double> cgroup_cpu_quota(const ReadFile& read) {
   return tightest;
 }
 
-std::optional<double> cgroup_cpu_quota() {
-  return cgroup_cpu_quota([](const std::string& path) -> std::optional<std::string> {
-    std::ifstream in(path);
-    if (!in) return std::nullopt;
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-  });
-}
+std::optional<double> cgroup_cpu_quota() { return cgroup_cpu_quota(read_system_file); }
 
 }  // namespace agentq

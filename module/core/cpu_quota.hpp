@@ -5,14 +5,11 @@
 // mask; two threads spinning there only eat each other's quota.
 #pragma once
 
-#include <functional>
 #include <optional>
-#include <string>
+
+#include "core/system_files.hpp"
 
 namespace agentq {
-
-// Reads a whole file; nullopt when it cannot be read.
-using ReadFile = std::function<std::optional<std::string>(const std::string& path)>;
 
 // The quota in CPUs (0.5 is half of one CPU's time), or nullopt when
 // there is none or it cannot be told.  READ gives the files' contents.

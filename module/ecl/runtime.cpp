@@ -36,7 +36,9 @@
 #include "ecl/child_signals.hpp"
 #include "ecl/ecl_api.hpp"
 #include "ecl/interrupt_gate.hpp"
+#include "ecl/lisp_function.hpp"
 #include "ecl/lisp_string.hpp"
+#include "ecl/process_functions.hpp"
 #include "ecl/signals.hpp"
 
 extern "C" void init_agentq_lisp(cl_object);  // the compiled lisp/ files
@@ -385,11 +387,12 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
   cl_object failure = ECL_T;
   ECL_CATCH_ALL_BEGIN(env) {
     ecl_init_module(nullptr, init_agentq_lisp);
-    ecl_def_c_function(lisp_symbol("%NEXT-JOB"), reinterpret_cast<cl_objectfn_fixed>(next_job), 0);
-    ecl_def_c_function(lisp_symbol("%FINISH-JOB"), reinterpret_cast<cl_objectfn_fixed>(finish_job), 3);
-    ecl_def_c_function(lisp_symbol("%NEXT-INTERRUPT"), reinterpret_cast<cl_objectfn_fixed>(next_interrupt), 0);
-    ecl_def_c_function(lisp_symbol("%GC-TIME-MS"), reinterpret_cast<cl_objectfn_fixed>(gc_time_ms), 0);
-    ecl_def_c_function(lisp_symbol("%CURRENT-JOB"), reinterpret_cast<cl_objectfn_fixed>(current_job), 0);
+    define_lisp_function("%NEXT-JOB", next_job);
+    define_lisp_function("%FINISH-JOB", finish_job);
+    define_lisp_function("%NEXT-INTERRUPT", next_interrupt);
+    define_lisp_function("%GC-TIME-MS", gc_time_ms);
+    define_lisp_function("%CURRENT-JOB", current_job);
+    define_process_functions();
     failure = cl_funcall(4, lisp_symbol("BOOT"), ecl_make_unsigned_integer(heap_limit),
                          ecl_make_fixnum(kBindingStackEntries), ecl_make_fixnum(kFrameStackEntries));
   }

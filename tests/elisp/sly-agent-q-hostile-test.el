@@ -269,19 +269,36 @@ runs in one)."
                      (string-match-p regexp (or (alist-get 'args attributes) "")))
            collect pid))
 
+(defun agentq-test--processes-matching (regexp)
+  "PIDs of running processes, anyone's children, whose command line
+matches REGEXP."
+  (cl-loop for pid in (list-system-processes)
+           for attributes = (process-attributes pid)
+           when (and (not (member (alist-get 'state attributes) '("Z" "X")))
+                     (string-match-p regexp (or (alist-get 'args attributes) "")))
+           collect pid))
+
 (ert-deftest sly-agent-q-hostile/interrupted-wait-ends-the-child ()
   "A child the evaluation waited for is ended when the wait is interrupted,
-also one that ignores SIGTERM, and no Lisp thread is left behind."
+also one that ignores SIGTERM, with the processes it started (a shell's
+commands, a pipeline, a grandchild that ignores SIGTERM), and no Lisp
+thread is left behind."
   (agentq-test-surviving
-    (dolist (case '(("(ext:run-program \"/bin/sleep\" '(\"30.5151\"))" . "sleep 30\\.5151")
-                    ("(ext:system \"exec /bin/sleep 30.5152\")" . "sleep 30\\.5152")
-                    ("(ext:run-program \"/bin/sh\" '(\"-c\" \"echo started; sleep 30.5153\") :output t)" . "sleep 30\\.5153")
-                    ("(ext:run-program \"/bin/sh\" '(\"-c\" \"trap '' TERM; exec sleep 30.5154\") :output nil)" . "sleep 30\\.5154")))
-      (let ((text (agentq-test-eval-fails (car case) :timeout 0.5)))
-        (should (string-prefix-p "[ERROR] TIMEOUT\n" text)))
-      (should-not (agentq-test--children-matching (cdr case))))
-    ;; The sh of the third case is ended; its sleep, a grandchild, is not.
-    (call-process "pkill" nil nil nil "-f" "sleep 30\\.515")
+    (unwind-protect
+        (dolist (case '(("(ext:run-program \"/bin/sleep\" '(\"30.5151\"))" . "sleep 30\\.5151")
+                        ("(ext:system \"exec /bin/sleep 30.5152\")" . "sleep 30\\.5152")
+                        ("(ext:run-program \"/bin/sh\" '(\"-c\" \"echo started; sleep 30.5153\") :output t)" . "sleep 30\\.5153")
+                        ("(ext:run-program \"/bin/sh\" '(\"-c\" \"trap '' TERM; exec sleep 30.5154\") :output nil)" . "sleep 30\\.5154")
+                        ("(ext:system \"sleep 30.5156 | cat\")" . "sleep 30\\.5156")
+                        ("(ext:system \"sh -c 'sh -c \\\"sleep 30.5157; :\\\"; :'; :\")" . "sleep 30\\.5157")
+                        ("(ext:system \"(trap '' TERM; exec sleep 30.5158) & wait\")" . "sleep 30\\.5158")))
+          (let ((text (agentq-test-eval-fails (car case) :timeout 0.5)))
+            (should (string-prefix-p "[ERROR] TIMEOUT\n" text)))
+          (should-not (agentq-test--children-matching (cdr case)))
+          ;; Its own children too, wherever they were reparented.
+          (should (equal (list (car case) (agentq-test--processes-matching (cdr case)))
+                         (list (car case) nil))))
+      (call-process "pkill" nil nil nil "-f" "sleep 30\\.515"))
     (should (equal (agentq-test-eval-ok "(length (mp:all-processes))") "=> 2"))))
 
 (ert-deftest sly-agent-q-hostile/waited-child-output-and-status ()
