@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <set>
@@ -39,11 +40,13 @@ std::optional<ProcessStat> parse_process_stat(const std::string& text) {
   std::istringstream fields(text.substr(close + 1));
   std::vector<std::string> field;
   for (std::string word; field.size() < 20 && fields >> word;) field.push_back(word);
-  // field[0] is stat's 3rd field (state), field[1] its 4th (ppid), and
-  // field[19] its 22nd (starttime).
+  // field[0] is stat's 3rd field (state), field[1] its 4th (ppid),
+  // field[3] its 6th (session) and field[19] its 22nd (starttime).
   if (field.size() < 20 || field[0].size() != 1) return std::nullopt;
   stat.state = field[0][0];
-  if (!parse_number(field[1], stat.parent) || !parse_number(field[19], stat.start_time)) return std::nullopt;
+  if (!parse_number(field[1], stat.parent) || !parse_number(field[3], stat.session) ||
+      !parse_number(field[19], stat.start_time))
+    return std::nullopt;
   return stat;
 }
 
@@ -61,6 +64,16 @@ std::vector<ProcessStat> descendants(int pid, const std::vector<ProcessStat>& ta
         added = true;
       }
   }
+  return found;
+}
+
+std::vector<ProcessStat> session_descendants(int pid, const std::vector<ProcessStat>& table) {
+  auto self = std::find_if(table.begin(), table.end(), [pid](const ProcessStat& p) { return p.pid == pid; });
+  if (self == table.end()) return {};
+  std::vector<ProcessStat> found = descendants(pid, table);
+  found.erase(std::remove_if(found.begin(), found.end(),
+                             [session = self->session](const ProcessStat& p) { return p.session != session; }),
+              found.end());
   return found;
 }
 

@@ -17,6 +17,7 @@ namespace agentq {
 struct ProcessStat {
   int pid = 0;
   int parent = 0;
+  int session = 0;                    // setsid() starts a new one (daemons)
   unsigned long long start_time = 0;  // clock ticks after boot
   char state = '?';                   // 'Z': a zombie, ended but not reaped
 };
@@ -27,6 +28,11 @@ std::optional<ProcessStat> parse_process_stat(const std::string& text);
 // The processes of TABLE descended from PID, not PID itself; parents come
 // before their children.
 std::vector<ProcessStat> descendants(int pid, const std::vector<ProcessStat>& table);
+
+// The descendants of PID that are still in its session: what a terminal's
+// interrupt would reach.  A daemon that left with setsid(), and what it
+// started, is not ended with the program that started it.
+std::vector<ProcessStat> session_descendants(int pid, const std::vector<ProcessStat>& table);
 
 // The running system's processes.
 std::vector<ProcessStat> process_table();

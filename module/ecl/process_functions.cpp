@@ -23,7 +23,7 @@ cl_object lisp_descendants(cl_object pid) {
   t_processes.clear();
   if (ECL_FIXNUMP(pid) && ecl_fixnum(pid) > 0) {
     try {
-      t_processes = descendants(static_cast<int>(ecl_fixnum(pid)), process_table());
+      t_processes = session_descendants(static_cast<int>(ecl_fixnum(pid)), process_table());
     } catch (...) {  // out of memory, /proc unreadable: nothing found
       t_processes.clear();
     }

@@ -6,7 +6,8 @@
 namespace agentq::ecl {
 
 // Defines, on an ECL thread:
-//   (AGENT-Q::%DESCENDANTS PID) → ((PID . START-TIME) …), parents first;
+//   (AGENT-Q::%DESCENDANTS PID) → ((PID . START-TIME) …), parents first,
+//     of those still in PID's session (core/process_tree);
 //   (AGENT-Q::%END-PROCESSES PROCESSES HOW) → how many of PROCESSES (as
 //     %DESCENDANTS gives them) still ran; HOW is :PROBE (send nothing),
 //     :TERMINATE (SIGTERM) or :KILL (SIGKILL).

@@ -18,16 +18,18 @@ extern char** environ;
 namespace {
 
 // A /proc/PID/stat line as Linux writes it.
-std::string stat_line(int pid, const std::string& name, char state, int parent, unsigned long long start) {
-  return std::to_string(pid) + " (" + name + ") " + state + " " + std::to_string(parent) +
-         " 2448 1396 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 " + std::to_string(start) +
+std::string stat_line(int pid, const std::string& name, char state, int parent, unsigned long long start,
+                      int session = 1396) {
+  return std::to_string(pid) + " (" + name + ") " + state + " " + std::to_string(parent) + " 2448 " +
+         std::to_string(session) + " 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 " + std::to_string(start) +
          " 3133440 413 18446744073709551615 94555086618624 0 0 0 0 17 1 0 0\n";
 }
 
-ProcessStat process(int pid, int parent, unsigned long long start = 1) {
+ProcessStat process(int pid, int parent, unsigned long long start = 1, int session = 1) {
   ProcessStat stat;
   stat.pid = pid;
   stat.parent = parent;
+  stat.session = session;
   stat.start_time = start;
   stat.state = 'S';
   return stat;
@@ -42,10 +44,11 @@ std::vector<int> pids(const std::vector<ProcessStat>& processes) {
 }  // namespace
 
 TEST(ProcessTree, ParsesProcStat) {
-  auto stat = parse_process_stat(stat_line(2450, "cat", 'R', 2448, 2370655));
+  auto stat = parse_process_stat(stat_line(2450, "cat", 'R', 2448, 2370655, 1396));
   ASSERT_TRUE(stat);
   EXPECT_EQ(stat->pid, 2450);
   EXPECT_EQ(stat->parent, 2448);
+  EXPECT_EQ(stat->session, 1396);
   EXPECT_EQ(stat->state, 'R');
   EXPECT_EQ(stat->start_time, 2370655u);
   // A program may name itself anything, parentheses and spaces included.
@@ -79,6 +82,15 @@ TEST(ProcessTree, FindsDescendantsParentsFirst) {
   EXPECT_TRUE(descendants(99, table).empty());
 }
 
+TEST(ProcessTree, DaemonsLeaveTheFamily) {
+  // 10 (session 1) → 11 → 12; 11 → 13, which called setsid(), → 14.
+  std::vector<ProcessStat> table = {process(10, 1, 1, 1), process(11, 10, 1, 1), process(12, 11, 1, 1),
+                                    process(13, 11, 1, 13), process(14, 13, 1, 13)};
+  EXPECT_EQ(pids(descendants(10, table)).size(), 4u);
+  EXPECT_EQ(pids(session_descendants(10, table)), (std::vector<int>{11, 12}));
+  EXPECT_TRUE(session_descendants(99, table).empty()) << "not in the table";
+}
+
 TEST(ProcessTree, SignalsOnlyTheSameLivingProcess) {
   std::map<std::string, std::string> files = {
       {"/proc/30/stat", stat_line(30, "make", 'S', 1, 500)},
@@ -98,22 +110,41 @@ TEST(ProcessTree, SignalsOnlyTheSameLivingProcess) {
 }
 
 TEST(ProcessTree, EndsTheChildrenOfARealShell) {
-  // /bin/sh starts two sleeps and waits for them.
-  const char* argv[] = {"/bin/sh", "-c", "sleep 30 & sleep 30 & wait", nullptr};
+  // /bin/sh starts two sleeps, and a third in a session of its own, and
+  // waits for them.
+  const char* argv[] = {"/bin/sh", "-c", "sleep 30 & sleep 30 & setsid sleep 30 & wait", nullptr};
   pid_t shell = 0;
   ASSERT_EQ(posix_spawn(&shell, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
-  std::vector<ProcessStat> family;
+  std::vector<ProcessStat> all, family;
+  // Whatever happens below, nothing outlives the test.
+  struct Cleanup {
+    pid_t shell;
+    std::vector<ProcessStat>& all;
+    ~Cleanup() {
+      end_processes(all, Ending::Kill);
+      if (shell <= 0) return;
+      kill(shell, SIGKILL);
+      waitpid(shell, nullptr, 0);
+    }
+  } cleanup{shell, all};
+  // Until all three run and the setsid has happened.
   for (auto deadline = std::chrono::steady_clock::now() + 5s;
-       family.size() < 2 && std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(5ms))
-    family = descendants(shell, process_table());
+       (all.size() != 3 || family.size() != 2) && std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(5ms)) {
+    auto table = process_table();
+    all = descendants(shell, table);
+    family = session_descendants(shell, table);
+  }
+  ASSERT_EQ(all.size(), 3u);
   ASSERT_EQ(family.size(), 2u);
-  for (const ProcessStat& p : family) EXPECT_EQ(p.parent, shell);
+  for (const ProcessStat& p : all) EXPECT_EQ(p.parent, shell);
   EXPECT_EQ(end_processes(family, Ending::Probe), 2);
 
-  EXPECT_EQ(end_processes(family, Ending::Terminate), 2);
+  EXPECT_EQ(end_processes(all, Ending::Terminate), 3);
   // The shell's wait ends with its children; it reaps them and exits.
   int status = 0;
   ASSERT_EQ(waitpid(shell, &status, 0), shell);
+  cleanup.shell = -1;  // reaped: its pid may be anyone's now
   EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(end_processes(family, Ending::Probe), 0);
+  EXPECT_EQ(end_processes(all, Ending::Probe), 0);
 }

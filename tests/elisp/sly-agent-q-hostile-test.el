@@ -281,8 +281,8 @@ matches REGEXP."
 (ert-deftest sly-agent-q-hostile/interrupted-wait-ends-the-child ()
   "A child the evaluation waited for is ended when the wait is interrupted,
 also one that ignores SIGTERM, with the processes it started (a shell's
-commands, a pipeline, a grandchild that ignores SIGTERM), and no Lisp
-thread is left behind."
+commands, a pipeline, a grandchild that ignores SIGTERM) but not a daemon
+it started, and no Lisp thread is left behind."
   (agentq-test-surviving
     (unwind-protect
         (dolist (case '(("(ext:run-program \"/bin/sleep\" '(\"30.5151\"))" . "sleep 30\\.5151")
@@ -299,6 +299,15 @@ thread is left behind."
           (should (equal (list (car case) (agentq-test--processes-matching (cdr case)))
                          (list (car case) nil))))
       (call-process "pkill" nil nil nil "-f" "sleep 30\\.515"))
+    ;; A daemon, which left the session with setsid, is not ended with the
+    ;; shell that started it, as a terminal's interrupt would not reach it.
+    (unwind-protect
+        (progn
+          (should (string-prefix-p "[ERROR] TIMEOUT\n"
+                                   (agentq-test-eval-fails "(ext:system \"setsid sleep 30.5159 & wait\")"
+                                                           :timeout 0.5)))
+          (should (agentq-test--processes-matching "^sleep 30\\.5159")))
+      (call-process "pkill" nil nil nil "-f" "sleep 30\\.5159"))
     (should (equal (agentq-test-eval-ok "(length (mp:all-processes))") "=> 2"))))
 
 (ert-deftest sly-agent-q-hostile/waited-child-output-and-status ()
