@@ -127,12 +127,10 @@ captured output, or by the null device; so is our sink."
            (if (eq direction :output) *stdout* *stderr*))
           (t nil))))
 
-(defun captured-p (stream)
-  (or (eq stream *stdout*) (eq stream *stderr*)))
-
 (defun copied-by-ecl-p (value)
   "True when EXT:RUN-PROGRAM would start a thread to copy VALUE (a stream
-with no file descriptor) to or from the child."
+with no file descriptor, such as the evaluation's captures or a string
+stream) to or from the child."
   (and (streamp value) (not (ignore-errors (ext:file-stream-fd value)))))
 
 (defun drain (from to)
@@ -180,12 +178,13 @@ running.)"
           (ended-within-p 50))))))
 
 (defun run-and-wait (original command argv output error keys)
-  "EXT:RUN-PROGRAM with :WAIT T, when no stream but the evaluation's
-captures needs copying: the child's OUTPUT and/or ERROR, if they are the
-captures, are copied here rather than by ECL's copying thread, and a
-non-local exit (C-g, a timeout) ends and reaps the child.  (ECL 21.2's
-copying thread can reap the child itself and then wait for itself forever,
-and an interrupted wait leaves the child running with nothing to end it.)"
+  "EXT:RUN-PROGRAM with :WAIT T, when the child's input needs no copying:
+the child's OUTPUT and/or ERROR, if they are Lisp streams with no file
+descriptor (the evaluation's captures, a string stream), are copied here
+rather than by ECL's copying thread, and a non-local exit (C-g, a timeout)
+ends and reaps the child.  (ECL 21.2's copying thread can reap the child
+itself and then wait for itself forever, and an interrupted wait leaves
+the child running with nothing to end it.)"
   ;; Interrupts are let in only while ECL starts the child and while we
   ;; wait for it: not between the two (the child would be left running),
   ;; nor while opening or closing streams (an interrupt inside CLOSE left a
@@ -201,8 +200,8 @@ and an interrupted wait leaves the child running with nothing to end it.)"
                                       null-devices)))))
                 (unwind-protect
                      (let ((input (null-device-for (getf keys :input) :input))
-                           (output (if (captured-p output) :stream (null-device-for output :output)))
-                           (error (if (captured-p error) :stream (null-device-for error :output))))
+                           (output (if (copied-by-ecl-p output) :stream (null-device-for output :output)))
+                           (error (if (copied-by-ecl-p error) :stream (null-device-for error :output))))
                        (mp:with-restored-interrupts
                          (multiple-value-list
                           (apply original command argv
@@ -212,9 +211,9 @@ and an interrupted wait leaves the child running with nothing to end it.)"
         (declare (ignore code more))
         (unless process                 ; nothing run (say :IF-OUTPUT-EXISTS NIL)
           (return-from run-and-wait (values-list results)))
-        (let* ((ours (remove nil (list (and (captured-p output)
+        (let* ((ours (remove nil (list (and (copied-by-ecl-p output)
                                             (cons (ext:external-process-output process) output))
-                                       (and (captured-p error)
+                                       (and (copied-by-ecl-p error)
                                             (cons (ext:external-process-error-stream process) error)))))
                (pipes ours)
                (waited nil))
@@ -245,8 +244,8 @@ Emacs's terminal takes the keystrokes away from Emacs; one writing to it
 scrambles the display.)  A child waited for (:WAIT T) is ended when the
 wait is interrupted (C-g, a timeout), with the processes it started (say
 the make that /bin/sh runs, and make's compilers).  Not covered: a child
-given Lisp streams other than the captures, which ECL copies on a thread
-of its own.  (ECL's native compiler reads gcc's messages itself and
+whose input is a Lisp stream with no file descriptor (a string stream),
+which ECL copies on a thread of its own.  (ECL's native compiler reads gcc's messages itself and
 prints them into the evaluation's output.)"
   (let* ((original (fdefinition 'ext:run-program))
          (guarded (lambda (command argv &rest keys &key (input :stream) (output :stream)
@@ -254,11 +253,7 @@ prints them into the evaluation's output.)"
                     (let ((input (child-stream input *standard-input* :input))
                           (output (child-stream output *standard-output* :output))
                           (error (child-stream error *error-output* :error)))
-                      (if (and wait
-                               (notany #'copied-by-ecl-p
-                                       (list input
-                                             (if (captured-p output) nil output)
-                                             (if (captured-p error) nil error))))
+                      (if (and wait (not (copied-by-ecl-p input)))
                           (run-and-wait original command argv output error
                                         (list* :input input keys))
                           ;; The first of repeated keys wins: ours come first.

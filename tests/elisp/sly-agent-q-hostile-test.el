@@ -334,6 +334,36 @@ with its exit status, however much there is and whichever pipe it uses."
       (should (string-prefix-p "[stdout]\n1\n2\n3\n" text))
       (should (string-suffix-p "\n39999\n40000\n\n=> 0" text)))))
 
+(ert-deftest sly-agent-q-hostile/children-writing-to-lisp-streams ()
+  "A waited-for child whose output goes to a Lisp stream of the caller's (a
+string stream, `with-output-to-string') is copied without ECL's copying
+thread: all of it arrives, no thread is left, and an interrupted wait
+ends the child."
+  (agentq-test-surviving
+    (unwind-protect
+        (progn
+          (pcase-dolist (`(,code . ,expected)
+                         '(("(let ((s (make-string-output-stream))) (list (nth-value 1 (ext:run-program \"seq\" '(\"1\" \"40000\") :output s)) (length (get-output-stream-string s))))"
+                            . "=> (0 228894)")
+                           ("(with-output-to-string (*standard-output*) (ext:run-program \"/bin/echo\" '(\"via-t\") :output t))"
+                            . "=> \"via-t\n\"")
+                           ("(let ((out (make-string-output-stream)) (err (make-string-output-stream))) (ext:run-program \"/bin/sh\" '(\"-c\" \"echo o; echo e >&2; exit 3\") :output out :error err) (list (get-output-stream-string out) (get-output-stream-string err)))"
+                            . "=> (\"o\n\"\n    \"e\n\")")
+                           ("(let ((err (make-string-output-stream))) (list (nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"echo o; echo e >&2\") :output t :error err)) (get-output-stream-string err)))"
+                            . "[stdout]\no\n\n=> (0 \"e\n\")")
+                           ;; ECL's copying thread hung for good in some runs of this.
+                           ("(loop repeat 50 always (equal (with-output-to-string (s) (ext:run-program \"/bin/echo\" '(\"x\") :output s)) (format nil \"x~%\")))"
+                            . "=> T")))
+            (should (equal (list code (agentq-test-eval-ok code)) (list code expected))))
+          (should (string-prefix-p
+                   "[ERROR] TIMEOUT\n"
+                   (agentq-test-eval-fails
+                    "(with-output-to-string (s) (ext:run-program \"/bin/sh\" '(\"-c\" \"echo started; sleep 30.5161\") :output s))"
+                    :timeout 0.5)))
+          (should-not (agentq-test--processes-matching "sleep 30\\.5161"))
+          (should (equal (agentq-test-eval-ok "(length (mp:all-processes))") "=> 2")))
+      (call-process "pkill" nil nil nil "-f" "sleep 30\\.5161"))))
+
 (ert-deftest sly-agent-q-hostile/children-start-with-no-blocked-signals ()
   "A child does not inherit the Lisp thread's blocked signals (SIGTERM among
 them), so the SIGTERM an interrupted wait sends reaches it."
