@@ -152,30 +152,32 @@ end.  Bytes that are not UTF-8 come out as U+FFFD."
 
 (defun end-child (process)
   "Terminate PROCESS and the processes it started, kill what lingers, and
-reap PROCESS: at most about 0.2 s.  Called with interrupts kept out.
+reap PROCESS: within about 0.3 s.  Called with interrupts kept out.
 \(Ending /bin/sh alone would leave the make it runs, and make's compilers,
 running.)"
   (let ((family '()))
-    (flet ((ended-within-p (tries)
-             (loop repeat tries
-                   thereis (and (ignore-errors (ended-p process))
-                                (zerop (%end-processes family :probe)))
-                   do (sleep 0.002)))
-           (gather ()
-             ;; Found before anything is signalled: once their parent is
-             ;; gone, its children belong to init.
-             (let ((pid (ignore-errors (ext:external-process-pid process))))
-               (when (integerp pid)
-                 (setf family (union family (%descendants pid) :test #'equal))))))
-      (unless (ended-within-p 1)
-        (gather)
-        (%end-processes family :terminate)
-        (ignore-errors (ext:terminate-process process))
-        (unless (ended-within-p 50)
-          (gather)                      ; any started since
+    (flet ((ended-within-p (seconds)
+             (loop with deadline = (+ (get-internal-real-time)
+                                      (round (* seconds internal-time-units-per-second)))
+                   when (and (ignore-errors (ended-p process))
+                             (zerop (%end-processes family :probe)))
+                     return t
+                   while (< (get-internal-real-time) deadline)
+                   do (sleep 0.002))))
+      (unless (ended-within-p 0)
+        ;; Stopped first, all of them: a stopped process starts no more,
+        ;; and once a parent is gone its children belong to init.
+        (let ((pid (ignore-errors (ext:external-process-pid process))))
+          (when (integerp pid)
+            (setf family (%stop-family pid))))
+        (if family
+            (%end-processes family :terminate)
+            (ignore-errors (ext:terminate-process process)))
+        (unless (ended-within-p 0.1)
+          (setf family (%stop-family family)) ; with any started meanwhile
           (%end-processes family :kill)
           (ignore-errors (ext:terminate-process process t))
-          (ended-within-p 50))))))
+          (ended-within-p 0.1))))))
 
 (defun run-and-wait (original command argv output error keys)
   "EXT:RUN-PROGRAM with :WAIT T, when the child's input needs no copying:

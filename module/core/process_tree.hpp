@@ -1,9 +1,12 @@
 // The processes a child process started, so that they end with it.
 // Ending /bin/sh when C-g interrupts `(ext:system "make")` leaves make and
-// its compilers running; they are found here, from /proc, before anything
-// is signalled (once their parent is gone they belong to init).
+// its compilers running.  They are found in /proc and stopped (SIGSTOP)
+// before anything else is sent: a stopped process starts no more, and
+// once its parent is gone a process belongs to init and can no longer be
+// told apart.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,31 +22,46 @@ struct ProcessStat {
   int parent = 0;
   int session = 0;                    // setsid() starts a new one (daemons)
   unsigned long long start_time = 0;  // clock ticks after boot
-  char state = '?';                   // 'Z': a zombie, ended but not reaped
+  char state = '?';                   // 'T': stopped; 'Z': ended, not reaped
 };
 
 // The process /proc/PID/stat's TEXT describes, or nullopt.
 std::optional<ProcessStat> parse_process_stat(const std::string& text);
 
-// The processes of TABLE descended from PID, not PID itself; parents come
-// before their children.
-std::vector<ProcessStat> descendants(int pid, const std::vector<ProcessStat>& table);
+// Members of a family of processes: pid → start time.
+using Family = std::map<int, unsigned long long>;
 
-// The descendants of PID that are still in its session: what a terminal's
-// interrupt would reach.  A daemon that left with setsid(), and what it
-// started, is not ended with the program that started it.
-std::vector<ProcessStat> session_descendants(int pid, const std::vector<ProcessStat>& table);
+// The processes of TABLE descended from FAMILY's members (found in TABLE
+// as themselves: same pid, same start time) that are not members yet,
+// still run and are in SESSION: what a terminal's interrupt would reach (a
+// daemon that left with setsid(), and what it started, is not ended with
+// the program that started it).  Parents come before their children.
+std::vector<ProcessStat> new_descendants(const Family& family, int session, const std::vector<ProcessStat>& table);
 
 // The running system's processes.
 std::vector<ProcessStat> process_table();
 
-// What a process is sent: nothing (to see whether it still runs),
-// SIGTERM, SIGKILL.
-enum class Ending { Probe, Terminate, Kill };
+// Process PID as /proc has it now.
+std::optional<ProcessStat> find_process(int pid, const ReadFile& read = read_system_file);
 
-// Sends each of PROCESSES that still runs (same pid, same start time, not
-// a zombie) the signal of ENDING.  Returns how many still ran.  READ gives
-// /proc's files.
+// The calling process is never taken for a member, nor signalled.
+
+// Stops the members of FAMILY that still run (same pid, same start time,
+// not a zombie) and every process descended from them in the first one's
+// session, looking again until a look finds no new one and all are
+// stopped (for at most about 0.1 s).  Returns the members found, parents
+// before children; they stay stopped until end_processes continues them.
+std::vector<ProcessStat> stop_family(const std::vector<ProcessStat>& family);
+
+// What end_processes does to each process that still runs.
+enum class Ending {
+  Probe,      // nothing: only count them
+  Terminate,  // SIGTERM, then SIGCONT for the stopped (SIGTERMs first)
+  Kill,       // SIGKILL
+};
+
+// Applies ENDING to each of PROCESSES that still runs.  Returns how many
+// still ran.  READ gives /proc's files.
 int end_processes(const std::vector<ProcessStat>& processes, Ending ending,
                   const ReadFile& read = read_system_file);
 

@@ -9,9 +9,57 @@ namespace agentq::ecl {
 
 namespace {
 
-// Thread-local rather than local: a Lisp error while consing (the heap
-// exhausted) unwinds past this C++ code without running destructors.
+// Thread-local rather than local: nothing of ours with a destructor may be
+// on the stack when Lisp unwinds (a pending interrupt, the heap exhausted
+// while consing the result).
 thread_local std::vector<ProcessStat> t_processes;
+
+cl_object interrupts_enabled_symbol() {
+  static cl_object symbol = ecl_make_symbol("*INTERRUPTS-ENABLED*", "EXT");
+  return symbol;
+}
+
+// Runs WORK, which must not touch Lisp, as an interrupt-free section: an
+// interrupt arriving meanwhile is held back (the interrupt gate defers it)
+// and run once WORK is over, when no C++ frame of it is left to unwind past.
+// Unwinding from inside would leak /proc's descriptors.
+template <typename Work>
+void outside_lisp(Work&& work) {
+  cl_env_ptr env = ecl_process_env();
+  const int was_disabled = env->disable_interrupts;
+  env->disable_interrupts = 1;
+  try {
+    work();
+  } catch (...) {  // out of memory, /proc unreadable: nothing found
+    t_processes.clear();
+  }
+  env->disable_interrupts = was_disabled;
+  if (!was_disabled && env->interrupt_struct->pending_interrupt != ECL_NIL &&
+      ecl_symbol_value(interrupts_enabled_symbol()) != ECL_NIL)
+    ecl_check_pending_interrupts(env);
+}
+
+// t_processes as a Lisp list of (PID . START-TIME).
+cl_object processes_as_list() {
+  cl_object list = ECL_NIL;
+  for (auto p = t_processes.rbegin(); p != t_processes.rend(); ++p)
+    list = ecl_cons(ecl_cons(ecl_make_fixnum(p->pid), ecl_make_unsigned_integer(p->start_time)), list);
+  return list;
+}
+
+// Fills t_processes from a list of (PID . START-TIME); other entries are
+// skipped.  Does not allocate on the Lisp heap.
+void processes_from_list(cl_object list) {
+  t_processes.clear();
+  for (cl_object rest = list; ECL_CONSP(rest); rest = ECL_CONS_CDR(rest)) {
+    cl_object entry = ECL_CONS_CAR(rest);
+    if (!ECL_CONSP(entry) || !ECL_FIXNUMP(ECL_CONS_CAR(entry)) || !ECL_FIXNUMP(ECL_CONS_CDR(entry))) continue;
+    ProcessStat process;
+    process.pid = static_cast<int>(ecl_fixnum(ECL_CONS_CAR(entry)));
+    process.start_time = static_cast<unsigned long long>(ecl_fixnum(ECL_CONS_CDR(entry)));
+    if (process.pid > 0) t_processes.push_back(process);
+  }
+}
 
 cl_object one_value(cl_object value) {
   cl_env_ptr env = ecl_process_env();
@@ -19,46 +67,34 @@ cl_object one_value(cl_object value) {
   return env->values[0] = value;
 }
 
-cl_object lisp_descendants(cl_object pid) {
-  t_processes.clear();
-  if (ECL_FIXNUMP(pid) && ecl_fixnum(pid) > 0) {
-    try {
-      t_processes = session_descendants(static_cast<int>(ecl_fixnum(pid)), process_table());
-    } catch (...) {  // out of memory, /proc unreadable: nothing found
+cl_object lisp_stop_family(cl_object pid_or_family) {
+  const bool one = ECL_FIXNUMP(pid_or_family);
+  const int pid = one ? static_cast<int>(ecl_fixnum(pid_or_family)) : 0;
+  if (!one) processes_from_list(pid_or_family);
+  outside_lisp([&] {
+    if (one) {
       t_processes.clear();
+      if (auto process = find_process(pid)) t_processes.push_back(*process);
     }
-  }
-  cl_object list = ECL_NIL;
-  for (auto p = t_processes.rbegin(); p != t_processes.rend(); ++p)
-    list = ecl_cons(ecl_cons(ecl_make_fixnum(p->pid), ecl_make_unsigned_integer(p->start_time)), list);
-  return one_value(list);
+    t_processes = stop_family(t_processes);
+  });
+  return one_value(processes_as_list());
 }
 
-cl_object lisp_end_processes(cl_object processes, cl_object how) {
-  t_processes.clear();
-  Ending ending = how == ecl_make_keyword("KILL")        ? Ending::Kill
-                  : how == ecl_make_keyword("TERMINATE") ? Ending::Terminate
-                                                         : Ending::Probe;
+cl_object lisp_end_processes(cl_object family, cl_object how) {
+  const Ending ending = how == ecl_make_keyword("KILL")        ? Ending::Kill
+                        : how == ecl_make_keyword("TERMINATE") ? Ending::Terminate
+                                                               : Ending::Probe;
+  processes_from_list(family);
   int running = 0;
-  try {
-    for (cl_object rest = processes; ECL_CONSP(rest); rest = ECL_CONS_CDR(rest)) {
-      cl_object entry = ECL_CONS_CAR(rest);
-      if (!ECL_CONSP(entry) || !ECL_FIXNUMP(ECL_CONS_CAR(entry)) || !ECL_FIXNUMP(ECL_CONS_CDR(entry))) continue;
-      ProcessStat process;
-      process.pid = static_cast<int>(ecl_fixnum(ECL_CONS_CAR(entry)));
-      process.start_time = static_cast<unsigned long long>(ecl_fixnum(ECL_CONS_CDR(entry)));
-      t_processes.push_back(process);
-    }
-    running = end_processes(t_processes, ending);
-  } catch (...) {
-  }
+  outside_lisp([&] { running = end_processes(t_processes, ending); });
   return one_value(ecl_make_fixnum(running));
 }
 
 }  // namespace
 
 void define_process_functions() {
-  define_lisp_function("%DESCENDANTS", lisp_descendants);
+  define_lisp_function("%STOP-FAMILY", lisp_stop_family);
   define_lisp_function("%END-PROCESSES", lisp_end_processes);
 }
 

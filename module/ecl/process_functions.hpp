@@ -6,11 +6,14 @@
 namespace agentq::ecl {
 
 // Defines, on an ECL thread:
-//   (AGENT-Q::%DESCENDANTS PID) → ((PID . START-TIME) …), parents first,
-//     of those still in PID's session (core/process_tree);
-//   (AGENT-Q::%END-PROCESSES PROCESSES HOW) → how many of PROCESSES (as
-//     %DESCENDANTS gives them) still ran; HOW is :PROBE (send nothing),
-//     :TERMINATE (SIGTERM) or :KILL (SIGKILL).
+//   (AGENT-Q::%STOP-FAMILY PID-OR-FAMILY) → FAMILY: the process PID (or the
+//     members of FAMILY that still run) and its descendants in its session,
+//     each stopped, as ((PID . START-TIME) …), parents first;
+//   (AGENT-Q::%END-PROCESSES FAMILY HOW) → how many of FAMILY still ran;
+//     HOW is :PROBE (nothing is sent), :TERMINATE (SIGTERM, then SIGCONT)
+//     or :KILL (SIGKILL).
+// They read /proc with interrupts held back, and run a pending interrupt
+// only once that is done.
 void define_process_functions();
 
 }  // namespace agentq::ecl

@@ -41,6 +41,44 @@ std::vector<int> pids(const std::vector<ProcessStat>& processes) {
   return found;
 }
 
+Family family_of(const std::vector<ProcessStat>& processes) {
+  Family family;
+  for (const ProcessStat& p : processes) family[p.pid] = p.start_time;
+  return family;
+}
+
+// Running processes whose command line is exactly ARGV.
+int processes_running(const std::vector<std::string>& argv) {
+  std::string wanted;
+  for (const std::string& arg : argv) wanted += arg + '\0';
+  int count = 0;
+  for (const ProcessStat& p : process_table()) {
+    auto now = find_process(p.pid);
+    if (now && now->state != 'Z' && read_system_file("/proc/" + std::to_string(p.pid) + "/cmdline") == wanted)
+      ++count;
+  }
+  return count;
+}
+
+pid_t spawn_shell(const char* script) {
+  const char* argv[] = {"/bin/sh", "-c", script, nullptr};
+  pid_t shell = 0;
+  if (posix_spawn(&shell, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0) return 0;
+  return shell;
+}
+
+// Kills and reaps SHELL, and kills FAMILY, whatever the test did.
+struct Cleanup {
+  pid_t shell;
+  std::vector<ProcessStat>& family;
+  ~Cleanup() {
+    end_processes(family, Ending::Kill);
+    if (shell <= 0) return;
+    kill(shell, SIGKILL);
+    waitpid(shell, nullptr, 0);
+  }
+};
+
 }  // namespace
 
 TEST(ProcessTree, ParsesProcStat) {
@@ -67,28 +105,32 @@ TEST(ProcessTree, RefusesWhatIsNotProcStat) {
     EXPECT_FALSE(parse_process_stat(text)) << text;
 }
 
-TEST(ProcessTree, FindsDescendantsParentsFirst) {
+TEST(ProcessTree, FindsNewDescendantsParentsFirst) {
   // 10 → 11 → 12 → 13, 10 → 14; 20 and 21 are someone else's.  The table
   // lists children before their parents, as pid reuse can make /proc do.
   std::vector<ProcessStat> table = {process(13, 12), process(20, 1), process(12, 11), process(11, 10),
                                     process(21, 20), process(14, 10), process(10, 1)};
-  auto found = pids(descendants(10, table));
+  auto found = pids(new_descendants({{10, 1}}, 1, table));
   ASSERT_EQ(found.size(), 4u);
   auto position = [&](int pid) { return std::find(found.begin(), found.end(), pid) - found.begin(); };
   EXPECT_LT(position(11), position(12));
   EXPECT_LT(position(12), position(13));
   EXPECT_LT(position(14), 4);
-  EXPECT_TRUE(descendants(13, table).empty());
-  EXPECT_TRUE(descendants(99, table).empty());
+  // Members are not new; what they started is.
+  EXPECT_EQ(pids(new_descendants({{10, 1}, {11, 1}, {12, 1}}, 1, table)), (std::vector<int>{13, 14}));
+  EXPECT_TRUE(new_descendants({{13, 1}}, 1, table).empty());
+  EXPECT_TRUE(new_descendants({{99, 1}}, 1, table).empty()) << "not in the table";
+  EXPECT_TRUE(new_descendants({{10, 2}}, 1, table).empty()) << "pid 10 is another process now";
 }
 
-TEST(ProcessTree, DaemonsLeaveTheFamily) {
-  // 10 (session 1) → 11 → 12; 11 → 13, which called setsid(), → 14.
-  std::vector<ProcessStat> table = {process(10, 1, 1, 1), process(11, 10, 1, 1), process(12, 11, 1, 1),
-                                    process(13, 11, 1, 13), process(14, 13, 1, 13)};
-  EXPECT_EQ(pids(descendants(10, table)).size(), 4u);
-  EXPECT_EQ(pids(session_descendants(10, table)), (std::vector<int>{11, 12}));
-  EXPECT_TRUE(session_descendants(99, table).empty()) << "not in the table";
+TEST(ProcessTree, DaemonsAndZombiesAreLeftOut) {
+  // 10 (session 1) → 11 → 12; 11 → 13, which called setsid(), → 14; 11 → 15,
+  // a zombie.
+  ProcessStat zombie = process(15, 11, 1, 1);
+  zombie.state = 'Z';
+  std::vector<ProcessStat> table = {process(10, 1, 1, 1),  process(11, 10, 1, 1),  process(12, 11, 1, 1),
+                                    process(13, 11, 1, 13), process(14, 13, 1, 13), zombie};
+  EXPECT_EQ(pids(new_descendants({{10, 1}}, 1, table)), (std::vector<int>{11, 12}));
 }
 
 TEST(ProcessTree, SignalsOnlyTheSameLivingProcess) {
@@ -109,42 +151,72 @@ TEST(ProcessTree, SignalsOnlyTheSameLivingProcess) {
   EXPECT_EQ(end_processes({}, Ending::Probe, read), 0);
 }
 
-TEST(ProcessTree, EndsTheChildrenOfARealShell) {
-  // /bin/sh starts two sleeps, and a third in a session of its own, and
-  // waits for them.
-  const char* argv[] = {"/bin/sh", "-c", "sleep 30 & sleep 30 & setsid sleep 30 & wait", nullptr};
-  pid_t shell = 0;
-  ASSERT_EQ(posix_spawn(&shell, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
-  std::vector<ProcessStat> all, family;
-  // Whatever happens below, nothing outlives the test.
-  struct Cleanup {
-    pid_t shell;
-    std::vector<ProcessStat>& all;
-    ~Cleanup() {
-      end_processes(all, Ending::Kill);
-      if (shell <= 0) return;
-      kill(shell, SIGKILL);
-      waitpid(shell, nullptr, 0);
-    }
-  } cleanup{shell, all};
+TEST(ProcessTree, StopsAndEndsARealShellsFamily) {
+  // /bin/sh starts two sleeps, and a third in a session of its own.
+  pid_t shell = spawn_shell("sleep 30.4241 & sleep 30.4241 & setsid sleep 30.4241 & wait");
+  ASSERT_GT(shell, 0);
+  std::vector<ProcessStat> children, family;
+  Cleanup cleanup{shell, children};
+  auto root = find_process(shell);
+  ASSERT_TRUE(root);
   // Until all three run and the setsid has happened.
-  for (auto deadline = std::chrono::steady_clock::now() + 5s;
-       (all.size() != 3 || family.size() != 2) && std::chrono::steady_clock::now() < deadline;
+  for (auto deadline = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < deadline;
        std::this_thread::sleep_for(5ms)) {
-    auto table = process_table();
-    all = descendants(shell, table);
-    family = session_descendants(shell, table);
+    children.clear();
+    int others = 0;
+    for (const ProcessStat& p : process_table())
+      if (p.parent == shell) {
+        children.push_back(p);
+        others += p.session != root->session;
+      }
+    if (children.size() == 3 && others == 1) break;
   }
-  ASSERT_EQ(all.size(), 3u);
-  ASSERT_EQ(family.size(), 2u);
-  for (const ProcessStat& p : all) EXPECT_EQ(p.parent, shell);
-  EXPECT_EQ(end_processes(family, Ending::Probe), 2);
+  ASSERT_EQ(children.size(), 3u);
 
-  EXPECT_EQ(end_processes(all, Ending::Terminate), 3);
-  // The shell's wait ends with its children; it reaps them and exits.
+  family = stop_family({*root});
+  ASSERT_EQ(family.size(), 3u) << "the shell and the two sleeps in its session";
+  EXPECT_EQ(family.front().pid, shell);
+  for (const ProcessStat& p : family) {
+    auto now = find_process(p.pid);
+    ASSERT_TRUE(now);
+    EXPECT_EQ(now->state, 'T') << p.pid;
+  }
+  EXPECT_EQ(end_processes(family, Ending::Probe), 3);
+  EXPECT_EQ(processes_running({"sleep", "30.4241"}), 3);
+
+  EXPECT_EQ(end_processes(family, Ending::Terminate), 3);
   int status = 0;
   ASSERT_EQ(waitpid(shell, &status, 0), shell);
   cleanup.shell = -1;  // reaped: its pid may be anyone's now
-  EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(end_processes(all, Ending::Probe), 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+  for (auto deadline = std::chrono::steady_clock::now() + 5s;
+       end_processes(family, Ending::Probe) && std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(5ms)) {
+  }
+  EXPECT_EQ(end_processes(family, Ending::Probe), 0);
+  EXPECT_EQ(processes_running({"sleep", "30.4241"}), 1) << "the daemon runs on";
+}
+
+TEST(ProcessTree, NothingEscapesAShellStartingProcessesInALoop) {
+  pid_t shell = spawn_shell("while :; do sleep 30.4242 & done");
+  ASSERT_GT(shell, 0);
+  std::vector<ProcessStat> family;
+  Cleanup cleanup{shell, family};
+  std::this_thread::sleep_for(50ms);
+  auto root = find_process(shell);
+  ASSERT_TRUE(root);
+  family = stop_family({*root});
+  ASSERT_GT(family.size(), 1u);
+  // Stopped, the family starts no one more.
+  EXPECT_TRUE(new_descendants(family_of(family), root->session, process_table()).empty());
+  // The shell, each sleep, and any child caught between fork and exec.
+  const int running = processes_running({"sleep", "30.4242"});
+  EXPECT_GE(end_processes(family, Ending::Kill), running + 1);
+  ASSERT_EQ(waitpid(shell, nullptr, 0), shell);
+  cleanup.shell = -1;
+  for (auto deadline = std::chrono::steady_clock::now() + 5s;
+       processes_running({"sleep", "30.4242"}) && std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(5ms)) {
+  }
+  EXPECT_EQ(processes_running({"sleep", "30.4242"}), 0);
 }

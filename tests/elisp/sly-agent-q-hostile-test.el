@@ -291,7 +291,10 @@ it started, and no Lisp thread is left behind."
                         ("(ext:run-program \"/bin/sh\" '(\"-c\" \"trap '' TERM; exec sleep 30.5154\") :output nil)" . "sleep 30\\.5154")
                         ("(ext:system \"sleep 30.5156 | cat\")" . "sleep 30\\.5156")
                         ("(ext:system \"sh -c 'sh -c \\\"sleep 30.5157; :\\\"; :'; :\")" . "sleep 30\\.5157")
-                        ("(ext:system \"(trap '' TERM; exec sleep 30.5158) & wait\")" . "sleep 30\\.5158")))
+                        ("(ext:system \"(trap '' TERM; exec sleep 30.5158) & wait\")" . "sleep 30\\.5158")
+                        ;; Processes started while the child is being ended.
+                        ("(ext:system \"while :; do sleep 30.5162 & done\")" . "sleep 30\\.5162")
+                        ("(ext:system \"while :; do (trap '' TERM; exec sleep 30.5163) & sleep 0.001; done\")" . "sleep 30\\.5163")))
           (let ((text (agentq-test-eval-fails (car case) :timeout 0.5)))
             (should (string-prefix-p "[ERROR] TIMEOUT\n" text)))
           (should-not (agentq-test--children-matching (cdr case)))
@@ -309,6 +312,23 @@ it started, and no Lisp thread is left behind."
           (should (agentq-test--processes-matching "^sleep 30\\.5159")))
       (call-process "pkill" nil nil nil "-f" "sleep 30\\.5159"))
     (should (equal (agentq-test-eval-ok "(length (mp:all-processes))") "=> 2"))))
+
+(ert-deftest sly-agent-q-hostile/process-functions-stay-interruptible ()
+  "Evaluated code that calls the guard's /proc readers in a loop is still
+stopped by a timeout, and leaks no descriptor (an interrupt used to unwind
+through their C++ frames)."
+  (agentq-test-surviving
+    (let ((before (length (directory-files "/proc/self/fd"))))
+      (dotimes (_ 10)
+        (should (string-prefix-p
+                 "[ERROR] TIMEOUT\n"
+                 (agentq-test-eval-fails
+                  "(let ((p (nth-value 2 (ext:run-program \"/bin/sleep\" '(\"30.5164\") :wait nil :output nil)))) (unwind-protect (loop (agent-q::%end-processes (agent-q::%stop-family (ext:external-process-pid p)) :probe)) (ext:terminate-process p t) (ext:external-process-wait p t)))"
+                  :timeout 0.2))))
+      ;; ECL's own streams of the sleeps close when collected; ours would not.
+      (agentq-test-eval-ok "(si:gc t)")
+      (should (<= (length (directory-files "/proc/self/fd")) (+ before 2))))
+    (should-not (agentq-test--processes-matching "sleep 30\\.5164"))))
 
 (ert-deftest sly-agent-q-hostile/waited-child-output-and-status ()
   "Output a waited-for child writes to the captures arrives whole, in order,
