@@ -278,6 +278,31 @@ prints them into the evaluation's output.)"
                   (princ-to-string object))
     (serious-condition () "#<error while printing>")))
 
+(defun condition-message (condition)
+  "CONDITION's report, or what is known of it when the report says nothing:
+ECL reports a condition made without the slots its report reads (a closed
+stream's STREAM-ERROR, (ERROR 'SIMPLE-ERROR)) as #<a STREAM-ERROR 0x…>, as
+nothing, or not at all."
+  (let ((text (handler-case (let ((*print-length* 100) (*print-level* 10) (*print-readably* nil))
+                              (princ-to-string condition))
+                (serious-condition () nil))))
+    (cond ((and text (plusp (length text))
+                ;; Not ECL's #<a STREAM-ERROR 0x…> for this condition.
+                (not (and (> (length text) 4)
+                          (string= "#<a " text :end2 4)
+                          (char= #\> (char text (1- (length text))))
+                          (search (symbol-name (type-of condition)) text)
+                          (not (find #\Newline text)))))
+           text)
+          ((typep condition 'stream-error)
+           (let ((stream (ignore-errors (stream-error-stream condition))))
+             (format nil "~:[Stream error on~;The stream is closed:~] ~A."
+                     (and (streamp stream) (not (ignore-errors (open-stream-p stream))))
+                     (safe-princ stream))))
+          (t
+           (format nil "~A was signalled~:[ (its report failed)~;~]."
+                   (type-name condition) text)))))
+
 (defun printing-package ()
   "CL-USER if it still exists (evaluated code may delete it), else CL."
   (or (find-package "CL-USER") (load-time-value (find-package "COMMON-LISP"))))
@@ -328,7 +353,7 @@ prints them into the evaluation's output.)"
                              (loop for line in frames for i from 1
                                    collect (format nil "~D~A" i (subseq line (position #\: line)))))))
         (format nil "[ERROR] ~A~%~A~@[~%~A~]~%~%[Backtrace]~%~{~A~^~%~}"
-                (type-name condition) (safe-princ condition) note
+                (type-name condition) (condition-message condition) note
                 (or frames '("(no user frames)"))))
     (serious-condition ()
       (format nil "[ERROR] ~A~%(the condition could not be described)" (type-name condition)))))
@@ -347,7 +372,7 @@ signalled, then unwind out of the evaluation."
   (fail condition "(The debugger was entered; there is no interactive debugger here.)"))
 
 (defun record-warning (condition)
-  (push (format nil "~A: ~A" (type-name condition) (safe-princ condition)) *warnings*)
+  (push (format nil "~A: ~A" (type-name condition) (condition-message condition)) *warnings*)
   (let ((restart (find-restart 'muffle-warning condition)))
     (when restart (invoke-restart restart))))
 
@@ -645,7 +670,7 @@ on; any other thread ends."
   (if (eq mp:*current-process* *worker*)
       (throw '%worker-top
         (values nil (format nil "[ERROR] ~A~%~A~%(outside the evaluation; the session is still alive)"
-                            (type-name condition) (safe-princ condition))))
+                            (type-name condition) (condition-message condition))))
       (funcall *exit-process*)))
 
 (defun worker-loop ()
@@ -706,4 +731,4 @@ stacks BINDING-STACK and FRAME-STACK entries deep."
 host's boot error message."
   (handler-case (progn (initialize heap-limit binding-stack frame-stack) nil)
     (serious-condition (condition)
-      (format nil "~A: ~A" (type-name condition) (safe-princ condition)))))
+      (format nil "~A: ~A" (type-name condition) (condition-message condition)))))

@@ -299,6 +299,23 @@ alive."
   (should (string-match-p "\\`\\[ERROR\\] [A-Z-]*TYPE-ERROR\n" (agentq-test-eval-fails "(+ 1 \"a\")")))
   (agentq-test-should-be-alive))
 
+;; ECL reports these as #<a STREAM-ERROR 0x…>, an empty line or a failed report.
+(ert-deftest sly-agent-q-eval/conditions-without-a-report-still-say-something ()
+  "A condition whose report says nothing gets a message that does."
+  (pcase-dolist (`(,code . ,message)
+                 '(("(let ((s (make-string-output-stream))) (close s) (write-string \"x\" s))"
+                    . "\\`\\[ERROR\\] STREAM-ERROR\nThe stream is closed: #<closed string-output stream [^\n]*>\\.\n")
+                   ("(error 'stream-error :stream *standard-output*)"
+                    . "\\`\\[ERROR\\] STREAM-ERROR\nStream error on #<[^\n]*>\\.\n")
+                   ("(error 'simple-error)" . "\\`\\[ERROR\\] SIMPLE-ERROR\nSIMPLE-ERROR was signalled\\.\n")
+                   ("(error 'type-error)"
+                    . "\\`\\[ERROR\\] TYPE-ERROR\nTYPE-ERROR was signalled (its report failed)\\.\n")))
+    (should (equal (list code (string-match-p message (agentq-test-eval-fails code))) (list code 0))))
+  ;; A report that says something is left as it is.
+  (should (string-prefix-p "[ERROR] SIMPLE-ERROR\n#<a STREAM-ERROR> as text\n"
+                           (agentq-test-eval-fails "(error \"#<a STREAM-ERROR> as text\")")))
+  (agentq-test-should-be-alive))
+
 ;;;; Output limit
 
 (ert-deftest sly-agent-q-eval/output-limit-truncates-with-marker ()
