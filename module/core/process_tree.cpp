@@ -6,10 +6,11 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
-#include <sstream>
 #include <string_view>
 
 namespace agentq {
@@ -17,7 +18,7 @@ namespace agentq {
 namespace {
 
 template <typename Number>
-bool parse_number(const std::string& text, Number& number) {
+bool parse_number(std::string_view text, Number& number) {
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
   return error == std::errc() && end == text.data() + text.size();
 }
@@ -36,17 +37,25 @@ std::optional<ProcessStat> still_running(const ProcessStat& process, const ReadF
 std::optional<ProcessStat> parse_process_stat(const std::string& text) {
   // "PID (COMM) STATE PPID …": COMM may hold spaces and parentheses of its
   // own, so the fields after it are counted from the last ')'.
-  auto open = text.find(" (");
-  auto close = text.rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+  const std::string_view line(text);
+  auto open = line.find(" (");
+  auto close = line.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) return std::nullopt;
   ProcessStat stat;
-  if (!parse_number(text.substr(0, open), stat.pid)) return std::nullopt;
-  std::istringstream fields(text.substr(close + 1));
-  std::vector<std::string> field;
-  for (std::string word; field.size() < 20 && fields >> word;) field.push_back(word);
+  if (!parse_number(line.substr(0, open), stat.pid)) return std::nullopt;
   // field[0] is stat's 3rd field (state), field[1] its 4th (ppid),
   // field[3] its 6th (session) and field[19] its 22nd (starttime).
-  if (field.size() < 20 || field[0].size() != 1) return std::nullopt;
+  std::string_view field[20];
+  std::size_t count = 0;
+  for (std::size_t at = close + 1; count < 20;) {
+    at = line.find_first_not_of(" \n", at);
+    if (at == std::string_view::npos) break;
+    std::size_t end = line.find_first_of(" \n", at);
+    if (end == std::string_view::npos) end = line.size();
+    field[count++] = line.substr(at, end - at);
+    at = end;
+  }
+  if (count < 20 || field[0].size() != 1) return std::nullopt;
   stat.state = field[0][0];
   if (!parse_number(field[1], stat.parent) || !parse_number(field[3], stat.session) ||
       !parse_number(field[19], stat.start_time))
@@ -100,23 +109,75 @@ std::optional<ProcessStat> find_process(int pid, const ReadFile& read) {
   return stat;
 }
 
-std::vector<ProcessStat> stop_family(const std::vector<ProcessStat>& family) {
+namespace {
+
+// The processes stop_family stopped and end_processes has not yet
+// continued or killed.  Should the process exit in between, they are
+// killed at exit rather than left stopped for good.
+class StoppedProcesses {
+ public:
+  void add(const ProcessStat& process) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!registered_) registered_ = std::atexit([] { instance().kill_all(); }) == 0;
+    stopped_[process.pid] = process.start_time;
+  }
+  void remove(int pid) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopped_.erase(pid);
+  }
+  void kill_all() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [pid, start_time] : stopped_) {
+      ProcessStat process;
+      process.pid = pid;
+      process.start_time = start_time;
+      if (still_running(process, read_system_file)) kill(pid, SIGKILL);
+    }
+    stopped_.clear();
+  }
+  static StoppedProcesses& instance() {
+    // Made before add() registers the handler, so destroyed after it ran.
+    static StoppedProcesses stopped;
+    return stopped;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<int, unsigned long long> stopped_;
+  bool registered_ = false;
+};
+
+// Stops PROCESS if it is still itself.  A pid read from /proc may have been
+// reused since: its start time is read again once it is stopped, and a
+// process that is not PROCESS is continued at once.
+bool stop(const ProcessStat& process) {
+  kill(process.pid, SIGSTOP);
+  if (!still_running(process, read_system_file)) {
+    kill(process.pid, SIGCONT);
+    return false;
+  }
+  StoppedProcesses::instance().add(process);
+  return true;
+}
+
+}  // namespace
+
+std::vector<ProcessStat> stop_family(const std::vector<ProcessStat>& family, Clock::time_point give_up) {
   std::vector<ProcessStat> members;
   Family known;
-  auto stop = [&](const ProcessStat& process) {
-    kill(process.pid, SIGSTOP);
+  auto add = [&](const ProcessStat& process) {
+    if (known.count(process.pid) || !stop(process)) return;
     members.push_back(process);
     known[process.pid] = process.start_time;
   };
   for (const ProcessStat& process : family)
-    if (auto now = still_running(process, read_system_file); now && !known.count(now->pid)) stop(*now);
+    if (auto now = still_running(process, read_system_file)) add(*now);
   if (members.empty()) return members;
   const int session = members.front().session;
   // kill() returns before the process stops, and one still running may
   // start another: the table is read again until a reading in which every
   // member is stopped finds no new one.
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-  for (int look = 0; look < 50 && std::chrono::steady_clock::now() < give_up; ++look) {
+  for (int look = 0; look < 50 && Clock::now() < give_up; ++look) {
     const std::vector<ProcessStat> table = process_table();
     const bool all_stopped = std::none_of(table.begin(), table.end(), [&](const ProcessStat& process) {
       auto member = known.find(process.pid);
@@ -124,11 +185,16 @@ std::vector<ProcessStat> stop_family(const std::vector<ProcessStat>& family) {
              std::string_view("TtZX").find(process.state) == std::string_view::npos;
     });
     const std::vector<ProcessStat> found = new_descendants(known, session, table);
-    for (const ProcessStat& process : found) stop(process);
+    for (const ProcessStat& process : found) add(process);
     if (found.empty() && all_stopped) break;
     usleep(1000);
   }
   return members;
+}
+
+bool any_running(const std::vector<ProcessStat>& processes, const ReadFile& read) {
+  return std::any_of(processes.begin(), processes.end(),
+                     [&](const ProcessStat& process) { return still_running(process, read).has_value(); });
 }
 
 int end_processes(const std::vector<ProcessStat>& processes, Ending ending, const ReadFile& read) {
@@ -136,9 +202,15 @@ int end_processes(const std::vector<ProcessStat>& processes, Ending ending, cons
   std::vector<int> stopped;
   for (const ProcessStat& process : processes) {
     auto now = still_running(process, read);
-    if (!now) continue;
+    if (!now) {
+      StoppedProcesses::instance().remove(process.pid);
+      continue;
+    }
     ++running;
-    if (ending == Ending::Kill) kill(now->pid, SIGKILL);
+    if (ending == Ending::Kill) {
+      kill(now->pid, SIGKILL);
+      StoppedProcesses::instance().remove(now->pid);
+    }
     if (ending == Ending::Terminate) {
       kill(now->pid, SIGTERM);
       stopped.push_back(now->pid);
@@ -146,7 +218,10 @@ int end_processes(const std::vector<ProcessStat>& processes, Ending ending, cons
   }
   // Continued only once all have their SIGTERM: a parent that goes on
   // must find its children ending too.
-  for (int pid : stopped) kill(pid, SIGCONT);
+  for (int pid : stopped) {
+    kill(pid, SIGCONT);
+    StoppedProcesses::instance().remove(pid);
+  }
   return running;
 }
 

@@ -6,6 +6,7 @@
 // told apart.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,17 +47,24 @@ std::optional<ProcessStat> find_process(int pid, const ReadFile& read = read_sys
 
 // The calling process is never taken for a member, nor signalled.
 
+using Clock = std::chrono::steady_clock;
+
 // Stops the members of FAMILY that still run (same pid, same start time,
 // not a zombie) and every process descended from them in the first one's
 // session, looking again until a look finds no new one and all are
-// stopped (for at most about 0.1 s).  Returns the members found, parents
-// before children; they stay stopped until end_processes continues them.
-std::vector<ProcessStat> stop_family(const std::vector<ProcessStat>& family);
+// stopped, or until GIVE_UP.  Returns the members found, parents before
+// children.  They stay stopped until end_processes continues or kills
+// them; should the process exit first, they are killed then.
+std::vector<ProcessStat> stop_family(const std::vector<ProcessStat>& family,
+                                     Clock::time_point give_up = Clock::now() + std::chrono::milliseconds(100));
+
+// Whether any of PROCESSES still runs: stops at the first that does.
+bool any_running(const std::vector<ProcessStat>& processes, const ReadFile& read = read_system_file);
 
 // What end_processes does to each process that still runs.
 enum class Ending {
   Probe,      // nothing: only count them
-  Terminate,  // SIGTERM, then SIGCONT for the stopped (SIGTERMs first)
+  Terminate,  // SIGTERM, then SIGCONT (once all have their SIGTERM)
   Kill,       // SIGKILL
 };
 

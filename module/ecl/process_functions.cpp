@@ -1,5 +1,6 @@
 #include "ecl/process_functions.hpp"
 
+#include <chrono>
 #include <vector>
 
 #include "core/process_tree.hpp"
@@ -67,34 +68,41 @@ cl_object one_value(cl_object value) {
   return env->values[0] = value;
 }
 
-cl_object lisp_stop_family(cl_object pid_or_family) {
+cl_object lisp_stop_family(cl_object pid_or_family, cl_object milliseconds) {
   const bool one = ECL_FIXNUMP(pid_or_family);
   const int pid = one ? static_cast<int>(ecl_fixnum(pid_or_family)) : 0;
+  const auto give_up =
+      Clock::now() + std::chrono::milliseconds(ECL_FIXNUMP(milliseconds) ? ecl_fixnum(milliseconds) : 100);
   if (!one) processes_from_list(pid_or_family);
   outside_lisp([&] {
     if (one) {
       t_processes.clear();
       if (auto process = find_process(pid)) t_processes.push_back(*process);
     }
-    t_processes = stop_family(t_processes);
+    t_processes = stop_family(t_processes, give_up);
   });
   return one_value(processes_as_list());
 }
 
-cl_object lisp_end_processes(cl_object family, cl_object how) {
-  const Ending ending = how == ecl_make_keyword("KILL")        ? Ending::Kill
-                        : how == ecl_make_keyword("TERMINATE") ? Ending::Terminate
-                                                               : Ending::Probe;
+cl_object lisp_any_running_p(cl_object family) {
   processes_from_list(family);
-  int running = 0;
-  outside_lisp([&] { running = end_processes(t_processes, ending); });
-  return one_value(ecl_make_fixnum(running));
+  bool running = false;
+  outside_lisp([&] { running = any_running(t_processes); });
+  return one_value(running ? ECL_T : ECL_NIL);
+}
+
+cl_object lisp_end_processes(cl_object family, cl_object how) {
+  const Ending ending = how == ecl_make_keyword("KILL") ? Ending::Kill : Ending::Terminate;
+  processes_from_list(family);
+  outside_lisp([&] { end_processes(t_processes, ending); });
+  return one_value(ECL_NIL);
 }
 
 }  // namespace
 
 void define_process_functions() {
   define_lisp_function("%STOP-FAMILY", lisp_stop_family);
+  define_lisp_function("%ANY-RUNNING-P", lisp_any_running_p);
   define_lisp_function("%END-PROCESSES", lisp_end_processes);
 }
 

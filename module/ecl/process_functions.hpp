@@ -6,12 +6,13 @@
 namespace agentq::ecl {
 
 // Defines, on an ECL thread:
-//   (AGENT-Q::%STOP-FAMILY PID-OR-FAMILY) → FAMILY: the process PID (or the
-//     members of FAMILY that still run) and its descendants in its session,
-//     each stopped, as ((PID . START-TIME) …), parents first;
-//   (AGENT-Q::%END-PROCESSES FAMILY HOW) → how many of FAMILY still ran;
-//     HOW is :PROBE (nothing is sent), :TERMINATE (SIGTERM, then SIGCONT)
-//     or :KILL (SIGKILL).
+//   (AGENT-Q::%STOP-FAMILY PID-OR-FAMILY MILLISECONDS) → FAMILY: the process
+//     PID (or the members of FAMILY that still run) and its descendants in
+//     its session, each stopped, as ((PID . START-TIME) …), parents first;
+//     it looks for new ones for at most MILLISECONDS;
+//   (AGENT-Q::%ANY-RUNNING-P FAMILY) → whether any member still runs;
+//   (AGENT-Q::%END-PROCESSES FAMILY HOW) → NIL; HOW is :TERMINATE (SIGTERM
+//     to all, then SIGCONT) or :KILL (SIGKILL).
 // They read /proc with interrupts held back, and run a pending interrupt
 // only once that is done.
 void define_process_functions();

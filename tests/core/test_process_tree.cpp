@@ -62,9 +62,15 @@ int processes_running(const std::vector<std::string>& argv) {
 
 pid_t spawn_shell(const char* script) {
   const char* argv[] = {"/bin/sh", "-c", script, nullptr};
+  // Only stdin, stdout and stderr: a death test's pipe held open by a
+  // stopped process would keep the test waiting instead of failing.
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   pid_t shell = 0;
-  if (posix_spawn(&shell, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0) return 0;
-  return shell;
+  int error = posix_spawn(&shell, "/bin/sh", &actions, nullptr, const_cast<char**>(argv), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return error ? 0 : shell;
 }
 
 // Kills and reaps SHELL, and kills FAMILY, whatever the test did.
@@ -149,6 +155,42 @@ TEST(ProcessTree, SignalsOnlyTheSameLivingProcess) {
                           Ending::Probe, read),
             1);
   EXPECT_EQ(end_processes({}, Ending::Probe, read), 0);
+  EXPECT_TRUE(any_running({process(33, 1, 800), process(30, 1, 500)}, read));
+  EXPECT_FALSE(any_running({process(31, 30, 600), process(32, 1, 700)}, read));
+  EXPECT_FALSE(any_running({}, read));
+}
+
+TEST(ProcessTree, WhatIsLeftStoppedIsKilledAtExit) {
+  // A process that exits between stopping a family and ending it (Emacs
+  // killed meanwhile) does not leave the family stopped for good.
+  char path[] = "/tmp/agentq-stopped-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  EXPECT_EXIT(
+      {
+        pid_t sleeper = spawn_shell("exec sleep 30.4243");
+        std::this_thread::sleep_for(20ms);
+        auto stopped = stop_family({*find_process(sleeper)});
+        FILE* out = fopen(path, "w");
+        fprintf(out, "%d %llu %zu\n", sleeper, find_process(sleeper)->start_time, stopped.size());
+        fclose(out);
+        std::exit(find_process(sleeper)->state == 'T' ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  FILE* in = fopen(path, "r");
+  ASSERT_TRUE(in);
+  ProcessStat sleeper;
+  std::size_t members = 0;
+  ASSERT_EQ(fscanf(in, "%d %llu %zu", &sleeper.pid, &sleeper.start_time, &members), 3);
+  fclose(in);
+  unlink(path);
+  EXPECT_EQ(members, 1u);
+  for (auto deadline = std::chrono::steady_clock::now() + 5s;
+       any_running({sleeper}) && std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(5ms)) {
+  }
+  EXPECT_FALSE(any_running({sleeper})) << "killed by the exiting process";
+  end_processes({sleeper}, Ending::Kill);
 }
 
 TEST(ProcessTree, StopsAndEndsARealShellsFamily) {

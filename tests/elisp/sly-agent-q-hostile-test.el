@@ -323,7 +323,7 @@ through their C++ frames)."
         (should (string-prefix-p
                  "[ERROR] TIMEOUT\n"
                  (agentq-test-eval-fails
-                  "(let ((p (nth-value 2 (ext:run-program \"/bin/sleep\" '(\"30.5164\") :wait nil :output nil)))) (unwind-protect (loop (agent-q::%end-processes (agent-q::%stop-family (ext:external-process-pid p)) :probe)) (ext:terminate-process p t) (ext:external-process-wait p t)))"
+                  "(let ((p (nth-value 2 (ext:run-program \"/bin/sleep\" '(\"30.5164\") :wait nil :output nil)))) (unwind-protect (loop (agent-q::%any-running-p (agent-q::%stop-family (ext:external-process-pid p) 50))) (ext:terminate-process p t) (ext:external-process-wait p t)))"
                   :timeout 0.2))))
       ;; ECL's own streams of the sleeps close when collected; ours would not.
       (agentq-test-eval-ok "(si:gc t)")
