@@ -133,19 +133,20 @@ with no file descriptor, such as the evaluation's captures or a string
 stream) to or from the child."
   (and (streamp value) (not (ignore-errors (ext:file-stream-fd value)))))
 
-(defun drain (from to)
-  "Copy what the pipe FROM holds now to TO, without waiting.  True at its
-end.  Bytes that are not UTF-8 come out as U+FFFD."
-  (handler-bind ((ext:stream-decoding-error
-                   (lambda (condition)
-                     (let ((restart (find-restart 'use-value condition)))
-                       (when restart
-                         (invoke-restart restart (code-char #xFFFD)))))))
-    (loop (let ((char (read-char-no-hang from nil :eof)))
-            (cond ((eq char :eof) (return t))
-                  ((null char) (return nil))
-                  (t (unread-char char from)
-                     (si:copy-stream from to nil)))))))
+(defun drain (pipe)
+  "Copy what PIPE's stream holds now to its destination, without waiting.
+True at its end.  PIPE is (STREAM DESTINATION . CARRY), CARRY the bytes
+of a character the pipe cut in two.  Bytes that are not UTF-8 come out as
+U+FFFD, one for each."
+  (destructuring-bind (stream destination . carry) pipe
+    (loop
+      (multiple-value-bind (text rest state) (%read-pipe (ext:file-stream-fd stream) carry)
+        (setf carry rest
+              (cddr pipe) rest)
+        (when (plusp (length text))
+          (write-string text destination))
+        (unless (eq state :more)
+          (return (eq state :end)))))))
 
 (defun ended-p (process)
   (member (ext:external-process-status process) '(:exited :signaled :signalled :abort :error)))
@@ -217,20 +218,20 @@ the child running with nothing to end it.)"
         (unless process                 ; nothing run (say :IF-OUTPUT-EXISTS NIL)
           (return-from run-and-wait (values-list results)))
         (let* ((ours (remove nil (list (and (copied-by-ecl-p output)
-                                            (cons (ext:external-process-output process) output))
+                                            (list* (ext:external-process-output process) output ""))
                                        (and (copied-by-ecl-p error)
-                                            (cons (ext:external-process-error-stream process) error)))))
+                                            (list* (ext:external-process-error-stream process) error "")))))
                (pipes ours)
                (waited nil))
           (unwind-protect
                (mp:with-restored-interrupts
-                 (loop (setf pipes (remove-if (lambda (pipe) (drain (car pipe) (cdr pipe))) pipes))
+                 (loop (setf pipes (remove-if #'drain pipes))
                        (when (or (null pipes) (ended-p process))
                          (return))
                        (sleep 0.001))
                  ;; What the child wrote just before it ended (a child of its
                  ;; own may keep the pipe open: not waited for, as in ECL).
-                 (dolist (pipe pipes) (drain (car pipe) (cdr pipe)))
+                 (mapc #'drain pipes)
                  (let ((code (nth-value 1 (ext:external-process-wait process t))))
                    (setf waited t)
                    (values stream code process)))

@@ -50,6 +50,17 @@ void append_utf8(std::string& out, char32_t code) {
 
 }  // namespace
 
+std::size_t complete_utf8_prefix(std::string_view bytes) {
+  // A lead byte among the last three, followed only by continuation bytes.
+  for (std::size_t back = 1; back <= 3 && back <= bytes.size(); ++back) {
+    const auto byte = static_cast<unsigned char>(bytes[bytes.size() - back]);
+    if ((byte & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const std::size_t length = (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 1;
+    return length > back ? bytes.size() - back : bytes.size();
+  }
+  return bytes.size();
+}
+
 cl_object make_lisp_string(std::string_view text) {
   bool ascii = true;
   for (char c : text) {

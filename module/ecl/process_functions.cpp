@@ -15,31 +15,6 @@ namespace {
 // while consing the result).
 thread_local std::vector<ProcessStat> t_processes;
 
-cl_object interrupts_enabled_symbol() {
-  static cl_object symbol = ecl_make_symbol("*INTERRUPTS-ENABLED*", "EXT");
-  return symbol;
-}
-
-// Runs WORK, which must not touch Lisp, as an interrupt-free section: an
-// interrupt arriving meanwhile is held back (the interrupt gate defers it)
-// and run once WORK is over, when no C++ frame of it is left to unwind past.
-// Unwinding from inside would leak /proc's descriptors.
-template <typename Work>
-void outside_lisp(Work&& work) {
-  cl_env_ptr env = ecl_process_env();
-  const int was_disabled = env->disable_interrupts;
-  env->disable_interrupts = 1;
-  try {
-    work();
-  } catch (...) {  // out of memory, /proc unreadable: nothing found
-    t_processes.clear();
-  }
-  env->disable_interrupts = was_disabled;
-  if (!was_disabled && env->interrupt_struct->pending_interrupt != ECL_NIL &&
-      ecl_symbol_value(interrupts_enabled_symbol()) != ECL_NIL)
-    ecl_check_pending_interrupts(env);
-}
-
 // t_processes as a Lisp list of (PID . START-TIME).
 cl_object processes_as_list() {
   cl_object list = ECL_NIL;
@@ -62,25 +37,20 @@ void processes_from_list(cl_object list) {
   }
 }
 
-cl_object one_value(cl_object value) {
-  cl_env_ptr env = ecl_process_env();
-  env->nvalues = 1;
-  return env->values[0] = value;
-}
-
 cl_object lisp_stop_family(cl_object pid_or_family, cl_object milliseconds) {
   const bool one = ECL_FIXNUMP(pid_or_family);
   const int pid = one ? static_cast<int>(ecl_fixnum(pid_or_family)) : 0;
   const auto give_up =
       Clock::now() + std::chrono::milliseconds(ECL_FIXNUMP(milliseconds) ? ecl_fixnum(milliseconds) : 100);
   if (!one) processes_from_list(pid_or_family);
-  outside_lisp([&] {
+  const bool done = outside_lisp([&] {
     if (one) {
       t_processes.clear();
       if (auto process = find_process(pid)) t_processes.push_back(*process);
     }
     t_processes = stop_family(t_processes, give_up);
   });
+  if (!done) t_processes.clear();  // out of memory: nothing found
   return one_value(processes_as_list());
 }
 

@@ -346,6 +346,15 @@ with its exit status, however much there is and whichever pipe it uses."
                      ;; Bytes that are not UTF-8 do not fail the call.
                      ("(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"printf 'a\\\\377b\\\\n'\") :output t))"
                       . "[stdout]\na\ufffdb\n\n=> 0")
+                     ;; One U+FFFD for each bad byte, the good ones after it kept.
+                     ("(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"printf 'a\\\\351bcdef\\\\n'\") :output t))"
+                      . "[stdout]\na\ufffdbcdef\n\n=> 0")
+                     ;; A character the pipe delivers in two parts.
+                     ("(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"printf '\\\\342'; sleep 0.05; printf '\\\\202\\\\254\\\\n'\") :output t))"
+                      . "[stdout]\n\u20ac\n\n=> 0")
+                     ;; Cut short at the end.
+                     ("(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"printf 'x\\\\342\\\\202'\") :output t))"
+                      . "[stdout]\nx\ufffd\ufffd\n\n=> 0")
                      ;; Nothing run: ECL's single NIL.
                      ("(multiple-value-list (ext:run-program \"/bin/cat\" nil :input \"/nonexistent/agentq\" :output nil))"
                       . "=> (NIL)")))
