@@ -153,7 +153,7 @@ U+FFFD, one for each."
 
 (defun end-child (process)
   "Terminate PROCESS and the processes it started, kill what lingers, and
-reap PROCESS: within about 0.3 s; a fork loop's thousands take about 2.5 s.  Called with interrupts kept out.  (Ending /bin/sh
+reap PROCESS: within about 0.3 s; a fork loop's thousands take about 2 s.  Called with interrupts kept out.  (Ending /bin/sh
 alone would leave the make it runs, and make's compilers, running.)"
   (let* ((family '())
          (give-up (+ (get-internal-real-time) internal-time-units-per-second)))
