@@ -138,11 +138,10 @@ stream) to or from the child."
 True at its end.  PIPE is (STREAM DESTINATION . CARRY), CARRY the bytes
 of a character the pipe cut in two.  Bytes that are not UTF-8 come out as
 U+FFFD, one for each."
-  (destructuring-bind (stream destination . carry) pipe
+  (let ((stream (first pipe)) (destination (second pipe)))
     (loop
-      (multiple-value-bind (text rest state) (%read-pipe (ext:file-stream-fd stream) carry)
-        (setf carry rest
-              (cddr pipe) rest)
+      (multiple-value-bind (text rest state) (%read-pipe (ext:file-stream-fd stream) (cddr pipe))
+        (setf (cddr pipe) rest)
         (when (plusp (length text))
           (write-string text destination))
         (unless (eq state :more)
@@ -153,21 +152,22 @@ U+FFFD, one for each."
 
 (defun end-child (process)
   "Terminate PROCESS and the processes it started, kill what lingers, and
-reap PROCESS: within about 0.3 s; a fork loop's thousands take about 2 s.  Called with interrupts kept out.  (Ending /bin/sh
-alone would leave the make it runs, and make's compilers, running.)"
+reap PROCESS: within about 0.3 s; a fork loop's thousands take about 2 s.
+Called with interrupts kept out.  (Ending /bin/sh alone would leave the
+make it runs, and make's compilers, running.)"
   (let* ((family '())
          (give-up (+ (get-internal-real-time) internal-time-units-per-second)))
-    (labels ((ms-left (&optional (at-most 1000))
-               (max 0 (min at-most (round (* 1000 (- give-up (get-internal-real-time)))
-                                          internal-time-units-per-second))))
-             (ended-within-p (ms)
-               (loop with deadline = (+ (get-internal-real-time)
-                                        (round (* ms internal-time-units-per-second) 1000))
-                     when (and (ignore-errors (ended-p process))
-                               (not (%any-running-p family)))
-                       return t
-                     while (< (get-internal-real-time) deadline)
-                     do (sleep 0.002))))
+    (flet ((ms-left (at-most)
+             (max 0 (min at-most (round (* 1000 (- give-up (get-internal-real-time)))
+                                        internal-time-units-per-second))))
+           (ended-within-p (ms)
+             (loop with deadline = (+ (get-internal-real-time)
+                                      (round (* ms internal-time-units-per-second) 1000))
+                   when (and (ignore-errors (ended-p process))
+                             (not (%any-running-p family)))
+                     return t
+                   while (< (get-internal-real-time) deadline)
+                   do (sleep 0.002))))
       (unless (ended-within-p 0)
         ;; Stopped first, all of them: a stopped process starts no more,
         ;; and once a parent is gone its children belong to init.
@@ -251,8 +251,8 @@ scrambles the display.)  A child waited for (:WAIT T) is ended when the
 wait is interrupted (C-g, a timeout), with the processes it started (say
 the make that /bin/sh runs, and make's compilers).  Not covered: a child
 whose input is a Lisp stream with no file descriptor (a string stream),
-which ECL copies on a thread of its own.  (ECL's native compiler reads gcc's messages itself and
-prints them into the evaluation's output.)"
+which ECL copies on a thread of its own.  (ECL's native compiler reads
+gcc's messages itself and prints them into the evaluation's output.)"
   (let* ((original (fdefinition 'ext:run-program))
          (guarded (lambda (command argv &rest keys &key (input :stream) (output :stream)
                            (error :output) (wait t) &allow-other-keys)

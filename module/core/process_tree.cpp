@@ -197,11 +197,11 @@ bool any_running(const std::vector<ProcessStat>& processes, const ReadFile& read
                      [&](const ProcessStat& process) { return still_running(process, read).has_value(); });
 }
 
-int end_processes(const std::vector<ProcessStat>& processes, Ending ending, const ReadFile& read) {
+int end_processes(const std::vector<ProcessStat>& processes, Ending ending) {
   int running = 0;
   std::vector<int> stopped;
   for (const ProcessStat& process : processes) {
-    auto now = still_running(process, read);
+    auto now = still_running(process, read_system_file);
     if (!now) {
       StoppedProcesses::instance().remove(process.pid);
       continue;

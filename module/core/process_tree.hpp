@@ -63,14 +63,12 @@ bool any_running(const std::vector<ProcessStat>& processes, const ReadFile& read
 
 // What end_processes does to each process that still runs.
 enum class Ending {
-  Probe,      // nothing: only count them
   Terminate,  // SIGTERM, then SIGCONT (once all have their SIGTERM)
   Kill,       // SIGKILL
 };
 
 // Applies ENDING to each of PROCESSES that still runs.  Returns how many
-// still ran.  READ gives /proc's files.
-int end_processes(const std::vector<ProcessStat>& processes, Ending ending,
-                  const ReadFile& read = read_system_file);
+// still ran.
+int end_processes(const std::vector<ProcessStat>& processes, Ending ending);
 
 }  // namespace agentq

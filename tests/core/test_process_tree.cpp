@@ -41,6 +41,12 @@ std::vector<int> pids(const std::vector<ProcessStat>& processes) {
   return found;
 }
 
+// How many of PROCESSES still run.
+int running(const std::vector<ProcessStat>& processes, const ReadFile& read = read_system_file) {
+  return static_cast<int>(std::count_if(processes.begin(), processes.end(),
+                                         [&](const ProcessStat& p) { return any_running({p}, read); }));
+}
+
 Family family_of(const std::vector<ProcessStat>& processes) {
   Family family;
   for (const ProcessStat& p : processes) family[p.pid] = p.start_time;
@@ -139,7 +145,7 @@ TEST(ProcessTree, DaemonsAndZombiesAreLeftOut) {
   EXPECT_EQ(pids(new_descendants({{10, 1}}, 1, table)), (std::vector<int>{11, 12}));
 }
 
-TEST(ProcessTree, SignalsOnlyTheSameLivingProcess) {
+TEST(ProcessTree, OnlyTheSameLivingProcessRuns) {
   std::map<std::string, std::string> files = {
       {"/proc/30/stat", stat_line(30, "make", 'S', 1, 500)},
       {"/proc/31/stat", stat_line(31, "cc1", 'Z', 30, 600)},
@@ -151,10 +157,8 @@ TEST(ProcessTree, SignalsOnlyTheSameLivingProcess) {
     return it->second;
   };
   // 30 runs; 31 is a zombie; 32 is another process now; 33 is gone.
-  EXPECT_EQ(end_processes({process(30, 1, 500), process(31, 30, 600), process(32, 1, 700), process(33, 1, 800)},
-                          Ending::Probe, read),
-            1);
-  EXPECT_EQ(end_processes({}, Ending::Probe, read), 0);
+  EXPECT_EQ(running({process(30, 1, 500), process(31, 30, 600), process(32, 1, 700), process(33, 1, 800)}, read), 1);
+  EXPECT_EQ(running({}, read), 0);
   EXPECT_TRUE(any_running({process(33, 1, 800), process(30, 1, 500)}, read));
   EXPECT_FALSE(any_running({process(31, 30, 600), process(32, 1, 700)}, read));
   EXPECT_FALSE(any_running({}, read));
@@ -223,7 +227,7 @@ TEST(ProcessTree, StopsAndEndsARealShellsFamily) {
     ASSERT_TRUE(now);
     EXPECT_EQ(now->state, 'T') << p.pid;
   }
-  EXPECT_EQ(end_processes(family, Ending::Probe), 3);
+  EXPECT_EQ(running(family), 3);
   EXPECT_EQ(processes_running({"sleep", "30.4241"}), 3);
 
   EXPECT_EQ(end_processes(family, Ending::Terminate), 3);
@@ -232,10 +236,10 @@ TEST(ProcessTree, StopsAndEndsARealShellsFamily) {
   cleanup.shell = -1;  // reaped: its pid may be anyone's now
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
   for (auto deadline = std::chrono::steady_clock::now() + 5s;
-       end_processes(family, Ending::Probe) && std::chrono::steady_clock::now() < deadline;
+       running(family) && std::chrono::steady_clock::now() < deadline;
        std::this_thread::sleep_for(5ms)) {
   }
-  EXPECT_EQ(end_processes(family, Ending::Probe), 0);
+  EXPECT_EQ(running(family), 0);
   EXPECT_EQ(processes_running({"sleep", "30.4241"}), 1) << "the daemon runs on";
 }
 
