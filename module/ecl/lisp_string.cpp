@@ -6,17 +6,23 @@ namespace agentq::ecl {
 
 namespace {
 
+// The length of the sequence LEAD begins: 1 to 4, or 0 when LEAD cannot
+// begin one (a continuation byte, 0xF8 and above).
+int sequence_length(unsigned char lead) {
+  return lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+}
+
 // Decodes one code point at TEXT[I], advancing I; U+FFFD for bad input.
 char32_t decode_utf8(std::string_view text, std::size_t& i) {
   auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
   unsigned char lead = byte(i);
-  int length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+  std::size_t length = static_cast<std::size_t>(sequence_length(lead));
   if (length == 0 || i + length > text.size()) {
     ++i;
     return 0xFFFD;
   }
   char32_t code = length == 1 ? lead : lead & (0x7F >> length);
-  for (int k = 1; k < length; ++k) {
+  for (std::size_t k = 1; k < length; ++k) {
     unsigned char next = byte(i + k);
     if ((next & 0xC0) != 0x80) {
       ++i;
@@ -55,8 +61,7 @@ std::size_t complete_utf8_prefix(std::string_view bytes) {
   for (std::size_t back = 1; back <= 3 && back <= bytes.size(); ++back) {
     const auto byte = static_cast<unsigned char>(bytes[bytes.size() - back]);
     if ((byte & 0xC0) == 0x80) continue;  // a continuation byte: look further back
-    const std::size_t length = (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 1;
-    return length > back ? bytes.size() - back : bytes.size();
+    return static_cast<std::size_t>(sequence_length(byte)) > back ? bytes.size() - back : bytes.size();
   }
   return bytes.size();
 }
