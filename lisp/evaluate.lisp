@@ -147,6 +147,44 @@ U+FFFD, one for each."
         (unless (eq state :more)
           (return (eq state :end)))))))
 
+(defstruct (input-copy (:constructor make-input-copy
+                            (stream source
+                             &aux (buffer (make-array 65536 :element-type (input-element-type source)
+                                                            :fill-pointer 0)))))
+  "A Lisp stream SOURCE copied into a child's input pipe STREAM: BUFFER
+holds the part read last, of which START is where writing goes on."
+  stream source buffer (start 0))
+
+(defun input-element-type (stream)
+  "CHARACTER or (UNSIGNED-BYTE 8) as STREAM gives, or NIL for other elements."
+  (let ((type (ignore-errors (stream-element-type stream))))
+    (cond ((null type) nil)
+          ((subtypep type 'character) 'character)
+          ((subtypep type '(unsigned-byte 8)) '(unsigned-byte 8)))))
+
+(defun copy-input (copy)
+  "Write to COPY's pipe what its source has, as far as the pipe takes it
+now.  True when no more is to be written: the source is at its end (the
+pipe is then closed, so that the child reads its end) or the child reads
+no more."
+  (let ((buffer (input-copy-buffer copy)))
+    (flet ((done ()
+             (mp:without-interrupts (ignore-errors (close (input-copy-stream copy))))
+             (return-from copy-input t)))
+      (loop
+        (when (>= (input-copy-start copy) (length buffer))
+          (setf (fill-pointer buffer) (array-dimension buffer 0)
+                (fill-pointer buffer) (read-sequence buffer (input-copy-source copy))
+                (input-copy-start copy) 0)
+          (when (zerop (length buffer))
+            (done)))
+        (multiple-value-bind (next state)
+            (%write-pipe (ext:file-stream-fd (input-copy-stream copy)) buffer (input-copy-start copy))
+          (setf (input-copy-start copy) next)
+          (case state
+            (:full (return nil))
+            (:closed (done))))))))
+
 (defun ended-p (process)
   (member (ext:external-process-status process) '(:exited :signaled :signalled :abort :error)))
 
@@ -184,11 +222,11 @@ make it runs, and make's compilers, running.)"
           (ended-within-p 100))))))
 
 (defun run-and-wait (original command argv output error keys)
-  "EXT:RUN-PROGRAM with :WAIT T, when the child's input needs no copying:
-the child's OUTPUT and/or ERROR, if they are Lisp streams with no file
-descriptor (the evaluation's captures, a string stream), are copied here
-rather than by ECL's copying thread, and a non-local exit (C-g, a timeout)
-ends and reaps the child.  (ECL 21.2's copying thread can reap the child
+  "EXT:RUN-PROGRAM with :WAIT T: the child's input (from KEYS), OUTPUT and
+ERROR, where they are Lisp streams with no file descriptor (the
+evaluation's captures, a string stream), are copied here rather than by
+ECL's copying threads, and a non-local exit (C-g, a timeout) ends and
+reaps the child.  (ECL 21.2's copying thread can reap the child
 itself and then wait for itself forever, and an interrupted wait leaves
 the child running with nothing to end it.)"
   ;; Interrupts are let in only while ECL starts the child and while we
@@ -205,7 +243,9 @@ the child running with nothing to end it.)"
                            (car (push (open "/dev/null" :direction direction :if-exists :append)
                                       null-devices)))))
                 (unwind-protect
-                     (let ((input (null-device-for (getf keys :input) :input))
+                     (let ((input (if (copied-by-ecl-p (getf keys :input))
+                                      :stream
+                                      (null-device-for (getf keys :input) :input)))
                            (output (if (copied-by-ecl-p output) :stream (null-device-for output :output)))
                            (error (if (copied-by-ecl-p error) :stream (null-device-for error :output))))
                        (mp:with-restored-interrupts
@@ -222,11 +262,16 @@ the child running with nothing to end it.)"
                                        (and (copied-by-ecl-p error)
                                             (list* (ext:external-process-error-stream process) error "")))))
                (pipes ours)
+               (input (and (copied-by-ecl-p (getf keys :input))
+                           (make-input-copy (ext:external-process-input process) (getf keys :input))))
+               (copying input)
                (waited nil))
           (unwind-protect
                (mp:with-restored-interrupts
                  (loop (setf pipes (remove-if #'drain pipes))
-                       (when (or (null pipes) (ended-p process))
+                       (when (and copying (copy-input copying))
+                         (setf copying nil))
+                       (when (or (and (null pipes) (null copying)) (ended-p process))
                          (return))
                        (sleep 0.001))
                  ;; What the child wrote just before it ended (a child of its
@@ -238,6 +283,7 @@ the child running with nothing to end it.)"
             ;; The pipes are ours: closed now rather than when collected, so
             ;; a loop of calls cannot use up the process's descriptors.
             (dolist (pipe ours) (ignore-errors (close (car pipe))))
+            (when input (ignore-errors (close (input-copy-stream input))))
             (unless waited
               (end-child process))))))))
 
@@ -250,16 +296,17 @@ Emacs's terminal takes the keystrokes away from Emacs; one writing to it
 scrambles the display.)  A child waited for (:WAIT T) is ended when the
 wait is interrupted (C-g, a timeout), with the processes it started (say
 the make that /bin/sh runs, and make's compilers).  Not covered: a child
-whose input is a Lisp stream with no file descriptor (a string stream),
-which ECL copies on a thread of its own.  (ECL's native compiler reads
-gcc's messages itself and prints them into the evaluation's output.)"
+whose input is a Lisp stream with no file descriptor whose elements are
+neither characters nor octets, which ECL copies on a thread of its own.
+\(ECL's native compiler reads gcc's messages itself and prints them into
+the evaluation's output.)"
   (let* ((original (fdefinition 'ext:run-program))
          (guarded (lambda (command argv &rest keys &key (input :stream) (output :stream)
                            (error :output) (wait t) &allow-other-keys)
                     (let ((input (child-stream input *standard-input* :input))
                           (output (child-stream output *standard-output* :output))
                           (error (child-stream error *error-output* :error)))
-                      (if (and wait (not (copied-by-ecl-p input)))
+                      (if (and wait (or (not (copied-by-ecl-p input)) (input-element-type input)))
                           (run-and-wait original command argv output error
                                         (list* :input input keys))
                           ;; The first of repeated keys wins: ours come first.

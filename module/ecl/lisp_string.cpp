@@ -1,5 +1,6 @@
 #include "ecl/lisp_string.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace agentq::ecl {
@@ -87,19 +88,26 @@ cl_object make_lisp_string(std::string_view text) {
   return string;
 }
 
+std::size_t append_utf8_of(std::string& out, cl_object string, std::size_t start, std::size_t most) {
+  const bool base = ECL_BASE_STRING_P(string);
+  if (!base && ecl_t_of(string) != t_string) return start;
+  const std::size_t length = base ? string->base_string.fillp : string->string.fillp;
+  const std::size_t first = start;
+  if (start < length) out.reserve(out.size() + std::min(length - start, most));
+  for (; start < length; ++start) {
+    const std::size_t before = out.size();
+    append_utf8(out, base ? string->base_string.self[start] : static_cast<char32_t>(string->string.self[start]));
+    if (out.size() > most && start > first) {
+      out.resize(before);
+      break;
+    }
+  }
+  return start;
+}
+
 std::string lisp_string_to_utf8(cl_object string) {
   std::string out;
-  if (ECL_BASE_STRING_P(string)) {
-    const auto* self = string->base_string.self;
-    cl_index length = string->base_string.fillp;
-    out.reserve(length);
-    for (cl_index i = 0; i < length; ++i) append_utf8(out, self[i]);
-  } else if (ecl_t_of(string) == t_string) {
-    const ecl_character* self = string->string.self;
-    cl_index length = string->string.fillp;
-    out.reserve(length);
-    for (cl_index i = 0; i < length; ++i) append_utf8(out, static_cast<char32_t>(self[i]));
-  }
+  append_utf8_of(out, string, 0, std::string::npos);
   return out;
 }
 

@@ -22,4 +22,10 @@ std::size_t complete_utf8_prefix(std::string_view bytes);
 // non-string gives "".  Does not allocate on the Lisp heap.
 std::string lisp_string_to_utf8(cl_object string);
 
+// Appends to OUT the UTF-8 of STRING's characters from START on, whole
+// characters only, while OUT stays within MOST bytes (one character at
+// least, whatever its length), up to the fill pointer.  Returns the index
+// after the last character appended.  Does not allocate on the Lisp heap.
+std::size_t append_utf8_of(std::string& out, cl_object string, std::size_t start, std::size_t most);
+
 }  // namespace agentq::ecl

@@ -33,12 +33,12 @@
 #include <gc/gc.h>
 
 #include "core/cpu_quota.hpp"
+#include "ecl/child_pipes.hpp"
 #include "ecl/child_signals.hpp"
 #include "ecl/ecl_api.hpp"
 #include "ecl/interrupt_gate.hpp"
 #include "ecl/lisp_function.hpp"
 #include "ecl/lisp_string.hpp"
-#include "ecl/pipe_reader.hpp"
 #include "ecl/process_functions.hpp"
 #include "ecl/signals.hpp"
 
@@ -394,7 +394,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%GC-TIME-MS", gc_time_ms);
     define_lisp_function("%CURRENT-JOB", current_job);
     define_process_functions();
-    define_pipe_reader();
+    define_child_pipes();
     failure = cl_funcall(4, lisp_symbol("BOOT"), ecl_make_unsigned_integer(heap_limit),
                          ecl_make_fixnum(kBindingStackEntries), ecl_make_fixnum(kFrameStackEntries));
   }

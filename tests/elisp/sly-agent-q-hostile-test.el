@@ -393,6 +393,54 @@ ends the child."
           (should (equal (agentq-test-eval-ok "(length (mp:all-processes))") "=> 2")))
       (call-process "pkill" nil nil nil "-f" "sleep 30\\.5161"))))
 
+(defun agentq-test--signals-pending-p ()
+  "Non-nil when a thread of this process has a signal pending."
+  (cl-loop for task in (directory-files "/proc/self/task" t "\\`[0-9]+\\'")
+           thereis (with-temp-buffer
+                     (insert-file-contents (expand-file-name "status" task))
+                     (re-search-forward "^SigPnd:\t\\(.*\\)")
+                     (string-match-p "[1-9a-f]" (match-string 1)))))
+
+(ert-deftest sly-agent-q-hostile/children-reading-lisp-streams ()
+  "A waited-for child whose input is a Lisp stream with no file descriptor
+\(a string stream, a Gray stream, an octet stream) is fed without ECL's
+copying thread: all of it arrives, as UTF-8; a child that stops reading
+loses nothing else and raises no SIGPIPE; an interrupted wait ends the
+child, its processes and our copying, and no thread is left."
+  (agentq-test-surviving
+    (let ((file (make-temp-file "agentq-input-")))
+      (unwind-protect
+          (progn
+            (pcase-dolist (`(,code . ,expected)
+                           `(("(nth-value 1 (ext:run-program \"/bin/cat\" nil :input (make-string-input-stream (format nil \"λx€😀~%\")) :output t))"
+                              . "[stdout]\nλx€😀\n\n=> 0")
+                             ;; More than the pipe holds, both ways at once.
+                             ("(let ((s (make-string-output-stream)) (in (make-string 3000000 :initial-element #\\λ))) (list (nth-value 1 (ext:run-program \"/bin/cat\" nil :input (make-string-input-stream in) :output s)) (string= in (get-output-stream-string s))))"
+                              . "=> (0 T)")
+                             ("(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"od -An -tx1\") :input (ext:make-sequence-input-stream (coerce #(1 2 255) '(vector (unsigned-byte 8)))) :output t))"
+                              . "[stdout]\n 01 02 ff\n\n=> 0")
+                             ;; Its output closed at once, the child still reads its input.
+                             (,(format "(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"exec >/dev/null; cat > %s\") :input (make-string-input-stream \"kept\") :output t))" file)
+                              . "=> 0")
+                             ;; Children that stop reading.
+                             ("(nth-value 1 (ext:run-program \"/bin/true\" nil :input (make-string-input-stream (make-string 10000000 :initial-element #\\a)) :output nil))"
+                              . "=> 0")
+                             ("(nth-value 1 (ext:run-program \"/bin/sh\" '(\"-c\" \"head -c 3; exit 5\") :input (make-string-input-stream (make-string 10000000 :initial-element #\\a)) :output t))"
+                              . "[stdout]\naaa\n\n=> 5")
+                             ("(multiple-value-list (let ((p (nth-value 2 (ext:run-program \"/bin/true\" nil :input :stream :output nil :wait nil)))) (ext:external-process-wait p t) (agent-q::%write-pipe (ext:file-stream-fd (ext:external-process-input p)) \"abc\" 0)))"
+                              . "=> (0 :CLOSED)")))
+              (should (equal (list code (agentq-test-eval-ok code)) (list code expected))))
+            (should (equal (with-temp-buffer (insert-file-contents file) (buffer-string)) "kept"))
+            ;; The SIGPIPE of a write to a pipe nobody reads is taken back.
+            (should-not (agentq-test--signals-pending-p))
+            (dolist (code '("(progn (defclass endless-input (gray:fundamental-character-input-stream) ()) (defmethod gray:stream-read-char ((s endless-input)) #\\x) (ext:run-program \"/bin/cat\" nil :input (make-instance 'endless-input) :output nil))"
+                            "(with-output-to-string (s) (ext:run-program \"/bin/sh\" '(\"-c\" \"echo started; sleep 30.5165\") :input (make-string-input-stream \"x\") :output s))"))
+              (should (string-prefix-p "[ERROR] TIMEOUT\n" (agentq-test-eval-fails code :timeout 0.5))))
+            (should-not (agentq-test--processes-matching "sleep 30\\.5165"))
+            (should (equal (agentq-test-eval-ok "(length (mp:all-processes))") "=> 2")))
+        (call-process "pkill" nil nil nil "-f" "sleep 30\\.5165")
+        (delete-file file)))))
+
 (ert-deftest sly-agent-q-hostile/children-start-with-no-blocked-signals ()
   "A child does not inherit the Lisp thread's blocked signals (SIGTERM among
 them), so the SIGTERM an interrupted wait sends reaches it."
