@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.hpp"
 #include "ecl/lisp_function.hpp"
 #include "ecl/lisp_string.hpp"
 
@@ -61,7 +62,7 @@ cl_object lisp_read_pipe(cl_object fd, cl_object carry) {
     const int descriptor = static_cast<int>(ecl_fixnum(fd));
     if (!outside_lisp([&] { state = read_available(descriptor); })) state = PipeState::End;
   }
-  const std::size_t complete = state == PipeState::End ? t_bytes.size() : complete_utf8_prefix(t_bytes);
+  const std::size_t complete = state == PipeState::End ? t_bytes.size() : utf8::complete_prefix(t_bytes);
   const std::string_view bytes(t_bytes);
   cl_object text = make_lisp_string(bytes.substr(0, complete));
   cl_object rest = ecl_alloc_simple_base_string(bytes.size() - complete);

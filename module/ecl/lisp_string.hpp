@@ -9,14 +9,10 @@
 namespace agentq::ecl {
 
 // A fresh simple string: a base string when TEXT is ASCII, else a Unicode
-// string.  Invalid UTF-8 sequences become U+FFFD.  Allocates on the Lisp
+// string.  A byte that begins no well-formed UTF-8 sequence becomes
+// U+FFFD (see core/utf8.hpp).  Allocates on the Lisp
 // heap: call only on an ECL thread.
 cl_object make_lisp_string(std::string_view text);
-
-// How much of BYTES to decode now: all but a character cut short at the
-// end (a lead byte and the continuation bytes that follow it, fewer than
-// it announces), whose rest is still to come.
-std::size_t complete_utf8_prefix(std::string_view bytes);
 
 // UTF-8 of a Lisp string (base or Unicode, honouring fill pointers).  A
 // non-string gives "".  Does not allocate on the Lisp heap.

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "core/utf8.hpp"
+
 namespace agentq::emacs {
 
 Symbols Env::symbols_;
@@ -97,41 +99,13 @@ void Env::signal_error(std::string_view message) const {
 
 namespace {
 
-// The length of the well-formed UTF-8 sequence at S[I] (Unicode's table:
-// no overlong forms, surrogates or code points above U+10FFFF), or 0.
-std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
-  auto byte = [&](std::size_t k) { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u; };
-  auto in = [](unsigned b, unsigned lo, unsigned hi) { return b >= lo && b <= hi; };
-  unsigned c = byte(i);
-  if (c < 0x80) return 1;
-  if (in(c, 0xC2, 0xDF)) return in(byte(i + 1), 0x80, 0xBF) ? 2 : 0;
-  if (in(c, 0xE0, 0xEF)) {
-    unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    return in(byte(i + 1), lo, hi) && in(byte(i + 2), 0x80, 0xBF) ? 3 : 0;
-  }
-  if (in(c, 0xF0, 0xF4)) {
-    unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-    return in(byte(i + 1), lo, hi) && in(byte(i + 2), 0x80, 0xBF) && in(byte(i + 3), 0x80, 0xBF) ? 4 : 0;
-  }
-  return 0;
-}
-
-// S with every byte that does not start a well-formed UTF-8 sequence
+// S with every byte that does not begin a well-formed UTF-8 sequence
 // replaced by U+FFFD.  With ASCII_ONLY, every non-ASCII byte becomes '?'.
 std::string repaired_utf8(std::string_view s, bool ascii_only) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    std::size_t n = utf8_sequence_length(s, i);
-    bool ok = n != 0 && !(ascii_only && n > 1);
-    if (ok) {
-      out.append(s.substr(i, n));
-      i += n;
-    } else {
-      out += ascii_only ? "?" : "\xEF\xBF\xBD";
-      ++i;
-    }
-  }
+  if (!ascii_only) return utf8::repaired(s);
+  std::string out(s);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) >= 0x80) c = '?';
   return out;
 }
 
