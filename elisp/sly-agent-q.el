@@ -38,6 +38,43 @@
   (file-name-directory (or load-file-name buffer-file-name default-directory))
   "Directory of sly-agent-q.el.")
 
+;;;; Options the module keeps
+
+(defvar sly-agent-q--given-options (make-vector 3 'unset)
+  "The values of `sly-agent-q-eval-timeout', `sly-agent-q-output-limit'
+and `sly-agent-q-heap-limit' the module has now.")
+
+(declare-function sly-agent-q--module-configure "sly-agent-q-module" (key value))
+(defvar sly-agent-q-eval-timeout)
+(defvar sly-agent-q-output-limit)
+(defvar sly-agent-q-heap-limit)
+
+(defun sly-agent-q--give-options ()
+  "Give the module the options whose values it does not have yet."
+  (let ((given sly-agent-q--given-options))
+    (cl-loop for (symbol . key) in '((sly-agent-q-eval-timeout . "eval-timeout")
+                                     (sly-agent-q-output-limit . "output-limit")
+                                     (sly-agent-q-heap-limit . "heap-limit"))
+             for index from 0
+             for value = (and (boundp symbol) (symbol-value symbol))
+             unless (eql value (aref given index))
+             do (sly-agent-q--module-configure key value)
+                (aset given index value))))
+
+(defsubst sly-agent-q--sync-options ()
+  "Give the module the options set since the last call, with `setq' too."
+  (let ((given sly-agent-q--given-options))
+    (unless (and (eql sly-agent-q-eval-timeout (aref given 0))
+                 (eql sly-agent-q-output-limit (aref given 1))
+                 (eql sly-agent-q-heap-limit (aref given 2)))
+      (sly-agent-q--give-options))))
+
+(defun sly-agent-q--set-option (symbol value)
+  "Set SYMBOL's default VALUE and give it to the module, if loaded."
+  (set-default symbol value)
+  (when (featurep 'sly-agent-q-module)
+    (sly-agent-q--give-options)))
+
 (defcustom sly-agent-q-module-file nil
   "The compiled module, sly-agent-q-module.so.
 nil means build/sly-agent-q-module.so next to the elisp/ directory, where
@@ -46,32 +83,26 @@ directory, so keep the two files together."
   :type '(choice (const :tag "Found in build/" nil) file))
 
 (defcustom sly-agent-q-eval-timeout 30
-  "Seconds after which an evaluation is interrupted; nil for none.
-A call's own `timeout' argument takes precedence."
+  "Seconds after which an evaluation is interrupted; nil or 0 for none.
+A call's own `timeout' argument takes precedence.  Like the other
+options, it may be set with `setq' (or `setq-local' in a buffer whose
+calls should differ) as well as with customize: calls use the value it
+has when they are made."
   :type '(choice (number :tag "Seconds") (const :tag "No timeout" nil))
-  :set (lambda (symbol value)
-         (set-default symbol value)
-         (when (fboundp 'sly-agent-q--module-configure)
-           (sly-agent-q--module-configure "eval-timeout" value))))
+  :set #'sly-agent-q--set-option)
 
 (defcustom sly-agent-q-heap-limit (* 1024 1024 1024)
   "Upper bound of the Lisp heap in bytes; nil for ECL's default.
 Runaway allocation in evaluated code stops at this limit with a
 STORAGE-CONDITION error instead of exhausting Emacs's memory."
   :type '(choice (integer :tag "Bytes") (const :tag "ECL's default" nil))
-  :set (lambda (symbol value)
-         (set-default symbol value)
-         (when (fboundp 'sly-agent-q--module-configure)
-           (sly-agent-q--module-configure "heap-limit" value))))
+  :set #'sly-agent-q--set-option)
 
 (defcustom sly-agent-q-output-limit 1000000
   "Characters of each output section an evaluation may return.
 Longer output is cut with a visible \"output truncated\" marker."
   :type 'integer
-  :set (lambda (symbol value)
-         (set-default symbol value)
-         (when (fboundp 'sly-agent-q--module-configure)
-           (sly-agent-q--module-configure "output-limit" value))))
+  :set #'sly-agent-q--set-option)
 
 (defcustom sly-agent-q-approval-function #'sly-agent-q-ask-approval
   "Function deciding whether a dangerous tool may run.
@@ -102,7 +133,6 @@ Each function gets the seconds waited so far.")
 (declare-function sly-agent-q--module-list-tools "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-tools-schema "sly-agent-q-module" (format max-level categories))
 (declare-function sly-agent-q--module-mcp-request "sly-agent-q-module" (json approval hooks))
-(declare-function sly-agent-q--module-configure "sly-agent-q-module" (key value))
 (declare-function sly-agent-q--module-status "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-stats "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-shutdown "sly-agent-q-module" ())
@@ -135,9 +165,7 @@ Each function gets the seconds waited so far.")
     (unless (equal found sly-agent-q--module-version)
       (user-error "sly-agent-q: the module is stale (%s, expected %s); run `make' and restart Emacs"
                   found sly-agent-q--module-version)))
-  (sly-agent-q--module-configure "eval-timeout" sly-agent-q-eval-timeout)
-  (sly-agent-q--module-configure "output-limit" sly-agent-q-output-limit)
-  (sly-agent-q--module-configure "heap-limit" sly-agent-q-heap-limit))
+  (sly-agent-q--give-options))
 
 (unless (bound-and-true-p byte-compile-current-file)
   (sly-agent-q--load-module)
@@ -156,12 +184,22 @@ Returns (t . CONTENT) or (nil . ERROR-MESSAGE)."
             (cons t (if (stringp value) value (prin1-to-string value))))
         (error (cons nil (concat "Tool error: " (error-message-string err))))))))
 
+(defvar sly-agent-q--progress nil
+  "The progress message shown while waiting for Lisp, or nil.")
+
 (defun sly-agent-q--waiting (seconds)
-  "Called by the module every 0.1 s while waiting SECONDS for Lisp."
+  "Show progress after waiting SECONDS for Lisp; the module calls this every 0.1 s."
   (run-hook-with-args 'sly-agent-q-wait-functions seconds)
   (when (and (>= seconds sly-agent-q-progress-delay) (not noninteractive))
     (let ((message-log-max nil))
-      (message "sly-agent-q: Lisp is working… %.1fs (C-g to interrupt)" seconds))))
+      (setq sly-agent-q--progress
+            (message "sly-agent-q: Lisp is working… %.1fs (C-g to interrupt)" seconds)))))
+
+(defun sly-agent-q--clear-progress ()
+  "Take the progress message away, unless another message replaced it."
+  (when (equal (current-message) sly-agent-q--progress)
+    (message nil))
+  (setq sly-agent-q--progress nil))
 
 ;;;; Public API
 
@@ -175,13 +213,17 @@ Each result is a plist
 Dangerous tools ask `sly-agent-q-approval-function'; every call runs
 `sly-agent-q-tool-execution-functions'.  \\[keyboard-quit] interrupts a
 running call."
+  (sly-agent-q--sync-options)
   (let ((approve sly-agent-q-approval-function)
         (hooks sly-agent-q-tool-execution-functions)
         (results nil))
-    (if (not (proper-list-p calls))
-        (sly-agent-q--module-execute calls approve hooks) ; says what is wrong
-      (dolist (call calls (nreverse results))
-        (push (sly-agent-q--execute-call call approve hooks) results)))))
+    (unwind-protect
+        (if (not (proper-list-p calls))
+            (sly-agent-q--module-execute calls approve hooks) ; says what is wrong
+          (dolist (call calls (nreverse results))
+            (push (sly-agent-q--execute-call call approve hooks) results)))
+      (when sly-agent-q--progress
+        (sly-agent-q--clear-progress)))))
 
 (defsubst sly-agent-q--even-plist-p (object)
   "Non-nil if OBJECT is a proper list of even length starting with a keyword."
@@ -243,8 +285,12 @@ keywords; a tool needs one of them) filter the tools."
 (defun sly-agent-q-mcp-request (json-string)
   "Handle one MCP JSON-RPC 2.0 message JSON-STRING.
 Returns the response as a JSON string, or nil for a notification."
-  (sly-agent-q--module-mcp-request json-string sly-agent-q-approval-function
-                                   sly-agent-q-tool-execution-functions))
+  (sly-agent-q--sync-options)
+  (unwind-protect
+      (sly-agent-q--module-mcp-request json-string sly-agent-q-approval-function
+                                       sly-agent-q-tool-execution-functions)
+    (when sly-agent-q--progress
+      (sly-agent-q--clear-progress))))
 
 (defun sly-agent-q-tool-stats ()
   "Return the per-tool counters.
@@ -273,11 +319,29 @@ ARGS is the arguments hash table.  In batch Emacs the answer is no."
 (defvar sly-agent-q-evaluate-history nil
   "Minibuffer history of `sly-agent-q-evaluate'.")
 
-(defun sly-agent-q--evaluate (code)
-  "Evaluate CODE with the evaluate_lisp tool; return its result plist."
+(defun sly-agent-q--evaluate (code &optional package)
+  "Evaluate CODE, in PACKAGE if non-nil, with the evaluate_lisp tool.
+Return its result plist."
   (car (sly-agent-q-execute-tool-calls
         (list (list :id "interactive" :name "evaluate_lisp"
-                    :arguments (list :code code))))))
+                    :arguments (if package
+                                   (list :code code :package package)
+                                 (list :code code)))))))
+
+(defun sly-agent-q--buffer-package (&optional position)
+  "The package of a Common Lisp buffer at POSITION (point if nil), or nil.
+As in SLY, it is the one the last `in-package' form before POSITION, at
+the start of a line, names.  Only in buffers in `lisp-mode'."
+  (when (derived-mode-p 'lisp-mode)
+    (save-excursion
+      (save-match-data
+        (goto-char (or position (point)))
+        (let ((case-fold-search t))
+          (when (re-search-backward
+                 (concat "^[ \t]*(\\(?:cl:\\|common-lisp:\\)?in-package\\_>[ \t\n]*'?"
+                         "\\(?:\"\\([^\"]*\\)\"\\|#?:?|?\\([^ \t\n()|]+\\)\\)")
+                 nil t)
+            (or (match-string-no-properties 1) (match-string-no-properties 2))))))))
 
 (defun sly-agent-q--show-result (result)
   "Show RESULT of an evaluation in the echo area or a buffer."
@@ -294,21 +358,37 @@ ARGS is the arguments hash table.  In batch Emacs the answer is no."
     text))
 
 ;;;###autoload
-(defun sly-agent-q-evaluate (code)
-  "Evaluate the Common Lisp CODE in the embedded ECL session and show the result."
-  (interactive (list (read-from-minibuffer "Evaluate Lisp (ECL): " nil read-expression-map
-                                           nil 'sly-agent-q-evaluate-history)))
-  (sly-agent-q--show-result (sly-agent-q--evaluate code)))
+(defun sly-agent-q-evaluate (code &optional package)
+  "Evaluate the Common Lisp CODE in the embedded ECL and show the result.
+CODE may hold several forms; they are read and evaluated one after the
+other.  PACKAGE is where CODE is read and evaluated: interactively, in a
+`lisp-mode' buffer, the one its last `in-package' form before point
+names, as in SLY; nil means the session's package, which `in-package' in
+CODE changes.  A
+one-line result is shown in the echo area, a longer one in the buffer
+*sly-agent-q result*.  \\[keyboard-quit] interrupts the evaluation."
+  (interactive
+   (let ((package (sly-agent-q--buffer-package)))
+     (list (read-string (format "Evaluate Lisp (ECL)%s: " (if package (format " in %s" package) ""))
+                        nil 'sly-agent-q-evaluate-history)
+           package)))
+  (sly-agent-q--show-result (sly-agent-q--evaluate code package)))
 
 ;;;###autoload
 (defun sly-agent-q-evaluate-region (start end)
-  "Evaluate the Common Lisp forms between START and END in ECL."
+  "Evaluate the Common Lisp forms between START and END in ECL.
+They are read and evaluated in the buffer's package at START, as
+`sly-agent-q-evaluate' says."
   (interactive "r")
-  (sly-agent-q--show-result (sly-agent-q--evaluate (buffer-substring-no-properties start end))))
+  (sly-agent-q--show-result
+   (sly-agent-q--evaluate (buffer-substring-no-properties start end)
+                          (sly-agent-q--buffer-package start))))
 
 ;;;###autoload
 (defun sly-agent-q-evaluate-defun ()
-  "Evaluate the top-level Common Lisp form around point in ECL."
+  "Evaluate the top-level Common Lisp form around point in ECL.
+It is read and evaluated in the buffer's package, as
+`sly-agent-q-evaluate' says."
   (interactive)
   (save-excursion
     (end-of-defun)

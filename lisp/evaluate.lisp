@@ -655,7 +655,8 @@ still the one running."
     (case reason
       (:timeout
        (format out "[ERROR] TIMEOUT~%Evaluation did not finish within ~,1F seconds and was interrupted.~%~
-                    The session is still alive; raise the limit with the `timeout' argument."
+                    The session is still alive; raise the limit with the `timeout' argument ~
+                    or the default (in Emacs, `sly-agent-q-eval-timeout')."
                (/ timeout-ms 1000)))
       (t
        (format out "[ERROR] INTERRUPTED~%Evaluation was interrupted (~A).~%The session is still alive."

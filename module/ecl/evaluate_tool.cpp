@@ -59,7 +59,8 @@ void register_evaluate_lisp(Registry& registry) {
       {"capture-time", ParamType::Boolean,
        "If true, include timing information (real time, run time, GC time, bytes consed) in the result."},
       {"timeout", ParamType::Number,
-       "Seconds after which the evaluation is interrupted (default 30; 0 or less: no limit)."},
+       "Seconds after which the evaluation is interrupted (default: the session's setting, 30 unless "
+       "changed; 0 or less: no limit)."},
   };
   tool.required = {"code"};
   tool.safety_level = SafetyLevel::Cautious;

@@ -2,3 +2,5 @@
 # top-level CMakeLists.txt).  Exit code 77 means "skipped" (tmux missing).
 add_test(NAME e2e_cg_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/cg-tmux.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(e2e_cg_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
+add_test(NAME e2e_commands_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/commands-tmux.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(e2e_commands_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 90)

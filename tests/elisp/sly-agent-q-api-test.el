@@ -919,6 +919,32 @@
                                             :total-ms (plist-get (funcall row name) :total-ms))))
     (should (numberp (plist-get (funcall row name) :total-ms)))))
 
+(ert-deftest sly-agent-q-api/buffer-package-of-lisp-files ()
+  "The package of a Lisp buffer is the one its last `in-package' before
+point names, as in SLY; other buffers have none."
+  (pcase-dolist (`(,text . ,expected)
+                 '(("(in-package :demo)\n(defun f ())" . "demo")
+                   ("(in-package #:demo)\nx" . "demo")
+                   ("(cl:in-package \"Demo\")\nx" . "Demo")
+                   ("(IN-PACKAGE 'demo)\nx" . "demo")
+                   ("  (in-package |Bar|)\nx" . "Bar")
+                   ("(in-package :a)\n(in-package :b)\nx" . "b")
+                   ("(defun x ())" . nil)
+                   ("(in-package-foo :no)\nx" . nil)
+                   (";(in-package :no)\nx" . nil)))
+    (with-temp-buffer
+      (lisp-mode)
+      (insert text)
+      (should (equal (list text (sly-agent-q--buffer-package)) (list text expected)))))
+  (with-temp-buffer
+    (insert "(in-package :a)\n(defun f ())\n(in-package :b)\n")
+    (lisp-mode)
+    (should (equal (sly-agent-q--buffer-package 20) "a")))
+  (with-temp-buffer
+    (emacs-lisp-mode)
+    (insert "(in-package :demo)\n")
+    (should-not (sly-agent-q--buffer-package))))
+
 (provide 'sly-agent-q-api-test)
 
 ;;; sly-agent-q-api-test.el ends here

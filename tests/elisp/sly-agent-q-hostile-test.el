@@ -500,6 +500,26 @@ them), so the SIGTERM an interrupted wait sends reaches it."
     ;; Restored: 1.3 s is fine again without a per-call timeout.
     (should (equal (agentq-test-eval-ok "(progn (sleep 1.3) :slept-again)") "=> :SLEPT-AGAIN"))))
 
+(ert-deftest sly-agent-q-hostile/options-set-with-setq-or-let ()
+  "Options set with `setq' after loading, or bound with `let', apply to the
+next call, not only those set through customize; and back again after."
+  (let ((old sly-agent-q-eval-timeout))
+    (unwind-protect
+        (progn
+          (setq sly-agent-q-eval-timeout 0.5)
+          (should (string-prefix-p "[ERROR] TIMEOUT\nEvaluation did not finish within 0.5 seconds"
+                                   (agentq-test-eval-fails "(sleep 3)")))
+          (setq sly-agent-q-eval-timeout old)
+          (let ((sly-agent-q-eval-timeout 0.4)
+                (sly-agent-q-output-limit 10))
+            (should (string-prefix-p "[ERROR] TIMEOUT\nEvaluation did not finish within 0.4 seconds"
+                                     (agentq-test-eval-fails "(sleep 3)")))
+            (should (string-match-p "output truncated"
+                                    (agentq-test-eval-ok "(princ (make-string 100 :initial-element #\\a))")))))
+      (setq sly-agent-q-eval-timeout old))
+    (should (equal (agentq-test-eval-ok "(progn (sleep 0.6) (princ (make-string 100 :initial-element #\\b)) :slept)")
+                   (concat "[stdout]\n" (make-string 100 ?b) "\n\n=> :SLEPT")))))
+
 ;;;; C-g
 
 (defun agentq-test--quit-once-after (delay action)
