@@ -337,7 +337,11 @@ nothing, or not at all."
   (let ((text (handler-case (let ((*print-length* 100) (*print-level* 10) (*print-readably* nil))
                               (princ-to-string condition))
                 (serious-condition () nil))))
-    (cond ((and text (plusp (length text))
+    (cond ((and (typep condition 'end-of-file)
+                (member (ignore-errors (stream-error-stream condition)) (list *null-input* *null-io*)))
+           (format nil "End of file: evaluated code has no input (*standard-input*, *query-io* ~
+                        and *terminal-io* read as empty).  Put the data in the code instead."))
+          ((and text (plusp (length text))
                 ;; Not ECL's #<a STREAM-ERROR 0x…> for this condition.
                 (not (and (> (length text) 4)
                           (string= "#<a " text :end2 4)

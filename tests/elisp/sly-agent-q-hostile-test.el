@@ -64,6 +64,18 @@
         (should-not (string-match-p "TIMEOUT" (plist-get result :content)))
         (should (< seconds 2))))))
 
+(ert-deftest sly-agent-q-hostile/reading-with-no-input-says-so ()
+  "Evaluated code has no input: reading it is END-OF-FILE with a message
+that says why, and reading with an EOF value gets that value."
+  (dolist (code '("(read-line)" "(read)" "(read-char *query-io*)" "(read-line *terminal-io*)"))
+    (should (string-prefix-p
+             "[ERROR] END-OF-FILE\nEnd of file: evaluated code has no input (*standard-input*, *query-io* and *terminal-io* read as empty).  Put the data in the code instead.\n"
+             (agentq-test-eval-fails code))))
+  (should (equal (agentq-test-eval-ok "(read-line *standard-input* nil :eof)") "=> :EOF\n=> T"))
+  ;; Other streams keep ECL's own report.
+  (should (string-match-p "\\`\\[ERROR\\] END-OF-FILE\nUnexpected end of file on #<string-input stream"
+                          (agentq-test-eval-fails "(read-line (make-string-input-stream \"\"))"))))
+
 ;;;; Stack
 
 (ert-deftest sly-agent-q-hostile/unbounded-recursion ()
