@@ -53,6 +53,16 @@ writing goes nowhere.  There is no terminal behind an embedded Lisp.")
   (:documentation "Signalled instead of exiting when evaluated code calls
 EXT:QUIT, EXT:EXIT or MP:EXIT-PROCESS on the worker thread."))
 
+(define-condition operation-refused (error)
+  ((operator :initarg :operator :reader operation-refused-operator)
+   (reason :initarg :reason :reader operation-refused-reason))
+  (:report (lambda (condition stream)
+             (format stream "~A was refused: ~A The session is still alive."
+                     (operation-refused-operator condition)
+                     (operation-refused-reason condition))))
+  (:documentation "Signalled instead of doing what would break Emacs, which
+this Lisp runs inside: EXT:CATCH-SIGNAL."))
+
 (defun install-exit-guards ()
   "Replace the functions that would exit the process (and so Emacs)."
   (setf (fdefinition 'ext:quit)
@@ -63,9 +73,20 @@ EXT:QUIT, EXT:EXIT or MP:EXIT-PROCESS on the worker thread."))
         (lambda (&rest args)
           (declare (ignore args))
           (error 'exit-intercepted :operator "EXT:EXIT")))
-  ;; The worker and the watchdog are ours: evaluated code may not kill or
-  ;; interrupt them (a killed watchdog would leave C-g and timeouts dead).
-  (dolist (name '(mp:process-kill mp:interrupt-process))
+  ;; The worker and the watchdog are ours: evaluated code may not kill,
+  ;; interrupt or suspend them (a killed or suspended watchdog would leave
+  ;; C-g and timeouts dead).
+  ;; Signal dispositions are the process's, so Emacs's: a handler of
+  ;; ECL's that runs on Emacs's thread (SIGCHLD from any subprocess, SIGINT
+  ;; from C-g) ends that thread, and an ignored SIGCHLD hangs every process
+  ;; Emacs waits for.
+  (setf (fdefinition 'ext:catch-signal)
+        (lambda (&rest args)
+          (declare (ignore args))
+          (error 'operation-refused
+                 :operator "EXT:CATCH-SIGNAL"
+                 :reason "this Lisp runs inside Emacs, and how the process handles signals is Emacs's.")))
+  (dolist (name '(mp:process-kill mp:interrupt-process mp:process-suspend))
     (let ((original (fdefinition name)) (name name))
       (setf (fdefinition name)
             (lambda (process &rest args)
@@ -398,6 +419,15 @@ nothing, or not at all."
     (nreverse lines)))
 
 (defun error-text (condition &optional note)
+  "The [ERROR] text of CONDITION, printed the same way whatever printer
+variables the evaluated code set (say *PRINT-BASE* 36), in the current
+package."
+  (let ((package *package*))
+    (with-standard-io-syntax
+      (let ((*package* package) (*print-readably* nil))
+        (error-text-1 condition note)))))
+
+(defun error-text-1 (condition note)
   (handler-case
       (let ((frames (capture-backtrace)))
         ;; The missing function of an UNDEFINED-FUNCTION was never called, so

@@ -8,4 +8,5 @@
   (:export "*SESSION-PACKAGE*"
            "EVALUATE-STRING"
            "EXIT-INTERCEPTED"
+           "OPERATION-REFUSED"
            "EVALUATION-ABORTED"))

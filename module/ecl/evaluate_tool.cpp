@@ -34,7 +34,8 @@ ToolOutput evaluate_lisp(const json& args, CallContext& context) {
   if (auto it = args.find("package"); it != args.end() && it->is_string()) request.package = it->get<std::string>();
   request.capture_time = flag(args, "capture-time") || flag(args, "capture_time");
   double timeout = settings.default_timeout_s.load();
-  if (auto it = args.find("timeout"); it != args.end() && it->is_number()) timeout = it->get<double>();
+  if (auto it = args.find("timeout"); it != args.end() && it->is_number() && !std::isnan(it->get<double>()))
+    timeout = it->get<double>();  // NaN is not "0 or less": the default
   request.timeout = to_timeout(timeout);
   request.output_limit = settings.output_limit.load();
   EvalOutcome outcome = Runtime::instance().evaluate(request, context);

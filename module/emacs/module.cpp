@@ -111,6 +111,8 @@ ApprovalFunction elisp_approval(const Env& env, emacs_value function) {
     if (env.eq(answer, s.approved_kw)) return ApprovalDecision{ApprovalKind::Approved, {}};
     if (env.eq(env.type_of(answer), s.cons_type) && env.eq(env.call(s.car, {answer}), s.modified_kw)) {
       emacs_value rest = env.call(s.cdr, {answer});
+      if (!env.is_nil(rest) && !env.eq(env.type_of(rest), s.cons_type))  // (:modified . junk)
+        return ApprovalDecision{ApprovalKind::Denied, {}};
       emacs_value new_args = env.is_nil(rest) ? s.nil : env.call(s.car, {rest});
       return ApprovalDecision{ApprovalKind::Modified, object_to_json(env, new_args)};
     }
@@ -123,6 +125,8 @@ emacs_value result_to_plist(const Env& env, const ToolResult& result);
 std::vector<Hook> elisp_hooks(const Env& env, emacs_value functions) {
   std::vector<Hook> hooks;
   const Symbols& s = Env::sym();
+  if (env.eq(env.type_of(functions), s.cons_type) && env.is_nil(env.call(s.proper_list_p, {functions})))
+    throw ConversionError("sly-agent-q-tool-execution-functions is a circular or dotted list");
   while (!env.is_nil(functions) && env.eq(env.type_of(functions), s.cons_type)) {
     emacs_value function = env.call(s.car, {functions});
     functions = env.call(s.cdr, {functions});

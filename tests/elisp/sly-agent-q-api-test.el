@@ -439,9 +439,9 @@
     (should (equal agentq-test--danger-runs '("a.txt")))))
 
 (ert-deftest sly-agent-q-api/approval-denied ()
-  ":denied (or any unknown answer) denies."
+  ":denied (or any unknown answer, a dotted (:modified . X) too) denies."
   (let ((name (agentq-test--define-danger)))
-    (dolist (answer '(:denied nil :maybe "yes"))
+    (dolist (answer '(:denied nil :maybe "yes" (:modified . 5) (:modified . "x")))
       (let* ((sly-agent-q-approval-function (lambda (_name _args) answer))
              (result (agentq-test-call name '(:path "b.txt"))))
         (should (eq (plist-get result :success) nil))
@@ -944,6 +944,18 @@ point names, as in SLY; other buffers have none."
     (emacs-lisp-mode)
     (insert "(in-package :demo)\n")
     (should-not (sly-agent-q--buffer-package))))
+
+(ert-deftest sly-agent-q-api/circular-hook-list-is-an-error ()
+  "A circular or dotted `sly-agent-q-tool-execution-functions' is a clear
+error, not a walk without end."
+  (dolist (hooks (list (let ((l (list #'ignore))) (setcdr l l) l)
+                       (cons #'ignore #'ignore)))
+    (let ((sly-agent-q-tool-execution-functions hooks))
+      (should (equal (should-error (agentq-test-eval "(+ 1 2)") :type 'sly-agent-q-error)
+                     '(sly-agent-q-error "sly-agent-q-tool-execution-functions is a circular or dotted list")))
+      (should-error (sly-agent-q-mcp-request "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}")
+                    :type 'sly-agent-q-error)))
+  (should (equal (agentq-test-eval-ok "(+ 1 2)") "=> 3")))
 
 (provide 'sly-agent-q-api-test)
 

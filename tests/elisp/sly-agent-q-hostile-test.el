@@ -76,6 +76,46 @@ that says why, and reading with an EOF value gets that value."
   (should (string-match-p "\\`\\[ERROR\\] END-OF-FILE\nUnexpected end of file on #<string-input stream"
                           (agentq-test-eval-fails "(read-line (make-string-input-stream \"\"))"))))
 
+(ert-deftest sly-agent-q-hostile/signal-handlers-are-emacss ()
+  "Evaluated code may not change how the process handles signals: a
+handler of ECL's on Emacs's thread ended Emacs at the next SIGCHLD."
+  (agentq-test-surviving
+    (dolist (code '("(ext:catch-signal 17 t)" "(ext:catch-signal 2 :ignore)" "(ext:catch-signal 17 :default)"))
+      (should (string-prefix-p
+               "[ERROR] AGENT-Q:OPERATION-REFUSED\nEXT:CATCH-SIGNAL was refused: this Lisp runs inside Emacs"
+               (agentq-test-eval-fails code))))
+    ;; SIGCHLD still reaches Emacs's own handler.
+    (should (equal (call-process "true") 0))
+    (should (equal (with-temp-buffer (call-process "echo" nil t nil "child") (buffer-string)) "child\n"))))
+
+(ert-deftest sly-agent-q-hostile/our-threads-cannot-be-suspended ()
+  "Suspending the watchdog would leave timeouts and C-g dead."
+  (agentq-test-surviving
+    (dolist (code '("(mp:process-suspend (find \"agent-q watchdog\" (mp:all-processes) :key #'mp:process-name :test #'equal))"
+                    "(mp:process-suspend agent-q::*worker*)"
+                    "(mp:process-suspend mp:*current-process*)"))
+      (should (string-match-p
+               "\\`\\[ERROR\\] AGENT-Q:EXIT-INTERCEPTED\nMP:PROCESS-SUSPEND on an AGENT-Q thread"
+               (agentq-test-eval-fails code))))
+    (should (string-prefix-p "[ERROR] TIMEOUT\n" (agentq-test-eval-fails "(loop)" :timeout 0.3)))))
+
+(ert-deftest sly-agent-q-hostile/a-nan-timeout-is-the-default ()
+  "A NaN `timeout' is not \"0 or less\": the default applies, not no limit."
+  (let ((sly-agent-q-eval-timeout 0.4))
+    (should (string-prefix-p "[ERROR] TIMEOUT\nEvaluation did not finish within 0.4 seconds"
+                             (agentq-test-eval-fails "(loop)" :timeout 0.0e+NaN)))))
+
+(ert-deftest sly-agent-q-hostile/error-text-ignores-the-codes-printer-settings ()
+  "The [ERROR] header and backtrace print the same whatever printer
+variables the evaluated code set."
+  (unwind-protect
+      (progn
+        (agentq-test-eval-ok "(setf *print-base* 36 *print-readably* t *print-case* :downcase) :set")
+        (let ((text (agentq-test-eval-fails "(car 5)")))
+          (should (string-prefix-p "[ERROR] SIMPLE-TYPE-ERROR\nIn function CAR" text))
+          (should (string-match-p "\n0: (CAR)" text))))
+    (agentq-test-eval "(setf *print-base* 10 *print-readably* nil *print-case* :upcase)")))
+
 ;;;; Stack
 
 (ert-deftest sly-agent-q-hostile/unbounded-recursion ()
