@@ -8,6 +8,8 @@ namespace agentq {
 
 namespace {
 
+constexpr std::size_t kMaxNameLength = 64;
+
 constexpr char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 // TEXT names the lower-case keyword NAME: "safe", ":safe", "SAFE", ":Safe".
@@ -40,12 +42,13 @@ bool is_blank(std::string_view text) {
   });
 }
 
+// TEXT as a JSON string, cut after 80 bytes: a name with a NUL, a quote or
+// a megabyte of letters still makes a readable message.
 std::string in_quotes(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  out += '"';
-  out += text;
-  out += '"';
+  constexpr std::size_t kShown = 80;
+  std::string shown(text.substr(0, kShown));
+  std::string out = json(shown).dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > kShown) out.insert(out.size() - 1, "…");
   return out;
 }
 
@@ -121,6 +124,10 @@ void validate_tool_definition(const Tool& tool) {
   if (!is_snake_case(tool.name)) {
     throw ToolDefinitionError("Invalid tool name " + in_quotes(tool.name) +
                               ": tool names must be snake_case (^[a-z][a-z0-9_]*$)");
+  }
+  if (tool.name.size() > kMaxNameLength) {
+    throw ToolDefinitionError("Invalid tool name " + in_quotes(tool.name) + ": tool names must be at most " +
+                              std::to_string(kMaxNameLength) + " characters (as OpenAI and Anthropic require)");
   }
   const std::string prefix = "Tool " + tool.name + ": ";
   if (is_blank(tool.description)) {

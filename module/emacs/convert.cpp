@@ -228,8 +228,12 @@ std::vector<std::string> names_list(const Env& env, emacs_value value) {
   } else if (env.eq(type, s.cons_type)) {
     for (emacs_value item : list_elements(env, value)) names.push_back(key_name(env, item));
   } else {
-    for (const json& item : to_json(env, value))
-      if (item.is_string()) names.push_back(item.get<std::string>());
+    json items = to_json(env, value);
+    if (!items.is_array()) throw ConversionError("expected a list of names (strings or keywords), got " + items.dump());
+    for (const json& item : items) {
+      if (!item.is_string()) throw ConversionError("expected a list of names (strings or keywords), got " + items.dump());
+      names.push_back(item.get<std::string>());
+    }
   }
   return names;
 }

@@ -387,7 +387,14 @@ emacs_value define_tool(const Env& env, ptrdiff_t, emacs_value* args) {
     parameter.description = text("description", "");
     tool.parameters.push_back(std::move(parameter));
   }
-  tool.required = names_list(env, args[3]);
+  auto names = [&](emacs_value value, const char* what) {
+    try {
+      return names_list(env, value);
+    } catch (const ConversionError& e) {
+      throw ToolDefinitionError("Tool " + tool.name + ": " + what + " " + e.what());
+    }
+  };
+  tool.required = names(args[3], ":required");
   json safety = to_json(env, args[4]);
   if (!safety.is_null()) {
     auto level = safety.is_string() ? parse_safety_level(safety.get<std::string>()) : std::nullopt;
@@ -396,7 +403,7 @@ emacs_value define_tool(const Env& env, ptrdiff_t, emacs_value* args) {
                                 " (:safe, :cautious or :dangerous)");
     tool.safety_level = *level;
   }
-  tool.categories = names_list(env, args[5]);
+  tool.categories = names(args[5], ":categories");
   tool.kind = HandlerKind::Elisp;
   std::string name = tool.name;
   tool.handler = [name](const json& arguments, CallContext&) -> ToolOutput {

@@ -134,6 +134,15 @@ TEST(ValidateToolDefinition, RejectsEmptyName) {
             "Invalid tool name \"\": tool names must be snake_case (^[a-z][a-z0-9_]*$)");
 }
 
+TEST(ValidateToolDefinition, RejectsNamesLongerThan64CharactersAndQuotesNamesReadably) {
+  EXPECT_EQ(definition_error(make_tool(std::string(64, 'a'))), "<no error>");
+  EXPECT_EQ(definition_error(make_tool(std::string(100000, 'a'))),
+            "Invalid tool name \"" + std::string(80, 'a') +
+                "…\": tool names must be at most 64 characters (as OpenAI and Anthropic require)");
+  EXPECT_EQ(definition_error(make_tool(std::string("a\0b\"", 4))),
+            "Invalid tool name \"a\\u0000b\\\"\": tool names must be snake_case (^[a-z][a-z0-9_]*$)");
+}
+
 TEST(ValidateToolDefinition, RejectsRequiredParameterNotAmongParameters) {
   Tool tool = make_tool("describe_symbol", {param("symbol")}, {"x"});
   EXPECT_EQ(definition_error(tool), "Tool describe_symbol: required parameter \"x\" is not among its parameters");

@@ -366,10 +366,16 @@
   (let ((message (agentq-test--definition-error
                   (lambda () (sly-agent-q-define-tool "agentq_no_handler" "d" nil)))))
     (should (string-match-p "handler" message)))
+  (should (equal (agentq-test--definition-error
+                  (lambda () (sly-agent-q-define-tool "agentq_required_5" "d" nil :required 5 :handler #'ignore)))
+                 "Tool agentq_required_5: :required expected a list of names (strings or keywords), got 5"))
+  (should (equal (agentq-test--definition-error
+                  (lambda () (sly-agent-q-define-tool "a\0b" "d" nil :handler #'ignore)))
+                 "Invalid tool name \"a\\u0000b\": tool names must be snake_case (^[a-z][a-z0-9_]*$)"))
   ;; None of them was registered.
   (let ((names (sly-agent-q-list-tools)))
     (dolist (name '("Foo-Bar" "agentq_bad_required" "agentq_bad_level" "agentq_bad_type"
-                    "agentq_no_handler"))
+                    "agentq_no_handler" "agentq_required_5"))
       (should-not (member name names)))))
 
 (ert-deftest sly-agent-q-api/define-tool-redefinition-overwrites ()
