@@ -201,6 +201,17 @@ Returns (t . CONTENT) or (nil . ERROR-MESSAGE)."
     (message nil))
   (setq sly-agent-q--progress nil))
 
+(defmacro sly-agent-q--calling-module (&rest body)
+  "Run BODY, a call into the module, with the options as they are now.
+Any progress message the call showed goes when it ends."
+  (declare (indent 0) (debug t))
+  `(progn
+     (sly-agent-q--sync-options)
+     (unwind-protect
+         (progn ,@body)
+       (when sly-agent-q--progress
+         (sly-agent-q--clear-progress)))))
+
 ;;;; Public API
 
 (defun sly-agent-q-execute-tool-calls (calls)
@@ -213,17 +224,14 @@ Each result is a plist
 Dangerous tools ask `sly-agent-q-approval-function'; every call runs
 `sly-agent-q-tool-execution-functions'.  \\[keyboard-quit] interrupts a
 running call."
-  (sly-agent-q--sync-options)
   (let ((approve sly-agent-q-approval-function)
         (hooks sly-agent-q-tool-execution-functions)
         (results nil))
-    (unwind-protect
-        (if (not (proper-list-p calls))
-            (sly-agent-q--module-execute calls approve hooks) ; says what is wrong
-          (dolist (call calls (nreverse results))
-            (push (sly-agent-q--execute-call call approve hooks) results)))
-      (when sly-agent-q--progress
-        (sly-agent-q--clear-progress)))))
+    (sly-agent-q--calling-module
+      (if (not (proper-list-p calls))
+          (sly-agent-q--module-execute calls approve hooks) ; says what is wrong
+        (dolist (call calls (nreverse results))
+          (push (sly-agent-q--execute-call call approve hooks) results))))))
 
 (defsubst sly-agent-q--even-plist-p (object)
   "Non-nil if OBJECT is a proper list of even length starting with a keyword."
@@ -285,12 +293,9 @@ keywords; a tool needs one of them) filter the tools."
 (defun sly-agent-q-mcp-request (json-string)
   "Handle one MCP JSON-RPC 2.0 message JSON-STRING.
 Returns the response as a JSON string, or nil for a notification."
-  (sly-agent-q--sync-options)
-  (unwind-protect
-      (sly-agent-q--module-mcp-request json-string sly-agent-q-approval-function
-                                       sly-agent-q-tool-execution-functions)
-    (when sly-agent-q--progress
-      (sly-agent-q--clear-progress))))
+  (sly-agent-q--calling-module
+    (sly-agent-q--module-mcp-request json-string sly-agent-q-approval-function
+                                     sly-agent-q-tool-execution-functions)))
 
 (defun sly-agent-q-tool-stats ()
   "Return the per-tool counters.
@@ -364,9 +369,9 @@ CODE may hold several forms; they are read and evaluated one after the
 other.  PACKAGE is where CODE is read and evaluated: interactively, in a
 `lisp-mode' buffer, the one its last `in-package' form before point
 names, as in SLY; nil means the session's package, which `in-package' in
-CODE changes.  A
-one-line result is shown in the echo area, a longer one in the buffer
-*sly-agent-q result*.  \\[keyboard-quit] interrupts the evaluation."
+CODE changes.  A one-line result is shown in the echo area, a longer one
+in the buffer *sly-agent-q result*.  \\[keyboard-quit] interrupts the
+evaluation."
   (interactive
    (let ((package (sly-agent-q--buffer-package)))
      (list (read-string (format "Evaluate Lisp (ECL)%s: " (if package (format " in %s" package) ""))

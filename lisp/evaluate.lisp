@@ -64,7 +64,8 @@ EXT:QUIT, EXT:EXIT or MP:EXIT-PROCESS on the worker thread."))
 this Lisp runs inside: EXT:CATCH-SIGNAL."))
 
 (defun install-exit-guards ()
-  "Replace the functions that would exit the process (and so Emacs)."
+  "Replace the functions that would exit the process (and so Emacs), end or
+stop the runtime's own threads, or change how the process handles signals."
   (setf (fdefinition 'ext:quit)
         (lambda (&rest args)
           (declare (ignore args))
@@ -73,9 +74,6 @@ this Lisp runs inside: EXT:CATCH-SIGNAL."))
         (lambda (&rest args)
           (declare (ignore args))
           (error 'exit-intercepted :operator "EXT:EXIT")))
-  ;; The worker and the watchdog are ours: evaluated code may not kill,
-  ;; interrupt or suspend them (a killed or suspended watchdog would leave
-  ;; C-g and timeouts dead).
   ;; Signal dispositions are the process's, so Emacs's: a handler of
   ;; ECL's that runs on Emacs's thread (SIGCHLD from any subprocess, SIGINT
   ;; from C-g) ends that thread, and an ignored SIGCHLD hangs every process
@@ -86,6 +84,9 @@ this Lisp runs inside: EXT:CATCH-SIGNAL."))
           (error 'operation-refused
                  :operator "EXT:CATCH-SIGNAL"
                  :reason "this Lisp runs inside Emacs, and how the process handles signals is Emacs's.")))
+  ;; The worker and the watchdog are ours: evaluated code may not kill,
+  ;; interrupt or suspend them (a killed or suspended watchdog would leave
+  ;; C-g and timeouts dead).
   (dolist (name '(mp:process-kill mp:interrupt-process mp:process-suspend))
     (let ((original (fdefinition name)) (name name))
       (setf (fdefinition name)
@@ -242,9 +243,9 @@ make it runs, and make's compilers, running.)"
           (ignore-errors (ext:terminate-process process t))
           (ended-within-p 100))))))
 
-(defun run-and-wait (original command argv output error keys)
-  "EXT:RUN-PROGRAM with :WAIT T: the child's input (from KEYS), OUTPUT and
-ERROR, where they are Lisp streams with no file descriptor (the
+(defun run-and-wait (original command argv input output error keys)
+  "EXT:RUN-PROGRAM with :WAIT T: the child's INPUT, OUTPUT and ERROR,
+where they are Lisp streams with no file descriptor (the
 evaluation's captures, a string stream), are copied here rather than by
 ECL's copying threads, and a non-local exit (C-g, a timeout) ends and
 reaps the child.  (ECL 21.2's copying thread can reap the child
@@ -255,7 +256,10 @@ the child running with nothing to end it.)"
   ;; nor while opening or closing streams (an interrupt inside CLOSE left a
   ;; stream half closed, and its later flush failed), nor in the cleanup.
   (mp:without-interrupts
-    (let ((results
+    (let* ((input-copied (copied-by-ecl-p input))
+           (output-copied (copied-by-ecl-p output))
+           (error-copied (copied-by-ecl-p error))
+           (results
             (let ((null-devices '()))
               ;; ECL opens /dev/null for a NIL stream and leaves it open
               ;; until collected; ours are closed at once.
@@ -264,13 +268,12 @@ the child running with nothing to end it.)"
                            (car (push (open "/dev/null" :direction direction :if-exists :append)
                                       null-devices)))))
                 (unwind-protect
-                     (let ((input (if (copied-by-ecl-p (getf keys :input))
-                                      :stream
-                                      (null-device-for (getf keys :input) :input)))
-                           (output (if (copied-by-ecl-p output) :stream (null-device-for output :output)))
-                           (error (if (copied-by-ecl-p error) :stream (null-device-for error :output))))
+                     (let ((input (if input-copied :stream (null-device-for input :input)))
+                           (output (if output-copied :stream (null-device-for output :output)))
+                           (error (if error-copied :stream (null-device-for error :output))))
                        (mp:with-restored-interrupts
                          (multiple-value-list
+                          ;; The first of repeated keys wins: ours come first.
                           (apply original command argv
                                  :input input :output output :error error :wait nil keys))))
                   (mapc #'close null-devices))))))
@@ -278,14 +281,13 @@ the child running with nothing to end it.)"
         (declare (ignore code more))
         (unless process                 ; nothing run (say :IF-OUTPUT-EXISTS NIL)
           (return-from run-and-wait (values-list results)))
-        (let* ((ours (remove nil (list (and (copied-by-ecl-p output)
+        (let* ((ours (remove nil (list (and output-copied
                                             (list* (ext:external-process-output process) output ""))
-                                       (and (copied-by-ecl-p error)
+                                       (and error-copied
                                             (list* (ext:external-process-error-stream process) error "")))))
                (pipes ours)
-               (input (and (copied-by-ecl-p (getf keys :input))
-                           (make-input-copy (ext:external-process-input process) (getf keys :input))))
-               (copying input)
+               (feed (and input-copied (make-input-copy (ext:external-process-input process) input)))
+               (copying feed)
                (waited nil))
           (unwind-protect
                (mp:with-restored-interrupts
@@ -304,7 +306,7 @@ the child running with nothing to end it.)"
             ;; The pipes are ours: closed now rather than when collected, so
             ;; a loop of calls cannot use up the process's descriptors.
             (dolist (pipe ours) (ignore-errors (close (car pipe))))
-            (when input (ignore-errors (close (input-copy-stream input))))
+            (when feed (ignore-errors (close (input-copy-stream feed))))
             (unless waited
               (end-child process))))))))
 
@@ -328,8 +330,7 @@ the evaluation's output.)"
                           (output (child-stream output *standard-output* :output))
                           (error (child-stream error *error-output* :error)))
                       (if (and wait (or (not (copied-by-ecl-p input)) (input-element-type input)))
-                          (run-and-wait original command argv output error
-                                        (list* :input input keys))
+                          (run-and-wait original command argv input output error keys)
                           ;; The first of repeated keys wins: ours come first.
                           (apply original command argv
                                  :input input :output output :error error keys))))))

@@ -111,12 +111,14 @@ class SigpipeHeldBack {
   bool was_pending_ = false, raised_ = false;
 };
 
+bool octets_p(cl_object data) { return ecl_t_of(data) == t_vector && data->vector.elttype == ecl_aet_b8; }
+
 // The bytes of DATA[START, …) for one write: UTF-8 of whole characters, or
 // octets, at most PIPE_BUF of them, which a pipe takes whole or not at all.
 // Returns the index after them.
 std::size_t next_chunk(std::string& chunk, cl_object data, std::size_t start) {
   chunk.clear();
-  if (ecl_t_of(data) == t_vector && data->vector.elttype == ecl_aet_b8) {
+  if (octets_p(data)) {
     const std::size_t end = std::min<std::size_t>(data->vector.fillp, start + PIPE_BUF);
     if (start < end) chunk.append(reinterpret_cast<const char*>(data->vector.self.b8) + start, end - start);
     return std::max(start, end);
@@ -151,7 +153,7 @@ WriteState write_available(int fd, cl_object data, std::size_t& position) {
 std::size_t data_length(cl_object data) {
   if (ECL_BASE_STRING_P(data)) return data->base_string.fillp;
   if (ecl_t_of(data) == t_string) return data->string.fillp;
-  if (ecl_t_of(data) == t_vector && data->vector.elttype == ecl_aet_b8) return data->vector.fillp;
+  if (octets_p(data)) return data->vector.fillp;
   return 0;
 }
 

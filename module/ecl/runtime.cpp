@@ -235,11 +235,8 @@ cl_object next_job() {
     }
   }
   // No locks held from here: allocation may unwind (storage exhaustion).
+  if (!job) return one_value(ECL_NIL);
   cl_env_ptr env = ecl_process_env();
-  if (!job) {
-    env->nvalues = 1;
-    return env->values[0] = ECL_NIL;
-  }
   const EvalRequest& request = job->request;
   cl_object id = ecl_make_unsigned_integer(job->id);
   cl_object code = make_lisp_string(request.code);
@@ -281,9 +278,7 @@ cl_object finish_job(cl_object id, cl_object success, cl_object text) {
   }
   job.reset();
   impl.wake_callers();
-  cl_env_ptr env = ecl_process_env();
-  env->nvalues = 1;
-  return env->values[0] = ECL_NIL;
+  return one_value(ECL_NIL);
 }
 
 // (%NEXT-INTERRUPT) → id reason, or NIL to stop.  Runs on the watchdog.
@@ -302,15 +297,12 @@ cl_object next_interrupt() {
       impl.interrupts.pop_front();
     }
   }
-  cl_env_ptr env = ecl_process_env();
-  if (stop) {
-    env->nvalues = 1;
-    return env->values[0] = ECL_NIL;
-  }
+  if (stop) return one_value(ECL_NIL);
   const char* name = why == Interrupt::Quit ? "QUIT" : why == Interrupt::Timeout ? "TIMEOUT" : "CANCEL";
   // Build every object before filling env->values: interning sets values.
   cl_object reason = ecl_make_keyword(name);
   cl_object job = ecl_make_unsigned_integer(id);
+  cl_env_ptr env = ecl_process_env();
   env->values[0] = job;
   env->values[1] = reason;
   env->nvalues = 2;
@@ -320,17 +312,12 @@ cl_object next_interrupt() {
 // (%CURRENT-JOB) → id of the running job, or NIL.
 cl_object current_job() {
   std::uint64_t id = g_impl->current_id.load(std::memory_order_acquire);
-  cl_env_ptr env = ecl_process_env();
-  cl_object value = id ? ecl_make_unsigned_integer(id) : ECL_NIL;
-  env->nvalues = 1;
-  return env->values[0] = value;
+  return one_value(id ? ecl_make_unsigned_integer(id) : ECL_NIL);
 }
 
 // (%GC-TIME-MS) → milliseconds spent in full collections so far.
 cl_object gc_time_ms() {
-  cl_env_ptr env = ecl_process_env();
-  env->nvalues = 1;
-  return env->values[0] = ecl_make_unsigned_integer(GC_get_full_gc_total_time());
+  return one_value(ecl_make_unsigned_integer(GC_get_full_gc_total_time()));
 }
 
 // ----------------------------------------------------------------------------

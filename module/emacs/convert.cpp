@@ -1,5 +1,6 @@
 #include "emacs/convert.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -229,11 +230,10 @@ std::vector<std::string> names_list(const Env& env, emacs_value value) {
     for (emacs_value item : list_elements(env, value)) names.push_back(key_name(env, item));
   } else {
     json items = to_json(env, value);
-    if (!items.is_array()) throw ConversionError("expected a list of names (strings or keywords), got " + items.dump());
-    for (const json& item : items) {
-      if (!item.is_string()) throw ConversionError("expected a list of names (strings or keywords), got " + items.dump());
-      names.push_back(item.get<std::string>());
-    }
+    auto is_name = [](const json& item) { return item.is_string(); };
+    if (!items.is_array() || !std::all_of(items.begin(), items.end(), is_name))
+      throw ConversionError("expected a list of names (strings or keywords), got " + items.dump());
+    for (const json& item : items) names.push_back(item.get<std::string>());
   }
   return names;
 }

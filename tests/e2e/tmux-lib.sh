@@ -1,8 +1,8 @@
 # Helpers for the end-to-end tests that drive a real interactive Emacs in
 # a private tmux server.  Source it after setting SESSION_NAME; it checks
 # for tmux, emacs and the module (exit 77 to skip), and defines tmux_, now,
-# elapsed_since, over, pane, echo_area, fail, wait_for, eval_expression and
-# start_emacs.
+# elapsed_since, over, pane, echo_area, fail, wait_for, eval_expression,
+# start_emacs and quit_emacs.
 #
 # Exit codes of the tests: 0 success, 1 failure, 77 skip.
 
