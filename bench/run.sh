@@ -9,6 +9,28 @@ echo "== core (C++ only)"
 echo "== Emacs -> module -> ECL"
 ours=$(emacs -Q --batch -L elisp -l bench/bench.el 2>/dev/null | grep '^bench:')
 echo "$ours"
+# The hot call in 10 separate processes, 5 of them while a shell loop keeps
+# one CPU busy, then 3 pinned to one CPU: one process can hide a slow mode.
+hot_processes() {  # LABEL [COMMAND PREFIX...]
+  local label=$1; shift
+  local line
+  line=$("$@" emacs -Q --batch -L elisp -l bench/hot-process.el 2>/dev/null | tail -n 1)
+  echo "$label ${line:-failed}"
+}
+runs=$(
+  for _ in 1 2 3 4 5; do hot_processes quiet; done
+  (while :; do :; done) & busy=$!
+  for _ in 1 2 3 4 5; do hot_processes busy; done
+  kill "$busy"; wait "$busy" 2>/dev/null
+  if command -v taskset >/dev/null; then
+    for _ in 1 2 3; do hot_processes one_cpu taskset -c 0; done
+  fi
+)
+awk '{ printf "bench: hot_process %-7s median_us=%s p10_us=%s p90_us=%s\n", $1, $2, $3, $4 }' <<<"$runs"
+quiet_median=$(awk '$1 == "quiet" { print $2 }' <<<"$runs" | sort -n | sed -n 3p)
+awk -v quiet="${quiet_median:-n/a}" '
+  $1 != "one_cpu" { n++; if ($2 == "failed" || $2 + 0 > 15) over++ }
+  END { printf "bench: hot_processes processes=%d over_15us=%d quiet_median_of_medians_us=%s target_over_15us=0 target_quiet_median_us=8\n", n, over, quiet }' <<<"$runs"
 echo "== peer: Emacs -> SLIME -> SBCL"
 peer=$(emacs -Q --batch -l bench/slime-peer.el 2>/dev/null | grep '^peer:')
 echo "$peer"
