@@ -9,7 +9,7 @@ CMAKE_BUILD_TYPE ?= RelWithDebInfo
 DEB_PACKAGES = emacs-nox ecl libecl-dev nlohmann-json3-dev libgtest-dev libgc-dev libgmp-dev cmake g++ make tmux
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test test-core test-elisp run bench clean
+.PHONY: all deps build test test-core test-elisp run bench check-fresh clean
 
 all: build
 
@@ -43,6 +43,11 @@ run: build
 bench: build
 	bash bench/install-peers.sh || true
 	bash bench/run.sh $(BUILD_DIR)
+
+# The README's set-up on a minimal Debian 12 made by debootstrap (10-20 min;
+# needs root or sudo).  Not part of `make test'.
+check-fresh:
+	bash tests/fresh/check-fresh.sh
 
 clean:
 	rm -rf $(BUILD_DIR)

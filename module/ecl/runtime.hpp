@@ -1,7 +1,6 @@
 // The embedded ECL: one Lisp image per process, living on its own thread.
 // Nothing outside module/ecl calls ECL; every other thread talks to it
-// through jobs.  See shared/reference/ecl-in-emacs-spike/NOTES.md for why
-// each precaution exists.
+// through jobs.  See docs/ecl-in-emacs.md for why each precaution exists.
 #pragma once
 
 #include <chrono>

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 
 #include "ecl/interrupt_gate.hpp"
@@ -39,8 +40,9 @@ const Case kForeignWork[] = {
     {"file write and close",
      "(loop (with-open-file (s \"/tmp/agent-q-interrupt-test.txt\" :direction :output :if-exists :supersede) "
      "(dotimes (i 100) (print i s))))"},
-    {"file read", "(loop (with-open-file (s \"/etc/services\") (loop while (read-line s nil))))"},
-    {"directory", "(loop (directory \"/etc/*.conf\") (probe-file \"/etc/passwd\"))"},
+    // Reads the file the test makes (a minimal Debian has no /etc/services).
+    {"file read", "(loop (with-open-file (s \"/tmp/agent-q-interrupt-test.txt\") (loop while (read-line s nil))))"},
+    {"directory", "(loop (directory \"/tmp/*.txt\") (probe-file \"/tmp/agent-q-interrupt-test.txt\"))"},
     {"collection", "(loop (ext:gc t))"},
     {"floats", "(loop (format nil \"~F ~E\" (random 1d10) (random 1f0)) (read-from-string \"1.2345d300\"))"},
     {"hashing", "(let ((h (make-hash-table :test 'equal))) (loop (setf (gethash (random 100000) h) (make-string 10))))"},
@@ -48,6 +50,10 @@ const Case kForeignWork[] = {
 };
 
 TEST(Interrupts, LandingInForeignCodeNeverDeadlockOrAbort) {
+  {
+    std::ofstream file("/tmp/agent-q-interrupt-test.txt");
+    for (int i = 0; i < 100; ++i) file << i << '\n';
+  }
   unsigned long deferred_before = deferred_interrupts();
   for (const Case& work : kForeignWork) {
     for (int i = 0; i < 120; ++i) {
