@@ -68,7 +68,8 @@ $SUDO git clone -q "$repo" "$root/root/sly-agent-q" || fail "cannot clone HEAD"
 echo "== the README's commands:"
 sed 's/^/   /' <<<"$setup"
 status=0
-in_root "cd /root/sly-agent-q && set -e && $(paste -sd'&' <<<"$setup" | sed 's/&/ \&\& /g')" >"$root/make-test.log" 2>&1 || status=$?
+joined=$(awk 'NR > 1 { printf " && " } { printf "%s", $0 }' <<<"$setup")
+in_root "cd /root/sly-agent-q && $joined" >"$root/make-test.log" 2>&1 || status=$?
 echo "== make test: exit $status; its last lines:"
 grep -E 'tests passed|tests failed|^Ran [0-9]+ tests|unexpected|passed, [0-9]+ failed' "$root/make-test.log" | tail -n 6
 [ "$status" = 0 ] || { tail -n 40 "$root/make-test.log"; fail "make test failed in the fresh root"; }
