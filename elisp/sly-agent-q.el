@@ -31,7 +31,7 @@
 
 (define-error 'sly-agent-q-error "sly-agent-q error")
 
-(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 2"
+(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 3"
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -84,7 +84,9 @@ directory, so keep the two files together."
 
 (defcustom sly-agent-q-eval-timeout 30
   "Seconds after which an evaluation is interrupted; nil or 0 for none.
-A call's own `timeout' argument takes precedence.  Like the other
+This is a ceiling: a call's own `timeout' argument (from a model or an
+MCP client, say) may only lower it; a larger one, or 0 or less, means
+this value.  Like the other
 options, it may be set with `setq' (or `setq-local' in a buffer whose
 calls should differ) as well as with customize: calls use the value it
 has when they are made."
@@ -131,6 +133,7 @@ Each function gets the seconds waited so far.")
 (declare-function sly-agent-q--module-define-tool "sly-agent-q-module"
                   (name description params required safety categories))
 (declare-function sly-agent-q--module-list-tools "sly-agent-q-module" ())
+(declare-function sly-agent-q--module-restart-worker "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-tools-schema "sly-agent-q-module" (format max-level categories))
 (declare-function sly-agent-q--module-mcp-request "sly-agent-q-module" (json approval hooks))
 (declare-function sly-agent-q--module-status "sly-agent-q-module" ())
@@ -402,6 +405,17 @@ It is read and evaluated in the buffer's package, as
       (sly-agent-q-evaluate-region (point) end))))
 
 ;;;###autoload
+(defun sly-agent-q-restart-worker ()
+  "Give the Lisp session a fresh worker thread, keeping every definition.
+For an evaluation that cannot be stopped: its thread is abandoned and
+runs on at the lowest priority.  Evaluations that ignore C-g and their
+time limit are replaced this way by themselves, after a grace of 3 s."
+  (interactive)
+  (sly-agent-q--module-restart-worker)
+  (when (called-interactively-p 'interactive)
+    (message "sly-agent-q: the Lisp session continues on a fresh worker thread")))
+
+;;;###autoload
 (defun sly-agent-q-describe-runtime ()
   "Show the state of the embedded Lisp, the registered tools and their counters."
   (interactive)
@@ -412,7 +426,10 @@ It is read and evaluated in the buffer's package, as
                            ((plist-get status :booted) "stopped")
                            (t "not booted yet (boots on first use)"))
                      (plist-get status :boot-ms) (plist-get status :jobs)))
-      (princ (format "Heap limit: %s bytes\n\nTools:\n" (plist-get status :heap-limit)))
+      (princ (format "Heap limit: %s bytes\n" (plist-get status :heap-limit)))
+      (princ (format "Worker threads replaced: %d (%d abandoned ones still running)\n\nTools:\n"
+                     (or (plist-get status :replaced-workers) 0)
+                     (or (plist-get status :abandoned-threads) 0)))
       (let ((stats (sly-agent-q-tool-stats)))
         (dolist (name (sly-agent-q-list-tools))
           (let ((row (cdr (assoc name stats))))

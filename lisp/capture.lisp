@@ -19,6 +19,18 @@
   ((capture :initform (make-capture) :reader stream-capture))
   (:documentation "A character output stream that keeps at most LIMIT characters."))
 
+(defun make-capture-stream ()
+  "A new CAPTURE-STREAM, made with no INITIALIZE-INSTANCE method run: the
+runtime makes these between evaluations, where a method evaluated code
+defined on the class (one that loops, or signals) would break the session."
+  (let ((stream (allocate-instance (find-class 'capture-stream))))
+    (dolist (slot (clos:class-slots (find-class 'capture-stream)))
+      (let ((name (clos:slot-definition-name slot))
+            (initfunction (clos:slot-definition-initfunction slot)))
+        (when initfunction
+          (setf (slot-value stream name) (funcall initfunction)))))
+    stream))
+
 (declaim (inline capture-reset capture-empty-p))
 
 (defun capture-reset (capture limit)

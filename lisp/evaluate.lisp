@@ -12,8 +12,11 @@
   "The package evaluate_lisp uses when the call names none; IN-PACKAGE in
 evaluated code changes it for the following calls.")
 
-(defvar *worker* nil "The ECL process that runs jobs.")
-(defvar *watchdog* nil "The ECL process that interrupts the worker.")
+(defvar *worker* nil
+  "The ECL process that runs jobs, for looking at.  The runtime keeps its
+own reference, out of evaluated code's reach, and never reads this.")
+(defvar *watchdog* nil
+  "The ECL process that interrupts the worker, for looking at (see *WORKER*).")
 (defvar *heap-limit* nil "Heap limit in bytes re-armed after exhaustion, or NIL.")
 (defvar *stack-sizes* '()
   "Plist of the worker's stack sizes in entries (EXT:BINDING-STACK,
@@ -37,8 +40,8 @@ per evaluation cost more than printing a small value.")
   "Bound to the interactive streams: reading gives END-OF-FILE at once,
 writing goes nowhere.  There is no terminal behind an embedded Lisp.")
 
-(defvar *stdout* (make-instance 'capture-stream))
-(defvar *stderr* (make-instance 'capture-stream))
+(defvar *stdout* (make-capture-stream))
+(defvar *stderr* (make-capture-stream))
 (defvar *stdout-capture* (stream-capture *stdout*))
 (defvar *stderr-capture* (stream-capture *stderr*))
 
@@ -91,15 +94,26 @@ stop the runtime's own threads, or change how the process handles signals."
     (let ((original (fdefinition name)) (name name))
       (setf (fdefinition name)
             (lambda (process &rest args)
-              (if (and (member process (list *worker* *watchdog*))
-                       (not (eq mp:*current-process* *watchdog*)))
+              (if (%runtime-process-p process)
                   (error 'exit-intercepted :operator (format nil "~S on an AGENT-Q thread" name))
                   (apply original process args))))))
+  ;; A finalizer runs on whatever thread the collector ran on, between any
+  ;; two forms: its error would be taken for the error of that evaluation,
+  ;; or escape it.  It becomes a warning of the evaluation instead.
+  (let ((original (fdefinition 'ext:set-finalizer)))
+    (setf (fdefinition 'ext:set-finalizer)
+          (lambda (object function)
+            (funcall original object
+                     (if (functionp function)
+                         (lambda (object)
+                           (handler-case (funcall function object)
+                             (serious-condition (condition) (note-finalizer-failure condition))))
+                         function)))))
   (let ((original (fdefinition 'mp:exit-process)))
     (setf *exit-process* original
           (fdefinition 'mp:exit-process)
           (lambda (&rest args)
-            (if (member mp:*current-process* (list *worker* *watchdog*))
+            (if (%runtime-thread-p)
                 (error 'exit-intercepted :operator "MP:EXIT-PROCESS")
                 (apply original args))))))
 
@@ -145,7 +159,7 @@ captured output, or by the null device; so is our sink."
     (cond ((not (streamp stream)) value)
           ((eq stream *sink*) nil)
           ((not (terminal-bound-p stream direction)) stream)
-          ((and (not (eq direction :input)) (eq mp:*current-process* *worker*))
+          ((and (not (eq direction :input)) (eq (%runtime-thread-p) :worker))
            (if (eq direction :output) *stdout* *stderr*))
           (t nil))))
 
@@ -457,6 +471,26 @@ signalled, then unwind out of the evaluation."
   (declare (ignore hook))
   (fail condition "(The debugger was entered; there is no interactive debugger here.)"))
 
+(defvar *finalizer-failures* 0
+  "How many finalizers failed during this evaluation.")
+(defvar *finalizer-error* nil "The first of those failures, as text.")
+
+(defun note-finalizer-failure (condition)
+  "A finalizer failed with CONDITION during an evaluation: counted, and
+reported as one warning of that evaluation (see FINALIZER-WARNING)."
+  (when (eq (%runtime-thread-p) :worker)
+    ;; Counted before the text is made: making it may collect, and run
+    ;; more finalizers.
+    (when (= 1 (incf *finalizer-failures*))
+      (setf *finalizer-error* (format nil "~A: ~A" (type-name condition) (condition-message condition))))))
+
+(defun finalizer-warning ()
+  (when (plusp *finalizer-failures*)
+    (if (= *finalizer-failures* 1)
+        (format nil "FINALIZER-ERROR: ~A (in a finalizer; its error was ignored)" *finalizer-error*)
+        (format nil "FINALIZER-ERROR: ~D finalizers failed; their errors were ignored (the first: ~A)"
+                *finalizer-failures* *finalizer-error*))))
+
 (defun record-warning (condition)
   (push (format nil "~A: ~A" (type-name condition) (condition-message condition)) *warnings*)
   (let ((restart (find-restart 'muffle-warning condition)))
@@ -594,7 +628,7 @@ Returns two values: true on success, and the result text of the contract
 failure the [ERROR] text."
   (capture-reset *stdout-capture* output-limit)
   (capture-reset *stderr-capture* output-limit)
-  (setf *warnings* '() *stack-overflowed* nil *failure-in-flight* nil)
+  (setf *warnings* '() *stack-overflowed* nil *failure-in-flight* nil *finalizer-failures* 0 *finalizer-error* nil)
   (unless (live-package-p *session-package*)
     ;; Deleted by evaluated code: start over in CL-USER (or CL), and say so.
     (setf *session-package* (printing-package))
@@ -636,6 +670,8 @@ failure the [ERROR] text."
     (when (and (live-package-p end-package)
                (or (null package-name) (not (eq end-package package))))
       (setf *session-package* end-package))
+    (let ((finalizers (finalizer-warning)))
+      (when finalizers (push finalizers *warnings*)))
     (if (and values-text (not capture-time) (no-output-p))
         (values t values-text)          ; the common case: nothing else to say
         (values (and values-text t)
@@ -662,8 +698,9 @@ failure the [ERROR] text."
   (dolist (limit '(ext:c-stack ext:lisp-stack ext:binding-stack ext:frame-stack))
     ;; EXT:GET-LIMIT says 0 until a SET-LIMIT (by us, or evaluated code
     ;; raising a limit, which is kept); boot's sizes are in *STACK-SIZES*.
-    (let ((size (let ((current (ext:get-limit limit)))
-                  (if (plusp current) current (getf *stack-sizes* limit 0)))))
+    ;; Never below boot's: evaluated code may have shrunk it (and a
+    ;; frame stack of 4 entries fails every later evaluation).
+    (let ((size (max (ext:get-limit limit) (getf *stack-sizes* limit 0))))
       ;; 0 means "ECL's default, size unknown": setting it would shrink the stack.
       (when (plusp size)
         (ignore-errors (ext:set-limit limit size)))))
@@ -720,8 +757,8 @@ instead of leaking it into later results."
     (let ((retired (make-capture)))
       (setf (capture-limit retired) 0
             (slot-value old 'capture) retired)))
-  (setf *stdout* (make-instance 'capture-stream)
-        *stderr* (make-instance 'capture-stream)
+  (setf *stdout* (make-capture-stream)
+        *stderr* (make-capture-stream)
         *stdout-capture* (stream-capture *stdout*)
         *stderr-capture* (stream-capture *stderr*)))
 
@@ -754,43 +791,55 @@ when no failure was being unwound."
 which would read Emacs's standard input.  The worker fails its job and goes
 on; any other thread ends."
   (declare (ignore hook))
-  (if (eq mp:*current-process* *worker*)
+  (if (eq (%runtime-thread-p) :worker)
       (throw '%worker-top
         (values nil (format nil "[ERROR] ~A~%~A~%(outside the evaluation; the session is still alive)"
                             (type-name condition) (condition-message condition))))
       (funcall *exit-process*)))
 
-(defun worker-loop ()
+(defun worker-loop (fresh)
   "Serve jobs until %NEXT-JOB says stop.  Interrupts are only let in while
-a job runs, so a late interrupt can never hit the loop itself."
+a job runs, so a late interrupt can never hit the loop itself.  FRESH: this
+thread replaces a worker that was stuck in a job; that job may have left
+the limits or the output streams in any state."
   (setf *worker* mp:*current-process*)
   (mp:without-interrupts
+    (when fresh
+      (restore-limits)
+      (rotate-capture-streams))
     (loop
-      (multiple-value-bind (id code package flags output-limit timeout-ms) (%next-job)
+      (multiple-value-bind (id code package flags output-limit timeout-ms heap-limit) (%next-job)
         (unless id (return))
+        (when heap-limit (ignore-errors (set-heap-limit heap-limit)))
         (multiple-value-bind (success text)
             (catch '%worker-top
               (run-evaluate-job code package flags output-limit timeout-ms))
-          (%finish-job id success text))))))
+          (when (%finish-job id success text)
+            ;; Evaluated code shrank the stacks (EXT:SET-LIMIT).
+            (restore-limits)))))))
 
-(defun watchdog-loop ()
+(defun watchdog-loop (interrupt)
   "On its own ECL thread: interrupt the worker when the host asks (C-g,
-timeout, cancellation).  Runs without interrupts: killing it from Lisp
-would otherwise unwind out of a C++ condition-variable wait and leave its
-mutex locked, and C-g would freeze Emacs."
+timeout, cancellation), with INTERRUPT, ECL's own MP:INTERRUPT-PROCESS.
+The worker comes from the host, not from a variable evaluated code could
+set.  Runs without interrupts: killing it from Lisp would otherwise unwind
+out of a C++ condition-variable wait and leave its mutex locked, and C-g
+would freeze Emacs."
   (mp:without-interrupts
     (loop
-    (multiple-value-bind (id reason) (%next-interrupt)
-      (unless id (return))
-      (when *worker*
-        (let ((id id) (reason reason))
-          (mp:interrupt-process *worker* (lambda () (interrupt-job id reason)))))))))
+      (multiple-value-bind (id reason worker) (%next-interrupt)
+        (unless id (return))
+        (when worker
+          (let ((id id) (reason reason))
+            (ignore-errors (funcall interrupt worker (lambda () (interrupt-job id reason))))))))))
 
 (defun initialize (heap-limit binding-stack frame-stack)
   "Called once on the worker thread after boot, which made the worker's
 stacks BINDING-STACK and FRAME-STACK entries deep."
-  (install-exit-guards)
-  (install-process-guards)
+  (let ((interrupt (fdefinition 'mp:interrupt-process)))
+    (install-exit-guards)
+    (install-process-guards)
+    (start-watchdog interrupt))
   (let ((sink *sink*))
     ;; Nothing of ours writes to Emacs's stdout/stderr or reads its stdin.
     (setf *terminal-io* *null-io*
@@ -805,13 +854,16 @@ stacks BINDING-STACK and FRAME-STACK entries deep."
   (si::gc-stats t)
   (setf *stack-sizes* (list 'ext:binding-stack binding-stack 'ext:frame-stack frame-stack))
   (when (plusp heap-limit) (set-heap-limit heap-limit))
-  ;; Known as the watchdog before it runs: evaluated code may look for it
-  ;; by name at once, and the guards above protect only *WATCHDOG*.
-  (let ((watchdog (mp:make-process :name "agent-q watchdog")))
-    (mp:process-preset watchdog #'watchdog-loop)
-    (setf *watchdog* watchdog)
-    (mp:process-enable watchdog))
   t)
+
+(defun start-watchdog (interrupt)
+  ;; Known to the host as the watchdog before it runs: evaluated code may
+  ;; look for it by name at once.
+  (let ((watchdog (mp:make-process :name "agent-q watchdog")))
+    (mp:process-preset watchdog #'watchdog-loop interrupt)
+    (%set-watchdog watchdog)
+    (setf *watchdog* watchdog)
+    (mp:process-enable watchdog)))
 
 (defun boot (heap-limit binding-stack frame-stack)
   "INITIALIZE, reporting a failure as a string (NIL on success) for the

@@ -33,9 +33,14 @@ ToolOutput evaluate_lisp(const json& args, CallContext& context) {
   request.code = args.at("code").get<std::string>();
   if (auto it = args.find("package"); it != args.end() && it->is_string()) request.package = it->get<std::string>();
   request.capture_time = flag(args, "capture-time") || flag(args, "capture_time");
+  // The user's setting is a ceiling that a model or an MCP client cannot
+  // lift: a per-call timeout may only lower it (0 or less, or NaN: the
+  // ceiling itself).
   double timeout = settings.default_timeout_s.load();
-  if (auto it = args.find("timeout"); it != args.end() && it->is_number() && !std::isnan(it->get<double>()))
-    timeout = it->get<double>();  // NaN is not "0 or less": the default
+  if (auto it = args.find("timeout"); it != args.end() && it->is_number()) {
+    double asked = it->get<double>();
+    if (asked > 0 && (!(timeout > 0) || asked < timeout)) timeout = asked;
+  }
   request.timeout = to_timeout(timeout);
   request.output_limit = settings.output_limit.load();
   EvalOutcome outcome = Runtime::instance().evaluate(request, context);
@@ -60,8 +65,8 @@ void register_evaluate_lisp(Registry& registry) {
       {"capture-time", ParamType::Boolean,
        "If true, include timing information (real time, run time, GC time, bytes consed) in the result."},
       {"timeout", ParamType::Number,
-       "Seconds after which the evaluation is interrupted (default: the session's setting, 30 unless "
-       "changed; 0 or less: no limit)."},
+       "Seconds after which the evaluation is interrupted. It may only lower the session's limit (30 s "
+       "unless the user changed it); a larger value, or 0 or less, means the session's limit."},
   };
   tool.required = {"code"};
   tool.safety_level = SafetyLevel::Cautious;

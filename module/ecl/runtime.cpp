@@ -18,6 +18,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -154,9 +156,23 @@ struct Runtime::Impl {
   std::deque<std::pair<std::uint64_t, Interrupt>> interrupts;
   bool interrupt_stop = false;
 
-  // An evaluation that ignored its interrupts and still holds the worker;
-  // new evaluations fail at once instead of queueing behind it.
+  // A job still unwinding after C-g cut its grace short: the next call
+  // waits for it until abandon_at, then replaces the worker.
   std::shared_ptr<Job> abandoned;
+  Clock::time_point abandon_at;
+
+  // --- workers.  A worker stuck in a job it will not leave is retired (it
+  // runs on, at the lowest priority, until it returns) and a fresh Lisp
+  // thread in the same image takes its place.  A thread is the worker while
+  // its t_worker_generation is worker_generation.
+  std::atomic<std::uint64_t> worker_generation{1};
+  pid_t worker_tid = 0;
+  bool boot_thread_retired = false;
+  std::atomic<std::uint64_t> replaced_workers{0};
+  std::atomic<std::int64_t> retired_running{0};  // retired workers still in Lisp
+
+  // Set by set_heap_limit, applied by the worker before its next job.
+  std::atomic<std::size_t> pending_heap_limit{0};
 
   // --- work posted to a waiting caller
   std::deque<std::function<void()>> waiter_work;
@@ -215,6 +231,10 @@ struct Runtime::Impl {
     }
   }
 
+  // Waits for a job that C-g left unwinding, until its grace is over, then
+  // replaces the worker if it still has not unwound.  False on C-g.
+  bool settle_abandoned(CallContext& context);
+
   // Sleeps up to SLICE unless JOB finishes or work is posted.
   void sleep_slice(const Job& job, Clock::duration slice) {
     std::unique_lock lock(mutex);
@@ -232,10 +252,33 @@ Runtime::Impl* g_impl = nullptr;  // set once by Runtime's constructor
 
 cl_object lisp_symbol(const char* name) { return ecl_make_symbol(name, "AGENT-Q"); }
 
+// Lisp objects the runtime keeps for itself, out of evaluated code's reach:
+// no variable to set, no package to delete or rename.  GC roots.
+struct LispRoots {
+  cl_object worker_loop = ECL_NIL;       // AGENT-Q::WORKER-LOOP, taken at boot
+  cl_object escaped_job_text = ECL_NIL;  // AGENT-Q::ESCAPED-JOB-TEXT
+  cl_object worker = ECL_NIL;            // the worker's MP:PROCESS
+  cl_object watchdog = ECL_NIL;          // the watchdog's MP:PROCESS
+  // Interned at boot: interning takes the package's lock, which an
+  // interrupt landing there would leave held.
+  cl_object worker_keyword = ECL_NIL;    // :WORKER
+  cl_object watchdog_keyword = ECL_NIL;  // :WATCHDOG
+};
+LispRoots g_roots;
+
+// This thread's worker generation (0: never a worker).
+thread_local std::uint64_t t_worker_generation = 0;
+
+bool current_worker() {
+  return t_worker_generation != 0 && t_worker_generation == g_impl->worker_generation.load(std::memory_order_acquire);
+}
+
 // ----------------------------------------------------------------------------
 // Functions called from Lisp on the worker / watchdog threads.
 
-// (%NEXT-JOB) → id code package flags output-limit timeout-ms, or NIL to stop.
+// (%NEXT-JOB) → id code package flags output-limit timeout-ms heap-limit,
+// or NIL to stop (the runtime stops, or this thread is no longer the
+// worker).  HEAP-LIMIT is a new limit to apply first, or NIL.
 cl_object next_job() {
   Runtime::Impl& impl = *g_impl;
   std::shared_ptr<Job> job;
@@ -243,7 +286,7 @@ cl_object next_job() {
     auto start = Clock::now();
     auto poll_until = start + kWorkerPoll, next_yield = start + kWorkerYieldEvery;
     const bool spin = can_spin();  // with a single CPU the caller needs it back at once
-    for (auto now = start; impl.queued.load(std::memory_order_acquire) == 0 && now < poll_until;
+    for (auto now = start; impl.queued.load(std::memory_order_acquire) == 0 && now < poll_until && current_worker();
          now = Clock::now()) {
       cpu_relax();
       // On the caller's CPU, the caller needs it back at once too.
@@ -253,12 +296,12 @@ cl_object next_job() {
       }
     }
     std::unique_lock lock(impl.mutex);
-    if (impl.queue.empty() && !impl.stopping) {
+    if (impl.queue.empty() && !impl.stopping && current_worker()) {
       impl.worker_sleeping = true;
-      impl.job_cv.wait(lock, [&] { return impl.stopping || !impl.queue.empty(); });
+      impl.job_cv.wait(lock, [&] { return impl.stopping || !impl.queue.empty() || !current_worker(); });
       impl.worker_sleeping = false;
     }
-    if (!impl.queue.empty()) {
+    if (!impl.queue.empty() && current_worker()) {
       job = std::move(impl.queue.front());
       impl.queue.pop_front();
       impl.queued.fetch_sub(1, std::memory_order_release);
@@ -271,30 +314,45 @@ cl_object next_job() {
   if (!job) return one_value(ECL_NIL);
   cl_env_ptr env = ecl_process_env();
   const EvalRequest& request = job->request;
+  std::size_t heap_limit = impl.pending_heap_limit.exchange(0);
   cl_object id = ecl_make_unsigned_integer(job->id);
   cl_object code = make_lisp_string(request.code);
   cl_object package = request.package.empty() ? ECL_NIL : make_lisp_string(request.package);
+  cl_object heap = heap_limit ? ecl_make_unsigned_integer(heap_limit) : ECL_NIL;
   env->values[0] = id;
   env->values[1] = code;
   env->values[2] = package;
   env->values[3] = ecl_make_fixnum(request.capture_time ? 1 : 0);
   env->values[4] = ecl_make_fixnum(static_cast<cl_fixnum>(request.output_limit));
   env->values[5] = ecl_make_fixnum(static_cast<cl_fixnum>(request.timeout.count()));
-  env->nvalues = 6;
+  env->values[6] = heap;
+  env->nvalues = 7;
   return id;
 }
 
-// (%FINISH-JOB id success-p text)
+// The worker's binding and frame stacks at boot, in entries as ECL keeps
+// them: evaluated code may shrink them (EXT:SET-LIMIT), and the worker
+// needs them back.
+cl_index g_boot_bds_size = 0, g_boot_frs_size = 0;
+
+// (%FINISH-JOB id success-p text) → true when the worker's stacks are
+// smaller than at boot and should be restored.  A retired worker's result
+// is dropped: its job was already answered.
 cl_object finish_job(cl_object id, cl_object success, cl_object text) {
   Runtime::Impl& impl = *g_impl;
   (void)id;
+  cl_env_ptr env = ecl_process_env();
+  bool shrunk = env->bds_size < g_boot_bds_size || env->frs_size < g_boot_frs_size;
+  if (!current_worker()) return one_value(shrunk ? ECL_T : ECL_NIL);
   std::shared_ptr<Job> job;
   try {
     std::string utf8 = lisp_string_to_utf8(text);
     {
       std::lock_guard lock(impl.mutex);
-      job = std::move(impl.current);
-      impl.current_id.store(0, std::memory_order_release);
+      if (current_worker()) {
+        job = std::move(impl.current);
+        impl.current_id.store(0, std::memory_order_release);
+      }
     }
     if (job) {
       job->success = success != ECL_NIL;
@@ -311,10 +369,11 @@ cl_object finish_job(cl_object id, cl_object success, cl_object text) {
   }
   job.reset();
   impl.wake_callers();
-  return one_value(ECL_NIL);
+  return one_value(shrunk ? ECL_T : ECL_NIL);
 }
 
-// (%NEXT-INTERRUPT) → id reason, or NIL to stop.  Runs on the watchdog.
+// (%NEXT-INTERRUPT) → id reason worker, or NIL to stop.  Runs on the
+// watchdog.  WORKER is the process to interrupt, from the runtime's roots.
 cl_object next_interrupt() {
   Runtime::Impl& impl = *g_impl;
   std::uint64_t id = 0;
@@ -338,14 +397,36 @@ cl_object next_interrupt() {
   cl_env_ptr env = ecl_process_env();
   env->values[0] = job;
   env->values[1] = reason;
-  env->nvalues = 2;
+  env->values[2] = __atomic_load_n(&g_roots.worker, __ATOMIC_ACQUIRE);
+  env->nvalues = 3;
   return env->values[0];
 }
 
-// (%CURRENT-JOB) → id of the running job, or NIL.
+// (%CURRENT-JOB) → id of the running job, or NIL (also on a retired worker).
 cl_object current_job() {
-  std::uint64_t id = g_impl->current_id.load(std::memory_order_acquire);
+  std::uint64_t id = current_worker() ? g_impl->current_id.load(std::memory_order_acquire) : 0;
   return one_value(id ? ecl_make_unsigned_integer(id) : ECL_NIL);
+}
+
+// (%SET-WATCHDOG process): the watchdog, known before its thread runs.
+cl_object set_watchdog(cl_object process) {
+  __atomic_store_n(&g_roots.watchdog, process, __ATOMIC_RELEASE);
+  return one_value(ECL_NIL);
+}
+
+// (%RUNTIME-PROCESS-P process) → true for the worker and the watchdog.
+cl_object runtime_process_p(cl_object process) {
+  bool ours = process != ECL_NIL && (process == __atomic_load_n(&g_roots.worker, __ATOMIC_ACQUIRE) ||
+                                     process == __atomic_load_n(&g_roots.watchdog, __ATOMIC_ACQUIRE));
+  return one_value(ours ? ECL_T : ECL_NIL);
+}
+
+// (%RUNTIME-THREAD-P) → :WORKER on a worker (current or retired),
+// :WATCHDOG on the watchdog, else NIL.
+cl_object runtime_thread_p() {
+  if (t_worker_generation != 0) return one_value(g_roots.worker_keyword);
+  cl_object self = ecl_process_env()->own_process;
+  return one_value(self == __atomic_load_n(&g_roots.watchdog, __ATOMIC_ACQUIRE) ? g_roots.watchdog_keyword : ECL_NIL);
 }
 
 // (%GC-TIME-MS) → milliseconds spent in full collections so far.
@@ -413,8 +494,18 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%NEXT-INTERRUPT", next_interrupt);
     define_lisp_function("%GC-TIME-MS", gc_time_ms);
     define_lisp_function("%CURRENT-JOB", current_job);
+    define_lisp_function("%SET-WATCHDOG", set_watchdog);
+    define_lisp_function("%RUNTIME-PROCESS-P", runtime_process_p);
+    define_lisp_function("%RUNTIME-THREAD-P", runtime_thread_p);
     define_process_functions();
     define_child_pipes();
+    for (cl_object* root : {&g_roots.worker_loop, &g_roots.escaped_job_text, &g_roots.worker, &g_roots.watchdog,
+                            &g_roots.worker_keyword, &g_roots.watchdog_keyword})
+      ecl_register_root(root);
+    g_roots.worker_keyword = ecl_make_keyword("WORKER");
+    g_roots.watchdog_keyword = ecl_make_keyword("WATCHDOG");
+    g_roots.worker_loop = ecl_fdefinition(lisp_symbol("WORKER-LOOP"));
+    g_roots.escaped_job_text = ecl_fdefinition(lisp_symbol("ESCAPED-JOB-TEXT"));
     failure = cl_funcall(4, lisp_symbol("BOOT"), ecl_make_unsigned_integer(heap_limit),
                          ecl_make_fixnum(kBindingStackEntries), ecl_make_fixnum(kFrameStackEntries));
   }
@@ -428,22 +519,72 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
 cl_object escaped_job_text(cl_env_ptr env) {
   cl_object text = ECL_NIL;
   ECL_CATCH_ALL_BEGIN(env) {
-    text = cl_funcall(1, lisp_symbol("ESCAPED-JOB-TEXT"));
+    text = cl_funcall(1, g_roots.escaped_job_text);
   }
   ECL_CATCH_ALL_END;
   return text;
 }
 
-// Returns true when WORKER-LOOP returned normally (stop requested), false
-// when a non-local exit escaped it.
-bool run_worker_loop(cl_env_ptr env) {
+// Returns true when WORKER-LOOP returned normally (stop requested, or this
+// thread was retired), false when a non-local exit escaped it.  FRESH:
+// this thread replaces a retired worker.
+bool run_worker_loop(cl_env_ptr env, bool fresh) {
   bool returned = false;
   ECL_CATCH_ALL_BEGIN(env) {
-    cl_funcall(1, lisp_symbol("WORKER-LOOP"));
+    cl_funcall(2, g_roots.worker_loop, fresh ? ECL_T : ECL_NIL);
     returned = true;
   }
   ECL_CATCH_ALL_END;
   return returned;
+}
+
+// Serves jobs on this thread as worker GENERATION until the runtime stops
+// or the thread is retired.
+void serve_jobs(cl_env_ptr env, std::uint64_t generation, bool fresh) {
+  Runtime::Impl& impl = *g_impl;
+  t_worker_generation = generation;
+  {
+    std::lock_guard lock(impl.mutex);
+    impl.worker_tid = static_cast<pid_t>(syscall(SYS_gettid));
+  }
+  __atomic_store_n(&g_roots.worker, env->own_process, __ATOMIC_RELEASE);
+  // A non-local exit that escapes the loop (it should not) fails the job it
+  // interrupted; the loop then starts again.
+  while (!run_worker_loop(env, fresh)) {
+    fresh = false;
+    cl_object escaped = escaped_job_text(env);
+    std::shared_ptr<Job> job;
+    {
+      std::lock_guard lock(impl.mutex);
+      if (current_worker()) job = std::move(impl.current);
+    }
+    if (job) {
+      job->success = false;
+      job->text = ecl_stringp(escaped)
+                      ? lisp_string_to_utf8(escaped)
+                      : "[ERROR] CONTROL-ERROR\nA non-local exit escaped the evaluation; the session is still alive.";
+      job->state.store(JobState::Done);
+      impl.wake_callers();
+    }
+  }
+  if (!current_worker()) impl.retired_running.fetch_sub(1);
+}
+
+// The runtime stops with this thread, the worker: the watchdog ends, and
+// ECL is shut down here if this is the thread that booted it.
+void stop_runtime(bool boot_thread) {
+  Runtime::Impl& impl = *g_impl;
+  {
+    std::lock_guard lock(impl.interrupt_mutex);
+    impl.interrupt_stop = true;
+  }
+  impl.interrupt_cv.notify_all();
+  if (boot_thread)
+    cl_shutdown();
+  else
+    ecl_set_option(ECL_OPT_BOOTED, -1);  // ECL's atexit handler would shut down on the main thread: hang
+  impl.boot_state = BootState::Stopped;
+  impl.wake_callers();
 }
 
 void* worker_main(void*) {
@@ -463,6 +604,8 @@ void* worker_main(void*) {
   GC_start_performance_measurement();
 
   cl_env_ptr env = ecl_process_env();
+  g_boot_bds_size = env->bds_size;
+  g_boot_frs_size = env->frs_size;
   cl_object failure = load_lisp_side(env, impl.heap_limit);
   if (failure != ECL_NIL) {
     std::string reason = failure == ECL_T ? "a non-local exit" : lisp_string_to_utf8(failure);
@@ -481,34 +624,83 @@ void* worker_main(void*) {
   }
   impl.boot_cv.notify_all();
 
-  // A non-local exit that escapes the loop (it should not) fails the job it
-  // interrupted; the loop then starts again.
-  while (!run_worker_loop(env)) {
-    cl_object escaped = escaped_job_text(env);
-    std::shared_ptr<Job> job;
-    {
-      std::lock_guard lock(impl.mutex);
-      job = std::move(impl.current);
-    }
-    if (job) {
-      job->success = false;
-      job->text = ecl_stringp(escaped)
-                      ? lisp_string_to_utf8(escaped)
-                      : "[ERROR] CONTROL-ERROR\nA non-local exit escaped the evaluation; the session is still alive.";
-      job->state.store(JobState::Done);
-      impl.wake_callers();
-    }
+  serve_jobs(env, impl.worker_generation.load(), false);
+  if (current_worker()) {
+    stop_runtime(true);
+    return nullptr;
   }
+  // Retired.  This thread's stack must outlive the process: ECL registered
+  // it with the collector at boot, and it cannot be released like others.
+  for (;;) pause();
+}
 
-  {
-    std::lock_guard lock(impl.interrupt_mutex);
-    impl.interrupt_stop = true;
+// A worker that replaces a retired one: a new Lisp thread in the same image.
+void* replacement_main(void* generation) {
+  if (!ecl_import_current_thread(ECL_NIL, ECL_NIL)) {
+    g_impl->boot_state = BootState::Failed;
+    g_impl->boot_error = "a fresh worker thread could not join the Lisp image";
+    g_impl->wake_callers();
+    return nullptr;
   }
-  impl.interrupt_cv.notify_all();
-  cl_shutdown();
-  impl.boot_state = BootState::Stopped;
-  impl.wake_callers();
+  cl_env_ptr env = ecl_process_env();
+  serve_jobs(env, reinterpret_cast<std::uintptr_t>(generation), true);
+  bool stopping = current_worker();
+  if (stopping)
+    stop_runtime(false);  // joined by Runtime::shutdown
+  else
+    pthread_detach(pthread_self());
+  ecl_release_current_thread();
   return nullptr;
+}
+
+// Starts a thread that runs no host code: all async signals blocked (they
+// stay with the host's threads), the faults ECL handles let through.
+int start_lisp_thread(pthread_t* thread, void* (*main)(void*), void* argument) {
+  sigset_t all, old;
+  sigfillset(&all);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigdelset(&all, sig);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  int rc = pthread_create(thread, nullptr, main, argument);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return rc;
+}
+
+// Retires the worker and starts a fresh Lisp thread in the same image, so
+// every definition is kept.  The retired thread runs on at the lowest
+// priority (SCHED_IDLE) until it returns, if ever; its job, if it still has
+// one, is answered with TEXT.  Called by a caller, never by a Lisp thread.
+void replace_worker(Runtime::Impl& impl, const std::string& text) {
+  std::shared_ptr<Job> job;
+  pid_t retired_tid;
+  std::uint64_t generation;
+  {
+    std::lock_guard lock(impl.mutex);
+    generation = impl.worker_generation.fetch_add(1) + 1;
+    job = std::move(impl.current);
+    impl.current_id.store(0, std::memory_order_release);
+    retired_tid = impl.worker_tid;
+    impl.retired_running.fetch_add(1);
+  }
+  impl.job_cv.notify_all();  // an idle worker leaves %NEXT-JOB
+  impl.replaced_workers.fetch_add(1);
+  if (retired_tid != 0) {
+    sched_param lowest{};
+    sched_setscheduler(retired_tid, SCHED_IDLE, &lowest);
+  }
+  if (job) {
+    job->success = false;
+    job->text = text;
+    job->state.store(JobState::Done, std::memory_order_release);
+  }
+  pthread_t thread;
+  int rc = start_lisp_thread(&thread, replacement_main, reinterpret_cast<void*>(static_cast<std::uintptr_t>(generation)));
+  if (rc == 0) {
+    impl.worker_thread = thread;
+  } else {
+    impl.boot_error = std::string("cannot start a fresh Lisp thread: ") + std::strerror(rc);
+    impl.boot_state = BootState::Failed;
+  }
+  impl.wake_callers();
 }
 
 std::size_t worker_stack_size() {
@@ -550,15 +742,10 @@ void Runtime::ensure_booted() {
     pthread_attr_setstacksize(&attributes, stack);
     // Threads ECL creates later (the watchdog, user threads) get the same.
     pthread_setattr_default_np(&attributes);
+    pthread_attr_destroy(&attributes);
     // Async signals stay with the host's threads (but not with children).
     unblock_signals_in_children();
-    sigset_t all, old;
-    sigfillset(&all);
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigdelset(&all, sig);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = pthread_create(&impl.worker_thread, &attributes, worker_main, nullptr);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    pthread_attr_destroy(&attributes);
+    int rc = start_lisp_thread(&impl.worker_thread, worker_main, nullptr);
     if (rc != 0) {
       impl.boot_state = BootState::Failed;
       impl.boot_error = std::string("cannot start the Lisp thread: ") + std::strerror(rc);
@@ -577,24 +764,50 @@ void Runtime::ensure_booted() {
   }
 }
 
+bool Runtime::Impl::settle_abandoned(CallContext& context) {
+  std::shared_ptr<Job> stuck;
+  Clock::time_point give_up;
+  {
+    std::lock_guard lock(mutex);
+    if (abandoned && abandoned->state.load() == JobState::Done) abandoned.reset();
+    stuck = abandoned;
+    give_up = abandon_at;
+  }
+  if (!stuck) return true;
+  while (stuck->state.load(std::memory_order_acquire) != JobState::Done && Clock::now() < give_up) {
+    if (context.poll()) return false;
+    sleep_slice(*stuck, kPollSlice);
+  }
+  {
+    std::lock_guard lock(mutex);
+    if (abandoned == stuck) abandoned.reset();
+  }
+  if (stuck->state.load(std::memory_order_acquire) != JobState::Done) {
+    request_interrupt(stuck->id, Interrupt::Cancel);
+    replace_worker(*this, "");  // its caller was answered when C-g was pressed
+  }
+  return true;
+}
+
+void Runtime::restart_worker() {
+  ensure_booted();
+  Impl& impl = *impl_;
+  {
+    std::lock_guard lock(impl.mutex);
+    impl.abandoned.reset();
+  }
+  replace_worker(impl,
+                 "[ERROR] INTERRUPTED\nThe Lisp worker was restarted while this evaluation ran; the session "
+                 "continues on a new thread, with every definition kept.");
+}
+
 EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) {
   ensure_booted();
   Impl& impl = *impl_;
-  std::shared_ptr<Job> stuck;
-  {
-    std::lock_guard lock(impl.mutex);
-    if (impl.abandoned && impl.abandoned->state.load() == JobState::Done) impl.abandoned.reset();
-    stuck = impl.abandoned;
-  }
-  if (stuck) {
-    // Interrupt it again: it may have left the place that held the last
-    // ones back (interrupts disabled, or code the gate waits out).
-    impl.request_interrupt(stuck->id, Interrupt::Cancel);
+  if (!impl.settle_abandoned(context))
     return {false,
-            "[ERROR] BUSY\nThe Lisp session is still running an earlier evaluation that ignored its "
-            "interrupts (for example inside MP:WITHOUT-INTERRUPTS).\nNew evaluations are refused until it "
-            "ends; restart Emacs if it never does."};
-  }
+            "[ERROR] INTERRUPTED\nThe evaluation was withdrawn before it started (C-g): the Lisp session was "
+            "still unwinding an earlier evaluation."};
   auto job = std::make_shared<Job>();
   job->id = impl.next_id.fetch_add(1);
   job->request = request;
@@ -692,19 +905,24 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
     }
     if (quit_in_grace && job->state.load(std::memory_order_acquire) != JobState::Done) {
       std::lock_guard lock(impl.mutex);
-      impl.abandoned = job;  // later calls say BUSY until it has unwound
+      impl.abandoned = job;  // the next call waits out the rest of its grace
+      impl.abandon_at = give_up;
       return {false, "[ERROR] INTERRUPTED\nThe evaluation timed out and was still unwinding when C-g was pressed."};
     }
     if (job->state.load(std::memory_order_acquire) != JobState::Done) {
-      {
-        std::lock_guard lock(impl.mutex);
-        impl.abandoned = job;
-      }
-      return {false,
-              "[ERROR] UNRESPONSIVE\nThe evaluation did not stop within " +
-                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kInterruptGrace).count()) +
-                  " seconds of being interrupted (it may run with interrupts disabled).\n"
-                  "It is still running; evaluations are refused until it ends."};
+      // Interrupts disabled for good, or cleanup forms that cancel every
+      // unwind (a GO out of an UNWIND-PROTECT cleanup, in a loop).
+      std::string text =
+          (*interrupted == Interrupt::Timeout
+               ? "[ERROR] TIMEOUT\nEvaluation did not finish within its time limit, and the evaluation could not "
+                 "be unwound"
+               : "[ERROR] INTERRUPTED\nEvaluation was interrupted (C-g), but the evaluation could not be unwound") +
+          std::string(" within ") +
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kInterruptGrace).count()) +
+          " seconds (it may run with interrupts disabled); it was abandoned and the session continues on a new "
+          "thread, with every definition kept.";
+      replace_worker(impl, text);
+      return {false, text};
     }
   }
 
@@ -725,18 +943,10 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
 
 void Runtime::set_heap_limit(std::size_t bytes) {
   Impl& impl = *impl_;
-  {
-    std::lock_guard lock(impl.boot_mutex);
-    impl.heap_limit = bytes;
-    if (impl.boot_state.load() != BootState::Running) return;
-  }
-  if (bytes == 0) return;
-  EvalRequest request;
-  request.code = "(agent-q::set-heap-limit " + std::to_string(bytes) + ")";
-  request.package = "AGENT-Q";
-  request.timeout = std::chrono::seconds(2);  // never hold the caller long
-  NullCallContext context;
-  evaluate(request, context);
+  std::lock_guard lock(impl.boot_mutex);
+  impl.heap_limit = bytes;
+  // Applied by the worker before its next job (at boot, BOOT applies it).
+  if (bytes > 0 && impl.boot_state.load() == BootState::Running) impl.pending_heap_limit.store(bytes);
 }
 
 RuntimeStatus Runtime::status() const {
@@ -749,6 +959,9 @@ RuntimeStatus Runtime::status() const {
   status.cl_boot_ms = impl.cl_boot_ms;
   status.jobs = impl.jobs_run.load();
   status.heap_limit = impl.heap_limit;
+  status.replaced_workers = impl.replaced_workers.load();
+  auto running = impl.retired_running.load();
+  status.abandoned_threads = running > 0 ? static_cast<std::uint64_t>(running) : 0;
   return status;
 }
 

@@ -40,6 +40,8 @@ struct RuntimeStatus {
   double cl_boot_ms = 0;  // of which ECL's own cl_boot
   std::uint64_t jobs = 0;
   std::size_t heap_limit = 0;
+  std::uint64_t replaced_workers = 0;   // fresh worker threads started so far
+  std::uint64_t abandoned_threads = 0;  // retired workers still running Lisp code
 };
 
 class Runtime {
@@ -59,8 +61,13 @@ class Runtime {
   // runtime cannot run at all.
   EvalOutcome evaluate(const EvalRequest& request, CallContext& context);
 
+  // Retires the worker thread and starts a fresh one in the same image
+  // (definitions kept).  A job it was running is answered INTERRUPTED and
+  // left to run on at the lowest priority.
+  void restart_worker();
+
   // Heap limit in bytes for the Lisp heap (0 ⇒ ECL's default).  Takes effect
-  // at boot, or at once when already booted.
+  // at boot, or before the next job when already booted.
   void set_heap_limit(std::size_t bytes);
 
   RuntimeStatus status() const;

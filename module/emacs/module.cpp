@@ -30,7 +30,7 @@ using Clock = std::chrono::steady_clock;
 
 // Bumped when the Elisp ⇄ module interface changes; the Elisp side refuses
 // a module of another version (a stale build).
-constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 2";
+constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 3";
 
 struct Core {
   Registry registry;
@@ -496,13 +496,20 @@ emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
       env.intern(":jobs"),       env.integer(static_cast<std::intmax_t>(status.jobs)),
       env.intern(":heap-limit"), env.integer(static_cast<std::intmax_t>(status.heap_limit)),
       env.intern(":tools"),      env.integer(static_cast<std::intmax_t>(core().registry.size())),
+      env.intern(":replaced-workers"),  env.integer(static_cast<std::intmax_t>(status.replaced_workers)),
+      env.intern(":abandoned-threads"), env.integer(static_cast<std::intmax_t>(status.abandoned_threads)),
   };
-  return env.call(Env::sym().list, 14, plist);
+  return env.call(Env::sym().list, 18, plist);
 }
 
 emacs_value boot(const Env& env, ptrdiff_t, emacs_value*) {
   ecl::Runtime::instance().ensure_booted();
   return env.real(ecl::Runtime::instance().status().boot_ms);
+}
+
+emacs_value restart_worker(const Env&, ptrdiff_t, emacs_value*) {
+  ecl::Runtime::instance().restart_worker();
+  return Env::sym().t;
 }
 
 emacs_value stats(const Env& env, ptrdiff_t, emacs_value*) {
@@ -572,6 +579,8 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-status", 0, 0, entry<status>, "Plist describing the Lisp runtime.");
   defun(raw, "sly-agent-q--module-boot", 0, 0, entry<boot>, "Boot the Lisp runtime; return the boot time in ms.");
   defun(raw, "sly-agent-q--module-stats", 0, 0, entry<stats>, "Per-tool counters.");
+  defun(raw, "sly-agent-q--module-restart-worker", 0, 0, entry<restart_worker>,
+        "Replace the Lisp worker thread with a fresh one in the same image.");
   defun(raw, "sly-agent-q--module-reset-stats", 0, 0, entry<reset_stats>, "Reset the per-tool counters.");
   defun(raw, "sly-agent-q--module-shutdown", 0, 0, entry<shutdown>, "Shut the Lisp runtime down.");
   defun(raw, "sly-agent-q--module-version", 0, 0, entry<version>, "The module's interface version.");

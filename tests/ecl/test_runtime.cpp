@@ -227,20 +227,29 @@ TEST(Waiting, WorkPostedToTheWaiterRunsOnItsThread) {
 namespace agentq::ecl {
 namespace {
 
-TEST(Hostile, UninterruptibleLoopIsReportedAndLaterCallsFailFast) {
+TEST(Hostile, UninterruptibleLoopIsAbandonedAndANewWorkerServes) {
+  EvalOutcome defined = eval("(defun agentq-abandon-test () :still-defined)");
+  ASSERT_TRUE(defined.success) << defined.text;
+  std::uint64_t replaced = Runtime::instance().status().replaced_workers;
   // Ends by itself after ~5 s, with interrupts disabled all along.
   EvalOutcome outcome = eval(
       "(mp:without-interrupts (let ((end (+ (get-internal-real-time) (* 5 internal-time-units-per-second)))) "
       "(loop until (> (get-internal-real-time) end))))",
       300ms);
   EXPECT_FALSE(outcome.success);
-  EXPECT_EQ(outcome.text.rfind("[ERROR] UNRESPONSIVE\n", 0), 0u) << outcome.text;
+  EXPECT_EQ(outcome.text.rfind("[ERROR] TIMEOUT\n", 0), 0u) << outcome.text;
+  EXPECT_NE(outcome.text.find("abandoned and the session continues on a new thread"), std::string::npos)
+      << outcome.text;
+  EXPECT_EQ(Runtime::instance().status().replaced_workers, replaced + 1);
+  EXPECT_EQ(Runtime::instance().status().abandoned_threads, 1u);
+  // A fresh worker serves at once, with the definitions of the old one.
   auto start = std::chrono::steady_clock::now();
-  outcome = eval("(+ 1 2)");
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 100ms);
-  EXPECT_EQ(outcome.text.rfind("[ERROR] BUSY\n", 0), 0u) << outcome.text;
-  // Once the stuck evaluation ends, the session works again.
+  outcome = eval("(agentq-abandon-test)");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  EXPECT_EQ(outcome.text, "=> :STILL-DEFINED");
+  // Once the abandoned evaluation ends, its thread leaves; the session goes on.
   std::this_thread::sleep_for(3s);
+  EXPECT_EQ(Runtime::instance().status().abandoned_threads, 0u);
   expect_alive();
 }
 

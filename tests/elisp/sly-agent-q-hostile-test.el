@@ -539,7 +539,7 @@ them), so the SIGTERM an interrupted wait sends reaches it."
         (should (< (length text) 20000))))))
 
 (ert-deftest sly-agent-q-hostile/eval-timeout-defcustom ()
-  "sly-agent-q-eval-timeout applies when the call gives no timeout; a call's own timeout wins."
+  "sly-agent-q-eval-timeout applies when the call gives no timeout, and is a ceiling a call cannot lift."
   (let ((old sly-agent-q-eval-timeout))
     (agentq-test-with-custom ((sly-agent-q-eval-timeout 1))
       (agentq-test-surviving
@@ -547,7 +547,10 @@ them), so the SIGTERM an interrupted wait sends reaches it."
           (should (eq (plist-get result :success) nil))
           (should (string-prefix-p "[ERROR] TIMEOUT\n" (plist-get result :content)))
           (should (< seconds 3)))
-        (should (equal (agentq-test-eval-ok "(progn (sleep 1.3) :slept)" :timeout 5) "=> :SLEPT"))))
+        ;; A model or an MCP client cannot lift the user's limit.
+        (pcase-let ((`(,result . ,seconds) (agentq-test--timed-eval "(progn (sleep 1.3) :slept)" :timeout 5)))
+          (should (string-prefix-p "[ERROR] TIMEOUT\n" (plist-get result :content)))
+          (should (< seconds 3)))))
     (should (equal sly-agent-q-eval-timeout old))
     ;; Restored: 1.3 s is fine again without a per-call timeout.
     (should (equal (agentq-test-eval-ok "(progn (sleep 1.3) :slept-again)") "=> :SLEPT-AGAIN"))))
