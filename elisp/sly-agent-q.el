@@ -187,6 +187,18 @@ Returns (t . CONTENT) or (nil . ERROR-MESSAGE)."
             (cons t (if (stringp value) value (prin1-to-string value))))
         (error (cons nil (concat "Tool error: " (error-message-string err))))))))
 
+(defun sly-agent-q--eval-for-lisp (text)
+  "Evaluate TEXT, one Emacs Lisp form sent by `agent-q:eval-in-emacs'.
+Returns (t . PRINTED-VALUE) or (nil . ERROR-MESSAGE).  A quit is not
+caught: C-g here quits the evaluation that asked."
+  (condition-case err
+      (let* ((read (read-from-string text))
+             (rest (substring text (cdr read))))
+        (unless (string-match-p "\\`[ \t\n\r]*\\'" rest)
+          (error "Only one form may be sent; text after it: %s" (string-trim rest)))
+        (cons t (prin1-to-string (eval (car read) t))))
+    (error (cons nil (error-message-string err)))))
+
 (defvar sly-agent-q--progress nil
   "The progress message shown while waiting for Lisp, or nil.")
 

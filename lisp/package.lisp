@@ -9,4 +9,6 @@
            "EVALUATE-STRING"
            "EXIT-INTERCEPTED"
            "OPERATION-REFUSED"
-           "EVALUATION-ABORTED"))
+           "EVAL-IN-EMACS"
+           "EMACS-ERROR"
+           "EMACS-ERROR-MESSAGE"))

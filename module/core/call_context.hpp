@@ -3,7 +3,15 @@
 // with a cancellation flag; tests with plain objects.
 #pragma once
 
+#include <string>
+
 namespace agentq {
+
+// What the host (Emacs) answered a request of a running job.
+struct HostAnswer {
+  bool ok = false;
+  std::string text;  // the printed value, or what went wrong
+};
 
 class CallContext {
  public:
@@ -18,6 +26,14 @@ class CallContext {
   // True once the caller has abandoned the whole batch: the executor gives
   // the remaining calls a "Cancelled" result without running them.
   virtual bool cancelled() const { return false; }
+
+  // Evaluates FORM (Elisp source text) for the running job, which waits for
+  // the answer: Lisp asking Emacs.  Runs on the calling thread, the one
+  // that started the call.  A context with no Emacs behind it refuses.
+  virtual HostAnswer eval_in_host(const std::string& form) {
+    (void)form;
+    return {false, "no Emacs is waiting for this call, so it cannot evaluate Emacs Lisp"};
+  }
 };
 
 // A context that never quits: for tests and internal callers.

@@ -28,6 +28,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -56,12 +57,39 @@ enum class JobState : int { Queued, Running, Done };
 enum class BootState : int { None, Booting, Running, Failed, Stopped };
 enum class Interrupt : int { Quit, Timeout, Cancel };
 
+// Work a running job asks of its owner, the caller waiting for it; run on
+// the owner's thread with the owner's context.
+using OwnerWork = std::function<void(CallContext&)>;
+
 struct Job {
   std::uint64_t id = 0;
   EvalRequest request;
   std::atomic<JobState> state{JobState::Queued};
   bool success = false;
   std::string text;
+  std::deque<OwnerWork> requests;  // guarded by Impl::mutex
+  bool owner_gone = false;          // guarded by Impl::mutex: no more requests served
+};
+
+// A request of Lisp code to the host (eval-in-emacs), answered by the job's
+// owner.  Shared: the Lisp side may stop waiting (an interrupt) before the
+// answer comes.
+struct HostRequest {
+  std::string form;
+  std::mutex mutex;
+  std::condition_variable answered_cv;
+  bool answered = false;
+  HostAnswer answer;
+
+  void answer_with(HostAnswer given) {
+    {
+      std::lock_guard lock(mutex);
+      if (answered) return;
+      answer = std::move(given);
+      answered = true;
+    }
+    answered_cv.notify_all();
+  }
 };
 
 inline void cpu_relax() {
@@ -176,9 +204,10 @@ struct Runtime::Impl {
   // Set by set_heap_limit, applied by the worker before its next job.
   std::atomic<std::size_t> pending_heap_limit{0};
 
-  // --- work posted to a waiting caller
-  std::deque<std::function<void()>> waiter_work;
-  std::atomic<int> waiting{0};
+  // --- requests of running Lisp code to the host, by ticket
+  std::mutex host_mutex;
+  std::map<std::uint64_t, std::shared_ptr<HostRequest>> host_requests;
+  std::uint64_t next_ticket = 1;
 
   void request_interrupt(std::uint64_t id, Interrupt why) {
     {
@@ -215,22 +244,57 @@ struct Runtime::Impl {
     return cpu == worker_cpu.load(std::memory_order_relaxed);
   }
 
-  void run_waiter_work() {
+  // Runs what JOB asked of its owner, on the owner's thread.
+  void serve_requests(Job& job, CallContext& context) {
     for (;;) {
-      std::function<void()> work;
+      OwnerWork work;
       {
         std::lock_guard lock(mutex);
-        if (waiter_work.empty()) return;
-        work = std::move(waiter_work.front());
-        waiter_work.pop_front();
+        if (job.requests.empty()) return;
+        work = std::move(job.requests.front());
+        job.requests.pop_front();
       }
       try {
-        work();
+        work(context);
       } catch (...) {
-        // Work posted to the waiter reports its own errors; nothing may
-        // escape into the wait loop.
+        // Requests report their own errors; nothing may escape into the
+        // wait loop.
       }
     }
+  }
+
+  // The owner stops serving JOB (it has been interrupted, or has returned):
+  // what it still asks is refused.
+  void close_requests(Job& job) {
+    std::deque<OwnerWork> left;
+    {
+      std::lock_guard lock(mutex);
+      job.owner_gone = true;
+      left.swap(job.requests);
+    }
+    struct Refusing final : CallContext {
+      HostAnswer eval_in_host(const std::string&) override {
+        return {false, "the call that started this evaluation no longer waits for it (interrupted or timed out)"};
+      }
+    } refusing;
+    for (OwnerWork& work : left) {
+      try {
+        work(refusing);
+      } catch (...) {
+      }
+    }
+  }
+
+  // Queues WORK for the owner of the running job; false when no job runs
+  // or its owner no longer serves.
+  bool ask_owner(OwnerWork work) {
+    {
+      std::lock_guard lock(mutex);
+      if (!current || current->owner_gone) return false;
+      current->requests.push_back(std::move(work));
+    }
+    done_cv.notify_all();
+    return true;
   }
 
   // Waits for a job that C-g left unwinding, until its grace is over, then
@@ -242,7 +306,7 @@ struct Runtime::Impl {
     std::unique_lock lock(mutex);
     ++callers_sleeping;
     done_cv.wait_for(lock, slice, [&] {
-      return job.state.load() == JobState::Done || !waiter_work.empty() || !alive();
+      return job.state.load() == JobState::Done || !job.requests.empty() || !alive();
     });
     --callers_sleeping;
   }
@@ -267,6 +331,9 @@ struct LispRoots {
   cl_object watchdog_keyword = ECL_NIL;  // :WATCHDOG
 };
 LispRoots g_roots;
+
+// Evaluations this thread is waiting for (a caller's thread).
+thread_local int t_waiting_for_lisp = 0;
 
 // This thread's worker generation (0: never a worker).
 thread_local std::uint64_t t_worker_generation = 0;
@@ -431,6 +498,80 @@ cl_object runtime_thread_p() {
   return one_value(self == __atomic_load_n(&g_roots.watchdog, __ATOMIC_ACQUIRE) ? g_roots.watchdog_keyword : ECL_NIL);
 }
 
+// (%ASK-HOST form) → a ticket for %HOST-ANSWER, or NIL when no caller
+// serves the running job (FORM: Elisp source text).
+cl_object ask_host(cl_object form) {
+  Runtime::Impl& impl = *g_impl;
+  if (!current_worker() || !ecl_stringp(form)) return one_value(ECL_NIL);
+  std::string text;
+  if (!outside_lisp([&] { text = lisp_string_to_utf8(form); })) return one_value(ECL_NIL);
+  std::uint64_t ticket = 0;
+  outside_lisp([&] {
+    auto request = std::make_shared<HostRequest>();
+    request->form = std::move(text);
+    {
+      std::lock_guard lock(impl.host_mutex);
+      ticket = impl.next_ticket++;
+      impl.host_requests[ticket] = request;
+    }
+    bool posted = impl.ask_owner(
+        [request](CallContext& owner) { request->answer_with(owner.eval_in_host(request->form)); });
+    if (!posted) {
+      std::lock_guard lock(impl.host_mutex);
+      impl.host_requests.erase(ticket);
+      ticket = 0;
+    }
+  });
+  return one_value(ticket ? ecl_make_unsigned_integer(ticket) : ECL_NIL);
+}
+
+// (%HOST-ANSWER ticket wait-ms) → done-p ok-p text.  Waits at most WAIT-MS
+// with interrupts held back; the Lisp side calls it again until done, so
+// C-g and timeouts still reach the evaluation.
+cl_object host_answer(cl_object ticket, cl_object wait_ms) {
+  Runtime::Impl& impl = *g_impl;
+  std::uint64_t id = ecl_to_uint64_t(ticket);
+  long ms = ECL_FIXNUMP(wait_ms) ? ecl_fixnum(wait_ms) : 10;
+  bool done = true, ok = false;
+  std::string text = "unknown request to Emacs";
+  outside_lisp([&] {
+    std::shared_ptr<HostRequest> request;
+    {
+      std::lock_guard lock(impl.host_mutex);
+      auto it = impl.host_requests.find(id);
+      if (it == impl.host_requests.end()) return;
+      request = it->second;
+    }
+    std::unique_lock lock(request->mutex);
+    done = request->answered_cv.wait_for(lock, std::chrono::milliseconds(ms), [&] { return request->answered; });
+    if (done) {
+      ok = request->answer.ok;
+      text = request->answer.text;
+      lock.unlock();
+      std::lock_guard map_lock(impl.host_mutex);
+      impl.host_requests.erase(id);
+    }
+  });
+  cl_object answer = done ? make_lisp_string(text) : ECL_NIL;
+  cl_env_ptr env = ecl_process_env();
+  env->values[0] = done ? ECL_T : ECL_NIL;
+  env->values[1] = ok ? ECL_T : ECL_NIL;
+  env->values[2] = answer;
+  env->nvalues = 3;
+  return env->values[0];
+}
+
+// (%FORGET-HOST-REQUEST ticket): the Lisp side stopped waiting.
+cl_object forget_host_request(cl_object ticket) {
+  Runtime::Impl& impl = *g_impl;
+  std::uint64_t id = ecl_to_uint64_t(ticket);
+  outside_lisp([&] {
+    std::lock_guard lock(impl.host_mutex);
+    impl.host_requests.erase(id);
+  });
+  return one_value(ECL_NIL);
+}
+
 // (%GC-TIME-MS) → milliseconds spent in full collections so far.
 cl_object gc_time_ms() {
   return one_value(ecl_make_unsigned_integer(GC_get_full_gc_total_time()));
@@ -499,6 +640,9 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%SET-WATCHDOG", set_watchdog);
     define_lisp_function("%RUNTIME-PROCESS-P", runtime_process_p);
     define_lisp_function("%RUNTIME-THREAD-P", runtime_thread_p);
+    define_lisp_function("%ASK-HOST", ask_host);
+    define_lisp_function("%HOST-ANSWER", host_answer);
+    define_lisp_function("%FORGET-HOST-REQUEST", forget_host_request);
     define_process_functions();
     define_child_pipes();
     for (cl_object* root : {&g_roots.worker_loop, &g_roots.escaped_job_text, &g_roots.worker, &g_roots.watchdog,
@@ -806,6 +950,18 @@ void Runtime::restart_worker() {
 EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) {
   ensure_booted();
   Impl& impl = *impl_;
+  // A call made while this thread already waits for Lisp (from a wait
+  // function, a hook, or Elisp that Lisp asked Emacs to evaluate) would
+  // queue behind the evaluation it waits inside: refused at once.
+  if (t_waiting_for_lisp > 0)
+    return {false,
+            "[ERROR] BUSY\nThe Lisp session is running the evaluation this call was made from: Emacs is "
+            "waiting for it (this call came from a wait function, a hook, or Emacs Lisp that the evaluation "
+            "asked Emacs to run). Evaluations run one at a time; make this call after that one returns."};
+  struct WaitingForLisp {
+    WaitingForLisp() { ++t_waiting_for_lisp; }
+    ~WaitingForLisp() { --t_waiting_for_lisp; }
+  } waiting_for_lisp;
   if (!impl.settle_abandoned(context))
     return {false,
             "[ERROR] INTERRUPTED\nThe evaluation was withdrawn before it started (C-g): the Lisp session was "
@@ -827,11 +983,12 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
   }
   if (wake) impl.job_cv.notify_one();
 
-  struct Waiting {
-    std::atomic<int>& count;
-    explicit Waiting(std::atomic<int>& c) : count(c) { ++count; }
-    ~Waiting() { --count; }
-  } waiting(impl.waiting);
+  // Whatever the job still asks once this caller stops serving it is refused.
+  struct CloseRequests {
+    Impl& impl;
+    Job& job;
+    ~CloseRequests() { impl.close_requests(job); }
+  } close_requests{impl, *job};
 
   // Spin while the worker is known to be on a CPU: polling for this job
   // (it picks it up within kPickupSpin) or running it.  Yield while a worker
@@ -856,7 +1013,11 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
 
   std::optional<Interrupt> interrupted;
   while (job->state.load(std::memory_order_acquire) != JobState::Done) {
-    impl.run_waiter_work();
+    auto serving = Clock::now();
+    impl.serve_requests(*job, context);
+    // The time Emacs spent on the job's own requests (a prompt waiting on
+    // the person) does not count against its limit.
+    if (deadline != Clock::time_point::max()) deadline += Clock::now() - serving;
     if (!impl.alive()) throw RuntimeError("the Lisp runtime stopped during the evaluation");
     if (context.poll()) {
       interrupted = Interrupt::Quit;
@@ -870,6 +1031,7 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
   }
 
   if (interrupted) {
+    impl.close_requests(*job);
     {
       // Never started (queued behind another caller's evaluation): withdraw it.
       std::lock_guard lock(impl.mutex);
@@ -1001,14 +1163,7 @@ void Runtime::shutdown() {
 }
 
 bool Runtime::post_to_waiter(std::function<void()> work) {
-  Impl& impl = *impl_;
-  if (impl.waiting.load() == 0) return false;
-  {
-    std::lock_guard lock(impl.mutex);
-    impl.waiter_work.push_back(std::move(work));
-  }
-  impl.done_cv.notify_all();
-  return true;
+  return impl_->ask_owner([work = std::move(work)](CallContext&) { work(); });
 }
 
 }  // namespace agentq::ecl

@@ -65,6 +65,7 @@ void Env::init_symbols(emacs_env* env) {
   s.sly_agent_q_error = global(env, "sly-agent-q-error");
   s.call_elisp_handler = global(env, "sly-agent-q--call-elisp-handler");
   s.waiting = global(env, "sly-agent-q--waiting");
+  s.eval_for_lisp = global(env, "sly-agent-q--eval-for-lisp");
   for (const char* name : {"id", "name", "arguments", "function", "code", "package", "timeout", "capture-time",
                            "capture_time", "type", "description", "path", "content"})
     s.known_keywords.emplace_back(global(env, (std::string(":") + name).c_str()), name);

@@ -85,6 +85,24 @@ class EmacsCallContext final : public CallContext {
 
   bool cancelled() const override { return quit_ || env_.exit_pending(); }
 
+  // Lisp asks Emacs (agent-q:eval-in-emacs): served here, on the main
+  // thread, while this call waits.  A C-g during the form quits the call.
+  HostAnswer eval_in_host(const std::string& form) override {
+    const Symbols& s = Env::sym();
+    if (quit_ || env_.exit_pending()) return {false, "the Emacs call waiting for this evaluation is quitting"};
+    try {
+      emacs_value answer = env_.call(s.eval_for_lisp, {env_.str(form)});
+      bool ok = !env_.is_nil(env_.call(s.car, {answer}));
+      return {ok, env_.to_string(env_.call(s.cdr, {answer}))};
+    } catch (const NonLocalExit&) {
+      if (env_.clear_unless_quit()) return {false, "the Emacs Lisp form made a non-local exit (throw)"};
+      quit_ = true;  // left pending: the call quits once the evaluation has unwound
+      return {false, "Quit: C-g while Emacs evaluated the form"};
+    } catch (const std::exception& e) {
+      return {false, e.what()};
+    }
+  }
+
  private:
   static constexpr auto kFirstTick = std::chrono::milliseconds(200);
   static constexpr auto kTick = std::chrono::milliseconds(100);
