@@ -73,6 +73,23 @@
   (bench--report "elisp_tool_cold"
                  (bench--time-after-idle (/ bench-calls 4) (sly-agent-q-execute-tool-calls call))))
 
+;; An asynchronous call: from submitting it to its callback, through the
+;; runner thread, the worker and the notification pipe's process filter.
+;; (Waiting on that process, as Emacs's idle loop does: with a nil process,
+;; `accept-process-output' sleeps out its whole timeout.)
+(let ((call (list (list :id "a" :name "evaluate_lisp" :arguments (list :code "(+ 1 2)"))))
+      (done nil))
+  (dotimes (_ 200)
+    (setq done nil)
+    (sly-agent-q-execute-tool-calls-async call (lambda (_) (setq done t)))
+    (while (not done) (accept-process-output sly-agent-q--async-process 0.05)))
+  (bench--report "async_round_trip"
+                 (bench--time (/ bench-calls 10)
+                   (setq done nil)
+                   (sly-agent-q-execute-tool-calls-async call (lambda (_) (setq done t)))
+                   (while (not done) (accept-process-output sly-agent-q--async-process 0.05)))
+                 '(target_median_us . 50)))
+
 ;; Calls seconds apart, as an agent makes them: the worker has stopped
 ;; polling (after 2 ms) and sleeps, and waking it is a futex wake-up, which
 ;; costs far more on a VM than the call itself.  No target; for the record.

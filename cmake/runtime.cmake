@@ -31,7 +31,8 @@ set_target_properties(agentq_lisp PROPERTIES IMPORTED_LOCATION ${LISP_LIBRARY})
 add_dependencies(agentq_lisp agentq_lisp_build)
 
 # ---------------------------------------------------------------- ecl/: the runtime
-file(GLOB ECL_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/module/ecl/*.cpp)
+file(GLOB ECL_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/module/ecl/*.cpp
+     ${CMAKE_SOURCE_DIR}/module/app/*.cpp)  # the composition root, shared by every front door
 add_library(agentq_ecl STATIC ${ECL_SOURCES})
 target_include_directories(agentq_ecl PUBLIC ${CMAKE_SOURCE_DIR}/module)
 target_compile_options(agentq_ecl PRIVATE ${ECL_CFLAGS})

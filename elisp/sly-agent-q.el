@@ -31,7 +31,7 @@
 
 (define-error 'sly-agent-q-error "sly-agent-q error")
 
-(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 3"
+(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 4"
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -134,6 +134,10 @@ Each function gets the seconds waited so far.")
                   (name description params required safety categories))
 (declare-function sly-agent-q--module-list-tools "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-restart-worker "sly-agent-q-module" ())
+(declare-function sly-agent-q--module-open-channel "sly-agent-q-module" (process))
+(declare-function sly-agent-q--module-submit "sly-agent-q-module" (calls approval hooks))
+(declare-function sly-agent-q--module-cancel "sly-agent-q-module" (job))
+(declare-function sly-agent-q--module-async-serve "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-tools-schema "sly-agent-q-module" (format max-level categories))
 (declare-function sly-agent-q--module-mcp-request "sly-agent-q-module" (json approval hooks))
 (declare-function sly-agent-q--module-status "sly-agent-q-module" ())
@@ -248,6 +252,54 @@ running call."
         (dolist (call calls (nreverse results))
           (push (sly-agent-q--execute-call call approve hooks) results))))))
 
+;;;; Asynchronous calls
+
+(defvar sly-agent-q--async-callbacks (make-hash-table)
+  "Callbacks of the asynchronous jobs not finished yet, by job id.")
+
+(defvar sly-agent-q--async-process nil
+  "The pipe process whose filter serves asynchronous calls.")
+
+(defun sly-agent-q--async-channel ()
+  "Open the pipe that serves asynchronous calls, once."
+  (unless (process-live-p sly-agent-q--async-process)
+    (setq sly-agent-q--async-process
+          (make-pipe-process :name "sly-agent-q-async" :buffer nil :noquery t
+                             :coding 'binary :filter #'sly-agent-q--async-filter))
+    (sly-agent-q--module-open-channel sly-agent-q--async-process)))
+
+(defun sly-agent-q--async-filter (_process _output)
+  "Serve what asynchronous calls need of Emacs, and run finished jobs' callbacks."
+  (dolist (finished (sly-agent-q--module-async-serve))
+    (let ((callback (gethash (car finished) sly-agent-q--async-callbacks)))
+      (remhash (car finished) sly-agent-q--async-callbacks)
+      (when callback
+        (condition-case err
+            (funcall callback (cdr finished))
+          (error (message "sly-agent-q: the callback of job %d failed: %s"
+                          (car finished) (error-message-string err))))))))
+
+(defun sly-agent-q-execute-tool-calls-async (calls callback)
+  "Run the tool CALLS without blocking Emacs; return the job id at once.
+CALLBACK is called later on the main thread, from a process filter,
+with the list of results that `sly-agent-q-execute-tool-calls' would
+have returned.  Jobs run one after another, in the order submitted;
+the approval function and hooks are those in force now, and an approval
+is asked when its call is reached.  `sly-agent-q-cancel' stops a job."
+  (sly-agent-q--async-channel)
+  (let ((job (sly-agent-q--module-submit calls sly-agent-q-approval-function
+                                         sly-agent-q-tool-execution-functions)))
+    (puthash job callback sly-agent-q--async-callbacks)
+    job))
+
+(defun sly-agent-q-cancel (job)
+  "Cancel the asynchronous JOB (an id from `sly-agent-q-execute-tool-calls-async').
+A running evaluation is interrupted and its result is [ERROR] INTERRUPTED;
+calls not run yet fail the same way.  The callback still gets the results
+and the Lisp session keeps its definitions.  Returns nil if JOB has
+already finished."
+  (sly-agent-q--module-cancel job))
+
 (defsubst sly-agent-q--even-plist-p (object)
   "Non-nil if OBJECT is a proper list of even length starting with a keyword."
   (and (keywordp (car-safe object))
@@ -342,11 +394,12 @@ ARGS is the arguments hash table.  In batch Emacs the answer is no."
 (defun sly-agent-q--evaluate (code &optional package)
   "Evaluate CODE, in PACKAGE if non-nil, with the evaluate_lisp tool.
 Return its result plist."
-  (car (sly-agent-q-execute-tool-calls
-        (list (list :id "interactive" :name "evaluate_lisp"
-                    :arguments (if package
-                                   (list :code code :package package)
-                                 (list :code code)))))))
+  (car (sly-agent-q-execute-tool-calls (list (sly-agent-q--evaluate-call code package)))))
+
+(defun sly-agent-q--evaluate-call (code package)
+  "The evaluate_lisp call of CODE, in PACKAGE if non-nil."
+  (list :id "interactive" :name "evaluate_lisp"
+        :arguments (if package (list :code code :package package) (list :code code))))
 
 (defun sly-agent-q--buffer-package (&optional position)
   "The package of a Common Lisp buffer at POSITION (point if nil), or nil.
@@ -377,8 +430,11 @@ the start of a line, names.  Only in buffers in `lisp-mode'."
         (display-buffer (current-buffer))))
     text))
 
+(defvar sly-agent-q--last-async-job nil
+  "The job of the last background evaluation started by a command.")
+
 ;;;###autoload
-(defun sly-agent-q-evaluate (code &optional package)
+(defun sly-agent-q-evaluate (code &optional package async)
   "Evaluate the Common Lisp CODE in the embedded ECL and show the result.
 CODE may hold several forms; they are read and evaluated one after the
 other.  PACKAGE is where CODE is read and evaluated: interactively, in a
@@ -386,13 +442,32 @@ other.  PACKAGE is where CODE is read and evaluated: interactively, in a
 names, as in SLY; nil means the session's package, which `in-package' in
 CODE changes.  A one-line result is shown in the echo area, a longer one
 in the buffer *sly-agent-q result*.  \\[keyboard-quit] interrupts the
-evaluation."
+evaluation.
+
+With a prefix argument (ASYNC non-nil), Emacs is not blocked: the
+result is shown when the evaluation is done, and
+\\[sly-agent-q-cancel-last] interrupts it.  Returns the job id then."
   (interactive
    (let ((package (sly-agent-q--buffer-package)))
-     (list (read-string (format "Evaluate Lisp (ECL)%s: " (if package (format " in %s" package) ""))
+     (list (read-string (format "Evaluate Lisp (ECL)%s%s: " (if package (format " in %s" package) "")
+                                (if current-prefix-arg ", in the background" ""))
                         nil 'sly-agent-q-evaluate-history)
-           package)))
-  (sly-agent-q--show-result (sly-agent-q--evaluate code package)))
+           package current-prefix-arg)))
+  (if (not async)
+      (sly-agent-q--show-result (sly-agent-q--evaluate code package))
+    (setq sly-agent-q--last-async-job
+          (sly-agent-q-execute-tool-calls-async
+           (list (sly-agent-q--evaluate-call code package))
+           (lambda (results) (sly-agent-q--show-result (car results)))))
+    (message "sly-agent-q: evaluating in the background (M-x sly-agent-q-cancel-last to stop)")
+    sly-agent-q--last-async-job))
+
+(defun sly-agent-q-cancel-last ()
+  "Interrupt the last background evaluation started with \\[universal-argument] \\[sly-agent-q-evaluate]."
+  (interactive)
+  (if (and sly-agent-q--last-async-job (sly-agent-q-cancel sly-agent-q--last-async-job))
+      (message "sly-agent-q: background evaluation cancelled")
+    (message "sly-agent-q: no background evaluation is running")))
 
 ;;;###autoload
 (defun sly-agent-q-evaluate-region (start end)

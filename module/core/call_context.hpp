@@ -27,6 +27,10 @@ class CallContext {
   // the remaining calls a "Cancelled" result without running them.
   virtual bool cancelled() const { return false; }
 
+  // True when poll() asking to stop means a cancellation (an asynchronous
+  // call's sly-agent-q-cancel, MCP's notifications/cancelled), not C-g.
+  virtual bool interrupt_is_cancel() const { return false; }
+
   // Evaluates FORM (Elisp source text) for the running job, which waits for
   // the answer: Lisp asking Emacs.  Runs on the calling thread, the one
   // that started the call.  A context with no Emacs behind it refuses.

@@ -1020,7 +1020,7 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
     if (deadline != Clock::time_point::max()) deadline += Clock::now() - serving;
     if (!impl.alive()) throw RuntimeError("the Lisp runtime stopped during the evaluation");
     if (context.poll()) {
-      interrupted = Interrupt::Quit;
+      interrupted = context.interrupt_is_cancel() ? Interrupt::Cancel : Interrupt::Quit;
       break;
     }
     if (Clock::now() >= deadline) {
@@ -1039,9 +1039,10 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
       if (it != impl.queue.end()) {
         impl.queue.erase(it);
         impl.queued.fetch_sub(1, std::memory_order_release);
-        return {false, *interrupted == Interrupt::Quit
-                           ? "[ERROR] INTERRUPTED\nThe evaluation was withdrawn before it started (C-g): the Lisp "
-                             "session was busy with another evaluation."
+        return {false, *interrupted != Interrupt::Timeout
+                           ? std::string("[ERROR] INTERRUPTED\nThe evaluation was withdrawn before it started (") +
+                                 (*interrupted == Interrupt::Quit ? "C-g" : "cancelled") +
+                                 "): the Lisp session was busy with another evaluation."
                            : "[ERROR] TIMEOUT\nThe evaluation was withdrawn before it started: the Lisp session "
                              "was busy with another evaluation for the whole time limit."};
       }

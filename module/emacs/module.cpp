@@ -12,13 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
-#include "core/json_limits.hpp"
-#include "core/jsonrpc.hpp"
-#include "core/registry.hpp"
+#include "app/services.hpp"
 #include "core/schema.hpp"
 #include "ecl/evaluate_tool.hpp"
 #include "ecl/runtime.hpp"
+#include "emacs/async_calls.hpp"
+#include "emacs/calls.hpp"
 #include "emacs/convert.hpp"
 #include "emacs/env.hpp"
 
@@ -26,270 +25,11 @@ namespace agentq::emacs {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // Bumped when the Elisp ⇄ module interface changes; the Elisp side refuses
 // a module of another version (a stale build).
-constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 3";
+constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 4";
 
-struct Core {
-  Registry registry;
-  Executor executor{registry};
-  McpServer server{executor, ServerInfo{"sly-agent-q", "0.1.0"}};
-  Core() { ecl::register_evaluate_lisp(registry); }
-};
-
-Core& core() {
-  static Core instance;
-  return instance;
-}
-
-// The Env of the module call running on this thread, for Elisp handlers
-// reached through the executor.
-thread_local const Env* t_current_env = nullptr;
-
-class CurrentEnv {
- public:
-  explicit CurrentEnv(const Env& env) : previous_(t_current_env) { t_current_env = &env; }
-  ~CurrentEnv() { t_current_env = previous_; }
-  CurrentEnv(const CurrentEnv&) = delete;
-  CurrentEnv& operator=(const CurrentEnv&) = delete;
-
- private:
-  const Env* previous_;
-};
-
-// Waiting for Lisp on the main thread: C-g is seen through process_input,
-// and a progress function (sly-agent-q--waiting) is called every 100 ms
-// once the wait is longer than 200 ms.
-class EmacsCallContext final : public CallContext {
- public:
-  explicit EmacsCallContext(const Env& env) : env_(env), start_(Clock::now()), next_tick_(start_ + kFirstTick) {}
-
-  bool poll() override {
-    if (quit_) return true;
-    if (env_.raw()->process_input(env_.raw()) == emacs_process_input_quit) {
-      quit_ = true;
-      return true;
-    }
-    auto now = Clock::now();
-    if (now >= next_tick_) {
-      next_tick_ = now + kTick;
-      emacs_value elapsed = env_.raw()->make_float(env_.raw(), std::chrono::duration<double>(now - start_).count());
-      if (!env_.exit_pending()) env_.raw()->funcall(env_.raw(), Env::sym().waiting, 1, &elapsed);
-      // A failing progress function is ignored; a quit from it is a C-g.
-      if (env_.exit_pending() && !env_.clear_unless_quit()) quit_ = true;
-    }
-    return quit_;
-  }
-
-  bool cancelled() const override { return quit_ || env_.exit_pending(); }
-
-  // Lisp asks Emacs (agent-q:eval-in-emacs): served here, on the main
-  // thread, while this call waits.  A C-g during the form quits the call.
-  HostAnswer eval_in_host(const std::string& form) override {
-    const Symbols& s = Env::sym();
-    if (quit_ || env_.exit_pending()) return {false, "the Emacs call waiting for this evaluation is quitting"};
-    try {
-      emacs_value answer = env_.call(s.eval_for_lisp, {env_.str(form)});
-      bool ok = !env_.is_nil(env_.call(s.car, {answer}));
-      return {ok, env_.to_string(env_.call(s.cdr, {answer}))};
-    } catch (const NonLocalExit&) {
-      if (env_.clear_unless_quit()) return {false, "the Emacs Lisp form made a non-local exit (throw)"};
-      quit_ = true;  // left pending: the call quits once the evaluation has unwound
-      return {false, "Quit: C-g while Emacs evaluated the form"};
-    } catch (const std::exception& e) {
-      return {false, e.what()};
-    }
-  }
-
- private:
-  static constexpr auto kFirstTick = std::chrono::milliseconds(200);
-  static constexpr auto kTick = std::chrono::milliseconds(100);
-  const Env& env_;
-  Clock::time_point start_, next_tick_;
-  bool quit_ = false;
-};
-
-// ----------------------------------------------------------------------------
-// Approval and hooks from Elisp values.
-
-ApprovalFunction elisp_approval(const Env& env, emacs_value function) {
-  if (env.is_nil(function)) return {};
-  return [&env, function](const Tool& tool, const json& args) {
-    const Symbols& s = Env::sym();
-    emacs_value answer;
-    try {
-      answer = env.call(function, {env.str(tool.name), from_json(env, args)});
-    } catch (const NonLocalExit&) {
-      // An approval function that fails denies; a quit also cancels the batch.
-      if (env.clear_unless_quit()) return ApprovalDecision{ApprovalKind::Denied, {}};
-      throw;
-    }
-    if (env.eq(answer, s.approved_kw)) return ApprovalDecision{ApprovalKind::Approved, {}};
-    if (env.eq(env.type_of(answer), s.cons_type) && env.eq(env.call(s.car, {answer}), s.modified_kw)) {
-      emacs_value rest = env.call(s.cdr, {answer});
-      if (!env.is_nil(rest) && !env.eq(env.type_of(rest), s.cons_type))  // (:modified . junk)
-        return ApprovalDecision{ApprovalKind::Denied, {}};
-      emacs_value new_args = env.is_nil(rest) ? s.nil : env.call(s.car, {rest});
-      return ApprovalDecision{ApprovalKind::Modified, object_to_json(env, new_args)};
-    }
-    return ApprovalDecision{ApprovalKind::Denied, {}};
-  };
-}
-
-emacs_value result_to_plist(const Env& env, const ToolResult& result);
-
-std::vector<Hook> elisp_hooks(const Env& env, emacs_value functions) {
-  std::vector<Hook> hooks;
-  const Symbols& s = Env::sym();
-  if (env.eq(env.type_of(functions), s.cons_type) && env.is_nil(env.call(s.proper_list_p, {functions})))
-    throw ConversionError("sly-agent-q-tool-execution-functions is a circular or dotted list");
-  while (!env.is_nil(functions) && env.eq(env.type_of(functions), s.cons_type)) {
-    emacs_value function = env.call(s.car, {functions});
-    functions = env.call(s.cdr, {functions});
-    if (env.eq(function, s.t)) continue;  // the "run the global value too" marker of local hooks
-    hooks.push_back([&env, function](HookPhase phase, const std::string& name, const json& args,
-                                     const ToolResult* result) {
-      const Symbols& s = Env::sym();
-      if (env.exit_pending()) return;
-      emacs_value phase_value = phase == HookPhase::Before ? s.before : phase == HookPhase::After ? s.after : s.error_phase;
-      try {
-        env.call(function, {phase_value, env.str(name), from_json(env, args),
-                            result ? result_to_plist(env, *result) : s.nil});
-      } catch (const NonLocalExit&) {
-        env.clear_unless_quit();  // a failing hook changes nothing; a quit still quits
-      }
-    });
-  }
-  return hooks;
-}
-
-// ----------------------------------------------------------------------------
-// Calls and results.
-
-emacs_value result_to_plist(const Env& env, const ToolResult& result) {
-  const Symbols& s = Env::sym();
-  emacs_value metadata[] = {
-      s.execution_time_ms, env.real(result.execution_time_ms),
-      s.safety_level,      result.safety_level ? env.str(to_string(*result.safety_level)) : s.nil,
-      s.approved,          env.boolean(result.approved),
-  };
-  emacs_value plist[] = {
-      s.id,       result.id ? env.str(*result.id) : s.nil,
-      s.success,  env.boolean(result.success),
-      s.content,  env.str(result.content),
-      s.error_kw, result.error ? env.str(*result.error) : s.nil,
-      s.metadata, env.call(s.list, 6, metadata),
-  };
-  return env.call(s.list, 10, plist);
-}
-
-// Emacs refused to hand over a value, e.g. a string with raw bytes.
-constexpr const char* kUnreadableValue = "a value could not be read (strings must be valid Unicode text)";
-
-std::optional<std::string> id_string(const json& id) {
-  if (id.is_null()) return std::nullopt;
-  if (id.is_string()) return id.get<std::string>();
-  return id.dump();
-}
-
-std::string name_string(const json& name) {
-  if (!name.is_string() || name.get_ref<const std::string&>().empty())
-    throw ConversionError("the tool call has no :name");
-  return name.get<std::string>();
-}
-
-// A call's :arguments as converted: absent → {}, a string is JSON text.
-json call_arguments(json arguments) {
-  if (arguments.is_null()) return json::object();
-  if (!arguments.is_string()) return arguments;
-  std::optional<json> parsed = parse_json_bounded(arguments.get_ref<const std::string&>());
-  if (!parsed) throw ConversionError("the :arguments string is not valid JSON (or nests deeper than 256 levels)");
-  return std::move(*parsed);
-}
-
-// The id of the call VALUE, if it has a convertible one, for a call whose
-// other parts cannot be converted.  `plist-get' first: it also finds the
-// :id of a circular or dotted plist.  Then any spelling of the key, in a
-// plist, alist or hash table.  Nothing here throws.
-std::optional<std::string> call_id(const Env& env, emacs_value value) noexcept {
-  const Symbols& s = Env::sym();
-  try {
-    if (env.eq(env.type_of(value), s.cons_type)) {
-      emacs_value id = env.call(s.plist_get, {value, s.id});
-      if (!env.is_nil(id)) return id_string(to_json(env, id, 1));
-    }
-  } catch (const NonLocalExit&) {
-    env.clear_unless_quit();
-  } catch (...) {
-  }
-  try {
-    if (std::optional<json> id = object_member(env, value, "id")) return id_string(*id);
-  } catch (const NonLocalExit&) {
-    env.clear_unless_quit();
-  } catch (...) {
-  }
-  return std::nullopt;
-}
-
-// A call plist (or alist, hash table, JSON string; also the OpenAI shape
-// {id, function: {name, arguments}}) → a ToolCall.  Throws ConversionError.
-ToolCall to_tool_call(const Env& env, emacs_value value, std::optional<std::string>& id) {
-  json call;
-  try {
-    call = object_to_json(env, value);
-  } catch (const ConversionError&) {
-    // Keep the id of a call whose other parts cannot be converted.
-    id = call_id(env, value);
-    throw;
-  } catch (const NonLocalExit&) {
-    if (!env.clear_unless_quit()) throw;
-    id = call_id(env, value);
-    throw ConversionError(kUnreadableValue);
-  }
-  if (!call.is_object()) throw ConversionError("a tool call must be a plist");
-  if (auto it = call.find("id"); it != call.end()) id = id_string(*it);
-  const json* source = &call;
-  if (auto fn = call.find("function"); fn != call.end() && fn->is_object() && !call.contains("name")) source = &*fn;
-  ToolCall tool_call;
-  tool_call.id = id;
-  auto name = source->find("name");
-  tool_call.name = name_string(name == source->end() ? json() : *name);
-  auto arguments = source->find("arguments");
-  tool_call.arguments = call_arguments(arguments == source->end() ? json() : std::move(*arguments));
-  return tool_call;
-}
-
-// The fast path's call, already taken apart by Elisp: ID, NAME and the
-// arguments either as one value or spread as a plist's keys and values.
-// Spreading spares the list walks (each a vconcat through funcall) that
-// dominate converting a small call.
-ToolCall spread_tool_call(const Env& env, emacs_value id_value, emacs_value name_value, ptrdiff_t count,
-                          emacs_value* arguments, std::optional<std::string>& id) {
-  // Depths as if converting the whole call: its values are at depth 1.
-  id = id_string(to_json(env, id_value, 1));
-  ToolCall tool_call;
-  tool_call.id = id;
-  tool_call.name = name_string(to_json(env, name_value, 1));
-  if (count == 1) {
-    tool_call.arguments = call_arguments(to_json(env, arguments[0], 1));
-  } else if (count % 2 != 0) {
-    throw ConversionError("plist with an odd number of elements");
-  } else {
-    tool_call.arguments = plist_pairs_to_json(env, count, arguments, 1);
-  }
-  return tool_call;
-}
-
-ToolResult invalid_call_result(std::optional<std::string> id, const std::string& message) {
-  ToolResult result;
-  result.id = std::move(id);
-  result.success = false;
-  result.content = "Invalid tool call: " + message;
-  result.error = result.content;
-  return result;
-}
+app::Services& core() { return app::services(); }
 
 // ----------------------------------------------------------------------------
 // Module functions.
@@ -424,25 +164,78 @@ emacs_value define_tool(const Env& env, ptrdiff_t, emacs_value* args) {
   tool.categories = names(args[5], ":categories");
   tool.kind = HandlerKind::Elisp;
   std::string name = tool.name;
+  // Runs on the main thread: at once from a synchronous call, through the
+  // main thread's queue from an asynchronous one.
   tool.handler = [name](const json& arguments, CallContext&) -> ToolOutput {
-    const Env* current = t_current_env;
-    if (!current) throw std::runtime_error("the Elisp tool " + name + " can only run on the Emacs main thread");
-    const Env& env = *current;
-    const Symbols& s = Env::sym();
-    emacs_value answer = env.call(s.call_elisp_handler, {env.str(name), from_json(env, arguments)});
-    bool success = !env.is_nil(env.call(s.car, {answer}));
-    try {
-      return {success, env.to_string(env.call(s.cdr, {answer}))};
-    } catch (const NonLocalExit&) {
-      // Text with raw bytes (decoded from a non-UTF-8 source) fails this
-      // call only; a quit still quits.
-      if (!env.clear_unless_quit()) throw;
-      return {false, "Tool error: the handler of " + name + " returned text that is not valid Unicode"};
-    }
+    ToolOutput output{false, "Tool error: the call was cancelled"};
+    async::run_on_main([&](const Env& env) {
+      const Symbols& s = Env::sym();
+      emacs_value answer = env.call(s.call_elisp_handler, {env.str(name), from_json(env, arguments)});
+      bool success = !env.is_nil(env.call(s.car, {answer}));
+      try {
+        output = {success, env.to_string(env.call(s.cdr, {answer}))};
+      } catch (const NonLocalExit&) {
+        // Text with raw bytes (decoded from a non-UTF-8 source) fails this
+        // call only; a quit still quits.
+        if (!env.clear_unless_quit()) throw;
+        output = {false, "Tool error: the handler of " + name + " returned text that is not valid Unicode"};
+      }
+    });
+    return output;
   };
   core().registry.register_tool(std::move(tool));
   return env.str(name);
 }
+
+// (sly-agent-q--module-open-channel PIPE-PROCESS): the pipe whose filter
+// serves asynchronous calls.
+emacs_value open_channel(const Env& env, ptrdiff_t, emacs_value* args) {
+  if (env.raw()->size < static_cast<ptrdiff_t>(sizeof(struct emacs_env_28)))
+    throw std::runtime_error("asynchronous calls need Emacs 28 or later");
+  int fd = env.raw()->open_channel(env.raw(), args[0]);
+  env.check();
+  async::set_channel(fd);
+  return Env::sym().t;
+}
+
+// (sly-agent-q--module-submit CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS) → job id.
+emacs_value submit(const Env& env, ptrdiff_t, emacs_value* args) {
+  const Symbols& s = Env::sym();
+  if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
+  std::vector<emacs_value> values;
+  if (!env.is_nil(args[0])) {
+    try {
+      if (!env.eq(env.type_of(args[0]), s.cons_type)) throw ConversionError("");
+      values = list_elements(env, args[0]);
+    } catch (const ConversionError&) {
+      throw ConversionError("CALLS must be a proper list of tool-call plists");
+    }
+  }
+  std::vector<async::PendingCall> calls;
+  for (emacs_value value : values) {
+    async::PendingCall pending;
+    std::optional<std::string> id;
+    try {
+      pending.call = to_tool_call(env, value, id);
+    } catch (const ConversionError& e) {
+      pending.invalid = invalid_call_result(id, e.what());
+    } catch (const NonLocalExit&) {
+      if (!env.clear_unless_quit()) throw;
+      pending.invalid = invalid_call_result(id, kUnreadableValue);
+    }
+    calls.push_back(std::move(pending));
+  }
+  emacs_value approval = env.raw()->make_global_ref(env.raw(), args[1]);
+  emacs_value hooks = env.raw()->make_global_ref(env.raw(), args[2]);
+  std::uint64_t id = async::submit(std::move(calls), approval, hooks, !env.is_nil(args[2]));
+  return env.integer(static_cast<std::intmax_t>(id));
+}
+
+emacs_value cancel(const Env& env, ptrdiff_t, emacs_value* args) {
+  return env.boolean(async::cancel(static_cast<std::uint64_t>(env.to_integer(args[0]))));
+}
+
+emacs_value async_serve(const Env& env, ptrdiff_t, emacs_value*) { return async::serve(env); }
 
 emacs_value list_tools(const Env& env, ptrdiff_t, emacs_value*) {
   std::vector<std::string> names = core().registry.names();
@@ -587,6 +380,14 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-define-tool", 6, 6, entry<define_tool>,
         "Register an Elisp-handled tool.\n\n(fn NAME DESCRIPTION PARAMS REQUIRED SAFETY CATEGORIES)");
   defun(raw, "sly-agent-q--module-list-tools", 0, 0, entry<list_tools>, "Sorted names of the registered tools.");
+  defun(raw, "sly-agent-q--module-open-channel", 1, 1, entry<open_channel>,
+        "Serve asynchronous calls through PIPE-PROCESS's filter.\n\n(fn PIPE-PROCESS)");
+  defun(raw, "sly-agent-q--module-submit", 3, 3, entry<submit>,
+        "Queue tool CALLS to run without blocking Emacs; return the job id.\n\n"
+        "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)");
+  defun(raw, "sly-agent-q--module-cancel", 1, 1, entry<cancel>, "Cancel the asynchronous job JOB.\n\n(fn JOB)");
+  defun(raw, "sly-agent-q--module-async-serve", 0, 0, entry<async_serve>,
+        "Run what asynchronous calls need of Emacs; return finished jobs as ((ID . RESULTS) ...).");
   defun(raw, "sly-agent-q--module-tools-schema", 3, 3, entry<tools_schema>,
         "Tool schemas for a provider.\n\n(fn FORMAT MAX-SAFETY-LEVEL CATEGORIES)");
   defun(raw, "sly-agent-q--module-mcp-request", 3, 3, entry<mcp_request>,

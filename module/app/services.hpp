@@ -1,0 +1,22 @@
+// The one composition root: the registry, the executor and the MCP
+// dispatcher that every front door shares (the Emacs module now, the MCP
+// binary later), with the built-in tools registered.
+#pragma once
+
+#include "core/executor.hpp"
+#include "core/jsonrpc.hpp"
+#include "core/registry.hpp"
+
+namespace agentq::app {
+
+struct Services {
+  Registry registry;
+  Executor executor{registry};
+  McpServer server{executor, ServerInfo{"sly-agent-q", "0.1.0"}};
+  Services();
+};
+
+// The process's services, made on first use.
+Services& services();
+
+}  // namespace agentq::app

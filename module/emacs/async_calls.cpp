@@ -1,0 +1,298 @@
+#include "emacs/async_calls.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "app/services.hpp"
+#include "emacs/calls.hpp"
+
+namespace agentq::emacs::async {
+
+namespace {
+
+struct Batch {
+  std::uint64_t id = 0;
+  std::vector<PendingCall> calls;
+  emacs_value approval = nullptr;  // global refs, freed by serve()
+  emacs_value hooks = nullptr;
+  bool has_hooks = false;
+  std::atomic<bool> cancelled{false};
+  std::vector<ToolResult> results;
+};
+
+struct MainWork {
+  std::function<void(const Env&)> work;
+  std::shared_ptr<Batch> batch;  // may be null
+  bool started = false;          // guarded by State::mutex
+  bool done = false;             // guarded by State::mutex
+};
+
+struct State {
+  std::mutex mutex;
+  std::condition_variable runner_cv;  // a batch was queued
+  std::condition_variable done_cv;    // main-thread work was done, or a batch cancelled
+  std::deque<std::shared_ptr<Batch>> queue;
+  std::shared_ptr<Batch> running;
+  std::deque<std::shared_ptr<MainWork>> main_work;
+  std::deque<std::shared_ptr<Batch>> finished;
+  std::atomic<int> fd{-1};
+  bool runner_started = false;
+  std::uint64_t next_id = 1;
+};
+
+// Never destroyed: the runner thread may still wait on it at exit.
+State& state() {
+  static State& instance = *new State;
+  return instance;
+}
+
+// The batch the runner runs (null on other threads).
+thread_local std::shared_ptr<Batch> t_batch;
+
+void notify_main() {
+  int fd = state().fd.load();
+  if (fd < 0) return;
+  char byte = '!';
+  // Nonblocking: a full pipe already has bytes the filter will read.
+  ssize_t written = write(fd, &byte, 1);
+  (void)written;
+}
+
+ToolResult interrupted_result(const ToolCall& call) {
+  ToolResult result;
+  result.id = call.id;
+  result.success = false;
+  result.content = "[ERROR] INTERRUPTED\nThe call was cancelled (sly-agent-q-cancel) before it ran.";
+  result.error = result.content;
+  if (ToolPtr tool = app::services().registry.resolve(call.name)) result.safety_level = tool->safety_level;
+  return result;
+}
+
+// What a call of an asynchronous batch may ask of whoever started it.
+class AsyncCallContext final : public CallContext {
+ public:
+  explicit AsyncCallContext(Batch& batch) : batch_(batch) {}
+  bool poll() override { return batch_.cancelled.load(); }
+  bool cancelled() const override { return batch_.cancelled.load(); }
+  bool interrupt_is_cancel() const override { return true; }
+  HostAnswer eval_in_host(const std::string& form) override {
+    HostAnswer answer{false, "the call was cancelled"};
+    try {
+      run_on_main([&](const Env& env) {
+        bool quit = false;
+        answer = eval_elisp_for_lisp(env, form, quit);
+        if (quit) throw NonLocalExit();  // serve() cancels the batch
+      });
+    } catch (const NotServed& e) {
+      answer = {false, e.what()};
+    }
+    return answer;
+  }
+
+ private:
+  Batch& batch_;
+};
+
+void run_batch(const std::shared_ptr<Batch>& batch) {
+  AsyncCallContext context(*batch);
+  ExecutionOptions options;
+  options.context = &context;
+  options.approve = [batch](const Tool& tool, const json& args) {
+    ApprovalDecision decision{ApprovalKind::Denied, {}};
+    try {
+      run_on_main([&](const Env& env) { decision = elisp_approval(env, batch->approval)(tool, args); });
+    } catch (const NotServed&) {
+    }
+    return decision;
+  };
+  if (batch->has_hooks)
+    options.hooks.push_back(
+        [batch](HookPhase phase, const std::string& name, const json& args, const ToolResult* result) {
+          run_on_main([&](const Env& env) {
+            for (const Hook& hook : elisp_hooks(env, batch->hooks)) hook(phase, name, args, result);
+          });
+        });
+  for (PendingCall& pending : batch->calls) {
+    if (!pending.call)
+      batch->results.push_back(pending.invalid);
+    else if (batch->cancelled.load())
+      batch->results.push_back(interrupted_result(*pending.call));
+    else
+      batch->results.push_back(app::services().executor.execute(*pending.call, options));
+  }
+}
+
+void runner_main() {
+  State& s = state();
+  for (;;) {
+    std::shared_ptr<Batch> batch;
+    {
+      std::unique_lock lock(s.mutex);
+      s.runner_cv.wait(lock, [&] { return !s.queue.empty(); });
+      batch = std::move(s.queue.front());
+      s.queue.pop_front();
+      s.running = batch;
+    }
+    t_batch = batch;
+    try {
+      run_batch(batch);
+    } catch (...) {
+      // The executor reports every failure as a result; nothing may end the runner.
+    }
+    t_batch.reset();
+    {
+      std::lock_guard lock(s.mutex);
+      s.running.reset();
+      s.finished.push_back(std::move(batch));
+    }
+    notify_main();
+  }
+}
+
+}  // namespace
+
+void set_channel(int fd) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  state().fd.store(fd);
+}
+
+bool has_channel() { return state().fd.load() >= 0; }
+
+std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks) {
+  State& s = state();
+  auto batch = std::make_shared<Batch>();
+  batch->calls = std::move(calls);
+  batch->approval = approval;
+  batch->hooks = hooks;
+  batch->has_hooks = has_hooks;
+  {
+    std::lock_guard lock(s.mutex);
+    batch->id = s.next_id++;
+    s.queue.push_back(batch);
+    if (!s.runner_started) {
+      // Async signals stay with Emacs's own threads.
+      sigset_t all, old;
+      sigfillset(&all);
+      pthread_sigmask(SIG_BLOCK, &all, &old);
+      std::thread(runner_main).detach();
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      s.runner_started = true;
+    }
+  }
+  s.runner_cv.notify_one();
+  return batch->id;
+}
+
+bool cancel(std::uint64_t id) {
+  State& s = state();
+  bool found = false;
+  {
+    std::lock_guard lock(s.mutex);
+    for (const auto& batch : s.queue)
+      if (batch->id == id) found = true, batch->cancelled = true;
+    if (s.running && s.running->id == id) found = true, s.running->cancelled = true;
+  }
+  s.done_cv.notify_all();  // the runner may be waiting for the main thread
+  return found;
+}
+
+void run_on_main(const std::function<void(const Env&)>& work) {
+  if (const Env* env = current_env()) {
+    work(*env);
+    return;
+  }
+  State& s = state();
+  if (!has_channel()) throw NotServed("no Emacs main thread serves this thread's requests");
+  auto item = std::make_shared<MainWork>();
+  item->work = work;
+  item->batch = t_batch;
+  {
+    std::lock_guard lock(s.mutex);
+    s.main_work.push_back(item);
+  }
+  notify_main();
+  // Once started, WORK runs to its end (it uses this frame's captures);
+  // before that, a cancelled batch stops waiting.
+  std::unique_lock lock(s.mutex);
+  s.done_cv.wait(lock, [&] {
+    return item->done || (!item->started && item->batch && item->batch->cancelled.load());
+  });
+  if (!item->done) {
+    item->work = nullptr;  // never to run: its captures die with this frame
+    throw NotServed("the call was cancelled");
+  }
+}
+
+emacs_value serve(const Env& env) {
+  State& s = state();
+  // Not re-entered: an approval prompt reads events, which may run this
+  // filter again.  The outer call goes on until both queues are empty.
+  static bool serving = false;
+  if (serving) return Env::sym().nil;
+  serving = true;
+  struct Reset {
+    ~Reset() { serving = false; }
+  } reset;
+  std::vector<emacs_value> done;
+  for (;;) {
+    std::shared_ptr<MainWork> item;
+    std::shared_ptr<Batch> batch;
+    {
+      std::lock_guard lock(s.mutex);
+      if (!s.main_work.empty()) {
+        item = std::move(s.main_work.front());
+        s.main_work.pop_front();
+      } else if (!s.finished.empty()) {
+        batch = std::move(s.finished.front());
+        s.finished.pop_front();
+      } else {
+        break;
+      }
+    }
+    if (item) {
+      std::function<void(const Env&)> work;
+      {
+        std::lock_guard lock(s.mutex);
+        work = item->work;  // empty once its waiter gave up
+        item->started = true;
+      }
+      if (work) {
+        try {
+          work(env);
+        } catch (const NonLocalExit&) {
+          // C-g at an approval prompt (or in a hook, a handler, a form for
+          // Lisp) cancels that batch; the quit is taken as said to it.
+          if (!env.clear_unless_quit()) env.raw()->non_local_exit_clear(env.raw());
+          if (item->batch) item->batch->cancelled = true;
+        } catch (...) {
+          // The work reports its own failures.
+        }
+      }
+      {
+        std::lock_guard lock(s.mutex);
+        item->done = true;
+      }
+      s.done_cv.notify_all();
+      continue;
+    }
+    std::vector<emacs_value> results;
+    for (const ToolResult& result : batch->results) results.push_back(result_to_plist(env, result));
+    emacs_value list = env.call(Env::sym().list, static_cast<ptrdiff_t>(results.size()), results.data());
+    emacs_value pair[] = {env.integer(static_cast<std::intmax_t>(batch->id)), list};
+    done.push_back(env.call(env.intern("cons"), 2, pair));
+    env.raw()->free_global_ref(env.raw(), batch->approval);
+    env.raw()->free_global_ref(env.raw(), batch->hooks);
+  }
+  return env.call(Env::sym().list, static_cast<ptrdiff_t>(done.size()), done.data());
+}
+
+}  // namespace agentq::emacs::async

@@ -1,0 +1,59 @@
+// Tool calls that do not block Emacs (sly-agent-q-execute-tool-calls-async).
+//
+// A runner thread executes the submitted batches in order, through the same
+// executor as synchronous calls.  What needs Emacs (an approval, a hook, an
+// Elisp handler, Lisp's eval-in-emacs) is queued for the main thread and a
+// byte is written to a pipe (env->open_channel); the pipe process's filter
+// calls serve(), which runs the queued work and hands back the finished
+// batches, whose callbacks then run in the filter, outside any module call.
+#pragma once
+
+#include <emacs-module.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "core/executor.hpp"
+#include "emacs/env.hpp"
+
+namespace agentq::emacs::async {
+
+// A call as submitted: converted, or already failed (its error result).
+struct PendingCall {
+  std::optional<ToolCall> call;
+  ToolResult invalid;
+};
+
+// Work for the main thread was abandoned: its batch was cancelled, or no
+// Emacs serves the queue.
+class NotServed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The pipe whose process filter calls serve(): its write end.
+void set_channel(int fd);
+bool has_channel();
+
+// Queues a batch.  APPROVAL and HOOKS are the approval function and the
+// hook list at submission, as global refs the batch now owns (freed by
+// serve() when the batch is handed back).  Returns the job id.
+std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks);
+
+// Cancels job ID: a running Lisp evaluation is interrupted, calls not yet
+// run fail with INTERRUPTED.  False when no such job is queued or running.
+bool cancel(std::uint64_t id);
+
+// On the main thread (the pipe's filter): runs the queued work, then
+// returns ((ID . RESULTS) …) for the batches finished since the last call.
+emacs_value serve(const Env& env);
+
+// Runs WORK with an Env on the main thread and waits for it: at once when
+// this is the main thread inside a module call, else through the queue.
+// Throws NotServed when the work was abandoned.
+void run_on_main(const std::function<void(const Env&)>& work);
+
+}  // namespace agentq::emacs::async

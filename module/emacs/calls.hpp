@@ -1,0 +1,80 @@
+// Tool calls and their results as Emacs values, and what a call made from
+// Emacs needs while it runs: the current Env, C-g, approvals and hooks.
+// Main thread only, inside a module call.
+#pragma once
+
+#include <emacs-module.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/executor.hpp"
+#include "emacs/env.hpp"
+
+namespace agentq::emacs {
+
+// The Env of the module call running on this thread, or null (another
+// thread, or between module calls): Elisp handlers reached through the
+// executor use it.
+const Env* current_env();
+
+class CurrentEnv {
+ public:
+  explicit CurrentEnv(const Env& env);
+  ~CurrentEnv();
+  CurrentEnv(const CurrentEnv&) = delete;
+  CurrentEnv& operator=(const CurrentEnv&) = delete;
+
+ private:
+  const Env* previous_;
+};
+
+// Waiting for Lisp on the main thread: C-g is seen through process_input,
+// and a progress function (sly-agent-q--waiting) is called every 100 ms
+// once the wait is longer than 200 ms.  Lisp's requests of Emacs
+// (eval-in-emacs) are served here.
+class EmacsCallContext final : public CallContext {
+ public:
+  explicit EmacsCallContext(const Env& env);
+  bool poll() override;
+  bool cancelled() const override { return quit_ || env_.exit_pending(); }
+  HostAnswer eval_in_host(const std::string& form) override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr auto kFirstTick = std::chrono::milliseconds(200);
+  static constexpr auto kTick = std::chrono::milliseconds(100);
+  const Env& env_;
+  Clock::time_point start_, next_tick_;
+  bool quit_ = false;
+};
+
+// Serves an Emacs Lisp form for Lisp: (sly-agent-q--eval-for-lisp FORM).
+// QUIT is set when C-g quit the form (the quit is left pending).
+HostAnswer eval_elisp_for_lisp(const Env& env, const std::string& form, bool& quit);
+
+// The Elisp approval FUNCTION (nil: none) and hook FUNCTIONS as the
+// executor's; they call Elisp through ENV, which must outlive them.
+ApprovalFunction elisp_approval(const Env& env, emacs_value function);
+std::vector<Hook> elisp_hooks(const Env& env, emacs_value functions);
+
+emacs_value result_to_plist(const Env& env, const ToolResult& result);
+
+// A call plist (or alist, hash table, JSON string; also the OpenAI shape
+// {id, function: {name, arguments}}) → a ToolCall.  Throws ConversionError;
+// ID gets the call's id when it could be read.
+ToolCall to_tool_call(const Env& env, emacs_value value, std::optional<std::string>& id);
+
+// The fast path's call, already taken apart by Elisp: ID, NAME and the
+// arguments either as one value or spread as a plist's keys and values.
+ToolCall spread_tool_call(const Env& env, emacs_value id_value, emacs_value name_value, ptrdiff_t count,
+                          emacs_value* arguments, std::optional<std::string>& id);
+
+ToolResult invalid_call_result(std::optional<std::string> id, const std::string& message);
+
+// Emacs refused to hand over a value, e.g. a string with raw bytes.
+extern const char* const kUnreadableValue;
+
+}  // namespace agentq::emacs
