@@ -13,7 +13,11 @@ find_path(EMACS_MODULE_INCLUDE emacs-module.h REQUIRED)
 set(LISP_SOURCES
   ${CMAKE_SOURCE_DIR}/lisp/package.lisp
   ${CMAKE_SOURCE_DIR}/lisp/capture.lisp
+  ${CMAKE_SOURCE_DIR}/lisp/guards.lisp
+  ${CMAKE_SOURCE_DIR}/lisp/errors.lisp
+  ${CMAKE_SOURCE_DIR}/lisp/process-guard.lisp
   ${CMAKE_SOURCE_DIR}/lisp/evaluate.lisp
+  ${CMAKE_SOURCE_DIR}/lisp/worker.lisp
   ${CMAKE_SOURCE_DIR}/lisp/emacs.lisp)
 set(LISP_BUILD_DIR ${CMAKE_BINARY_DIR}/lisp)
 set(LISP_LIBRARY ${LISP_BUILD_DIR}/libagentq_lisp.a)

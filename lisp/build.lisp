@@ -5,7 +5,7 @@
 
 (require :cmp)
 
-(defparameter *files* '("package" "capture" "evaluate" "emacs")
+(defparameter *files* '("package" "capture" "guards" "errors" "process-guard" "evaluate" "worker" "emacs")
   "In load order: each is loaded before the next is compiled.")
 
 (let ((objects '()))

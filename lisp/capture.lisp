@@ -92,3 +92,15 @@ defined on the class (one that loops, or signals) would break the session."
 (defmethod gray:stream-force-output ((stream capture-stream)) nil)
 (defmethod gray:stream-finish-output ((stream capture-stream)) nil)
 (defmethod gray:stream-clear-output ((stream capture-stream)) nil)
+
+;;; The streams an evaluation gets.
+
+(defvar *null-input* (make-string-input-stream ""))
+(defvar *null-io* (make-two-way-stream *null-input* (make-broadcast-stream))
+  "Bound to the interactive streams: reading gives END-OF-FILE at once,
+writing goes nowhere.  There is no terminal behind an embedded Lisp.")
+
+(defvar *stdout* (make-capture-stream))
+(defvar *stderr* (make-capture-stream))
+(defvar *stdout-capture* (stream-capture *stdout*))
+(defvar *stderr-capture* (stream-capture *stderr*))

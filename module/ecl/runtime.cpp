@@ -964,7 +964,8 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
   } waiting_for_lisp;
   if (!impl.settle_abandoned(context))
     return {false,
-            "[ERROR] INTERRUPTED\nThe evaluation was withdrawn before it started (C-g): the Lisp session was "
+            "[ERROR] INTERRUPTED\nThe evaluation was withdrawn before it started (quit by the user): the Lisp "
+            "session was "
             "still unwinding an earlier evaluation."};
   auto job = std::make_shared<Job>();
   job->id = impl.next_id.fetch_add(1);
@@ -1041,7 +1042,7 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
         impl.queued.fetch_sub(1, std::memory_order_release);
         return {false, *interrupted != Interrupt::Timeout
                            ? std::string("[ERROR] INTERRUPTED\nThe evaluation was withdrawn before it started (") +
-                                 (*interrupted == Interrupt::Quit ? "C-g" : "cancelled") +
+                                 (*interrupted == Interrupt::Quit ? "quit by the user" : "cancelled") +
                                  "): the Lisp session was busy with another evaluation."
                            : "[ERROR] TIMEOUT\nThe evaluation was withdrawn before it started: the Lisp session "
                              "was busy with another evaluation for the whole time limit."};
@@ -1075,7 +1076,7 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
       std::lock_guard lock(impl.mutex);
       impl.abandoned = job;  // the next call waits out the rest of its grace
       impl.abandon_at = give_up;
-      return {false, "[ERROR] INTERRUPTED\nThe evaluation timed out and was still unwinding when C-g was pressed."};
+      return {false, "[ERROR] INTERRUPTED\nThe evaluation timed out and was still unwinding when the user quit."};
     }
     if (job->state.load(std::memory_order_acquire) != JobState::Done) {
       // Interrupts disabled for good, or cleanup forms that cancel every
@@ -1084,7 +1085,7 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
           (*interrupted == Interrupt::Timeout
                ? "[ERROR] TIMEOUT\nEvaluation did not finish within its time limit, and the evaluation could not "
                  "be unwound"
-               : "[ERROR] INTERRUPTED\nEvaluation was interrupted (C-g), but the evaluation could not be unwound") +
+               : "[ERROR] INTERRUPTED\nEvaluation was interrupted, but the evaluation could not be unwound") +
           std::string(" within ") +
           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kInterruptGrace).count()) +
           " seconds (it may run with interrupts disabled); it was abandoned and the session continues on a new "

@@ -1,0 +1,179 @@
+;;; sly-agent-q-commands.el --- Interactive commands -*- lexical-binding: t; -*-
+
+;; This file is part of sly-agent-q; see sly-agent-q.el.
+
+;;; Commentary:
+
+;; M-x sly-agent-q-evaluate and friends, the runtime's description and
+;; the welcome tour.
+
+;;; Code:
+
+(require 'sly-agent-q-runtime)
+
+(declare-function sly-agent-q--module-restart-worker "sly-agent-q-module" ())
+(require 'sly-agent-q-tools)
+
+(defvar sly-agent-q-evaluate-history nil
+  "Minibuffer history of `sly-agent-q-evaluate'.")
+
+(defun sly-agent-q--evaluate (code &optional package)
+  "Evaluate CODE, in PACKAGE if non-nil, with the evaluate_lisp tool.
+Return its result plist."
+  (car (sly-agent-q-execute-tool-calls (list (sly-agent-q--evaluate-call code package)))))
+
+(defun sly-agent-q--evaluate-call (code package)
+  "The evaluate_lisp call of CODE, in PACKAGE if non-nil."
+  (list :id "interactive" :name "evaluate_lisp"
+        :arguments (if package (list :code code :package package) (list :code code))))
+
+(defun sly-agent-q--buffer-package (&optional position)
+  "The package of a Common Lisp buffer at POSITION (point if nil), or nil.
+As in SLY, it is the one the last `in-package' form before POSITION, at
+the start of a line, names.  Only in buffers in `lisp-mode'."
+  (when (derived-mode-p 'lisp-mode)
+    (save-excursion
+      (save-match-data
+        (goto-char (or position (point)))
+        (let ((case-fold-search t))
+          (when (re-search-backward
+                 (concat "^[ \t]*(\\(?:cl:\\|common-lisp:\\)?in-package\\_>[ \t\n]*'?"
+                         "\\(?:\"\\([^\"]*\\)\"\\|#?:?|?\\([^ \t\n()|]+\\)\\)")
+                 nil t)
+            (or (match-string-no-properties 1) (match-string-no-properties 2))))))))
+
+(defun sly-agent-q--show-result (result)
+  "Show RESULT of an evaluation in the echo area or a buffer."
+  (let ((text (plist-get result :content)))
+    (if (and (not (string-search "\n" text)) (< (length text) (frame-width)))
+        (message "%s" text)
+      (with-current-buffer (get-buffer-create "*sly-agent-q result*")
+        (let ((inhibit-read-only t))
+          (erase-buffer)
+          (insert text)
+          (goto-char (point-min))
+          (special-mode))
+        (display-buffer (current-buffer))))
+    text))
+
+(defvar sly-agent-q--last-async-job nil
+  "The job of the last background evaluation started by a command.")
+
+;;;###autoload
+(defun sly-agent-q-evaluate (code &optional package async)
+  "Evaluate the Common Lisp CODE in the embedded ECL and show the result.
+CODE may hold several forms; they are read and evaluated one after the
+other.  PACKAGE is where CODE is read and evaluated: interactively, in a
+`lisp-mode' buffer, the one its last `in-package' form before point
+names, as in SLY; nil means the session's package, which `in-package' in
+CODE changes.  A one-line result is shown in the echo area, a longer one
+in the buffer *sly-agent-q result*.  \\[keyboard-quit] interrupts the
+evaluation.
+
+With a prefix argument (ASYNC non-nil), Emacs is not blocked: the
+result is shown when the evaluation is done, and
+\\[sly-agent-q-cancel-last] interrupts it.  Returns the job id then."
+  (interactive
+   (let ((package (sly-agent-q--buffer-package)))
+     (list (read-string (format "Evaluate Lisp (ECL)%s%s: " (if package (format " in %s" package) "")
+                                (if current-prefix-arg ", in the background" ""))
+                        nil 'sly-agent-q-evaluate-history)
+           package current-prefix-arg)))
+  (if (not async)
+      (sly-agent-q--show-result (sly-agent-q--evaluate code package))
+    (setq sly-agent-q--last-async-job
+          (sly-agent-q-execute-tool-calls-async
+           (list (sly-agent-q--evaluate-call code package))
+           (lambda (results) (sly-agent-q--show-result (car results)))))
+    (message "sly-agent-q: evaluating in the background (M-x sly-agent-q-cancel-last to stop)")
+    sly-agent-q--last-async-job))
+
+(defun sly-agent-q-cancel-last ()
+  "Interrupt the last background evaluation started with \\[universal-argument] \\[sly-agent-q-evaluate]."
+  (interactive)
+  (if (and sly-agent-q--last-async-job (sly-agent-q-cancel sly-agent-q--last-async-job))
+      (message "sly-agent-q: background evaluation cancelled")
+    (message "sly-agent-q: no background evaluation is running")))
+
+;;;###autoload
+(defun sly-agent-q-evaluate-region (start end)
+  "Evaluate the Common Lisp forms between START and END in ECL.
+They are read and evaluated in the buffer's package at START, as
+`sly-agent-q-evaluate' says."
+  (interactive "r")
+  (sly-agent-q--show-result
+   (sly-agent-q--evaluate (buffer-substring-no-properties start end)
+                          (sly-agent-q--buffer-package start))))
+
+;;;###autoload
+(defun sly-agent-q-evaluate-defun ()
+  "Evaluate the top-level Common Lisp form around point in ECL.
+It is read and evaluated in the buffer's package, as
+`sly-agent-q-evaluate' says."
+  (interactive)
+  (save-excursion
+    (end-of-defun)
+    (let ((end (point)))
+      (beginning-of-defun)
+      (sly-agent-q-evaluate-region (point) end))))
+
+;;;###autoload
+(defun sly-agent-q-restart-worker ()
+  "Give the Lisp session a fresh worker thread, keeping every definition.
+For an evaluation that cannot be stopped: its thread is abandoned and
+runs on at the lowest priority.  Evaluations that ignore C-g and their
+time limit are replaced this way by themselves, after a grace of 3 s."
+  (interactive)
+  (sly-agent-q--module-restart-worker)
+  (when (called-interactively-p 'interactive)
+    (message "sly-agent-q: the Lisp session continues on a fresh worker thread")))
+
+;;;###autoload
+(defun sly-agent-q-describe-runtime ()
+  "Show the state of the embedded Lisp, the registered tools and their counters."
+  (interactive)
+  (with-help-window "*sly-agent-q runtime*"
+    (let ((status (sly-agent-q-runtime-status)))
+      (princ (format "Lisp runtime: %s (booted in %.1f ms), %d evaluations\n"
+                     (cond ((plist-get status :alive) "running")
+                           ((plist-get status :booted) "stopped")
+                           (t "not booted yet (boots on first use)"))
+                     (plist-get status :boot-ms) (plist-get status :jobs)))
+      (princ (format "Heap limit: %s bytes\n" (plist-get status :heap-limit)))
+      (princ (format "Worker threads replaced: %d (%d abandoned ones still running)\n\nTools:\n"
+                     (or (plist-get status :replaced-workers) 0)
+                     (or (plist-get status :abandoned-threads) 0)))
+      (let ((stats (sly-agent-q-tool-stats)))
+        (dolist (name (sly-agent-q-list-tools))
+          (let ((row (cdr (assoc name stats))))
+            (princ (format "  %-24s %s\n" name
+                           (if row
+                               (format "%d calls, %d failed, %.2f ms total"
+                                       (plist-get row :calls) (plist-get row :failures)
+                                       (plist-get row :total-ms))
+                             "not called yet")))))))))
+
+;;;###autoload
+(defun sly-agent-q-welcome ()
+  "Show a short tour of sly-agent-q in a buffer."
+  (interactive)
+  (with-current-buffer (get-buffer-create "*sly-agent-q*")
+    (let ((inhibit-read-only t))
+      (erase-buffer)
+      (insert "sly-agent-q — Common Lisp (ECL) inside this Emacs\n\n"
+              "Try:\n"
+              "  M-x sly-agent-q-evaluate RET (+ 1 2) RET       evaluate in the embedded ECL\n"
+              "  M-x sly-agent-q-evaluate RET (loop) RET        then C-g: interrupted, Emacs lives\n"
+              "  M-x sly-agent-q-evaluate RET (ext:quit) RET    intercepted: Lisp cannot exit Emacs\n"
+              "  M-x sly-agent-q-describe-runtime               runtime state, tools, counters\n\n"
+              "From Lisp code (Elisp):\n"
+              "  (sly-agent-q-execute-tool-calls\n"
+              "   '((:id \"c1\" :name \"evaluate_lisp\" :arguments (:code \"(+ 1 2)\"))))\n\n"
+              "Customize: M-x customize-group RET sly-agent-q RET\n")
+      (goto-char (point-min))
+      (special-mode))
+    (pop-to-buffer-same-window (current-buffer))))
+
+(provide 'sly-agent-q-commands)
+
+;;; sly-agent-q-commands.el ends here

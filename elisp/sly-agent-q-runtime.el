@@ -1,0 +1,330 @@
+;;; sly-agent-q-runtime.el --- The module, its options and tool calls -*- lexical-binding: t; -*-
+
+;; This file is part of sly-agent-q; see sly-agent-q.el.
+
+;;; Commentary:
+
+;; Loads the compiled module and gives it the options; runs tool calls,
+;; synchronously (`sly-agent-q-execute-tool-calls') and without blocking
+;; Emacs (`sly-agent-q-execute-tool-calls-async'); serves what Lisp asks
+;; of Emacs.
+
+;;; Code:
+
+(require 'cl-lib)
+
+(defgroup sly-agent-q nil
+  "AI coding agent tools for Common Lisp, running inside Emacs."
+  :group 'tools
+  :prefix "sly-agent-q-")
+
+(define-error 'sly-agent-q-error "sly-agent-q error")
+
+(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 4"
+  "The module interface this Elisp expects (see module/emacs/module.cpp).")
+
+(defconst sly-agent-q--directory
+  (file-name-directory (or load-file-name buffer-file-name default-directory))
+  "Directory of sly-agent-q.el.")
+
+;;;; Options the module keeps
+
+(defvar sly-agent-q--given-options (make-vector 3 'unset)
+  "The values of `sly-agent-q-eval-timeout', `sly-agent-q-output-limit'
+and `sly-agent-q-heap-limit' the module has now.")
+
+(declare-function sly-agent-q--module-configure "sly-agent-q-module" (key value))
+(defvar sly-agent-q-eval-timeout)
+(defvar sly-agent-q-output-limit)
+(defvar sly-agent-q-heap-limit)
+
+(defun sly-agent-q--give-options ()
+  "Give the module the options whose values it does not have yet."
+  (let ((given sly-agent-q--given-options))
+    (cl-loop for (symbol . key) in '((sly-agent-q-eval-timeout . "eval-timeout")
+                                     (sly-agent-q-output-limit . "output-limit")
+                                     (sly-agent-q-heap-limit . "heap-limit"))
+             for index from 0
+             for value = (and (boundp symbol) (symbol-value symbol))
+             unless (eql value (aref given index))
+             do (sly-agent-q--module-configure key value)
+                (aset given index value))))
+
+(defsubst sly-agent-q--sync-options ()
+  "Give the module the options set since the last call, with `setq' too."
+  (let ((given sly-agent-q--given-options))
+    (unless (and (eql sly-agent-q-eval-timeout (aref given 0))
+                 (eql sly-agent-q-output-limit (aref given 1))
+                 (eql sly-agent-q-heap-limit (aref given 2)))
+      (sly-agent-q--give-options))))
+
+(defun sly-agent-q--set-option (symbol value)
+  "Set SYMBOL's default VALUE and give it to the module, if loaded."
+  (set-default symbol value)
+  (when (featurep 'sly-agent-q-module)
+    (sly-agent-q--give-options)))
+
+(defcustom sly-agent-q-module-file nil
+  "The compiled module, sly-agent-q-module.so.
+nil means build/sly-agent-q-module.so next to the elisp/ directory, where
+`make' puts it.  The module loads sly-agent-q-core.so from its own
+directory, so keep the two files together."
+  :type '(choice (const :tag "Found in build/" nil) file))
+
+(defcustom sly-agent-q-eval-timeout 30
+  "Seconds after which an evaluation is interrupted; nil or 0 for none.
+This is a ceiling: a call's own `timeout' argument (from a model or an
+MCP client, say) may only lower it; a larger one, or 0 or less, means
+this value.  Like the other
+options, it may be set with `setq' (or `setq-local' in a buffer whose
+calls should differ) as well as with customize: calls use the value it
+has when they are made."
+  :type '(choice (number :tag "Seconds") (const :tag "No timeout" nil))
+  :set #'sly-agent-q--set-option)
+
+(defcustom sly-agent-q-heap-limit (* 1024 1024 1024)
+  "Upper bound of the Lisp heap in bytes; nil for ECL's default.
+Runaway allocation in evaluated code stops at this limit with a
+STORAGE-CONDITION error instead of exhausting Emacs's memory."
+  :type '(choice (integer :tag "Bytes") (const :tag "ECL's default" nil))
+  :set #'sly-agent-q--set-option)
+
+(defcustom sly-agent-q-output-limit 1000000
+  "Characters of each output section an evaluation may return.
+Longer output is cut with a visible \"output truncated\" marker."
+  :type 'integer
+  :set #'sly-agent-q--set-option)
+
+(declare-function sly-agent-q-ask-approval "sly-agent-q-tools" (tool-name args))
+
+(defcustom sly-agent-q-approval-function #'sly-agent-q-ask-approval
+  "Function deciding whether a dangerous tool may run.
+Called as (FUNCTION TOOL-NAME ARGS) with ARGS a hash table with string
+keys; returns `:approved', `:denied' or (:modified NEW-ARGS).  nil means
+dangerous tools are always denied."
+  :type '(choice (const :tag "Deny every dangerous tool" nil) function))
+
+(defvar sly-agent-q-tool-execution-functions nil
+  "Abnormal hook run around every tool call.
+Each function is called with (PHASE TOOL-NAME ARGS RESULT): PHASE is
+`:before', `:after' or `:error', ARGS a hash table and RESULT the result
+plist (nil for `:before').  An error in a hook is ignored.")
+
+(defvar sly-agent-q-wait-functions nil
+  "Abnormal hook run about every 0.1 s while Emacs waits for Lisp.
+Each function gets the seconds waited so far.")
+
+(defcustom sly-agent-q-progress-delay 1.0
+  "Seconds of waiting for Lisp after which progress is shown."
+  :type 'number)
+
+(declare-function sly-agent-q--module-execute "sly-agent-q-module" (calls approval hooks))
+(declare-function sly-agent-q--module-execute-call "sly-agent-q-module"
+                  (approval hooks id name &rest arguments))
+(declare-function sly-agent-q--module-open-channel "sly-agent-q-module" (process))
+(declare-function sly-agent-q--module-submit "sly-agent-q-module" (calls approval hooks))
+(declare-function sly-agent-q--module-cancel "sly-agent-q-module" (job))
+(declare-function sly-agent-q--module-async-serve "sly-agent-q-module" ())
+(declare-function sly-agent-q--module-mcp-request "sly-agent-q-module" (json approval hooks))
+(declare-function sly-agent-q--module-status "sly-agent-q-module" ())
+(declare-function sly-agent-q--module-shutdown "sly-agent-q-module" ())
+(declare-function sly-agent-q--module-version "sly-agent-q-module" ())
+
+(defvar sly-agent-q--elisp-handlers (make-hash-table :test 'equal)
+  "Handlers of tools defined with `sly-agent-q-define-tool', by name.")
+
+;;;; Loading the module
+
+(defun sly-agent-q--module-path ()
+  "Where the module is expected."
+  (or sly-agent-q-module-file
+      (expand-file-name "../build/sly-agent-q-module.so" sly-agent-q--directory)))
+
+(defun sly-agent-q--load-module ()
+  "Load the module once, with a clear error when it is missing or stale."
+  (unless (featurep 'sly-agent-q-module)
+    (let ((path (sly-agent-q--module-path))
+          (top (expand-file-name ".." sly-agent-q--directory)))
+      (unless module-file-suffix
+        (user-error "sly-agent-q: this Emacs was built without dynamic module support"))
+      (unless (file-exists-p path)
+        (user-error "sly-agent-q: module %s not found; run `make' in %s" path top))
+      (condition-case err
+          (module-load path)
+        (error (user-error "sly-agent-q: cannot load %s (%s); run `make' in %s"
+                           path (error-message-string err) top)))))
+  (let ((found (sly-agent-q--module-version)))
+    (unless (equal found sly-agent-q--module-version)
+      (user-error "sly-agent-q: the module is stale (%s, expected %s); run `make' and restart Emacs"
+                  found sly-agent-q--module-version)))
+  (sly-agent-q--give-options))
+
+(unless (bound-and-true-p byte-compile-current-file)
+  (sly-agent-q--load-module)
+  (add-hook 'kill-emacs-hook #'sly-agent-q--module-shutdown))
+
+;;;; Calls from the module
+
+(defun sly-agent-q--call-elisp-handler (name args)
+  "Run the Elisp handler of tool NAME with ARGS (a hash table).
+Returns (t . CONTENT) or (nil . ERROR-MESSAGE)."
+  (let ((handler (gethash name sly-agent-q--elisp-handlers)))
+    (if (not handler)
+        (cons nil (format "Tool error: no Elisp handler for %s" name))
+      (condition-case err
+          (let ((value (funcall handler args)))
+            (cons t (if (stringp value) value (prin1-to-string value))))
+        (error (cons nil (concat "Tool error: " (error-message-string err))))))))
+
+(defun sly-agent-q--eval-for-lisp (text)
+  "Evaluate TEXT, one Emacs Lisp form sent by `agent-q:eval-in-emacs'.
+Returns (t . PRINTED-VALUE) or (nil . ERROR-MESSAGE).  A quit is not
+caught: C-g here quits the evaluation that asked."
+  (condition-case err
+      (let* ((read (read-from-string text))
+             (rest (substring text (cdr read))))
+        (unless (string-match-p "\\`[ \t\n\r]*\\'" rest)
+          (error "Only one form may be sent; text after it: %s" (string-trim rest)))
+        (cons t (prin1-to-string (eval (car read) t))))
+    (error (cons nil (error-message-string err)))))
+
+(defvar sly-agent-q--progress nil
+  "The progress message shown while waiting for Lisp, or nil.")
+
+(defun sly-agent-q--waiting (seconds)
+  "Show progress after waiting SECONDS for Lisp; the module calls this every 0.1 s."
+  (run-hook-with-args 'sly-agent-q-wait-functions seconds)
+  (when (and (>= seconds sly-agent-q-progress-delay) (not noninteractive))
+    (let ((message-log-max nil))
+      (setq sly-agent-q--progress
+            (message "sly-agent-q: Lisp is working… %.1fs (C-g to interrupt)" seconds)))))
+
+(defun sly-agent-q--clear-progress ()
+  "Take the progress message away, unless another message replaced it."
+  (when (equal (current-message) sly-agent-q--progress)
+    (message nil))
+  (setq sly-agent-q--progress nil))
+
+(defmacro sly-agent-q--calling-module (&rest body)
+  "Run BODY, a call into the module, with the options as they are now.
+Any progress message the call showed goes when it ends."
+  (declare (indent 0) (debug t))
+  `(progn
+     (sly-agent-q--sync-options)
+     (unwind-protect
+         (progn ,@body)
+       (when sly-agent-q--progress
+         (sly-agent-q--clear-progress)))))
+
+;;;; Public API
+
+(defun sly-agent-q-execute-tool-calls (calls)
+  "Run the tool CALLS and return their results, in the same order.
+CALLS is a list of plists (:id ID :name NAME :arguments ARGS); ARGS is a
+plist with keyword keys, an alist, a hash table or a JSON object string.
+Each result is a plist
+  (:id ID :success t/nil :content STRING :error nil/STRING
+   :metadata (:execution_time_ms N :safety_level LEVEL :approved t/nil)).
+Dangerous tools ask `sly-agent-q-approval-function'; every call runs
+`sly-agent-q-tool-execution-functions'.  \\[keyboard-quit] interrupts a
+running call."
+  (let ((approve sly-agent-q-approval-function)
+        (hooks sly-agent-q-tool-execution-functions)
+        (results nil))
+    (sly-agent-q--calling-module
+      (if (not (proper-list-p calls))
+          (sly-agent-q--module-execute calls approve hooks) ; says what is wrong
+        (dolist (call calls (nreverse results))
+          (push (sly-agent-q--execute-call call approve hooks) results))))))
+
+;;;; Asynchronous calls
+
+(defvar sly-agent-q--async-callbacks (make-hash-table)
+  "Callbacks of the asynchronous jobs not finished yet, by job id.")
+
+(defvar sly-agent-q--async-process nil
+  "The pipe process whose filter serves asynchronous calls.")
+
+(defun sly-agent-q--async-channel ()
+  "Open the pipe that serves asynchronous calls, once."
+  (unless (process-live-p sly-agent-q--async-process)
+    (setq sly-agent-q--async-process
+          (make-pipe-process :name "sly-agent-q-async" :buffer nil :noquery t
+                             :coding 'binary :filter #'sly-agent-q--async-filter))
+    (sly-agent-q--module-open-channel sly-agent-q--async-process)))
+
+(defun sly-agent-q--async-filter (_process _output)
+  "Serve what asynchronous calls need of Emacs, and run finished jobs' callbacks."
+  (dolist (finished (sly-agent-q--module-async-serve))
+    (let ((callback (gethash (car finished) sly-agent-q--async-callbacks)))
+      (remhash (car finished) sly-agent-q--async-callbacks)
+      (when callback
+        (condition-case err
+            (funcall callback (cdr finished))
+          (error (message "sly-agent-q: the callback of job %d failed: %s"
+                          (car finished) (error-message-string err))))))))
+
+(defun sly-agent-q-execute-tool-calls-async (calls callback)
+  "Run the tool CALLS without blocking Emacs; return the job id at once.
+CALLBACK is called later on the main thread, from a process filter,
+with the list of results that `sly-agent-q-execute-tool-calls' would
+have returned.  Jobs run one after another, in the order submitted;
+the approval function and hooks are those in force now, and an approval
+is asked when its call is reached.  `sly-agent-q-cancel' stops a job."
+  (sly-agent-q--async-channel)
+  (let ((job (sly-agent-q--module-submit calls sly-agent-q-approval-function
+                                         sly-agent-q-tool-execution-functions)))
+    (puthash job callback sly-agent-q--async-callbacks)
+    job))
+
+(defun sly-agent-q-cancel (job)
+  "Cancel the asynchronous JOB (an id from `sly-agent-q-execute-tool-calls-async').
+A running evaluation is interrupted and its result is [ERROR] INTERRUPTED;
+calls not run yet fail the same way.  The callback still gets the results
+and the Lisp session keeps its definitions.  Returns nil if JOB has
+already finished."
+  (sly-agent-q--module-cancel job))
+
+(defsubst sly-agent-q--even-plist-p (object)
+  "Non-nil if OBJECT is a proper list of even length starting with a keyword."
+  (and (keywordp (car-safe object))
+       (let ((length (proper-list-p object)))
+         (and length (= 0 (% length 2))))))
+
+(defun sly-agent-q--usual-call-p (call)
+  "Non-nil if CALL is a plist with no keys but :id, :name and :arguments."
+  (and (sly-agent-q--even-plist-p call)
+       (let ((tail call))
+         (while (and tail (memq (car tail) '(:id :name :arguments)))
+           (setq tail (cddr tail)))
+         (null tail))))
+
+(defun sly-agent-q--execute-call (call approve hooks)
+  "Run the tool CALL with APPROVE and HOOKS; return its result plist.
+The usual shape, (:id ID :name NAME :arguments PLIST), is taken apart
+here: `plist-get' in Elisp is far cheaper than walking lists from the
+module.  Every other shape goes to the module whole."
+  (let ((name (and (sly-agent-q--usual-call-p call)
+                   (plist-get call :name))))
+    (if (not name)
+        (car (sly-agent-q--module-execute (list call) approve hooks))
+      (let ((id (plist-get call :id))
+            (args (plist-get call :arguments)))
+        (if (sly-agent-q--even-plist-p args)
+            (apply #'sly-agent-q--module-execute-call approve hooks id name args)
+          (sly-agent-q--module-execute-call approve hooks id name args))))))
+
+(defun sly-agent-q-mcp-request (json-string)
+  "Handle one MCP JSON-RPC 2.0 message JSON-STRING.
+Returns the response as a JSON string, or nil for a notification."
+  (sly-agent-q--calling-module
+    (sly-agent-q--module-mcp-request json-string sly-agent-q-approval-function
+                                     sly-agent-q-tool-execution-functions)))
+
+(defun sly-agent-q-runtime-status ()
+  "A plist describing the embedded Lisp runtime."
+  (sly-agent-q--module-status))
+
+(provide 'sly-agent-q-runtime)
+
+;;; sly-agent-q-runtime.el ends here

@@ -1,0 +1,150 @@
+;;;; errors.lisp — conditions as the evaluate-lisp result shows them: the
+;;;; [ERROR] text with its backtrace, warnings, and the handlers that turn a
+;;;; condition into a result instead of a debugger.
+
+(in-package "AGENT-Q")
+
+(defvar *warnings* nil)
+(defvar *stack-overflowed* nil)
+(defvar *failure-in-flight* nil
+  "The [ERROR] text of the stack overflow FAIL unwound from last in this
+evaluation.  ECL 21.2 can lose its target while unwinding from a
+frame-stack overflow and unwind past every Lisp frame; the host then
+reports this text.")
+(defconstant +backtrace-frames+ 20)
+
+(defun safe-princ (object)
+  (handler-case (let ((*print-length* 100) (*print-level* 10) (*print-readably* nil))
+                  (princ-to-string object))
+    (serious-condition () "#<error while printing>")))
+
+(defun condition-message (condition)
+  "CONDITION's report, or what is known of it when the report says nothing:
+ECL reports a condition made without the slots its report reads (a closed
+stream's STREAM-ERROR, (ERROR 'SIMPLE-ERROR)) as #<a STREAM-ERROR 0x…>, as
+nothing, or not at all."
+  (let ((text (handler-case (let ((*print-length* 100) (*print-level* 10) (*print-readably* nil))
+                              (princ-to-string condition))
+                (serious-condition () nil))))
+    (cond ((and (typep condition 'end-of-file)
+                (member (ignore-errors (stream-error-stream condition)) (list *null-input* *null-io*)))
+           (format nil "End of file: evaluated code has no input (*standard-input*, *query-io* ~
+                        and *terminal-io* read as empty).  Put the data in the code instead."))
+          ((and text (plusp (length text))
+                ;; Not ECL's #<a STREAM-ERROR 0x…> for this condition.
+                (not (and (> (length text) 4)
+                          (string= "#<a " text :end2 4)
+                          (char= #\> (char text (1- (length text))))
+                          (search (symbol-name (type-of condition)) text)
+                          (not (find #\Newline text)))))
+           text)
+          ((typep condition 'stream-error)
+           (let ((stream (ignore-errors (stream-error-stream condition))))
+             (format nil "~:[Stream error on~;The stream is closed:~] ~A."
+                     (and (streamp stream) (not (ignore-errors (open-stream-p stream))))
+                     (safe-princ stream))))
+          (t
+           (format nil "~A was signalled~:[ (its report failed)~;~]."
+                   (type-name condition) text)))))
+
+(defun printing-package ()
+  "CL-USER if it still exists (evaluated code may delete it), else CL."
+  (or (find-package "CL-USER") (load-time-value (find-package "COMMON-LISP"))))
+
+(defun type-name (condition)
+  (handler-case (let ((*package* (printing-package)))
+                  (prin1-to-string (type-of condition)))
+    (serious-condition () "UNKNOWN-CONDITION")))
+
+(defun frame-name (index)
+  (let ((fun (si::ihs-fun index)))
+    (cond ((symbolp fun) fun)
+          ((functionp fun) (si::compiled-function-name fun))
+          (t fun))))
+
+(defparameter *internal-frame-names*
+  '(nil si:bytecodes eval signal error cerror warn invoke-debugger break
+    si::universal-error-handler si::tpl si::safe-eval)
+  "Frames of the evaluator and of the condition machinery: not the user's.")
+
+(defun internal-frame-p (name)
+  (or (member name *internal-frame-names*)
+      (and (symbolp name)
+           (eq (symbol-package name) (load-time-value (find-package "AGENT-Q"))))))
+
+(defun capture-backtrace ()
+  "Up to +BACKTRACE-FRAMES+ user frames, innermost first, as text lines."
+  (let ((lines '()) (n 0))
+    (loop for i from (si::ihs-top) downto 1
+          for name = (frame-name i)
+          while (< n +backtrace-frames+)
+          unless (internal-frame-p name)
+            do (push (format nil "~D: (~A)" n
+                             (let ((*package* (printing-package)))
+                               (safe-princ (if (symbolp name) (prin1-to-string name) name))))
+                     lines)
+               (incf n))
+    (nreverse lines)))
+
+(defun error-text (condition &optional note)
+  "The [ERROR] text of CONDITION, printed the same way whatever printer
+variables the evaluated code set (say *PRINT-BASE* 36), in the current
+package."
+  (let ((package *package*))
+    (with-standard-io-syntax
+      (let ((*package* package) (*print-readably* nil))
+        (error-text-1 condition note)))))
+
+(defun error-text-1 (condition note)
+  (handler-case
+      (let ((frames (capture-backtrace)))
+        ;; The missing function of an UNDEFINED-FUNCTION was never called, so
+        ;; it has no frame; show it where the call failed.
+        (when (typep condition 'undefined-function)
+          (setf frames (cons (format nil "0: (~A)" (let ((*package* (printing-package)))
+                                                     (safe-princ (prin1-to-string (cell-error-name condition)))))
+                             (loop for line in frames for i from 1
+                                   collect (format nil "~D~A" i (subseq line (position #\: line)))))))
+        (format nil "[ERROR] ~A~%~A~@[~%~A~]~%~%[Backtrace]~%~{~A~^~%~}"
+                (type-name condition) (condition-message condition) note
+                (or frames '("(no user frames)"))))
+    (serious-condition ()
+      (format nil "[ERROR] ~A~%(the condition could not be described)" (type-name condition)))))
+
+(defun fail (condition &optional note)
+  "Handler for serious conditions: describe CONDITION where it was
+signalled, then unwind out of the evaluation."
+  (let ((text (error-text condition note)))
+    (when (typep condition 'ext:stack-overflow)
+      (setf *stack-overflowed* t
+            *failure-in-flight* text))
+    (throw '%evaluation-failed text)))
+
+(defun debugger-hook (condition hook)
+  (declare (ignore hook))
+  (fail condition "(The debugger was entered; there is no interactive debugger here.)"))
+
+(defvar *finalizer-failures* 0
+  "How many finalizers failed during this evaluation.")
+(defvar *finalizer-error* nil "The first of those failures, as text.")
+
+(defun note-finalizer-failure (condition)
+  "A finalizer failed with CONDITION during an evaluation: counted, and
+reported as one warning of that evaluation (see FINALIZER-WARNING)."
+  (when (eq (%runtime-thread-p) :worker)
+    ;; Counted before the text is made: making it may collect, and run
+    ;; more finalizers.
+    (when (= 1 (incf *finalizer-failures*))
+      (setf *finalizer-error* (format nil "~A: ~A" (type-name condition) (condition-message condition))))))
+
+(defun finalizer-warning ()
+  (when (plusp *finalizer-failures*)
+    (if (= *finalizer-failures* 1)
+        (format nil "FINALIZER-ERROR: ~A (in a finalizer; its error was ignored)" *finalizer-error*)
+        (format nil "FINALIZER-ERROR: ~D finalizers failed; their errors were ignored (the first: ~A)"
+                *finalizer-failures* *finalizer-error*))))
+
+(defun record-warning (condition)
+  (push (format nil "~A: ~A" (type-name condition) (condition-message condition)) *warnings*)
+  (let ((restart (find-restart 'muffle-warning condition)))
+    (when restart (invoke-restart restart))))

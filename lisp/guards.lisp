@@ -1,0 +1,77 @@
+;;;; guards.lisp — what evaluated code may not do inside Emacs's process:
+;;;; exit it, end or stop the runtime's own threads, change how the process
+;;;; handles signals, or let a finalizer's error escape.
+
+(in-package "AGENT-Q")
+
+(defvar *exit-process* nil "The original MP:EXIT-PROCESS.")
+
+(define-condition exit-intercepted (error)
+  ((operator :initarg :operator :reader exit-intercepted-operator))
+  (:report (lambda (condition stream)
+             (format stream "~A was intercepted: this Lisp runs inside Emacs and may not ~
+                             exit. The session is still alive."
+                     (exit-intercepted-operator condition))))
+  (:documentation "Signalled instead of exiting when evaluated code calls
+EXT:QUIT, EXT:EXIT or MP:EXIT-PROCESS on the worker thread."))
+
+(define-condition operation-refused (error)
+  ((operator :initarg :operator :reader operation-refused-operator)
+   (reason :initarg :reason :reader operation-refused-reason))
+  (:report (lambda (condition stream)
+             (format stream "~A was refused: ~A The session is still alive."
+                     (operation-refused-operator condition)
+                     (operation-refused-reason condition))))
+  (:documentation "Signalled instead of doing what would break Emacs, which
+this Lisp runs inside: EXT:CATCH-SIGNAL."))
+
+(defun install-exit-guards ()
+  "Replace the functions that would exit the process (and so Emacs), end or
+stop the runtime's own threads, or change how the process handles signals."
+  (setf (fdefinition 'ext:quit)
+        (lambda (&rest args)
+          (declare (ignore args))
+          (error 'exit-intercepted :operator "EXT:QUIT")))
+  (setf (fdefinition 'ext:exit)
+        (lambda (&rest args)
+          (declare (ignore args))
+          (error 'exit-intercepted :operator "EXT:EXIT")))
+  ;; Signal dispositions are the process's, so Emacs's: a handler of
+  ;; ECL's that runs on Emacs's thread (SIGCHLD from any subprocess, SIGINT
+  ;; from C-g) ends that thread, and an ignored SIGCHLD hangs every process
+  ;; Emacs waits for.
+  (setf (fdefinition 'ext:catch-signal)
+        (lambda (&rest args)
+          (declare (ignore args))
+          (error 'operation-refused
+                 :operator "EXT:CATCH-SIGNAL"
+                 :reason "this Lisp runs inside Emacs, and how the process handles signals is Emacs's.")))
+  ;; The worker and the watchdog are ours: evaluated code may not kill,
+  ;; interrupt or suspend them (a killed or suspended watchdog would leave
+  ;; C-g and timeouts dead).
+  (dolist (name '(mp:process-kill mp:interrupt-process mp:process-suspend))
+    (let ((original (fdefinition name)) (name name))
+      (setf (fdefinition name)
+            (lambda (process &rest args)
+              (if (%runtime-process-p process)
+                  (error 'exit-intercepted :operator (format nil "~S on an AGENT-Q thread" name))
+                  (apply original process args))))))
+  ;; A finalizer runs on whatever thread the collector ran on, between any
+  ;; two forms: its error would be taken for the error of that evaluation,
+  ;; or escape it.  It becomes a warning of the evaluation instead.
+  (let ((original (fdefinition 'ext:set-finalizer)))
+    (setf (fdefinition 'ext:set-finalizer)
+          (lambda (object function)
+            (funcall original object
+                     (if (functionp function)
+                         (lambda (object)
+                           (handler-case (funcall function object)
+                             (serious-condition (condition) (note-finalizer-failure condition))))
+                         function)))))
+  (let ((original (fdefinition 'mp:exit-process)))
+    (setf *exit-process* original
+          (fdefinition 'mp:exit-process)
+          (lambda (&rest args)
+            (if (%runtime-thread-p)
+                (error 'exit-intercepted :operator "MP:EXIT-PROCESS")
+                (apply original args))))))

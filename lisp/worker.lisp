@@ -1,0 +1,194 @@
+;;;; worker.lisp — the worker loop of the ECL thread that runs jobs, the
+;;;; watchdog that interrupts it, limits re-armed after a job, and boot.
+
+(in-package "AGENT-Q")
+
+(defvar *worker* nil
+  "The ECL process that runs jobs, for looking at.  The runtime keeps its
+own reference, out of evaluated code's reach, and never reads this.")
+(defvar *watchdog* nil
+  "The ECL process that interrupts the worker, for looking at (see *WORKER*).")
+(defvar *heap-limit* nil "Heap limit in bytes re-armed after exhaustion, or NIL.")
+(defvar *stack-sizes* '()
+  "Plist of the worker's stack sizes in entries (EXT:BINDING-STACK,
+EXT:FRAME-STACK) set at boot, which EXT:GET-LIMIT does not report.")
+
+(defun restore-limits ()
+  "Re-arm the stack guards an overflow used up, and the heap limit."
+  (dolist (limit '(ext:c-stack ext:lisp-stack ext:binding-stack ext:frame-stack))
+    ;; EXT:GET-LIMIT says 0 until a SET-LIMIT (by us, or evaluated code
+    ;; raising a limit, which is kept); boot's sizes are in *STACK-SIZES*.
+    ;; Never below boot's: evaluated code may have shrunk it (and a
+    ;; frame stack of 4 entries fails every later evaluation).
+    (let ((size (max (ext:get-limit limit) (getf *stack-sizes* limit 0))))
+      ;; 0 means "ECL's default, size unknown": setting it would shrink the stack.
+      (when (plusp size)
+        (ignore-errors (ext:set-limit limit size)))))
+  (when *heap-limit*
+    (ignore-errors (ext:set-limit 'ext:heap-size *heap-limit*))))
+
+(defun set-heap-limit (bytes)
+  (setf *heap-limit* bytes)
+  (ext:set-limit 'ext:heap-size bytes))
+
+(defun interrupt-job (id reason)
+  "Run in the worker by MP:INTERRUPT-PROCESS: abandon job ID, if it is
+still the one running."
+  ;; The running job's id comes from C++: evaluated code cannot make a job
+  ;; uninterruptible by changing Lisp state.  ECL also runs queued
+  ;; interrupts where Lisp has them disabled (when C code re-enables its
+  ;; own): outside the job's catch, or inside MP:WITHOUT-INTERRUPTS.  Such a
+  ;; call does nothing; the host repeats the interrupt.
+  (when (and ext:*interrupts-enabled* (eql (%current-job) id))
+    (throw '%job-aborted (values :aborted reason))))
+
+(defun aborted-text (reason timeout-ms)
+  (with-output-to-string (out)
+    (case reason
+      (:timeout
+       (format out "[ERROR] TIMEOUT~%Evaluation did not finish within ~,1F seconds and was interrupted.~%~
+                    The session is still alive.  The limit is the session's setting, which a ~
+                    call's `timeout' argument may only lower: code that needs longer needs the ~
+                    user to raise it."
+               (/ timeout-ms 1000)))
+      (t
+       (format out "[ERROR] INTERRUPTED~%Evaluation was interrupted (~A).~%The session is still alive."
+               (if (eq reason :quit) "quit by the user" "cancelled"))))
+    (output-sections-after-error out)))
+
+(defmacro with-interrupts-allowed (&body body)
+  "Let interrupts in while BODY runs (the worker loop keeps them out).
+MP:WITH-LOCAL-INTERRUPTS does this but exists only lexically inside
+MP:WITHOUT-INTERRUPTS."
+  `(let ((si:*allow-with-interrupts* t)
+         (ext:*interrupts-enabled* t))
+     (si:check-pending-interrupts)
+     ,@body))
+
+(defun only-our-threads-p ()
+  "True when the worker and the watchdog are the only Lisp threads: nobody
+else can hold (and use) the streams an evaluation was given."
+  (<= (length (mp:all-processes)) 2))
+
+(defun rotate-capture-streams ()
+  "Give the next evaluation fresh output streams.  Threads started by
+evaluated code may still hold the old ones; those now drop what they get
+instead of leaking it into later results."
+  (dolist (old (list *stdout* *stderr*))
+    (let ((retired (make-capture)))
+      (setf (capture-limit retired) 0
+            (slot-value old 'capture) retired)))
+  (setf *stdout* (make-capture-stream)
+        *stderr* (make-capture-stream)
+        *stdout-capture* (stream-capture *stdout*)
+        *stderr-capture* (stream-capture *stderr*)))
+
+(defun run-evaluate-job (code package flags output-limit timeout-ms)
+  (multiple-value-bind (status text)
+      (catch '%job-aborted
+        (with-interrupts-allowed
+          (evaluate-string code package (logbitp 0 flags) output-limit)))
+    (unless (only-our-threads-p)
+      (rotate-capture-streams))
+    (when (or *stack-overflowed* (eq status :aborted) (not status))
+      (restore-limits))
+    (if (eq status :aborted)
+        (values nil (aborted-text text timeout-ms))
+        (values status text))))
+
+(defun escaped-job-text ()
+  "Called by the host when a non-local exit unwound past WORKER-LOOP while
+a job ran: re-arm the limits and return the job's [ERROR] text, or NIL
+when no failure was being unwound."
+  (restore-limits)
+  (let ((text (shiftf *failure-in-flight* nil)))
+    (when text
+      (with-output-to-string (out)
+        (write-string text out)
+        (output-sections-after-error out)))))
+
+(defun last-resort-debugger-hook (condition hook)
+  "Installed globally: no Lisp thread of ours may ever reach ECL's debugger,
+which would read Emacs's standard input.  The worker fails its job and goes
+on; any other thread ends."
+  (declare (ignore hook))
+  (if (eq (%runtime-thread-p) :worker)
+      (throw '%worker-top
+        (values nil (format nil "[ERROR] ~A~%~A~%(outside the evaluation; the session is still alive)"
+                            (type-name condition) (condition-message condition))))
+      (funcall *exit-process*)))
+
+(defun worker-loop (fresh)
+  "Serve jobs until %NEXT-JOB says stop.  Interrupts are only let in while
+a job runs, so a late interrupt can never hit the loop itself.  FRESH: this
+thread replaces a worker that was stuck in a job; that job may have left
+the limits or the output streams in any state."
+  (setf *worker* mp:*current-process*)
+  (mp:without-interrupts
+    (when fresh
+      (restore-limits)
+      (rotate-capture-streams))
+    (loop
+      (multiple-value-bind (id code package flags output-limit timeout-ms heap-limit) (%next-job)
+        (unless id (return))
+        (when heap-limit (ignore-errors (set-heap-limit heap-limit)))
+        (multiple-value-bind (success text)
+            (catch '%worker-top
+              (run-evaluate-job code package flags output-limit timeout-ms))
+          (when (%finish-job id success text)
+            ;; Evaluated code shrank the stacks (EXT:SET-LIMIT).
+            (restore-limits)))))))
+
+(defun watchdog-loop (interrupt)
+  "On its own ECL thread: interrupt the worker when the host asks (C-g,
+timeout, cancellation), with INTERRUPT, ECL's own MP:INTERRUPT-PROCESS.
+The worker comes from the host, not from a variable evaluated code could
+set.  Runs without interrupts: killing it from Lisp would otherwise unwind
+out of a C++ condition-variable wait and leave its mutex locked, and C-g
+would freeze Emacs."
+  (mp:without-interrupts
+    (loop
+      (multiple-value-bind (id reason worker) (%next-interrupt)
+        (unless id (return))
+        (when worker
+          (let ((id id) (reason reason))
+            (ignore-errors (funcall interrupt worker (lambda () (interrupt-job id reason))))))))))
+
+(defun initialize (heap-limit binding-stack frame-stack)
+  "Called once on the worker thread after boot, which made the worker's
+stacks BINDING-STACK and FRAME-STACK entries deep."
+  (let ((interrupt (fdefinition 'mp:interrupt-process)))
+    (install-exit-guards)
+    (install-process-guards)
+    (start-watchdog interrupt))
+  (let ((sink *sink*))
+    ;; Nothing of ours writes to Emacs's stdout/stderr or reads its stdin.
+    (setf *terminal-io* *null-io*
+          *standard-input* *null-input*
+          *standard-output* sink
+          *error-output* sink
+          *trace-output* sink
+          *debug-io* *null-io*
+          *query-io* *null-io*
+          *debugger-hook* #'last-resort-debugger-hook
+          ext:*invoke-debugger-hook* #'last-resort-debugger-hook))
+  (si::gc-stats t)
+  (setf *stack-sizes* (list 'ext:binding-stack binding-stack 'ext:frame-stack frame-stack))
+  (when (plusp heap-limit) (set-heap-limit heap-limit))
+  t)
+
+(defun start-watchdog (interrupt)
+  ;; Known to the host as the watchdog before it runs: evaluated code may
+  ;; look for it by name at once.
+  (let ((watchdog (mp:make-process :name "agent-q watchdog")))
+    (mp:process-preset watchdog #'watchdog-loop interrupt)
+    (%set-watchdog watchdog)
+    (setf *watchdog* watchdog)
+    (mp:process-enable watchdog)))
+
+(defun boot (heap-limit binding-stack frame-stack)
+  "INITIALIZE, reporting a failure as a string (NIL on success) for the
+host's boot error message."
+  (handler-case (progn (initialize heap-limit binding-stack frame-stack) nil)
+    (serious-condition (condition)
+      (format nil "~A: ~A" (type-name condition) (condition-message condition)))))
