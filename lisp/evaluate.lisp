@@ -139,14 +139,36 @@ form's values and the package in force at the end."
     (when (plusp (length sections))
       (format stream "~%~%~A" (string-right-trim '(#\Newline) sections)))))
 
+(defmacro with-job-environment ((package) &body body)
+  "Run BODY as a job's code runs: output captured, no input, no debugger,
+in PACKAGE; warnings recorded; a serious condition throws its [ERROR] text
+to %EVALUATION-FAILED."
+  `(let ((*standard-output* *stdout*)
+         (*error-output* *stderr*)
+         (*trace-output* *stderr*)
+         (*standard-input* *null-input*)
+         (*query-io* *null-io*)
+         (*debug-io* *null-io*)
+         (*terminal-io* *null-io*)
+         (*package* ,package)
+         (*debugger-hook* #'debugger-hook)
+         (ext:*invoke-debugger-hook* #'debugger-hook))
+     (handler-bind ((warning #'record-warning)
+                    (serious-condition #'fail))
+       ,@body)))
+
+(defun reset-job-state (output-limit)
+  "Empty the captures and the per-job records before a job."
+  (capture-reset *stdout-capture* output-limit)
+  (capture-reset *stderr-capture* output-limit)
+  (setf *warnings* '() *stack-overflowed* nil *failure-in-flight* nil *finalizer-failures* 0 *finalizer-error* nil))
+
 (defun evaluate-string (code package-name capture-time output-limit)
   "Evaluate the forms in the string CODE as evaluate_lisp does.
 Returns two values: true on success, and the result text of the contract
 \([stdout], [stderr], [warnings] sections, => values, timing line), or on
 failure the [ERROR] text."
-  (capture-reset *stdout-capture* output-limit)
-  (capture-reset *stderr-capture* output-limit)
-  (setf *warnings* '() *stack-overflowed* nil *failure-in-flight* nil *finalizer-failures* 0 *finalizer-error* nil)
+  (reset-job-state output-limit)
   (unless (live-package-p *session-package*)
     ;; Deleted by evaluated code: start over in CL-USER (or CL), and say so.
     (setf *session-package* (printing-package))
@@ -168,20 +190,9 @@ failure the [ERROR] text."
                (throw '%evaluation-failed
                  (format nil "[ERROR] PACKAGE-ERROR~%Package ~S does not exist."
                          package-name)))
-             (let ((*standard-output* *stdout*)
-                   (*error-output* *stderr*)
-                   (*trace-output* *stderr*)
-                   (*standard-input* *null-input*)
-                   (*query-io* *null-io*)
-                   (*debug-io* *null-io*)
-                   (*terminal-io* *null-io*)
-                   (*package* package)
-                   (*debugger-hook* #'debugger-hook)
-                   (ext:*invoke-debugger-hook* #'debugger-hook))
-               (handler-bind ((warning #'record-warning)
-                              (serious-condition #'fail))
-                 (multiple-value-setq (values-text end-package)
-                   (read-eval-forms code output-limit))))
+             (with-job-environment (package)
+               (multiple-value-setq (values-text end-package)
+                 (read-eval-forms code output-limit)))
              nil)))
     ;; IN-PACKAGE in the code carries over to the next call; so does the
     ;; session package when the call named none.
@@ -208,3 +219,32 @@ failure the [ERROR] text."
                                    internal-time-units-per-second)
                             (- (%gc-time-ms) start-gc)
                             (max 0 (- (si::gc-stats t) start-bytes)))))))))
+
+(defun call-tool-handler (function arguments output-limit)
+  "Call FUNCTION, the Lisp handler of a tool, with ARGUMENTS (a hash table
+with string keys) as a job's code runs (see WITH-JOB-ENVIRONMENT).  The
+handler returns its result, a string or any value to print, or NIL and an
+error message.  Returns true and the result text, or NIL and the error
+text; output the handler printed comes as in evaluate_lisp: before a
+result, after an error."
+  (reset-job-state output-limit)
+  (let* ((value nil) (message nil)
+         (error-text (catch '%evaluation-failed
+                       (with-job-environment (*session-package*)
+                         (multiple-value-setq (value message) (funcall function arguments)))
+                       nil))
+         (success (and (null error-text) (null message)))
+         (text (cond (error-text error-text)
+                     (message (princ-to-string message))
+                     ((stringp value) value)
+                     (t (let ((*package* (printing-package))) (safe-princ (prin1-to-string value)))))))
+    (let ((finalizers (finalizer-warning)))
+      (when finalizers (push finalizers *warnings*)))
+    (values success
+            (cond ((no-output-p) text)
+                  (success (with-output-to-string (out)
+                             (output-sections out)
+                             (write-string text out)))
+                  (t (with-output-to-string (out)
+                       (write-string text out)
+                       (output-sections-after-error out)))))))

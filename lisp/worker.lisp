@@ -83,18 +83,50 @@ instead of leaking it into later results."
         *stdout-capture* (stream-capture *stdout*)
         *stderr-capture* (stream-capture *stderr*)))
 
+(defmacro guarded-job ((timeout-ms) &body body)
+  "Run BODY, which returns (values success text), with interrupts let in,
+so that C-g, a timeout or a cancellation abandons it; then put right what
+it may have used up or left behind.  (A macro: no closure per job.)"
+  `(multiple-value-bind (status text)
+       (catch '%job-aborted
+         (with-interrupts-allowed
+           ,@body))
+     (unless (only-our-threads-p)
+       (rotate-capture-streams))
+     (when (or *stack-overflowed* (eq status :aborted) (not status))
+       (restore-limits))
+     (if (eq status :aborted)
+         (values nil (aborted-text text ,timeout-ms))
+         (values status text))))
+
+(let ((handlers (make-hash-table :test 'equal)))
+  ;; In a closure, not a variable: evaluated code cannot empty the table.
+  (defun job-handler (tool)
+    "The function that runs jobs of TOOL, or NIL."
+    (gethash tool handlers))
+  (defun register-job-handler (tool function)
+    "Run jobs of the Lisp-handled tool TOOL (a name) with FUNCTION, which
+is called with the job's arguments (a hash table with string keys) and
+returns its result (see CALL-TOOL-HANDLER).  evaluate_lisp is built in."
+    (check-type tool string)
+    (check-type function function)
+    (when (string= tool "evaluate_lisp")
+      (error 'operation-refused :operator "REGISTER-JOB-HANDLER"
+                                :reason "evaluate_lisp is the runtime's own."))
+    (setf (gethash tool handlers) function)))
+
+(defun run-job (tool arguments code package flags output-limit timeout-ms)
+  "Run one job: an evaluation, or a call of the Lisp-handled tool TOOL.
+Returns true and the result text, or NIL and the [ERROR] text."
+  (if (string= tool "evaluate_lisp")
+      (run-evaluate-job code package flags output-limit timeout-ms)
+      (let ((handler (job-handler tool)))
+        (if handler
+            (guarded-job (timeout-ms) (call-tool-handler handler arguments output-limit))
+            (values nil (format nil "[ERROR] UNKNOWN-TOOL~%No Lisp handler for the tool ~S." tool))))))
+
 (defun run-evaluate-job (code package flags output-limit timeout-ms)
-  (multiple-value-bind (status text)
-      (catch '%job-aborted
-        (with-interrupts-allowed
-          (evaluate-string code package (logbitp 0 flags) output-limit)))
-    (unless (only-our-threads-p)
-      (rotate-capture-streams))
-    (when (or *stack-overflowed* (eq status :aborted) (not status))
-      (restore-limits))
-    (if (eq status :aborted)
-        (values nil (aborted-text text timeout-ms))
-        (values status text))))
+  (guarded-job (timeout-ms) (evaluate-string code package (logbitp 0 flags) output-limit)))
 
 (defun escaped-job-text ()
   "Called by the host when a non-local exit unwound past WORKER-LOOP while
@@ -129,12 +161,12 @@ the limits or the output streams in any state."
       (restore-limits)
       (rotate-capture-streams))
     (loop
-      (multiple-value-bind (id code package flags output-limit timeout-ms heap-limit) (%next-job)
+      (multiple-value-bind (id tool code package flags output-limit timeout-ms heap-limit arguments) (%next-job)
         (unless id (return))
         (when heap-limit (ignore-errors (set-heap-limit heap-limit)))
         (multiple-value-bind (success text)
             (catch '%worker-top
-              (run-evaluate-job code package flags output-limit timeout-ms))
+              (run-job tool arguments code package flags output-limit timeout-ms))
           (when (%finish-job id success text)
             ;; Evaluated code shrank the stacks (EXT:SET-LIMIT).
             (restore-limits)))))))

@@ -41,6 +41,7 @@
 #include "ecl/ecl_api.hpp"
 #include "ecl/interrupt_gate.hpp"
 #include "ecl/lisp_function.hpp"
+#include "ecl/lisp_json.hpp"
 #include "ecl/lisp_string.hpp"
 #include "ecl/process_functions.hpp"
 #include "ecl/signals.hpp"
@@ -329,6 +330,7 @@ struct LispRoots {
   // interrupt landing there would leave held.
   cl_object worker_keyword = ECL_NIL;    // :WORKER
   cl_object watchdog_keyword = ECL_NIL;  // :WATCHDOG
+  cl_object evaluate_lisp_name = ECL_NIL;  // "evaluate_lisp", the evaluations' handler
 };
 LispRoots g_roots;
 
@@ -345,9 +347,11 @@ bool current_worker() {
 // ----------------------------------------------------------------------------
 // Functions called from Lisp on the worker / watchdog threads.
 
-// (%NEXT-JOB) → id code package flags output-limit timeout-ms heap-limit,
-// or NIL to stop (the runtime stops, or this thread is no longer the
-// worker).  HEAP-LIMIT is a new limit to apply first, or NIL.
+// (%NEXT-JOB) → id tool code package flags output-limit timeout-ms
+// heap-limit arguments, or NIL to stop (the runtime stops, or this thread
+// is no longer the worker).  TOOL names the job's handler ("evaluate_lisp"
+// for an evaluation); ARGUMENTS are another tool's, as Lisp data.
+// HEAP-LIMIT is a new limit to apply first, or NIL.
 cl_object next_job() {
   Runtime::Impl& impl = *g_impl;
   std::shared_ptr<Job> job;
@@ -384,18 +388,23 @@ cl_object next_job() {
   cl_env_ptr env = ecl_process_env();
   const EvalRequest& request = job->request;
   std::size_t heap_limit = impl.pending_heap_limit.exchange(0);
+  const bool evaluation = request.tool.empty();
   cl_object id = ecl_make_unsigned_integer(job->id);
-  cl_object code = make_lisp_string(request.code);
+  cl_object tool = evaluation ? g_roots.evaluate_lisp_name : make_lisp_string(request.tool);
+  cl_object code = evaluation ? make_lisp_string(request.code) : ECL_NIL;
   cl_object package = request.package.empty() ? ECL_NIL : make_lisp_string(request.package);
   cl_object heap = heap_limit ? ecl_make_unsigned_integer(heap_limit) : ECL_NIL;
+  cl_object arguments = evaluation ? ECL_NIL : json_to_lisp(request.arguments);
   env->values[0] = id;
-  env->values[1] = code;
-  env->values[2] = package;
-  env->values[3] = ecl_make_fixnum(request.capture_time ? 1 : 0);
-  env->values[4] = ecl_make_fixnum(static_cast<cl_fixnum>(request.output_limit));
-  env->values[5] = ecl_make_fixnum(static_cast<cl_fixnum>(request.timeout.count()));
-  env->values[6] = heap;
-  env->nvalues = 7;
+  env->values[1] = tool;
+  env->values[2] = code;
+  env->values[3] = package;
+  env->values[4] = ecl_make_fixnum(request.capture_time ? 1 : 0);
+  env->values[5] = ecl_make_fixnum(static_cast<cl_fixnum>(request.output_limit));
+  env->values[6] = ecl_make_fixnum(static_cast<cl_fixnum>(request.timeout.count()));
+  env->values[7] = heap;
+  env->values[8] = arguments;
+  env->nvalues = 9;
   return id;
 }
 
@@ -646,8 +655,9 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_process_functions();
     define_child_pipes();
     for (cl_object* root : {&g_roots.worker_loop, &g_roots.escaped_job_text, &g_roots.worker, &g_roots.watchdog,
-                            &g_roots.worker_keyword, &g_roots.watchdog_keyword})
+                            &g_roots.worker_keyword, &g_roots.watchdog_keyword, &g_roots.evaluate_lisp_name})
       ecl_register_root(root);
+    g_roots.evaluate_lisp_name = make_lisp_string("evaluate_lisp");
     g_roots.worker_keyword = ecl_make_keyword("WORKER");
     g_roots.watchdog_keyword = ecl_make_keyword("WATCHDOG");
     g_roots.worker_loop = ecl_fdefinition(lisp_symbol("WORKER-LOOP"));

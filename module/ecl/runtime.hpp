@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/call_context.hpp"
 
 namespace agentq::ecl {
@@ -20,7 +22,12 @@ class RuntimeError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A job: an evaluate_lisp call (TOOL empty: CODE, PACKAGE, CAPTURE_TIME)
+// or a call of the Lisp-handled tool TOOL with ARGUMENTS, dispatched inside
+// ECL through the table of Lisp job handlers.  The limits apply to both.
 struct EvalRequest {
+  std::string tool;
+  nlohmann::json arguments;
   std::string code;
   std::string package;  // empty ⇒ the session's package
   bool capture_time = false;

@@ -273,3 +273,60 @@ TEST(Hostile, InterruptsDuringBignumWorkNeverDeadlock) {
 
 }  // namespace
 }  // namespace agentq::ecl
+
+namespace agentq::ecl {
+namespace {
+
+EvalOutcome run_tool(const std::string& tool, const nlohmann::json& arguments, std::chrono::milliseconds timeout = 30s) {
+  EvalRequest request;
+  request.tool = tool;
+  request.arguments = arguments;
+  request.timeout = timeout;
+  NullCallContext context;
+  return Runtime::instance().evaluate(request, context);
+}
+
+// A job is a tool call dispatched inside ECL through the table of Lisp
+// job handlers; evaluate_lisp is its built-in entry.
+TEST(Jobs, LispHandlersGetTheArgumentsAsLispData) {
+  EvalOutcome registered = eval(
+      "(agent-q::register-job-handler \"agentq_test_describe\" "
+      "  (lambda (args) (format nil \"~S ~S ~S ~S ~S\" (gethash \"s\" args) (gethash \"n\" args) "
+      "     (gethash \"list\" args) (gethash \"flag\" args) (gethash \"inner\" (gethash \"o\" args)))))");
+  ASSERT_TRUE(registered.success) << registered.text;
+  EvalOutcome outcome = run_tool("agentq_test_describe", {{"s", "héllo"}, {"n", 42}, {"list", {1, 2.5, "x"}},
+                                                          {"flag", true}, {"o", {{"inner", nullptr}}}});
+  EXPECT_TRUE(outcome.success) << outcome.text;
+  EXPECT_EQ(outcome.text, "\"héllo\" 42 (1 2.5d0 \"x\") T NIL");
+}
+
+TEST(Jobs, HandlerErrorsOutputAndLimits) {
+  ASSERT_TRUE(eval("(agent-q::register-job-handler \"agentq_test_fail\" (lambda (args) (declare (ignore args)) "
+                   "  (values nil \"No such thing; try another name.\")))")
+                  .success);
+  EvalOutcome outcome = run_tool("agentq_test_fail", nlohmann::json::object());
+  EXPECT_FALSE(outcome.success);
+  EXPECT_EQ(outcome.text, "No such thing; try another name.");
+
+  ASSERT_TRUE(eval("(agent-q::register-job-handler \"agentq_test_signal\" (lambda (args) (print :working) "
+                   "  (car (gethash \"x\" args))))")
+                  .success);
+  outcome = run_tool("agentq_test_signal", {{"x", 5}});
+  EXPECT_FALSE(outcome.success);
+  EXPECT_EQ(outcome.text.rfind("[ERROR] SIMPLE-TYPE-ERROR\n", 0), 0u) << outcome.text;
+  EXPECT_NE(outcome.text.find("\n\n[stdout]\n\n:WORKING"), std::string::npos) << outcome.text;
+
+  ASSERT_TRUE(eval("(agent-q::register-job-handler \"agentq_test_loop\" (lambda (args) (declare (ignore args)) (loop)))")
+                  .success);
+  outcome = run_tool("agentq_test_loop", nlohmann::json::object(), 300ms);
+  EXPECT_EQ(outcome.text.rfind("[ERROR] TIMEOUT\n", 0), 0u) << outcome.text;
+
+  outcome = run_tool("agentq_no_such_handler", nlohmann::json::object());
+  EXPECT_EQ(outcome.text, "[ERROR] UNKNOWN-TOOL\nNo Lisp handler for the tool \"agentq_no_such_handler\".");
+  // The built-in entry cannot be replaced.
+  EXPECT_FALSE(eval("(agent-q::register-job-handler \"evaluate_lisp\" (lambda (a) a))").success);
+  expect_alive();
+}
+
+}  // namespace
+}  // namespace agentq::ecl
