@@ -126,23 +126,24 @@ signalled, then unwind out of the evaluation."
 
 (defvar *finalizer-failures* 0
   "How many finalizers failed during this evaluation.")
-(defvar *finalizer-error* nil "The first of those failures, as text.")
+(defvar *finalizer-error* nil "The first of those failures' condition.")
 
 (defun note-finalizer-failure (condition)
   "A finalizer failed with CONDITION during an evaluation: counted, and
 reported as one warning of that evaluation (see FINALIZER-WARNING)."
   (when (eq (%runtime-thread-p) :worker)
-    ;; Counted before the text is made: making it may collect, and run
-    ;; more finalizers.
+    ;; Only kept here: its text is made after the evaluation, away from
+    ;; the collector that runs finalizers (making it may collect again).
     (when (= 1 (incf *finalizer-failures*))
-      (setf *finalizer-error* (format nil "~A: ~A" (type-name condition) (condition-message condition))))))
+      (setf *finalizer-error* condition))))
 
 (defun finalizer-warning ()
   (when (plusp *finalizer-failures*)
-    (if (= *finalizer-failures* 1)
-        (format nil "FINALIZER-ERROR: ~A (in a finalizer; its error was ignored)" *finalizer-error*)
-        (format nil "FINALIZER-ERROR: ~D finalizers failed; their errors were ignored (the first: ~A)"
-                *finalizer-failures* *finalizer-error*))))
+    (let ((first (format nil "~A: ~A" (type-name *finalizer-error*) (condition-message *finalizer-error*))))
+      (if (= *finalizer-failures* 1)
+          (format nil "FINALIZER-ERROR: ~A (in a finalizer; its error was ignored)" first)
+          (format nil "FINALIZER-ERROR: ~D finalizers failed; their errors were ignored (the first: ~A)"
+                  *finalizer-failures* first)))))
 
 (defun record-warning (condition)
   (push (format nil "~A: ~A" (type-name condition) (condition-message condition)) *warnings*)

@@ -65,8 +65,14 @@ stop the runtime's own threads, or change how the process handles signals."
             (funcall original object
                      (if (functionp function)
                          (lambda (object)
-                           (handler-case (funcall function object)
-                             (serious-condition (condition) (note-finalizer-failure condition))))
+                           ;; Nothing may unwind out of a finalizer: the
+                           ;; collector's C frames are below it.
+                           (block finalizer
+                             (handler-bind ((serious-condition
+                                              (lambda (condition)
+                                                (note-finalizer-failure condition)
+                                                (return-from finalizer nil))))
+                               (funcall function object))))
                          function)))))
   (let ((original (fdefinition 'mp:exit-process)))
     (setf *exit-process* original

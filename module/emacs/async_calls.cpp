@@ -45,6 +45,7 @@ struct State {
   std::deque<std::shared_ptr<MainWork>> main_work;
   std::deque<std::shared_ptr<Batch>> finished;
   std::atomic<int> fd{-1};
+  std::atomic<bool> work_queued{false};  // main_work is not empty
   bool runner_started = false;
   std::uint64_t next_id = 1;
 };
@@ -218,6 +219,7 @@ void run_on_main(const std::function<void(const Env&)>& work) {
   {
     std::lock_guard lock(s.mutex);
     s.main_work.push_back(item);
+    s.work_queued = true;
   }
   notify_main();
   // Once started, WORK runs to its end (it uses this frame's captures);
@@ -232,16 +234,39 @@ void run_on_main(const std::function<void(const Env&)>& work) {
   }
 }
 
+namespace {
+
+// Not re-entered: an approval prompt reads events, which may run the filter
+// again.  The outer call goes on until the queues are empty.
+bool g_serving = false;
+
+struct Serving {
+  Serving() { g_serving = true; }
+  ~Serving() { g_serving = false; }
+};
+
+// Runs the main thread's queued work and, when FINISHED_TOO, hands back
+// the finished batches as ((ID . RESULTS) …).
+emacs_value serve_queues(const Env& env, bool finished_too);
+
+}  // namespace
+
+void serve_work_while_waiting(const Env& env) {
+  if (!state().work_queued.load(std::memory_order_relaxed) || g_serving) return;
+  Serving serving;
+  serve_queues(env, false);
+}
+
 emacs_value serve(const Env& env) {
+  if (g_serving) return Env::sym().nil;
+  Serving serving;
+  return serve_queues(env, true);
+}
+
+namespace {
+
+emacs_value serve_queues(const Env& env, bool finished_too) {
   State& s = state();
-  // Not re-entered: an approval prompt reads events, which may run this
-  // filter again.  The outer call goes on until both queues are empty.
-  static bool serving = false;
-  if (serving) return Env::sym().nil;
-  serving = true;
-  struct Reset {
-    ~Reset() { serving = false; }
-  } reset;
   std::vector<emacs_value> done;
   for (;;) {
     std::shared_ptr<MainWork> item;
@@ -251,7 +276,8 @@ emacs_value serve(const Env& env) {
       if (!s.main_work.empty()) {
         item = std::move(s.main_work.front());
         s.main_work.pop_front();
-      } else if (!s.finished.empty()) {
+        s.work_queued = !s.main_work.empty();
+      } else if (finished_too && !s.finished.empty()) {
         batch = std::move(s.finished.front());
         s.finished.pop_front();
       } else {
@@ -294,5 +320,7 @@ emacs_value serve(const Env& env) {
   }
   return env.call(Env::sym().list, static_cast<ptrdiff_t>(done.size()), done.data());
 }
+
+}  // namespace
 
 }  // namespace agentq::emacs::async

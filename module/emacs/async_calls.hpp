@@ -51,6 +51,13 @@ bool cancel(std::uint64_t id);
 // returns ((ID . RESULTS) …) for the batches finished since the last call.
 emacs_value serve(const Env& env);
 
+// On the main thread, inside a synchronous call that waits for Lisp: runs
+// the work asynchronous calls queued for the main thread (not their
+// callbacks).  An asynchronous job may hold the worker while it waits for
+// Emacs; a synchronous call queued behind it would otherwise wait out its
+// whole time limit.
+void serve_work_while_waiting(const Env& env);
+
 // Runs WORK with an Env on the main thread and waits for it: at once when
 // this is the main thread inside a module call, else through the queue.
 // Throws NotServed when the work was abandoned.

@@ -1,6 +1,7 @@
 #include "emacs/calls.hpp"
 
 #include "core/json_limits.hpp"
+#include "emacs/async_calls.hpp"
 #include "emacs/convert.hpp"
 
 namespace agentq::emacs {
@@ -20,6 +21,9 @@ EmacsCallContext::EmacsCallContext(const Env& env) : env_(env), start_(Clock::no
 
 bool EmacsCallContext::poll() {
   if (quit_) return true;
+  // An asynchronous job that holds the worker may be waiting for Emacs.
+  async::serve_work_while_waiting(env_);
+  if (env_.exit_pending() && !env_.clear_unless_quit()) quit_ = true;
   if (env_.raw()->process_input(env_.raw()) == emacs_process_input_quit) {
     quit_ = true;
     return true;

@@ -146,4 +146,19 @@
     (should (integerp job))
     (should (equal shown "=> 3"))))
 
+(ert-deftest sly-agent-q-async/a-sync-call-serves-the-async-job-it-waits-behind ()
+  "An async job waiting for Emacs holds the worker; a synchronous call queued
+behind it serves that request instead of waiting out its time limit."
+  (let ((results 'pending)
+        (start (float-time)))
+    (sly-agent-q-execute-tool-calls-async
+     '((:id "w" :name "evaluate_lisp" :arguments (:code "(agent-q:eval-in-emacs \"(progn (sleep-for 0.2) 'served)\")")))
+     (lambda (r) (setq results r)))
+    ;; The job runs and asks; no event loop (no filter) serves it meanwhile.
+    (let ((end (+ (float-time) 0.1))) (while (< (float-time) end)))
+    (should (equal (agentq-test-eval-ok "(+ 1 2)" :timeout 20) "=> 3"))
+    (should (< (- (float-time) start) 5))
+    (agentq-async-test-wait (lambda () (not (eq results 'pending))))
+    (should (equal (plist-get (car results) :content) "=> \"served\""))))
+
 ;;; sly-agent-q-async-test.el ends here
