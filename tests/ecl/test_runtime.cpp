@@ -14,14 +14,18 @@ namespace {
 
 using namespace std::chrono_literals;
 
+EvalOutcome run(const EvalRequest& request) {
+  NullCallContext context;
+  return Runtime::instance().evaluate(request, context);
+}
+
 EvalOutcome eval(const std::string& code, std::chrono::milliseconds timeout = 30s,
                  const std::string& package = "") {
   EvalRequest request;
   request.code = code;
   request.package = package;
   request.timeout = timeout;
-  NullCallContext context;
-  return Runtime::instance().evaluate(request, context);
+  return run(request);
 }
 
 void expect_alive() {
@@ -282,8 +286,7 @@ EvalOutcome run_tool(const std::string& tool, const nlohmann::json& arguments, s
   request.tool = tool;
   request.arguments = arguments;
   request.timeout = timeout;
-  NullCallContext context;
-  return Runtime::instance().evaluate(request, context);
+  return run(request);
 }
 
 // A job is a tool call dispatched inside ECL through the table of Lisp
