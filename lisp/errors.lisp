@@ -128,14 +128,16 @@ signalled, then unwind out of the evaluation."
   "How many finalizers failed during this evaluation.")
 (defvar *finalizer-error* nil "The first of those failures' condition.")
 
-(defun note-finalizer-failure (condition)
-  "A finalizer failed with CONDITION during an evaluation: counted, and
-reported as one warning of that evaluation (see FINALIZER-WARNING)."
-  (when (eq (%runtime-thread-p) :worker)
-    ;; Only kept here: its text is made after the evaluation, away from
-    ;; the collector that runs finalizers (making it may collect again).
-    (when (= 1 (incf *finalizer-failures*))
-      (setf *finalizer-error* condition))))
+(defun run-pending-finalizers ()
+  "Run the finalizers the collector has called for since the last job, in
+the job: a failure is counted and becomes one warning of the job (see
+FINALIZER-WARNING)."
+  (loop for entry = (mp:atomic-pop *pending-finalizers*)
+        while entry
+        do (handler-case (funcall (car entry) (cdr entry))
+             (serious-condition (condition)
+               (when (= 1 (incf *finalizer-failures*))
+                 (setf *finalizer-error* condition))))))
 
 (defun finalizer-warning ()
   (when (plusp *finalizer-failures*)

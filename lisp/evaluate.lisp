@@ -192,7 +192,8 @@ failure the [ERROR] text."
                          package-name)))
              (with-job-environment (package)
                (multiple-value-setq (values-text end-package)
-                 (read-eval-forms code output-limit)))
+                 (read-eval-forms code output-limit))
+               (when *pending-finalizers* (run-pending-finalizers)))
              nil)))
     ;; IN-PACKAGE in the code carries over to the next call; so does the
     ;; session package when the call named none.
@@ -231,7 +232,8 @@ result, after an error."
   (let* ((value nil) (message nil)
          (error-text (catch '%evaluation-failed
                        (with-job-environment (*session-package*)
-                         (multiple-value-setq (value message) (funcall function arguments)))
+                         (multiple-value-setq (value message) (funcall function arguments))
+                         (when *pending-finalizers* (run-pending-finalizers)))
                        nil))
          (success (and (null error-text) (null message)))
          (text (cond (error-text error-text)

@@ -5,6 +5,9 @@
 (in-package "AGENT-Q")
 
 (defvar *exit-process* nil "The original MP:EXIT-PROCESS.")
+(defvar *pending-finalizers* '()
+  "(FUNCTION . OBJECT) of the finalizers the collector has called for,
+for the worker to run (see RUN-PENDING-FINALIZERS).")
 
 (define-condition exit-intercepted (error)
   ((operator :initarg :operator :reader exit-intercepted-operator))
@@ -56,23 +59,18 @@ stop the runtime's own threads, or change how the process handles signals."
               (if (%runtime-process-p process)
                   (error 'exit-intercepted :operator (format nil "~S on an AGENT-Q thread" name))
                   (apply original process args))))))
-  ;; A finalizer runs on whatever thread the collector ran on, between any
-  ;; two forms: its error would be taken for the error of that evaluation,
-  ;; or escape it.  It becomes a warning of the evaluation instead.
+  ;; ECL runs a finalizer inside whatever allocation set the collector off,
+  ;; on any thread, between any two steps of the code there: its error was
+  ;; taken for that evaluation's (or a later one's), and even a handler's
+  ;; non-local exit out of it sometimes escaped the evaluation whole.  So
+  ;; the collector only queues the object; the worker runs the function
+  ;; at the end of a job, where its error is a warning of that job.
   (let ((original (fdefinition 'ext:set-finalizer)))
     (setf (fdefinition 'ext:set-finalizer)
           (lambda (object function)
             (funcall original object
                      (if (functionp function)
-                         (lambda (object)
-                           ;; Nothing may unwind out of a finalizer: the
-                           ;; collector's C frames are below it.
-                           (block finalizer
-                             (handler-bind ((serious-condition
-                                              (lambda (condition)
-                                                (note-finalizer-failure condition)
-                                                (return-from finalizer nil))))
-                               (funcall function object))))
+                         (lambda (object) (mp:atomic-push (cons function object) *pending-finalizers*))
                          function)))))
   (let ((original (fdefinition 'mp:exit-process)))
     (setf *exit-process* original
