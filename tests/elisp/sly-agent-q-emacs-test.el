@@ -98,4 +98,17 @@ outer call still times out on time."
     (should (< (- (float-time) start) 4)))
   (agentq-test-should-be-alive))
 
+(ert-deftest sly-agent-q-emacs/calls-from-an-execution-hook-are-answered ()
+  "A hook runs before and after the evaluation, not while Emacs waits for it:
+a call it makes is answered, and the outer call goes on."
+  (let* ((inner nil)
+         (sly-agent-q-tool-execution-functions
+          (list (lambda (phase _name args _result)
+                  (when (and (eq phase :before) (equal (gethash "code" args) "(+ 1 2)") (not inner))
+                    (setq inner (plist-get (car (sly-agent-q-execute-tool-calls
+                                                 '((:id "i" :name "evaluate_lisp" :arguments (:code "(+ 40 2)")))))
+                                           :content)))))))
+    (should (equal (agentq-test-eval-ok "(+ 1 2)") "=> 3"))
+    (should (equal inner "=> 42"))))
+
 ;;; sly-agent-q-emacs-test.el ends here
