@@ -5,7 +5,7 @@
 
 (require :cmp)
 
-(defparameter *files* '("package" "capture" "guards" "errors" "process-guard" "evaluate" "worker" "emacs")
+(defparameter *files* '("package" "capture" "guards" "errors" "process-guard" "evaluate" "worker" "emacs" "tools")
   "In load order: each is loaded before the next is compiled.")
 
 (let ((objects '()))

@@ -9,6 +9,8 @@
            "EVALUATE-STRING"
            "EXIT-INTERCEPTED"
            "OPERATION-REFUSED"
+           "DEFINE-TOOL"
+           "TOOL-DEFINITION-ERROR"
            "EVAL-IN-EMACS"
            "EMACS-ERROR"
            "EMACS-ERROR-MESSAGE"))

@@ -42,6 +42,7 @@
 #include "ecl/interrupt_gate.hpp"
 #include "ecl/lisp_function.hpp"
 #include "ecl/lisp_json.hpp"
+#include "ecl/lisp_tools.hpp"
 #include "ecl/lisp_string.hpp"
 #include "ecl/process_functions.hpp"
 #include "ecl/signals.hpp"
@@ -654,6 +655,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%FORGET-HOST-REQUEST", forget_host_request);
     define_process_functions();
     define_child_pipes();
+    define_lisp_tool_functions();
     for (cl_object* root : {&g_roots.worker_loop, &g_roots.escaped_job_text, &g_roots.worker, &g_roots.watchdog,
                             &g_roots.worker_keyword, &g_roots.watchdog_keyword, &g_roots.evaluate_lisp_name})
       ecl_register_root(root);
