@@ -232,7 +232,14 @@ result, after an error."
   (let* ((value nil) (message nil)
          (error-text (catch '%evaluation-failed
                        (with-job-environment (*session-package*)
-                         (multiple-value-setq (value message) (funcall function arguments))
+                         ;; An error is the tool's answer, "Tool error: …",
+                         ;; as the contracts have it; other serious
+                         ;; conditions (a stack overflow) are reported as
+                         ;; an evaluation's.
+                         (handler-case (multiple-value-setq (value message) (funcall function arguments))
+                           (error (condition)
+                             (setf value nil
+                                   message (format nil "Tool error: ~A" (condition-message condition)))))
                          (when *pending-finalizers* (run-pending-finalizers)))
                        nil))
          (success (and (null error-text) (null message)))

@@ -316,7 +316,8 @@ TEST(Jobs, HandlerErrorsOutputAndLimits) {
                   .success);
   outcome = run_tool("agentq_test_signal", {{"x", 5}});
   EXPECT_FALSE(outcome.success);
-  EXPECT_EQ(outcome.text.rfind("[ERROR] SIMPLE-TYPE-ERROR\n", 0), 0u) << outcome.text;
+  EXPECT_EQ(outcome.text.rfind("Tool error: In function CAR, the value of the only argument is", 0), 0u)
+      << outcome.text;
   EXPECT_NE(outcome.text.find("\n\n[stdout]\n\n:WORKING"), std::string::npos) << outcome.text;
 
   ASSERT_TRUE(eval("(agent-q::register-job-handler \"agentq_test_loop\" (lambda (args) (declare (ignore args)) (loop)))")

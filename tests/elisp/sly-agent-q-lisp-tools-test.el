@@ -63,7 +63,7 @@
   (let ((signalled (agentq-test-call "agentq_lisp_fails" '(:how "signal")))
         (returned (agentq-test-call "agentq_lisp_fails" '(:how "return"))))
     (should-not (plist-get signalled :success))
-    (should (string-prefix-p "[ERROR] SIMPLE-ERROR\nSymbol FOO not found in package BAR" (plist-get signalled :content)))
+    (should (equal (plist-get signalled :content) "Tool error: Symbol FOO not found in package BAR"))
     (should-not (plist-get returned :success))
     (should (equal (plist-get returned :content) "Nothing found; try another pattern.")))
   (agentq-test-should-be-alive))
