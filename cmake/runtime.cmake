@@ -18,6 +18,7 @@ set(LISP_SOURCES
   ${CMAKE_SOURCE_DIR}/lisp/process-guard.lisp
   ${CMAKE_SOURCE_DIR}/lisp/evaluate.lisp
   ${CMAKE_SOURCE_DIR}/lisp/worker.lisp
+  ${CMAKE_SOURCE_DIR}/lisp/session.lisp
   ${CMAKE_SOURCE_DIR}/lisp/emacs.lisp
   ${CMAKE_SOURCE_DIR}/lisp/tools.lisp)
 set(LISP_BUILD_DIR ${CMAKE_BINARY_DIR}/lisp)

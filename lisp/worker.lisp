@@ -99,6 +99,9 @@ it may have used up or left behind.  (A macro: no closure per job.)"
          (values nil (aborted-text text ,timeout-ms))
          (values status text))))
 
+(defparameter +built-in-tools+ '("evaluate_lisp" "list_definitions" "reset_session")
+  "The tools of the runtime's own, whose handlers evaluated code may not replace.")
+
 (let ((handlers (make-hash-table :test 'equal)))
   ;; In a closure, not a variable: evaluated code cannot empty the table.
   (defun job-handler (tool)
@@ -107,13 +110,17 @@ it may have used up or left behind.  (A macro: no closure per job.)"
   (defun register-job-handler (tool function)
     "Run jobs of the Lisp-handled tool TOOL (a name) with FUNCTION, which
 is called with the job's arguments (a hash table with string keys) and
-returns its result (see CALL-TOOL-HANDLER).  evaluate_lisp is built in."
+returns its result (see CALL-TOOL-HANDLER).  The runtime's own tools
+cannot be replaced."
     (check-type tool string)
     (check-type function function)
-    (when (string= tool "evaluate_lisp")
+    (when (member tool +built-in-tools+ :test #'string=)
       (error 'operation-refused :operator "REGISTER-JOB-HANDLER"
-                                :reason "evaluate_lisp is the runtime's own."))
-    (setf (gethash tool handlers) function)))
+                                :reason (format nil "~A is the runtime's own tool." tool)))
+    (setf (gethash tool handlers) function))
+  (defun register-built-in-job-handlers ()
+    (setf (gethash "list_definitions" handlers) #'list-definitions
+          (gethash "reset_session" handlers) #'reset-session)))
 
 (defun run-job (tool arguments code package flags output-limit timeout-ms)
   "Run one job: an evaluation, or a call of the Lisp-handled tool TOOL.
@@ -207,6 +214,9 @@ stacks BINDING-STACK and FRAME-STACK entries deep."
   (si::gc-stats t)
   (setf *stack-sizes* (list 'ext:binding-stack binding-stack 'ext:frame-stack frame-stack))
   (when (plusp heap-limit) (set-heap-limit heap-limit))
+  (register-built-in-job-handlers)
+  ;; Last: what the image defines before any evaluated code runs.
+  (snapshot-image)
   t)
 
 (defun start-watchdog (interrupt)

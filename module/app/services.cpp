@@ -7,6 +7,7 @@ namespace agentq::app {
 
 Services::Services() {
   ecl::register_evaluate_lisp(registry);
+  ecl::register_session_tools(registry);
   // Tools defined in Lisp (AGENT-Q:DEFINE-TOOL) join the same registry.
   ecl::set_tool_registrar([this](Tool tool) { registry.register_tool(std::move(tool)); });
 }

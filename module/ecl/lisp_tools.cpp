@@ -95,8 +95,8 @@ cl_object define_tool(cl_object name, cl_object description, cl_object parameter
       std::string canonical = tool.name;
       for (char& c : canonical)
         if (c == '-') c = '_';
-      if (canonical == "evaluate_lisp")
-        throw ToolDefinitionError("evaluate_lisp is the runtime's own tool; choose another name");
+      if (canonical == "evaluate_lisp" || canonical == "list_definitions" || canonical == "reset_session")
+        throw ToolDefinitionError(canonical + " is the runtime's own tool; choose another name");
       tool.description = description == ECL_NIL ? "" : designator_text(description, "the description");
       for (cl_object item : list_items(parameters, "the parameters")) tool.parameters.push_back(parameter(item, tool.name));
       tool.required = names(required, ":required");
@@ -128,5 +128,35 @@ void set_tool_registrar(ToolRegistrar registrar) {
 }
 
 void define_lisp_tool_functions() { define_lisp_function("%DEFINE-TOOL", define_tool); }
+
+void register_session_tools(Registry& registry) {
+  Tool list;
+  list.name = "list_definitions";
+  list.description =
+      "List the functions, variables and macros defined in this Lisp session (by evaluate_lisp, compile, "
+      "load or loaded systems; not what the Lisp image came with), each with its lambda list or value. Use "
+      "it to recall what exists before defining more, or to check that a definition took. Returns "
+      "[Functions], [Variables] and [Macros] sections of `- NAME (LAMBDA-LIST)` / `- *NAME* = VALUE` lines.";
+  list.parameters = {{"package", ParamType::String,
+                      "Only the definitions of this package (default: every package the session used)."}};
+  list.safety_level = SafetyLevel::Safe;
+  list.categories = {"execution", "session"};
+  list.kind = HandlerKind::Lisp;
+  list.handler = lisp_handler(list.name);
+  registry.register_tool(std::move(list));
+
+  Tool reset;
+  reset.name = "reset_session";
+  reset.description =
+      "Remove everything this Lisp session defined: functions, macros and variables are unbound, packages "
+      "it made are deleted, the current package goes back to CL-USER, and the readtable and printer "
+      "settings are made standard again. Use it to start over cleanly, or to recover a session whose "
+      "readtable was broken. Definitions the Lisp image came with stay.";
+  reset.safety_level = SafetyLevel::Cautious;
+  reset.categories = {"execution", "session"};
+  reset.kind = HandlerKind::Lisp;
+  reset.handler = lisp_handler(reset.name);
+  registry.register_tool(std::move(reset));
+}
 
 }  // namespace agentq::ecl

@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "core/registry.hpp"
 #include "core/tool.hpp"
 
 namespace agentq::ecl {
@@ -16,5 +17,9 @@ void set_tool_registrar(ToolRegistrar registrar);
 
 // Defines AGENT-Q::%DEFINE-TOOL.  Call on the worker thread at boot.
 void define_lisp_tool_functions();
+
+// Registers the session tools handled in Lisp: list_definitions (safe)
+// and reset_session (cautious).
+void register_session_tools(Registry& registry);
 
 }  // namespace agentq::ecl

@@ -1,0 +1,112 @@
+;;;; session.lisp — the session tools: list_definitions and reset_session.
+;;;;
+;;;; "The session's definitions" are the functions, macros and variables of
+;;;; CL-USER that did not exist when the runtime booted, and those of every
+;;;; package made since: a snapshot taken at boot, before any evaluated code
+;;;; ran, holds the image's packages and CL-USER's defined symbols.  So what
+;;;; evaluate_lisp, COMPILE, LOAD or a loaded system of the user's defined
+;;;; counts; what ECL and AGENT-Q came with does not, nor does a definition
+;;;; evaluated code put in one of the image's own packages (EXT, SI, …).
+
+(in-package "AGENT-Q")
+
+(defvar *image-symbols* nil
+  "EQ hash table of CL-USER's symbols that were fbound or bound at boot.")
+(defvar *image-packages* '()
+  "The packages that existed at boot.")
+
+(defun snapshot-image ()
+  "Remember what the image defines before any evaluated code runs."
+  (let ((symbols (make-hash-table :test 'eq))
+        (user (find-package "CL-USER")))
+    (do-symbols (symbol user)
+      (when (and (eq (symbol-package symbol) user) (or (fboundp symbol) (boundp symbol)))
+        (setf (gethash symbol symbols) t)))
+    (setf *image-symbols* symbols
+          *image-packages* (list-all-packages))))
+
+(defun session-symbols (&optional package)
+  "The symbols the session defined (see the file's header), in PACKAGE when
+given, sorted by name."
+  (let ((found '()) (user (find-package "CL-USER")))
+    (dolist (home (if package (list package) (list-all-packages)))
+      (when (or (eq home user) (not (member home *image-packages*)))
+        (do-symbols (symbol home)
+          (when (and (eq (symbol-package symbol) home)
+                     (or (fboundp symbol) (boundp symbol))
+                     (not (gethash symbol *image-symbols*)))
+            (pushnew symbol found)))))
+    (sort found #'string< :key #'symbol-name)))
+
+(defun definition-name (symbol)
+  (let ((*package* (printing-package)))
+    (prin1-to-string symbol)))
+
+(defun definition-lambda-list (symbol)
+  (let ((*package* (printing-package)) (*print-length* 100) (*print-level* 10))
+    (multiple-value-bind (list found) (ignore-errors (ext:function-lambda-list symbol))
+      (if found (format nil "~:[()~;~:*~S~]" list) "(…)"))))
+
+(defun list-definitions (arguments)
+  "The list_definitions tool."
+  (let* ((name (gethash "package" arguments))
+         (package (and name (find-package (string-upcase name)))))
+    (when (and name (not package))
+      (return-from list-definitions
+        (values nil (format nil "Package ~S does not exist. Use list_definitions without a package to see ~
+                                 every package's definitions." name))))
+    (let ((functions '()) (variables '()) (macros '()))
+      (dolist (symbol (session-symbols package))
+        (when (fboundp symbol)
+          (cond ((macro-function symbol) (push symbol macros))
+                ((not (special-operator-p symbol)) (push symbol functions))))
+        (when (boundp symbol) (push symbol variables)))
+      (if (not (or functions variables macros))
+          (if package
+              (format nil "No definitions in package ~A yet in this session." (package-name package))
+              "No definitions in this session yet.")
+          (with-output-to-string (out)
+            (let ((first t))
+              (flet ((section (title symbols describe)
+                       (when symbols
+                         (unless first (terpri out) (terpri out))
+                         (setf first nil)
+                         (format out "[~A]" title)
+                         (dolist (symbol (nreverse symbols))
+                           (format out "~%- ~A ~A" (definition-name symbol) (funcall describe symbol))))))
+                (section "Functions" functions #'definition-lambda-list)
+                (section "Variables" variables
+                         (lambda (symbol)
+                           (let ((*package* (printing-package)))
+                             (format nil "= ~A"
+                                     (handler-case (with-output-to-string (s) (print-value (symbol-value symbol) s))
+                                       (serious-condition () "#<unprintable>"))))))
+                (section "Macros" macros #'definition-lambda-list))))))))
+
+(defun reset-session (arguments)
+  "The reset_session tool."
+  (declare (ignore arguments))
+  (dolist (symbol (session-symbols))
+    (ignore-errors (when (fboundp symbol) (fmakunbound symbol)))
+    (ignore-errors (when (boundp symbol) (makunbound symbol)))
+    ;; A constant cannot be unbound: its symbol leaves its package instead,
+    ;; so that reading the name again gives a fresh, unbound symbol.
+    (when (and (boundp symbol) (symbol-package symbol))
+      (ignore-errors (unintern symbol (symbol-package symbol)))))
+  (dolist (package (list-all-packages))
+    (unless (member package *image-packages*)
+      (ignore-errors (delete-package package))))
+  (setf *session-package* (printing-package)
+        *readtable* (copy-readtable nil))
+  (with-standard-io-syntax
+    (let ((values (list *print-base* *print-radix* *print-case* *print-escape* *print-readably*
+                        *print-circle* *print-pretty* *print-length* *print-level* *print-lines*
+                        *print-array* *print-gensym* *read-base* *read-default-float-format* *read-eval*
+                        *read-suppress*)))
+      (setf (values *print-base* *print-radix* *print-case* *print-escape* *print-readably*
+                    *print-circle* *print-pretty* *print-length* *print-level* *print-lines*
+                    *print-array* *print-gensym* *read-base* *read-default-float-format* *read-eval*
+                    *read-suppress*)
+            (values-list values))))
+  (restore-limits)
+  "Session reset. All definitions cleared.")
