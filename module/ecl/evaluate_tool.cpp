@@ -11,8 +11,6 @@ EvaluateSettings& evaluate_settings() {
   return settings;
 }
 
-namespace {
-
 // Seconds → milliseconds; ≤ 0 means no timeout, and anything above a year
 // is a year (no overflow, no undefined conversion).
 std::chrono::milliseconds to_timeout(double seconds) {
@@ -21,6 +19,8 @@ std::chrono::milliseconds to_timeout(double seconds) {
   if (!(seconds < kYear)) seconds = kYear;
   return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000)));
 }
+
+namespace {
 
 bool flag(const json& args, const char* name) {
   auto it = args.find(name);

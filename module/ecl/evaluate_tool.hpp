@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 
 #include "core/registry.hpp"
@@ -16,6 +17,10 @@ struct EvaluateSettings {
 };
 
 EvaluateSettings& evaluate_settings();
+
+// Seconds → a job's time limit: 0 or less (or NaN) is none, more than a
+// year is a year.
+std::chrono::milliseconds to_timeout(double seconds);
 
 // Registers evaluate_lisp (cautious, category execution; "evaluate-lisp"
 // resolves to it).  Arguments: code (required), package, capture-time

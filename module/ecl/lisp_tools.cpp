@@ -75,8 +75,7 @@ Handler lisp_handler(const std::string& name) {
     EvalRequest request;
     request.tool = name;
     request.arguments = arguments;
-    double seconds = settings.default_timeout_s.load();
-    request.timeout = std::chrono::milliseconds(seconds > 0 ? static_cast<long long>(seconds * 1000) : 0);
+    request.timeout = to_timeout(settings.default_timeout_s.load());
     request.output_limit = settings.output_limit.load();
     EvalOutcome outcome = Runtime::instance().evaluate(request, context);
     return {outcome.success, std::move(outcome.text)};
