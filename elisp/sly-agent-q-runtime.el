@@ -29,9 +29,16 @@
 
 ;;;; Options the module keeps
 
-(defvar sly-agent-q--given-options (make-vector 3 'unset)
-  "The values of `sly-agent-q-eval-timeout', `sly-agent-q-output-limit'
-and `sly-agent-q-heap-limit' the module has now.")
+(eval-and-compile
+  (defconst sly-agent-q--module-options
+    '((sly-agent-q-eval-timeout . "eval-timeout")
+      (sly-agent-q-output-limit . "output-limit")
+      (sly-agent-q-heap-limit . "heap-limit"))
+    "The options the module keeps, each with the module's name for it.
+The one list of them: adding an option here is all the Elisp side needs."))
+
+(defvar sly-agent-q--given-options (make-vector (length sly-agent-q--module-options) 'unset)
+  "The values of `sly-agent-q--module-options' the module has now, in order.")
 
 (declare-function sly-agent-q--module-configure "sly-agent-q-module" (key value))
 (defvar sly-agent-q-eval-timeout)
@@ -41,22 +48,26 @@ and `sly-agent-q-heap-limit' the module has now.")
 (defun sly-agent-q--give-options ()
   "Give the module the options whose values it does not have yet."
   (let ((given sly-agent-q--given-options))
-    (cl-loop for (symbol . key) in '((sly-agent-q-eval-timeout . "eval-timeout")
-                                     (sly-agent-q-output-limit . "output-limit")
-                                     (sly-agent-q-heap-limit . "heap-limit"))
+    (cl-loop for (symbol . key) in sly-agent-q--module-options
              for index from 0
              for value = (and (boundp symbol) (symbol-value symbol))
              unless (eql value (aref given index))
              do (sly-agent-q--module-configure key value)
                 (aset given index value))))
 
+(defmacro sly-agent-q--options-given-p ()
+  "Non-nil when the module has every option's current value.
+Expanded from `sly-agent-q--module-options' into one `eql' per option:
+it runs before every call."
+  `(let ((given sly-agent-q--given-options))
+     (and ,@(cl-loop for (symbol . _key) in sly-agent-q--module-options
+                     for index from 0
+                     collect `(eql ,symbol (aref given ,index))))))
+
 (defsubst sly-agent-q--sync-options ()
   "Give the module the options set since the last call, with `setq' too."
-  (let ((given sly-agent-q--given-options))
-    (unless (and (eql sly-agent-q-eval-timeout (aref given 0))
-                 (eql sly-agent-q-output-limit (aref given 1))
-                 (eql sly-agent-q-heap-limit (aref given 2)))
-      (sly-agent-q--give-options))))
+  (unless (sly-agent-q--options-given-p)
+    (sly-agent-q--give-options)))
 
 (defun sly-agent-q--set-option (symbol value)
   "Set SYMBOL's default VALUE and give it to the module, if loaded."

@@ -3,6 +3,7 @@
 // with a cancellation flag; tests with plain objects.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace agentq {
@@ -30,6 +31,10 @@ class CallContext {
   // True when poll() asking to stop means a cancellation (an asynchronous
   // call's sly-agent-q-cancel, MCP's notifications/cancelled), not C-g.
   virtual bool interrupt_is_cancel() const { return false; }
+
+  // The runtime queued a job for this call, with this id: what a
+  // cancellation names (Runtime::cancel), from any thread.
+  virtual void job_queued(std::uint64_t job_id) { (void)job_id; }
 
   // Evaluates FORM (Elisp source text) for the running job, which waits for
   // the answer: Lisp asking Emacs.  Runs on the calling thread, the one

@@ -71,6 +71,9 @@ struct Job {
   std::string text;
   std::deque<OwnerWork> requests;  // guarded by Impl::mutex
   bool owner_gone = false;          // guarded by Impl::mutex: no more requests served
+  // Set by Runtime::cancel from any thread; the owner's wait stops the job
+  // as it stops it for C-g or a timeout.
+  std::atomic<bool> cancel_requested{false};
 };
 
 // A request of Lisp code to the host (eval-in-emacs), answered by the job's
@@ -308,7 +311,8 @@ struct Runtime::Impl {
     std::unique_lock lock(mutex);
     ++callers_sleeping;
     done_cv.wait_for(lock, slice, [&] {
-      return job.state.load() == JobState::Done || !job.requests.empty() || !alive();
+      return job.state.load() == JobState::Done || !job.requests.empty() || job.cancel_requested.load() ||
+             !alive();
     });
     --callers_sleeping;
   }
@@ -947,6 +951,21 @@ bool Runtime::Impl::settle_abandoned(CallContext& context) {
   return true;
 }
 
+bool Runtime::cancel(std::uint64_t job_id) {
+  Impl& impl = *impl_;
+  std::shared_ptr<Job> job;
+  {
+    std::lock_guard lock(impl.mutex);
+    if (impl.current && impl.current->id == job_id) job = impl.current;
+    for (const auto& queued : impl.queue)
+      if (queued->id == job_id) job = queued;
+  }
+  if (!job || job->state.load() == JobState::Done) return false;
+  job->cancel_requested = true;
+  impl.done_cv.notify_all();  // the owner may sleep in its wait
+  return true;
+}
+
 void Runtime::restart_worker() {
   ensure_booted();
   Impl& impl = *impl_;
@@ -995,6 +1014,7 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
     wake = impl.worker_sleeping;
   }
   if (wake) impl.job_cv.notify_one();
+  context.job_queued(job->id);
 
   // Whatever the job still asks once this caller stops serving it is refused.
   struct CloseRequests {
@@ -1032,6 +1052,10 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
     // the person) does not count against its limit.
     if (deadline != Clock::time_point::max()) deadline += Clock::now() - serving;
     if (!impl.alive()) throw RuntimeError("the Lisp runtime stopped during the evaluation");
+    if (job->cancel_requested.load(std::memory_order_relaxed)) {
+      interrupted = Interrupt::Cancel;
+      break;
+    }
     if (context.poll()) {
       interrupted = context.interrupt_is_cancel() ? Interrupt::Cancel : Interrupt::Quit;
       break;

@@ -68,6 +68,12 @@ class Runtime {
   // runtime cannot run at all.
   EvalOutcome evaluate(const EvalRequest& request, CallContext& context);
 
+  // Stops job JOB_ID (queued or running) from any thread, the way C-g or a
+  // timeout stops it: its owner's call returns [ERROR] INTERRUPTED
+  // (cancelled).  False when no such job is queued or running.  The id
+  // reaches the owner through CallContext::job_queued.
+  bool cancel(std::uint64_t job_id);
+
   // Retires the worker thread and starts a fresh one in the same image
   // (definitions kept).  A job it was running is answered INTERRUPTED and
   // left to run on at the lowest priority.

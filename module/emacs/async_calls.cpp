@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "app/services.hpp"
+#include "ecl/runtime.hpp"
 #include "emacs/calls.hpp"
 
 namespace agentq::emacs::async {
@@ -26,6 +27,7 @@ struct Batch {
   emacs_value hooks = nullptr;
   bool has_hooks = false;
   std::atomic<bool> cancelled{false};
+  std::atomic<std::uint64_t> lisp_job{0};  // the runtime's job of the call running now, or 0
   std::vector<ToolResult> results;
 };
 
@@ -85,6 +87,7 @@ class AsyncCallContext final : public CallContext {
   bool poll() override { return batch_.cancelled.load(); }
   bool cancelled() const override { return batch_.cancelled.load(); }
   bool interrupt_is_cancel() const override { return true; }
+  void job_queued(std::uint64_t job_id) override { batch_.lisp_job = job_id; }
   HostAnswer eval_in_host(const std::string& form) override {
     HostAnswer answer{false, "the call was cancelled"};
     try {
@@ -200,7 +203,12 @@ bool cancel(std::uint64_t id) {
     std::lock_guard lock(s.mutex);
     for (const auto& batch : s.queue)
       if (batch->id == id) found = true, batch->cancelled = true;
-    if (s.running && s.running->id == id) found = true, s.running->cancelled = true;
+    if (s.running && s.running->id == id) {
+      found = true;
+      s.running->cancelled = true;
+      // The runtime stops its job as it stops one for C-g or a timeout.
+      if (std::uint64_t job = s.running->lisp_job.load()) ecl::Runtime::instance().cancel(job);
+    }
   }
   s.done_cv.notify_all();  // the runner may be waiting for the main thread
   return found;

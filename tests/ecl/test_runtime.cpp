@@ -334,3 +334,49 @@ TEST(Jobs, HandlerErrorsOutputAndLimits) {
 
 }  // namespace
 }  // namespace agentq::ecl
+
+namespace agentq::ecl {
+namespace {
+
+// A context that publishes the id of the job the runtime queued for it.
+class IdContext final : public CallContext {
+ public:
+  void job_queued(std::uint64_t job_id) override { id = job_id; }
+  std::atomic<std::uint64_t> id{0};
+};
+
+// Runtime::cancel stops a job by its id from another thread, running or
+// still queued, the way C-g or a timeout stops it.
+TEST(Jobs, CancelByIdFromAnotherThread) {
+  EvalRequest loop;
+  loop.code = "(loop)";
+  loop.timeout = 30s;
+  IdContext running_context;
+  EvalOutcome running;
+  std::thread owner([&] { running = Runtime::instance().evaluate(loop, running_context); });
+  while (running_context.id == 0) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(50ms);
+
+  // A second job queued behind the loop.
+  EvalRequest queued_request;
+  queued_request.code = "(+ 1 2)";
+  IdContext queued_context;
+  EvalOutcome queued;
+  std::thread second([&] { queued = Runtime::instance().evaluate(queued_request, queued_context); });
+  while (queued_context.id == 0) std::this_thread::sleep_for(1ms);
+
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(Runtime::instance().cancel(queued_context.id));
+  second.join();
+  EXPECT_EQ(queued.text.rfind("[ERROR] INTERRUPTED\nThe evaluation was withdrawn before it started (cancelled)", 0), 0u)
+      << queued.text;
+  EXPECT_TRUE(Runtime::instance().cancel(running_context.id));
+  owner.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  EXPECT_EQ(running.text.rfind("[ERROR] INTERRUPTED\nEvaluation was interrupted (cancelled).", 0), 0u) << running.text;
+  EXPECT_FALSE(Runtime::instance().cancel(running_context.id));  // done: nothing to cancel
+  expect_alive();
+}
+
+}  // namespace
+}  // namespace agentq::ecl
