@@ -139,13 +139,15 @@ FINALIZER-WARNING)."
                (when (= 1 (incf *finalizer-failures*))
                  (setf *finalizer-error* condition))))))
 
-(defun finalizer-warning ()
+(defun record-finalizer-warning ()
+  "Add the one warning of the finalizers that failed during this job, if any."
   (when (plusp *finalizer-failures*)
     (let ((first (format nil "~A: ~A" (type-name *finalizer-error*) (condition-message *finalizer-error*))))
-      (if (= *finalizer-failures* 1)
-          (format nil "FINALIZER-ERROR: ~A (in a finalizer; its error was ignored)" first)
-          (format nil "FINALIZER-ERROR: ~D finalizers failed; their errors were ignored (the first: ~A)"
-                  *finalizer-failures* first)))))
+      (push (if (= *finalizer-failures* 1)
+                (format nil "FINALIZER-ERROR: ~A (in a finalizer; its error was ignored)" first)
+                (format nil "FINALIZER-ERROR: ~D finalizers failed; their errors were ignored (the first: ~A)"
+                        *finalizer-failures* first))
+            *warnings*))))
 
 (defun record-warning (condition)
   (push (format nil "~A: ~A" (type-name condition) (condition-message condition)) *warnings*)

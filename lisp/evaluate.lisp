@@ -142,7 +142,8 @@ form's values and the package in force at the end."
 (defmacro with-job-environment ((package) &body body)
   "Run BODY as a job's code runs: output captured, no input, no debugger,
 in PACKAGE; warnings recorded; a serious condition throws its [ERROR] text
-to %EVALUATION-FAILED."
+to %EVALUATION-FAILED.  Finalizers the collector called for meanwhile run
+after BODY, still inside (see RUN-PENDING-FINALIZERS)."
   `(let ((*standard-output* *stdout*)
          (*error-output* *stderr*)
          (*trace-output* *stderr*)
@@ -155,7 +156,8 @@ to %EVALUATION-FAILED."
          (ext:*invoke-debugger-hook* #'debugger-hook))
      (handler-bind ((warning #'record-warning)
                     (serious-condition #'fail))
-       ,@body)))
+       (multiple-value-prog1 (progn ,@body)
+         (when *pending-finalizers* (run-pending-finalizers))))))
 
 (defun reset-job-state (output-limit)
   "Empty the captures and the per-job records before a job."
@@ -192,16 +194,14 @@ failure the [ERROR] text."
                          package-name)))
              (with-job-environment (package)
                (multiple-value-setq (values-text end-package)
-                 (read-eval-forms code output-limit))
-               (when *pending-finalizers* (run-pending-finalizers)))
+                 (read-eval-forms code output-limit)))
              nil)))
     ;; IN-PACKAGE in the code carries over to the next call; so does the
     ;; session package when the call named none.
     (when (and (live-package-p end-package)
                (or (null package-name) (not (eq end-package package))))
       (setf *session-package* end-package))
-    (let ((finalizers (finalizer-warning)))
-      (when finalizers (push finalizers *warnings*)))
+    (record-finalizer-warning)
     (if (and values-text (not capture-time) (no-output-p))
         (values t values-text)          ; the common case: nothing else to say
         (values (and values-text t)
@@ -239,16 +239,14 @@ result, after an error."
                          (handler-case (multiple-value-setq (value message) (funcall function arguments))
                            (error (condition)
                              (setf value nil
-                                   message (format nil "Tool error: ~A" (condition-message condition)))))
-                         (when *pending-finalizers* (run-pending-finalizers)))
+                                   message (format nil "Tool error: ~A" (condition-message condition))))))
                        nil))
          (success (and (null error-text) (null message)))
          (text (cond (error-text error-text)
                      (message (princ-to-string message))
                      ((stringp value) value)
                      (t (let ((*package* (printing-package))) (safe-princ (prin1-to-string value)))))))
-    (let ((finalizers (finalizer-warning)))
-      (when finalizers (push finalizers *warnings*)))
+    (record-finalizer-warning)
     (values success
             (cond ((no-output-p) text)
                   (success (with-output-to-string (out)

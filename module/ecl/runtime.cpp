@@ -202,7 +202,6 @@ struct Runtime::Impl {
   // its t_worker_generation is worker_generation.
   std::atomic<std::uint64_t> worker_generation{1};
   pid_t worker_tid = 0;
-  bool boot_thread_retired = false;
   std::atomic<std::uint64_t> replaced_workers{0};
   std::atomic<std::int64_t> retired_running{0};  // retired workers still in Lisp
 
@@ -996,8 +995,7 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
   if (!impl.settle_abandoned(context))
     return {false,
             "[ERROR] INTERRUPTED\nThe evaluation was withdrawn before it started (quit by the user): the Lisp "
-            "session was "
-            "still unwinding an earlier evaluation."};
+            "session was still unwinding an earlier evaluation."};
   auto job = std::make_shared<Job>();
   job->id = impl.next_id.fetch_add(1);
   job->request = request;
