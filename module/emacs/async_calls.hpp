@@ -17,15 +17,10 @@
 #include <vector>
 
 #include "core/executor.hpp"
+#include "emacs/calls.hpp"
 #include "emacs/env.hpp"
 
 namespace agentq::emacs::async {
-
-// A call as submitted: converted, or already failed (its error result).
-struct PendingCall {
-  std::optional<ToolCall> call;
-  ToolResult invalid;
-};
 
 // Work for the main thread was abandoned: its batch was cancelled, or no
 // Emacs serves the queue.

@@ -74,6 +74,12 @@ ToolCall spread_tool_call(const Env& env, emacs_value id_value, emacs_value name
 
 ToolResult invalid_call_result(std::optional<std::string> id, const std::string& message);
 
+// A call as read from Emacs: converted, or already failed (its error result).
+struct PendingCall {
+  std::optional<ToolCall> call;
+  ToolResult invalid;
+};
+
 // Emacs refused to hand over a value, e.g. a string with raw bytes.
 extern const char* const kUnreadableValue;
 

@@ -61,50 +61,59 @@ ExecutionOptions options_for(const Env& env, emacs_value approval, emacs_value h
   return options;
 }
 
+// The call that READ converts, or its error result when it cannot be
+// converted (a quit still quits: NonLocalExit).
+template <typename Read>
+PendingCall read_call(const Env& env, Read read) {
+  PendingCall pending;
+  std::optional<std::string> id;
+  try {
+    pending.call = read(id);
+  } catch (const ConversionError& e) {
+    pending.invalid = invalid_call_result(id, e.what());
+  } catch (const NonLocalExit&) {
+    // Emacs refused to hand over a value (e.g. a string with raw bytes);
+    // only this call fails.  A quit still quits.
+    if (!env.clear_unless_quit()) throw;
+    pending.invalid = invalid_call_result(id, kUnreadableValue);
+  }
+  return pending;
+}
+
 // Runs one call that READ converts; a conversion failure is that call's
 // error result.  Throws NonLocalExit when a quit (or throw) is pending: it
 // propagates, and a batch's remaining calls do not run.
 template <typename Read>
 emacs_value run_call(const Env& env, const ExecutionOptions& options, Read read) {
   if (options.context->cancelled()) throw NonLocalExit();
-  std::optional<std::string> id;
-  ToolResult result;
-  try {
-    ToolCall call = read(id);
-    result = core().executor.execute(call, options);
-  } catch (const ConversionError& e) {
-    result = invalid_call_result(id, e.what());
-  } catch (const NonLocalExit&) {
-    // Emacs refused to hand over a value (e.g. a string with raw bytes);
-    // only this call fails.  A quit still quits.
-    if (!env.clear_unless_quit()) throw;
-    result = invalid_call_result(id, kUnreadableValue);
-  }
+  PendingCall pending = read_call(env, read);
+  ToolResult result = pending.call ? core().executor.execute(*pending.call, options) : std::move(pending.invalid);
   if (env.exit_pending()) throw NonLocalExit();
   return result_to_plist(env, result);
 }
 
+// The elements of CALLS, a proper list (nil: none).  Throws ConversionError.
+std::vector<emacs_value> call_values(const Env& env, emacs_value calls) {
+  if (env.is_nil(calls)) return {};
+  try {
+    if (!env.eq(env.type_of(calls), Env::sym().cons_type)) throw ConversionError("");
+    return list_elements(env, calls);
+  } catch (const ConversionError&) {
+    throw ConversionError("CALLS must be a proper list of tool-call plists");
+  }
+}
+
 // (sly-agent-q--module-execute CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)
 emacs_value execute(const Env& env, ptrdiff_t, emacs_value* args) {
-  const Symbols& s = Env::sym();
   EmacsCallContext context(env);
   ExecutionOptions options = options_for(env, args[1], args[2], context);
-  std::vector<emacs_value> calls;
-  if (!env.is_nil(args[0])) {
-    if (!env.eq(env.type_of(args[0]), s.cons_type))
-      throw ConversionError("CALLS must be a proper list of tool-call plists");
-    try {
-      calls = list_elements(env, args[0]);
-    } catch (const ConversionError&) {
-      throw ConversionError("CALLS must be a proper list of tool-call plists");
-    }
-  }
+  std::vector<emacs_value> calls = call_values(env, args[0]);
   std::vector<emacs_value> results;
   for (emacs_value value : calls)
     results.push_back(run_call(env, options, [&](std::optional<std::string>& id) {
       return to_tool_call(env, value, id);
     }));
-  return env.call(s.list, static_cast<ptrdiff_t>(results.size()), results.data());
+  return env.call(Env::sym().list, static_cast<ptrdiff_t>(results.size()), results.data());
 }
 
 // (sly-agent-q--module-execute-call APPROVAL-FUNCTION HOOK-FUNCTIONS ID NAME &rest ARGUMENTS)
@@ -200,31 +209,10 @@ emacs_value open_channel(const Env& env, ptrdiff_t, emacs_value* args) {
 
 // (sly-agent-q--module-submit CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS) → job id.
 emacs_value submit(const Env& env, ptrdiff_t, emacs_value* args) {
-  const Symbols& s = Env::sym();
   if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
-  std::vector<emacs_value> values;
-  if (!env.is_nil(args[0])) {
-    try {
-      if (!env.eq(env.type_of(args[0]), s.cons_type)) throw ConversionError("");
-      values = list_elements(env, args[0]);
-    } catch (const ConversionError&) {
-      throw ConversionError("CALLS must be a proper list of tool-call plists");
-    }
-  }
-  std::vector<async::PendingCall> calls;
-  for (emacs_value value : values) {
-    async::PendingCall pending;
-    std::optional<std::string> id;
-    try {
-      pending.call = to_tool_call(env, value, id);
-    } catch (const ConversionError& e) {
-      pending.invalid = invalid_call_result(id, e.what());
-    } catch (const NonLocalExit&) {
-      if (!env.clear_unless_quit()) throw;
-      pending.invalid = invalid_call_result(id, kUnreadableValue);
-    }
-    calls.push_back(std::move(pending));
-  }
+  std::vector<PendingCall> calls;
+  for (emacs_value value : call_values(env, args[0]))
+    calls.push_back(read_call(env, [&](std::optional<std::string>& id) { return to_tool_call(env, value, id); }));
   emacs_value approval = env.raw()->make_global_ref(env.raw(), args[1]);
   emacs_value hooks = env.raw()->make_global_ref(env.raw(), args[2]);
   std::uint64_t id = async::submit(std::move(calls), approval, hooks, !env.is_nil(args[2]));
