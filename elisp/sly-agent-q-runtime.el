@@ -20,7 +20,7 @@
 
 (define-error 'sly-agent-q-error "sly-agent-q error")
 
-(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 4"
+(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 5"
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -140,6 +140,8 @@ Each function gets the seconds waited so far.")
 (declare-function sly-agent-q--module-status "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-shutdown "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-version "sly-agent-q-module" ())
+(declare-function sly-agent-q--module-parse-json "sly-agent-q-module" (text))
+(declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
 
 (defvar sly-agent-q--elisp-handlers (make-hash-table :test 'equal)
   "Handlers of tools defined with `sly-agent-q-define-tool', by name.")
@@ -196,8 +198,45 @@ caught: C-g here quits the evaluation that asked."
              (rest (substring text (cdr read))))
         (unless (string-match-p "\\`[ \t\n\r]*\\'" rest)
           (error "Only one form may be sent; text after it: %s" (string-trim rest)))
-        (cons t (prin1-to-string (eval (car read) t))))
+        ;; Printed for a Lisp reader: whatever the user's print settings.
+        (let ((value (eval (car read) t))
+              (print-escape-newlines nil) (print-escape-control-characters nil)
+              (print-escape-nonascii nil) (print-escape-multibyte nil)
+              (print-length nil) (print-level nil) (print-circle nil))
+          (cons t (prin1-to-string value))))
     (error (cons nil (error-message-string err)))))
+
+;;;; What Lisp's `agent-q:execute-tool-calls' asks of Emacs
+
+(defun sly-agent-q--approve-for-lisp (name json)
+  "Ask `sly-agent-q-approval-function' whether Lisp may run tool NAME.
+JSON is the arguments as JSON text.  For `agent-q:execute-tool-calls'
+when `agent-q:*approval-handler*' is nil.  Returns \"approved\",
+\"denied\" or (\"modified\" . NEW-ARGUMENTS-JSON); an approval
+function that fails denies."
+  (let ((decision (and sly-agent-q-approval-function
+                       (condition-case nil
+                           (funcall sly-agent-q-approval-function name
+                                    (sly-agent-q--module-parse-json json))
+                         (error :denied)))))
+    (pcase decision
+      (:approved "approved")
+      (`(:modified ,arguments)
+       (condition-case nil
+           (cons "modified" (sly-agent-q--module-json-text arguments))
+         (error "denied")))
+      (_ "denied"))))
+
+(defun sly-agent-q--run-hooks-for-lisp (phase name json result)
+  "Run `sly-agent-q-tool-execution-functions' for a call Lisp made.
+PHASE, tool NAME, the arguments as JSON text and the RESULT plist (nil
+for `:before') are as for calls made from Emacs."
+  (dolist (function sly-agent-q-tool-execution-functions)
+    (unless (eq function t)
+      (condition-case nil
+          (funcall function phase name (sly-agent-q--module-parse-json json) result)
+        (error nil))))
+  nil)
 
 (defvar sly-agent-q--progress nil
   "The progress message shown while waiting for Lisp, or nil.")

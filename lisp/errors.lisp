@@ -11,6 +11,9 @@
 evaluation.  ECL 21.2 can lose its target while unwinding from a
 frame-stack overflow and unwind past every Lisp frame; the host then
 reports this text.")
+(defvar *last-error* nil
+  "The condition that made the last failed evaluation (or tool handler)
+fail, or NIL; reset_session clears it.")
 (defconstant +backtrace-frames+ 20)
 
 (defun safe-princ (object)
@@ -115,6 +118,7 @@ package."
   "Handler for serious conditions: describe CONDITION where it was
 signalled, then unwind out of the evaluation."
   (let ((text (error-text condition note)))
+    (setf *last-error* condition)
     (when (typep condition 'ext:stack-overflow)
       (setf *stack-overflowed* t
             *failure-in-flight* text))

@@ -112,8 +112,13 @@ form's values and the package in force at the end."
     (with-input-from-string (in code)
       (loop for form = (read in nil eof)
             until (eq form eof)
-            do (setf values (multiple-value-list (eval-form form))
-                     any t)))
+            do (setf - form
+                     values (multiple-value-list (eval-form form))
+                     any t)
+               ;; The REPL's history, as a listener keeps it.
+               (setf +++ ++ ++ + + form
+                     /// // // / / values
+                     *** ** ** * * (first values))))
     (values (values-text values any output-limit) *package*)))
 
 (defun live-package-p (object)
@@ -245,7 +250,7 @@ result, after an error."
          (text (cond (error-text error-text)
                      (message (princ-to-string message))
                      ((stringp value) value)
-                     (t (let ((*package* (printing-package))) (safe-princ (prin1-to-string value)))))))
+                     (t (format-tool-result value)))))
     (record-finalizer-warning)
     (values success
             (cond ((no-output-p) text)

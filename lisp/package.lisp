@@ -9,7 +9,7 @@
            "EVALUATE-STRING"
            "EXIT-INTERCEPTED"
            "OPERATION-REFUSED"
-           "DEFINE-TOOL"
+           ;; The tool API is exported by tools.lisp (+TOOL-API+).
            "TOOL-DEFINITION-ERROR"
            "EVAL-IN-EMACS"
            "EMACS-ERROR"

@@ -97,7 +97,11 @@ given, sorted by name."
     (unless (member package *image-packages*)
       (ignore-errors (delete-package package))))
   (setf *session-package* (printing-package)
-        *readtable* (copy-readtable nil))
+        *readtable* (copy-readtable nil)
+        *last-error* nil
+        - nil + nil ++ nil +++ nil * nil ** nil *** nil / nil // nil /// nil)
+  ;; CL-USER has the tool API again (evaluated code may have uninterned it).
+  (import-tool-api (printing-package))
   (with-standard-io-syntax
     (let ((values (list *print-base* *print-radix* *print-case* *print-escape* *print-readably*
                         *print-circle* *print-pretty* *print-length* *print-level* *print-lines*

@@ -99,8 +99,8 @@ it may have used up or left behind.  (A macro: no closure per job.)"
          (values nil (aborted-text text ,timeout-ms))
          (values status text))))
 
-(defparameter +built-in-tools+ '("evaluate_lisp" "list_definitions" "reset_session")
-  "The tools of the runtime's own, whose handlers evaluated code may not replace.")
+(defparameter +built-in-tools+ '("evaluate_lisp" "list_definitions" "reset_session" "%tool_hooks")
+  "The tools (and jobs) of the runtime's own, whose handlers evaluated code may not replace.")
 
 (let ((handlers (make-hash-table :test 'equal)))
   ;; In a closure, not a variable: evaluated code cannot empty the table.
@@ -120,7 +120,8 @@ cannot be replaced."
     (setf (gethash tool handlers) function))
   (defun register-built-in-job-handlers ()
     (setf (gethash "list_definitions" handlers) #'list-definitions
-          (gethash "reset_session" handlers) #'reset-session)))
+          (gethash "reset_session" handlers) #'reset-session
+          (gethash "%tool_hooks" handlers) #'run-tool-hooks-job)))
 
 (defun run-job (tool arguments code package flags output-limit timeout-ms)
   "Run one job: an evaluation, or a call of the Lisp-handled tool TOOL.
@@ -157,6 +158,18 @@ on; any other thread ends."
                             (type-name condition) (condition-message condition))))
       (funcall *exit-process*)))
 
+(defvar *tool-execution-hooks*)         ; execution.lisp
+(defvar *hooks-published* nil
+  "Whether the host was last told that *TOOL-EXECUTION-HOOKS* has hooks.")
+
+(defun publish-hooks ()
+  "Tell the host whether calls made from Emacs or MCP need to run Lisp's
+hooks: only then does each of them cost a job more."
+  (let ((present (and (boundp '*tool-execution-hooks*) *tool-execution-hooks* t)))
+    (unless (eq present *hooks-published*)
+      (setf *hooks-published* present)
+      (%set-lisp-hooks present))))
+
 (defun worker-loop (fresh)
   "Serve jobs until %NEXT-JOB says stop.  Interrupts are only let in while
 a job runs, so a late interrupt can never hit the loop itself.  FRESH: this
@@ -174,6 +187,8 @@ the limits or the output streams in any state."
         (multiple-value-bind (success text)
             (catch '%worker-top
               (run-job tool arguments code package flags output-limit timeout-ms))
+          ;; Before the job ends: the caller's next call reads it.
+          (publish-hooks)
           (when (%finish-job id success text)
             ;; Evaluated code shrank the stacks (EXT:SET-LIMIT).
             (restore-limits)))))))
@@ -215,6 +230,9 @@ stacks BINDING-STACK and FRAME-STACK entries deep."
   (setf *stack-sizes* (list 'ext:binding-stack binding-stack 'ext:frame-stack frame-stack))
   (when (plusp heap-limit) (set-heap-limit heap-limit))
   (register-built-in-job-handlers)
+  ;; The contracts' examples use the tool API unqualified, in CL-USER.
+  (import-tool-api "CL-USER")
+  (sync-registry)
   ;; Last: what the image defines before any evaluated code runs.
   (snapshot-image)
   t)

@@ -8,8 +8,9 @@ namespace agentq::app {
 Services::Services() {
   ecl::register_evaluate_lisp(registry);
   ecl::register_session_tools(registry);
-  // Tools defined in Lisp (AGENT-Q:DEFINE-TOOL) join the same registry.
-  ecl::set_tool_registrar([this](Tool tool) { registry.register_tool(std::move(tool)); });
+  // Tools defined in Lisp join the same registry; Lisp calls tools through
+  // the same executor, and its hooks see every call.
+  ecl::attach_tool_services(executor);
 }
 
 Services& services() {

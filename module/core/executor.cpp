@@ -11,7 +11,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::string_view kDenied = "User denied tool execution";
 constexpr std::string_view kCancelled = "Cancelled";
 
 // Time spent executing a call, leaving out the time a person takes to
@@ -46,18 +45,6 @@ void fail(ToolResult& result, std::string message) {
   result.success = false;
   result.content = message;
   result.error = std::move(message);
-}
-
-void run_hooks(const ExecutionOptions& options, HookPhase phase, const std::string& tool_name,
-               const json& args, const ToolResult* result) noexcept {
-  for (const Hook& hook : options.hooks) {
-    if (!hook) continue;
-    try {
-      hook(phase, tool_name, args, result);
-    } catch (...) {
-      // A failing hook never changes the call.
-    }
-  }
 }
 
 bool has_null_member(const json& args) {
@@ -119,10 +106,50 @@ json ToolResult::to_json() const {
 
 Executor::Executor(Registry& registry) : registry_(registry) {}
 
+void Executor::run_hooks(const ExecutionOptions& options, CallContext& context, HookPhase phase,
+                         const std::string& tool_name, const json& args, const ToolResult* result) const noexcept {
+  // A failing hook never changes the call.
+  for (const Hook& hook : options.hooks) {
+    if (!hook) continue;
+    try {
+      hook(phase, tool_name, args, result);
+    } catch (...) {
+    }
+  }
+  for (const StandingHook& hook : standing_hooks_) {
+    try {
+      hook(phase, tool_name, args, result, context);
+    } catch (...) {
+    }
+  }
+}
+
+PreparedCall Executor::prepare(const std::string& name, const json& args) const {
+  PreparedCall prepared;
+  try {
+    prepared.tool = registry_.resolve(name);
+    if (!prepared.tool) {
+      prepared.error = "Unknown tool: " + name;
+      return prepared;
+    }
+    prepared.error = validate_arguments(*prepared.tool, args);
+    if (!prepared.error) {
+      json storage;
+      const json& normalized = normalized_args(args, storage);
+      prepared.arguments = &normalized == &storage ? std::move(storage) : normalized;
+    }
+  } catch (const std::exception& e) {
+    prepared.error = std::string("Tool error: ") + e.what();
+  }
+  return prepared;
+}
+
 ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& options) const {
   Stopwatch clock;
   ToolResult result;
   result.id = call.id;
+  NullCallContext null_context;
+  CallContext& context = options.context ? *options.context : null_context;
 
   ToolPtr tool;
   try {
@@ -133,7 +160,7 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
   if (!tool) {
     if (!result.error) fail(result, "Unknown tool: " + call.name);
     result.execution_time_ms = clock.ms();
-    run_hooks(options, HookPhase::Error, call.name, call.arguments, &result);
+    run_hooks(options, context, HookPhase::Error, call.name, call.arguments, &result);
     return result;
   }
 
@@ -141,9 +168,6 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
   result.safety_level = tool->safety_level;
   // Safe and cautious tools need no permission; dangerous ones get it below.
   result.approved = tool->safety_level != SafetyLevel::Dangerous;
-
-  NullCallContext null_context;
-  CallContext& context = options.context ? *options.context : null_context;
 
   // Whatever happens from here on, the result is recorded and hooked.
   json storage;  // normalized or modified arguments, when they differ from the call's
@@ -174,7 +198,7 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
           }
           case ApprovalKind::Denied:
           default:
-            message = std::string(kDenied);
+            message = std::string(kDeniedMessage);
             break;
         }
       }
@@ -184,7 +208,7 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
     if (message) {
       fail(result, std::move(*message));
     } else {
-      run_hooks(options, HookPhase::Before, name, *args, nullptr);
+      run_hooks(options, context, HookPhase::Before, name, *args, nullptr);
       try {
         ToolOutput output = tool->handler(*args, context);
         if (output.success) {
@@ -203,7 +227,7 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
 
     result.execution_time_ms = clock.ms();
     record(name, result.success, result.execution_time_ms);
-    run_hooks(options, result.success ? HookPhase::After : HookPhase::Error, name, *args, &result);
+    run_hooks(options, context, result.success ? HookPhase::After : HookPhase::Error, name, *args, &result);
     return result;
   } catch (const std::exception& e) {
     // Only reached when the executor itself fails (e.g. out of memory).
@@ -217,7 +241,7 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
     record(name, false, result.execution_time_ms);
   } catch (...) {
   }
-  run_hooks(options, HookPhase::Error, name, *hook_args, &result);
+  run_hooks(options, context, HookPhase::Error, name, *hook_args, &result);
   return result;
 }
 
@@ -237,7 +261,9 @@ std::vector<ToolResult> Executor::execute_all(const std::vector<ToolCall>& calls
     fail(result, std::string(kCancelled));
     ToolPtr tool = registry_.resolve(call.name);
     if (tool) result.safety_level = tool->safety_level;
-    run_hooks(options, HookPhase::Error, tool ? tool->name : call.name, call.arguments, &result);
+    NullCallContext null_context;
+    run_hooks(options, options.context ? *options.context : null_context, HookPhase::Error,
+              tool ? tool->name : call.name, call.arguments, &result);
     results.push_back(std::move(result));
   }
   return results;

@@ -55,6 +55,12 @@ std::string_view to_string(HookPhase phase);  // "before" "after" "error"
 using Hook = std::function<void(HookPhase phase, const std::string& tool_name,
                                 const json& args, const ToolResult* result)>;
 
+// A hook that every call runs, whoever made it, after the caller's own
+// hooks (Lisp's *TOOL-EXECUTION-HOOKS*).  CONTEXT is the call's: a hook
+// that waits for other work can be stopped by C-g like the call.
+using StandingHook = std::function<void(HookPhase phase, const std::string& tool_name, const json& args,
+                                        const ToolResult* result, CallContext& context)>;
+
 struct ExecutionOptions {
   ApprovalFunction approve;  // empty ⇒ dangerous tools are denied
   std::vector<Hook> hooks;
@@ -66,6 +72,18 @@ struct ToolStats {
   std::uint64_t failures = 0;
   double total_ms = 0;
 };
+
+// What a caller that runs a call's later steps itself (Lisp's
+// EXECUTE-TOOL-CALLS: approval, hooks and handler in Lisp) takes from the
+// executor: the tool, and the arguments as its handler sees them.
+struct PreparedCall {
+  ToolPtr tool;                      // null for an unknown tool
+  std::optional<std::string> error;  // "Unknown tool: …" or the validation message
+  json arguments;                    // normalized (no null members), when !error
+};
+
+// The text of a denied dangerous call.
+inline constexpr std::string_view kDeniedMessage = "User denied tool execution";
 
 class Executor {
  public:
@@ -85,6 +103,17 @@ class Executor {
   std::vector<ToolResult> execute_all(const std::vector<ToolCall>& calls,
                                       const ExecutionOptions& options) const;
 
+  // Lookup and argument validation, as execute() does them.  Never throws
+  // for bad input.
+  PreparedCall prepare(const std::string& name, const json& args) const;
+
+  // Counts a call that ran outside execute() (see PreparedCall).
+  void record_call(const std::string& name, bool success, double ms) const { record(name, success, ms); }
+
+  // Adds a hook every later call runs.  Call before any call runs (the
+  // composition root does), not while calls run.
+  void add_standing_hook(StandingHook hook) { standing_hooks_.push_back(std::move(hook)); }
+
   // Per-tool counters, by resolved tool name.
   std::map<std::string, ToolStats> stats() const;
   void reset_stats();
@@ -93,8 +122,11 @@ class Executor {
 
  private:
   void record(const std::string& name, bool success, double ms) const;
+  void run_hooks(const ExecutionOptions& options, CallContext& context, HookPhase phase, const std::string& tool_name,
+                 const json& args, const ToolResult* result) const noexcept;
 
   Registry& registry_;
+  std::vector<StandingHook> standing_hooks_;
   mutable std::mutex stats_mutex_;
   mutable std::map<std::string, ToolStats> stats_;
 };

@@ -10,6 +10,7 @@ ToolPtr Registry::register_tool(Tool tool) {
   auto stored = std::make_shared<const Tool>(std::move(tool));
   std::unique_lock lock(mutex_);
   tools_.insert_or_assign(stored->name, stored);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
   return stored;
 }
 

@@ -3,6 +3,8 @@
 // thread and the MCP server may all use it.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
@@ -40,9 +42,14 @@ class Registry {
 
   std::size_t size() const;
 
+  // Changes whenever a tool is registered: a cache of the registry (Lisp's
+  // *AGENT-Q-REGISTRY*) is stale when this differs from what it saw.
+  std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+
  private:
   mutable std::shared_mutex mutex_;
   std::unordered_map<std::string, ToolPtr> tools_;
+  std::atomic<std::uint64_t> generation_{0};
 };
 
 }  // namespace agentq

@@ -1,12 +1,16 @@
 #include "ecl/lisp_tools.hpp"
 
-#include <mutex>
+#include <atomic>
+#include <chrono>
+#include <cctype>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "core/json_limits.hpp"
 #include "ecl/evaluate_tool.hpp"
 #include "ecl/lisp_function.hpp"
+#include "ecl/lisp_json.hpp"
 #include "ecl/lisp_string.hpp"
 #include "ecl/runtime.hpp"
 
@@ -14,8 +18,20 @@ namespace agentq::ecl {
 
 namespace {
 
-std::mutex g_registrar_mutex;
-ToolRegistrar g_registrar;
+// Set once by attach_tool_services, before Lisp boots.
+std::atomic<Executor*> g_executor{nullptr};
+// Lisp's *TOOL-EXECUTION-HOOKS* is non-empty (the worker says so after each
+// job): calls from Emacs and MCP then run them.
+std::atomic<bool> g_lisp_hooks{false};
+
+// The name of the jobs that run Lisp's hooks (not a tool: never listed).
+constexpr const char* kHooksJob = "%tool_hooks";
+
+Executor& executor() {
+  Executor* executor = g_executor.load(std::memory_order_acquire);
+  if (!executor) throw std::runtime_error("no tool registry is attached to this Lisp runtime");
+  return *executor;
+}
 
 // A string designator's text: a string, or a symbol's name in lower case
 // (:string → "string").  Throws for anything else.
@@ -67,35 +83,41 @@ Parameter parameter(cl_object plist, const std::string& tool) {
   return out;
 }
 
-// A tool handled in Lisp: each call is a job of the runtime, which the
-// worker hands to the tool's function in the job-handler table.
-Handler lisp_handler(const std::string& name) {
-  return [name](const json& arguments, CallContext& context) -> ToolOutput {
-    const EvaluateSettings& settings = evaluate_settings();
-    EvalRequest request;
-    request.tool = name;
-    request.arguments = arguments;
-    request.timeout = to_timeout(settings.default_timeout_s.load());
-    request.output_limit = settings.output_limit.load();
-    EvalOutcome outcome = Runtime::instance().evaluate(request, context);
-    return {outcome.success, std::move(outcome.text)};
-  };
+// Who runs a job of TOOL: the tool's timeout and output limit, with the
+// runtime's defaults.
+ToolOutput run_lisp_job(const std::string& tool, const json& arguments, CallContext& context) {
+  const EvaluateSettings& settings = evaluate_settings();
+  EvalRequest request;
+  request.tool = tool;
+  request.arguments = arguments;
+  request.timeout = to_timeout(settings.default_timeout_s.load());
+  request.output_limit = settings.output_limit.load();
+  EvalOutcome outcome = Runtime::instance().evaluate(request, context);
+  return {outcome.success, std::move(outcome.text)};
 }
 
-// (%DEFINE-TOOL name description parameters required safety categories)
-// → NIL, or a string saying what is wrong with the definition.
+// NAME's spelling with '_' for '-', when it names one of the runtime's own
+// tools (which Lisp may not replace); else empty.
+std::string runtime_tool_name(const std::string& name) {
+  std::string canonical = name;
+  for (char& c : canonical)
+    if (c == '-') c = '_';
+  bool own = canonical == "evaluate_lisp" || canonical == "list_definitions" || canonical == "reset_session";
+  return own ? canonical : std::string();
+}
+
+// (%DEFINE-TOOL name description parameters required safety categories register)
+// → NIL, or a string saying what is wrong with the definition.  REGISTER
+// NIL only checks the definition.
 cl_object define_tool(cl_object name, cl_object description, cl_object parameters, cl_object required,
-                      cl_object safety, cl_object categories) {
+                      cl_object safety, cl_object categories, cl_object register_it) {
   std::string failure;
   bool failed = !outside_lisp([&] {
     try {
       Tool tool;
       tool.name = designator_text(name, "the tool's name");
-      std::string canonical = tool.name;
-      for (char& c : canonical)
-        if (c == '-') c = '_';
-      if (canonical == "evaluate_lisp" || canonical == "list_definitions" || canonical == "reset_session")
-        throw ToolDefinitionError(canonical + " is the runtime's own tool; choose another name");
+      if (std::string own = runtime_tool_name(tool.name); !own.empty())
+        throw ToolDefinitionError(own + " is the runtime's own tool; choose another name");
       tool.description = description == ECL_NIL ? "" : designator_text(description, "the description");
       for (cl_object item : list_items(parameters, "the parameters")) tool.parameters.push_back(parameter(item, tool.name));
       tool.required = names(required, ":required");
@@ -107,10 +129,12 @@ cl_object define_tool(cl_object name, cl_object description, cl_object parameter
       tool.safety_level = *parsed;
       tool.categories = names(categories, ":categories");
       tool.kind = HandlerKind::Lisp;
-      tool.handler = lisp_handler(tool.name);
-      std::lock_guard lock(g_registrar_mutex);
-      if (!g_registrar) throw ToolDefinitionError("no tool registry is attached to this Lisp runtime");
-      g_registrar(std::move(tool));
+      std::string job = tool.name;
+      tool.handler = [job](const json& arguments, CallContext& context) { return run_lisp_job(job, arguments, context); };
+      if (register_it == ECL_NIL)
+        validate_tool_definition(tool);
+      else
+        executor().registry().register_tool(std::move(tool));
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -119,14 +143,131 @@ cl_object define_tool(cl_object name, cl_object description, cl_object parameter
   return one_value(failure.empty() ? ECL_NIL : make_lisp_string(failure));
 }
 
-}  // namespace
-
-void set_tool_registrar(ToolRegistrar registrar) {
-  std::lock_guard lock(g_registrar_mutex);
-  g_registrar = std::move(registrar);
+cl_object keyword(std::string_view name) {
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return ecl_make_keyword(upper.c_str());
 }
 
-void define_lisp_tool_functions() { define_lisp_function("%DEFINE-TOOL", define_tool); }
+cl_object string_list(const std::vector<std::string>& strings, bool as_keywords) {
+  cl_object list = ECL_NIL;
+  for (auto it = strings.rbegin(); it != strings.rend(); ++it)
+    list = ecl_cons(as_keywords ? keyword(*it) : make_lisp_string(*it), list);
+  return list;
+}
+
+// (%TOOLS) → the registered tools, sorted by name, each as
+// (NAME DESCRIPTION PARAMETERS REQUIRED SAFETY CATEGORIES KIND), PARAMETERS
+// a list of (:name "x" :type :string :description "…").
+cl_object tools() {
+  std::vector<ToolPtr> found;
+  outside_lisp([&] { found = executor().registry().filter(); });
+  cl_object list = ECL_NIL;
+  for (auto it = found.rbegin(); it != found.rend(); ++it) {
+    const Tool& tool = **it;
+    cl_object parameters = ECL_NIL;
+    for (auto p = tool.parameters.rbegin(); p != tool.parameters.rend(); ++p)
+      parameters = ecl_cons(cl_list(6, keyword("name"), make_lisp_string(p->name), keyword("type"),
+                                    keyword(to_string(p->type)), keyword("description"),
+                                    make_lisp_string(p->description)),
+                            parameters);
+    list = ecl_cons(cl_list(7, make_lisp_string(tool.name), make_lisp_string(tool.description), parameters,
+                            string_list(tool.required, false), keyword(to_string(tool.safety_level)),
+                            string_list(tool.categories, true), keyword(to_string(tool.kind))),
+                    list);
+  }
+  return one_value(list);
+}
+
+cl_object registry_generation() {
+  std::uint64_t generation = 0;
+  outside_lisp([&] { generation = executor().registry().generation(); });
+  return one_value(ecl_make_unsigned_integer(generation));
+}
+
+// (%PREPARE-TOOL-CALL name arguments-json) → ERROR NAME SAFETY KIND
+// ARGUMENTS ARGUMENTS-JSON: lookup and validation as the executor does
+// them.  ERROR is NIL or the call's error text; NAME the tool's name (the
+// given one when unknown); ARGUMENTS the normalized arguments as a hash
+// table, and as JSON text for Emacs.
+cl_object prepare_tool_call(cl_object name, cl_object arguments_json) {
+  std::string given = ecl_stringp(name) ? lisp_string_to_utf8(name) : std::string();
+  std::string text = ecl_stringp(arguments_json) ? lisp_string_to_utf8(arguments_json) : std::string("{}");
+  PreparedCall prepared;
+  std::string normalized;
+  bool ok = outside_lisp([&] {
+    std::optional<json> arguments = parse_json_bounded(text);
+    if (!arguments || !(arguments->is_object() || arguments->is_null())) {
+      prepared.tool = executor().registry().resolve(given);
+      prepared.error = prepared.tool ? "Invalid tool call: the arguments must be an object"
+                                     : "Unknown tool: " + given;
+      return;
+    }
+    if (arguments->is_null()) *arguments = json::object();
+    prepared = executor().prepare(given, *arguments);
+    if (!prepared.error) normalized = prepared.arguments.dump();
+  });
+  if (!ok) prepared.error = "Tool error: the call could not be prepared (out of memory)";
+  cl_env_ptr env = ecl_process_env();
+  const Tool* tool = prepared.tool.get();
+  env->values[1] = make_lisp_string(tool ? tool->name : given);
+  env->values[2] = tool ? keyword(to_string(tool->safety_level)) : ECL_NIL;
+  env->values[3] = tool ? keyword(to_string(tool->kind)) : ECL_NIL;
+  env->values[4] = prepared.error ? ECL_NIL : json_to_lisp(prepared.arguments);
+  env->values[5] = prepared.error ? ECL_NIL : make_lisp_string(normalized);
+  env->values[0] = prepared.error ? make_lisp_string(*prepared.error) : ECL_NIL;
+  env->nvalues = 6;
+  return env->values[0];
+}
+
+// (%RECORD-TOOL-CALL name success ms): the executor's counters.
+cl_object record_tool_call(cl_object name, cl_object success, cl_object ms) {
+  std::string tool = ecl_stringp(name) ? lisp_string_to_utf8(name) : std::string();
+  double milliseconds = ecl_realp(ms) ? ecl_to_double(ms) : 0.0;
+  outside_lisp([&] { executor().record_call(tool, success != ECL_NIL, milliseconds); });
+  return one_value(ECL_NIL);
+}
+
+// (%MONOTONIC-MS): a steady clock in milliseconds, finer than ECL's
+// internal time (1 ms units), for the calls' execution_time_ms.
+cl_object monotonic_ms() {
+  auto now = std::chrono::steady_clock::now().time_since_epoch();
+  return one_value(ecl_make_double_float(std::chrono::duration<double, std::milli>(now).count()));
+}
+
+cl_object set_lisp_hooks(cl_object present) {
+  g_lisp_hooks.store(present != ECL_NIL, std::memory_order_release);
+  return one_value(present);
+}
+
+// The standing hook: Lisp's hooks, in a job of their own, for a call made
+// from Emacs or MCP (Lisp's own calls run them in Lisp).
+void lisp_hooks(HookPhase phase, const std::string& tool, const json& args, const ToolResult* result,
+                CallContext& context) {
+  if (!g_lisp_hooks.load(std::memory_order_acquire)) return;
+  json arguments = {{"phase", std::string(to_string(phase))},
+                    {"tool", tool},
+                    {"arguments", args},
+                    {"result", result ? result->to_json() : json(nullptr)}};
+  run_lisp_job(kHooksJob, arguments, context);
+}
+
+}  // namespace
+
+void attach_tool_services(Executor& executor) {
+  g_executor.store(&executor, std::memory_order_release);
+  executor.add_standing_hook(lisp_hooks);
+}
+
+void define_lisp_tool_functions() {
+  define_lisp_function("%DEFINE-TOOL", define_tool);
+  define_lisp_function("%TOOLS", tools);
+  define_lisp_function("%REGISTRY-GENERATION", registry_generation);
+  define_lisp_function("%PREPARE-TOOL-CALL", prepare_tool_call);
+  define_lisp_function("%RECORD-TOOL-CALL", record_tool_call);
+  define_lisp_function("%SET-LISP-HOOKS", set_lisp_hooks);
+  define_lisp_function("%MONOTONIC-MS", monotonic_ms);
+}
 
 void register_session_tools(Registry& registry) {
   Tool list;
@@ -141,7 +282,9 @@ void register_session_tools(Registry& registry) {
   list.safety_level = SafetyLevel::Safe;
   list.categories = {"execution", "session"};
   list.kind = HandlerKind::Lisp;
-  list.handler = lisp_handler(list.name);
+  list.handler = [](const json& arguments, CallContext& context) {
+    return run_lisp_job("list_definitions", arguments, context);
+  };
   registry.register_tool(std::move(list));
 
   Tool reset;
@@ -154,7 +297,9 @@ void register_session_tools(Registry& registry) {
   reset.safety_level = SafetyLevel::Cautious;
   reset.categories = {"execution", "session"};
   reset.kind = HandlerKind::Lisp;
-  reset.handler = lisp_handler(reset.name);
+  reset.handler = [](const json& arguments, CallContext& context) {
+    return run_lisp_job("reset_session", arguments, context);
+  };
   registry.register_tool(std::move(reset));
 }
 

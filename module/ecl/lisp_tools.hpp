@@ -1,21 +1,23 @@
-// Tools defined in Lisp (AGENT-Q:DEFINE-TOOL): registered in the one
-// registry that Emacs and MCP use, and run as jobs that the worker hands to
-// their Lisp handlers.
+// Tools defined in Lisp (AGENT-Q:DEFINE-TOOL, REGISTER-TOOL) and Lisp's
+// view of the one registry and executor: registered where Emacs and MCP see
+// them, run as jobs that the worker hands to their Lisp handlers, and
+// called from Lisp (EXECUTE-TOOL-CALLS) through the executor's own lookup,
+// validation and counters.
 #pragma once
 
-#include <functional>
-
+#include "core/executor.hpp"
 #include "core/registry.hpp"
-#include "core/tool.hpp"
 
 namespace agentq::ecl {
 
-// Where a tool defined in Lisp is registered: set by the composition root
-// (app/services).  Throws ToolDefinitionError for a bad definition.
-using ToolRegistrar = std::function<void(Tool)>;
-void set_tool_registrar(ToolRegistrar registrar);
+// Gives Lisp the executor (and its registry) every front door uses, and
+// adds the standing hook that runs Lisp's *TOOL-EXECUTION-HOOKS* for calls
+// made from Emacs or MCP.  Called once by the composition root
+// (app/services), before any call runs.
+void attach_tool_services(Executor& executor);
 
-// Defines AGENT-Q::%DEFINE-TOOL.  Call on the worker thread at boot.
+// Defines the AGENT-Q::%… functions of Lisp's tool API.  Call on the
+// worker thread at boot.
 void define_lisp_tool_functions();
 
 // Registers the session tools handled in Lisp: list_definitions (safe)

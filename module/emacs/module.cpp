@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "app/services.hpp"
+#include "core/json_limits.hpp"
 #include "core/schema.hpp"
 #include "ecl/evaluate_tool.hpp"
 #include "ecl/runtime.hpp"
@@ -27,7 +28,7 @@ namespace {
 
 // Bumped when the Elisp ⇄ module interface changes; the Elisp side refuses
 // a module of another version (a stale build).
-constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 4";
+constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 5";
 
 app::Services& core() { return app::services(); }
 
@@ -194,6 +195,43 @@ emacs_value define_tool(const Env& env, ptrdiff_t, emacs_value* args) {
   };
   core().registry.register_tool(std::move(tool));
   return env.str(name);
+}
+
+// (sly-agent-q--module-run-handler NAME ARGUMENTS-JSON) → (SUCCESS . TEXT):
+// only the handler of NAME, a tool handled in Emacs or C++, for Lisp's
+// EXECUTE-TOOL-CALLS, which did the lookup, validation, approval and hooks.
+emacs_value run_handler(const Env& env, ptrdiff_t, emacs_value* args) {
+  std::string name = env.to_string(args[0]);
+  std::optional<json> arguments = parse_json_bounded(env.to_string(args[1]));
+  ToolPtr tool = core().registry.resolve(name);
+  ToolOutput output;
+  if (!tool || tool->kind == HandlerKind::Lisp || !arguments || !arguments->is_object()) {
+    output = {false, "Tool error: " + name + " is not a tool handled in Emacs, or its arguments are not an object"};
+  } else {
+    EmacsCallContext context(env);
+    try {
+      output = tool->handler(*arguments, context);
+    } catch (const std::exception& e) {
+      output = {false, std::string("Tool error: ") + e.what()};
+    }
+    if (env.exit_pending()) throw NonLocalExit();
+    if (!output.success && output.text.empty()) output.text = "Tool failed";
+  }
+  return env.call(env.intern("cons"), {env.boolean(output.success), env.str(output.text)});
+}
+
+// (sly-agent-q--module-parse-json TEXT): JSON text as the Emacs value a
+// handler, an approval or a hook function gets.
+emacs_value parse_json(const Env& env, ptrdiff_t, emacs_value* args) {
+  std::optional<json> value = parse_json_bounded(env.to_string(args[0]));
+  if (!value) throw ConversionError("not valid JSON (or nested deeper than 256 levels)");
+  return from_json(env, *value);
+}
+
+// (sly-agent-q--module-json-text VALUE): VALUE (plist, alist, hash table…)
+// as JSON text, converted as tool-call arguments are.
+emacs_value json_text(const Env& env, ptrdiff_t, emacs_value* args) {
+  return env.str(object_to_json(env, args[0]).dump());
 }
 
 // (sly-agent-q--module-open-channel PIPE-PROCESS): the pipe whose filter
@@ -367,6 +405,13 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
         "(fn APPROVAL-FUNCTION HOOK-FUNCTIONS ID NAME &rest ARGUMENTS)");
   defun(raw, "sly-agent-q--module-define-tool", 6, 6, entry<define_tool>,
         "Register an Elisp-handled tool.\n\n(fn NAME DESCRIPTION PARAMS REQUIRED SAFETY CATEGORIES)");
+  defun(raw, "sly-agent-q--module-run-handler", 2, 2, entry<run_handler>,
+        "Run only the handler of the Emacs-handled tool NAME; return (SUCCESS . TEXT).\n\n"
+        "(fn NAME ARGUMENTS-JSON)");
+  defun(raw, "sly-agent-q--module-parse-json", 1, 1, entry<parse_json>,
+        "JSON TEXT as the value a tool handler gets.\n\n(fn TEXT)");
+  defun(raw, "sly-agent-q--module-json-text", 1, 1, entry<json_text>,
+        "VALUE as JSON text, converted as tool-call arguments are.\n\n(fn VALUE)");
   defun(raw, "sly-agent-q--module-list-tools", 0, 0, entry<list_tools>, "Sorted names of the registered tools.");
   defun(raw, "sly-agent-q--module-open-channel", 1, 1, entry<open_channel>,
         "Serve asynchronous calls through PIPE-PROCESS's filter.\n\n(fn PIPE-PROCESS)");

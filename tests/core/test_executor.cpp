@@ -745,3 +745,59 @@ TEST_F(ExecutorTest, ConcurrentExecution) {
   EXPECT_EQ(executor.stats()["counter"].calls, 2000u);
   EXPECT_EQ(executor.stats()["counter"].failures, 0u);
 }
+
+// ----------------------------------------------------------------------------
+// The steps Lisp's EXECUTE-TOOL-CALLS takes from the executor, and the
+// standing hooks every call runs.
+
+TEST_F(ExecutorTest, PrepareLooksUpAndValidatesAsExecuteDoes) {
+  PreparedCall unknown = executor.prepare("nonexistent", json::object());
+  EXPECT_EQ(unknown.tool, nullptr);
+  EXPECT_EQ(unknown.error, "Unknown tool: nonexistent");
+
+  PreparedCall missing = executor.prepare("describe-symbol", json::object());
+  ASSERT_NE(missing.tool, nullptr);
+  EXPECT_EQ(missing.tool->name, "describe_symbol");
+  EXPECT_EQ(missing.error, executor.execute({"1", "describe_symbol", json::object()}, {}).error);
+
+  PreparedCall ok = executor.prepare("describe_symbol", {{"symbol", "car"}, {"package", nullptr}});
+  EXPECT_FALSE(ok.error);
+  EXPECT_EQ(ok.arguments, json({{"symbol", "car"}}));  // a null member is absent
+}
+
+TEST_F(ExecutorTest, RecordCallCountsLikeExecute) {
+  executor.record_call("describe_symbol", false, 2.5);
+  executor.execute({"1", "describe_symbol", {{"symbol", "car"}}}, {});
+  ToolStats stats = executor.stats().at("describe_symbol");
+  EXPECT_EQ(stats.calls, 2u);
+  EXPECT_EQ(stats.failures, 1u);
+  EXPECT_GE(stats.total_ms, 2.5);
+}
+
+TEST(StandingHooks, RunForEveryCallAfterTheCallersHooksAndNeverBreakIt) {
+  Registry registry;
+  registry.register_tool(make_tool("echo", {param("x")}, {"x"}));
+  Executor executor(registry);
+  std::vector<std::string> seen;
+  CallContext* context_seen = nullptr;
+  executor.add_standing_hook([&](HookPhase phase, const std::string& name, const json&, const ToolResult*,
+                                 CallContext& context) {
+    seen.push_back("standing " + std::string(to_string(phase)) + " " + name);
+    context_seen = &context;
+    throw std::runtime_error("a failing standing hook changes nothing");
+  });
+  ExecutionOptions options;
+  options.hooks.push_back([&](HookPhase phase, const std::string&, const json&, const ToolResult*) {
+    seen.push_back("caller " + std::string(to_string(phase)));
+  });
+  NullCallContext context;
+  options.context = &context;
+
+  ToolResult ok = executor.execute({"1", "echo", {{"x", "a"}}}, options);
+  EXPECT_TRUE(ok.success);
+  ToolResult unknown = executor.execute({"2", "nope", json::object()}, options);
+  EXPECT_EQ(unknown.error, "Unknown tool: nope");
+  EXPECT_EQ(seen, (std::vector<std::string>{"caller before", "standing before echo", "caller after",
+                                            "standing after echo", "caller error", "standing error nope"}));
+  EXPECT_EQ(context_seen, &context);
+}

@@ -238,3 +238,15 @@ TEST(Registry, ConcurrentRegistrationAndLookup) {
   auto names = r.names();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
 }
+
+TEST(RegistryGeneration, ChangesWithEveryRegistration) {
+  agentq::Registry registry;
+  const auto first = registry.generation();
+  registry.register_tool(agentq::testing::make_tool("one"));
+  const auto second = registry.generation();
+  EXPECT_NE(first, second);
+  registry.register_tool(agentq::testing::make_tool("one"));  // a replacement changes it too
+  EXPECT_NE(second, registry.generation());
+  EXPECT_THROW(registry.register_tool(agentq::testing::make_tool("Bad Name")), agentq::ToolDefinitionError);
+  EXPECT_EQ(registry.size(), 1u);
+}

@@ -2,8 +2,8 @@
 
 ;;; Commentary:
 
-;; `agent-q:define-tool' in the embedded ECL puts a tool in the registry
-;; that Elisp and MCP use: it is listed, has a schema, runs synchronously,
+;; `agent-q:define-tool' and `agent-q:register-tool' in the embedded ECL
+;; put a tool in the registry that Elisp and MCP use: it is listed, has a schema, runs synchronously,
 ;; asynchronously and over MCP, asks for approval when dangerous, and its
 ;; handler's errors come back as results.
 
@@ -12,8 +12,8 @@
 (require 'sly-agent-q-test-helpers)
 
 (defun agentq-lisp-tools-define (code)
-  "Evaluate CODE (a define-tool form) and check it succeeded."
-  (agentq-test-eval-ok code))
+  "Register the tool that CODE (a define-tool form) makes, and check it succeeded."
+  (agentq-test-eval-ok (format "(agent-q:register-tool agent-q:*agent-q-registry* %s)" code)))
 
 (ert-deftest sly-agent-q-lisp-tools/defined-in-lisp-used-from-everywhere ()
   (should (equal (agentq-lisp-tools-define
@@ -25,7 +25,7 @@
                                 (let ((text (string-upcase (gethash \"text\" args))))
                                   (format nil \"~{~A~^ ~}\" (make-list (or (gethash \"times\" args) 1)
                                                                       :initial-element text)))))")
-                 "=> \"agentq_lisp_upcase\""))
+                 "=> #<tool agentq_lisp_upcase :safe>"))
   (should (member "agentq_lisp_upcase" (sly-agent-q-list-tools)))
   (let* ((schema (seq-find (lambda (tool) (equal (gethash "name" (gethash "function" tool)) "agentq_lisp_upcase"))
                            (sly-agent-q-tools-schema 'openai)))
