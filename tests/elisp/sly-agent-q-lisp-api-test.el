@@ -374,6 +374,21 @@
     ;; Called from Lisp: the calling evaluation's timeout stops both.
     (should (string-prefix-p "[ERROR] TIMEOUT"
                              (agentq-test-eval-fails "(execute-tool-calls '((:id \"l\" :name \"agentq_api_loops\")))"))))
+  ;; C-g (quit-flag set while Emacs waits, as C-g does) stops both too.
+  (dolist (call '((:id "q" :name "agentq_api_loops")
+                  (:id "q" :name "evaluate_lisp"
+                       :arguments (:code "(execute-tool-calls '((:id \"l\" :name \"agentq_api_loops\")))"))))
+    (let* ((start (float-time))
+           (done nil)
+           (outcome (condition-case nil
+                        (let ((sly-agent-q-wait-functions
+                               (list (lambda (seconds)
+                                       (when (and (not done) (>= seconds 0.3))
+                                         (setq done t quit-flag t))))))
+                          (sly-agent-q-execute-tool-calls (list call)))
+                      (quit 'quitted))))
+      (should (eq outcome 'quitted))
+      (should (< (- (float-time) start) 2))))
   (agentq-test-should-be-alive))
 
 (ert-deftest sly-agent-q-lisp-api/reset-clears-history-and-last-error ()
