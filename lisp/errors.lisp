@@ -50,6 +50,21 @@ nothing, or not at all."
            (format nil "~A was signalled~:[ (its report failed)~;~]."
                    (type-name condition) text)))))
 
+(defun without-object-addresses (text)
+  "TEXT with each #<...> printed object (a stream, say, with its memory
+address) replaced by a word for it: a message that reads the same each
+time, for a model and for a test."
+  (with-output-to-string (out)
+    (loop with start = 0
+          for open = (search "#<" text :start2 start)
+          for close = (and open (position #\> text :start open))
+          while close
+          do (write-string text out :start start :end open)
+             (let ((inside (subseq text (+ open 2) close)))
+               (write-string (if (search "stream" inside) "the text" "an object") out))
+             (setf start (1+ close))
+          finally (write-string text out :start start))))
+
 (defun printing-package ()
   "CL-USER if it still exists (evaluated code may delete it), else CL."
   (or (find-package "CL-USER") (load-time-value (find-package "COMMON-LISP"))))

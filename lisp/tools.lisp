@@ -207,4 +207,5 @@ of CATEGORIES (keywords) when given; both filters apply together."
   "Make sure the built-in tools are registered and *AGENT-Q-REGISTRY* shows
 every tool; return how many tools there are.  Safe to call any number of
 times."
+  (register-built-in-tools)
   (hash-table-count (sync-registry)))

@@ -232,7 +232,7 @@ stacks BINDING-STACK and FRAME-STACK entries deep."
   (register-built-in-job-handlers)
   ;; The contracts' examples use the tool API unqualified, in CL-USER.
   (import-tool-api "CL-USER")
-  (sync-registry)
+  (register-agent-q-tools)
   ;; Last: what the image defines before any evaluated code runs.
   (snapshot-image)
   t)

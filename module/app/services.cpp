@@ -2,6 +2,7 @@
 
 #include "ecl/evaluate_tool.hpp"
 #include "ecl/lisp_tools.hpp"
+#include "ecl/runtime.hpp"
 
 namespace agentq::app {
 
@@ -16,6 +17,16 @@ Services::Services() {
 Services& services() {
   // Never destroyed: threads (the async runner, ECL's) may use it at exit.
   static Services& instance = *new Services;
+  return instance;
+}
+
+Services& services_with_tools() {
+  Services& instance = services();
+  try {
+    ecl::Runtime::instance().ensure_booted();
+  } catch (const std::exception&) {
+    // Reported by the calls that need the runtime.
+  }
   return instance;
 }
 

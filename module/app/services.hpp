@@ -19,4 +19,10 @@ struct Services {
 // The process's services, made on first use.
 Services& services();
 
+// The services once every built-in tool is registered: the Agent-Q tools
+// are defined in Lisp, so this boots the Lisp runtime (once; a boot that
+// fails leaves the tools registered so far, and the calls that need Lisp
+// report the failure).  For anything that looks tools up or lists them.
+Services& services_with_tools();
+
 }  // namespace agentq::app

@@ -131,7 +131,7 @@ void run_batch(const std::shared_ptr<Batch>& batch) {
     else if (batch->cancelled.load())
       batch->results.push_back(interrupted_result(*pending.call));
     else
-      batch->results.push_back(app::services().executor.execute(*pending.call, options));
+      batch->results.push_back(app::services_with_tools().executor.execute(*pending.call, options));
   }
 }
 

@@ -31,6 +31,8 @@ namespace {
 constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 5";
 
 app::Services& core() { return app::services(); }
+// For what looks tools up or lists them: the Lisp-defined tools are there.
+app::Services& tools() { return app::services_with_tools(); }
 
 // ----------------------------------------------------------------------------
 // Module functions.
@@ -88,7 +90,7 @@ template <typename Read>
 emacs_value run_call(const Env& env, const ExecutionOptions& options, Read read) {
   if (options.context->cancelled()) throw NonLocalExit();
   PendingCall pending = read_call(env, read);
-  ToolResult result = pending.call ? core().executor.execute(*pending.call, options) : std::move(pending.invalid);
+  ToolResult result = pending.call ? tools().executor.execute(*pending.call, options) : std::move(pending.invalid);
   if (env.exit_pending()) throw NonLocalExit();
   return result_to_plist(env, result);
 }
@@ -193,7 +195,8 @@ emacs_value define_tool(const Env& env, ptrdiff_t, emacs_value* args) {
     });
     return output;
   };
-  core().registry.register_tool(std::move(tool));
+  // After the built-in tools: an Elisp tool of the same name replaces one.
+  tools().registry.register_tool(std::move(tool));
   return env.str(name);
 }
 
@@ -203,7 +206,7 @@ emacs_value define_tool(const Env& env, ptrdiff_t, emacs_value* args) {
 emacs_value run_handler(const Env& env, ptrdiff_t, emacs_value* args) {
   std::string name = env.to_string(args[0]);
   std::optional<json> arguments = parse_json_bounded(env.to_string(args[1]));
-  ToolPtr tool = core().registry.resolve(name);
+  ToolPtr tool = tools().registry.resolve(name);
   ToolOutput output;
   if (!tool || tool->kind == HandlerKind::Lisp || !arguments || !arguments->is_object()) {
     output = {false, "Tool error: " + name + " is not a tool handled in Emacs, or its arguments are not an object"};
@@ -264,7 +267,7 @@ emacs_value cancel(const Env& env, ptrdiff_t, emacs_value* args) {
 emacs_value async_serve(const Env& env, ptrdiff_t, emacs_value*) { return async::serve(env); }
 
 emacs_value list_tools(const Env& env, ptrdiff_t, emacs_value*) {
-  std::vector<std::string> names = core().registry.names();
+  std::vector<std::string> names = tools().registry.names();
   std::vector<emacs_value> values;
   values.reserve(names.size());
   for (const std::string& name : names) values.push_back(env.str(name));
@@ -283,7 +286,7 @@ emacs_value tools_schema(const Env& env, ptrdiff_t, emacs_value* args) {
     if (!max_level) throw ConversionError("unknown safety level " + level.dump());
   }
   std::vector<std::string> categories = names_list(env, args[2]);
-  return from_json(env, tools_to_schema(core().registry.filter(max_level, categories), *schema_format));
+  return from_json(env, tools_to_schema(tools().registry.filter(max_level, categories), *schema_format));
 }
 
 // (sly-agent-q--module-mcp-request JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)
@@ -291,7 +294,7 @@ emacs_value mcp_request(const Env& env, ptrdiff_t, emacs_value* args) {
   std::string message = env.to_string(args[0]);
   EmacsCallContext context(env);
   ExecutionOptions options = options_for(env, args[1], args[2], context);
-  std::optional<std::string> response = core().server.handle(message, options);
+  std::optional<std::string> response = tools().server.handle(message, options);
   if (env.exit_pending()) throw NonLocalExit();
   return response ? env.str(*response) : Env::sym().nil;
 }

@@ -77,8 +77,16 @@
   (dolist (code (list agentq-lisp-api--describe-symbol agentq-lisp-api--eval-form agentq-lisp-api--write-file))
     (should (string-match-p "\\`=> #<tool [a-z_]+ :[a-z]+>\\'" (agentq-test-eval-ok code)))))
 
+(defmacro agentq-lisp-api--with-examples (&rest body)
+  "Run BODY with the contracts' example tools registered in place of the
+built-in ones of the same names, which are put back afterwards."
+  (declare (indent 0))
+  `(unwind-protect
+       (progn (agentq-lisp-api--define-examples) ,@body)
+     (agentq-test-eval-ok "(register-agent-q-tools)")))
+
 (ert-deftest sly-agent-q-lisp-api/contract-examples-pasted-as-written ()
-  (agentq-lisp-api--define-examples)
+  (agentq-lisp-api--with-examples
   ;; From Elisp, as any tool.
   (let ((described (agentq-test-call "describe_symbol" '(:symbol "car" :package "COMMON-LISP"))))
     (should (plist-get described :success))
@@ -107,10 +115,10 @@
   (let* ((tools (agentq-test-get (agentq-test-mcp '(:jsonrpc "2.0" :id 1 :method "tools/list")) "result" "tools"))
          (described (seq-find (lambda (tool) (equal (gethash "name" tool) "describe_symbol")) tools)))
     (should described)
-    (should (equal (agentq-test-get described "inputSchema" "required") ["symbol"]))))
+    (should (equal (agentq-test-get described "inputSchema" "required") ["symbol"])))))
 
 (ert-deftest sly-agent-q-lisp-api/registry-functions ()
-  (agentq-lisp-api--define-examples)
+  (agentq-lisp-api--with-examples
   (should (equal (agentq-test-eval-ok "(get-tool \"describe_symbol\")") "=> #<tool describe_symbol :safe>"))
   (should (equal (agentq-test-eval-ok "(get-tool \"describe-symbol\")") "=> #<tool describe_symbol :safe>"))
   (should (equal (agentq-test-eval-ok "(get-tool \"nonexistent\")") "=> NIL"))
@@ -164,14 +172,13 @@
   (should (equal (agentq-test-eval-ok "(let ((args (make-hash-table :test 'equal)))
                                          (setf (gethash \"code\" args) \"(* 6 7)\")
                                          (funcall (tool-handler (get-tool \"evaluate_lisp\")) args))")
-                 "=> \"=> 42\"")))
+                 "=> \"=> 42\""))))
 
 (defun agentq-lisp-api--lisp-list (strings)
   "STRINGS as Lisp prints a list of them (short lists only)."
   (concat "(" (mapconcat #'prin1-to-string strings " ") ")"))
 
 (ert-deftest sly-agent-q-lisp-api/execute-tool-calls-results ()
-  (agentq-lisp-api--define-examples)
   (agentq-test-eval-ok "(register-tool *agent-q-registry*
                           (define-tool \"agentq_api_kinds\" \"Returns what it is asked to.\"
                             '((:name \"what\" :type :string) (:name \"n\" :type :integer))

@@ -1,0 +1,368 @@
+;;;; introspection.lisp — the Agent-Q introspection tools that run in the
+;;;; embedded ECL: describe_symbol, apropos_search, function_arglist,
+;;;; list_package_symbols, class_slots, class_hierarchy, macroexpand_form.
+;;;;
+;;;; Each is an ordinary Lisp tool (DEFINE-TOOL, REGISTER-TOOL), registered
+;;;; at boot by REGISTER-AGENT-Q-TOOLS; a user may replace one, and
+;;;; REGISTER-AGENT-Q-TOOLS puts the built-in one back.  Errors are
+;;;; sentences a model can act on: what was not found, where, and what
+;;;; exists instead.
+
+(in-package "AGENT-Q")
+
+(defvar *built-in-tools* '()
+  "Functions that make the built-in Agent-Q tools, in registration order.")
+
+(defmacro define-built-in-tool (name description parameters &rest keys)
+  "Make the built-in tool NAME (see DEFINE-TOOL) part of REGISTER-AGENT-Q-TOOLS."
+  `(progn
+     (setf *built-in-tools*
+           (append (remove ,name *built-in-tools* :key #'car :test #'string=)
+                   (list (cons ,name (lambda () (define-tool ,name ,description ,parameters ,@keys))))))
+     ,name))
+
+(defun register-built-in-tools ()
+  (dolist (entry *built-in-tools*)
+    (register-tool *agent-q-registry* (funcall (cdr entry)))))
+
+;;; Finding things by name.
+
+(defun printed (object &optional (package (printing-package)))
+  "OBJECT printed readably where it can be, bounded, from PACKAGE (CL-USER)."
+  (let ((*package* package))
+    (handler-case (let ((*print-length* 50) (*print-level* 6) (*print-readably* nil) (*print-pretty* nil))
+                    (prin1-to-string object))
+      (serious-condition () "#<unprintable>"))))
+
+(defun qualified-name (symbol)
+  "SYMBOL as PACKAGE:NAME (or PACKAGE::NAME), whatever the current package."
+  (let ((home (symbol-package symbol)))
+    (cond ((null home) (format nil "#:~A" (symbol-name symbol)))
+          ((eq home (find-package "KEYWORD")) (format nil ":~A" (symbol-name symbol)))
+          (t (format nil "~A~:[::~;:~]~A" (package-name home)
+                     (eq (nth-value 1 (find-symbol (symbol-name symbol) home)) :external)
+                     (symbol-name symbol))))))
+
+(defun lookup-package (name)
+  "The package NAME designates, or NIL (and the default package when NAME is NIL)."
+  (if (or (null name) (equal name ""))
+      *package*
+      (find-package (string-upcase name))))
+
+(defun no-package-text (name)
+  (let ((similar (loop for package in (list-all-packages)
+                       for package-name = (package-name package)
+                       when (search (string-upcase name) package-name)
+                         collect package-name)))
+    (format nil "Package ~A not found.~@[ Similar packages: ~{~A~^, ~}.~] Use list_package_symbols or ~
+                 apropos_search to find where a symbol lives."
+            (string-upcase name) (subseq similar 0 (min 5 (length similar))))))
+
+(defun split-qualified (text)
+  "\"pkg:name\" → \"pkg\" \"name\"; \"name\" → NIL \"name\"."
+  (let ((colon (position #\: text)))
+    (if (and colon (plusp colon))
+        (values (subseq text 0 colon) (string-left-trim ":" (subseq text colon)))
+        (values nil (string-left-trim ":" text)))))
+
+(defun symbol-text (text)
+  "The name a reader would make of TEXT: upcased, unless written |like this|."
+  (if (and (> (length text) 1) (char= (char text 0) #\|) (char= (char text (1- (length text))) #\|))
+      (subseq text 1 (1- (length text)))
+      (string-upcase text)))
+
+(defun similar-symbols (name &optional (limit 5))
+  "Up to LIMIT symbols whose names contain NAME (or, failing that, its
+first half), as qualified names."
+  (flet ((matching (part)
+           (let ((found '()))
+             (block search
+               (dolist (package (list-all-packages))
+                 (do-external-symbols (symbol package)
+                   (when (and (eq (symbol-package symbol) package) (search part (symbol-name symbol)))
+                     (pushnew symbol found)
+                     (when (>= (length found) limit) (return-from search))))))
+             found)))
+    (let ((found (or (matching name)
+                     (and (> (length name) 3) (matching (subseq name 0 (ceiling (length name) 2)))))))
+      ;; Closest in length first: MAPCARR suggests MAPCAR before MAPC.
+      (mapcar #'qualified-name
+              (stable-sort found #'< :key (lambda (symbol) (abs (- (length (symbol-name symbol)) (length name)))))))))
+
+(defun find-named-symbol (text package-name)
+  "The symbol TEXT names (\"car\", \"cl:car\", \"|mixedCase|\") in the
+package PACKAGE-NAME (default: the session's).  Returns the symbol, or NIL
+and a sentence saying what was not found and what is similar."
+  (multiple-value-bind (qualifier name) (split-qualified (string-trim " " text))
+    (let* ((package-text (or qualifier package-name))
+           (package (lookup-package package-text)))
+      (cond ((null package) (values nil (no-package-text package-text)))
+            (t (multiple-value-bind (symbol status) (find-symbol (symbol-text name) package)
+                 (if status
+                     symbol
+                     (values nil (format nil "Symbol ~A not found in package ~A.~@[ Did you mean ~{~A~^, ~}?~]"
+                                         (symbol-text name) (package-name package)
+                                         (similar-symbols (symbol-text name)))))))))))
+
+(defmacro with-named-symbol ((symbol text package) &body body)
+  "Run BODY with SYMBOL named by TEXT in PACKAGE, or answer the failure."
+  (let ((problem (gensym)))
+    `(multiple-value-bind (,symbol ,problem) (find-named-symbol ,text ,package)
+       (if ,problem
+           (values nil ,problem)
+           (progn ,@body)))))
+
+(defun lambda-list-text (function-name)
+  "FUNCTION-NAME's lambda list as SLY shows it: \"(test sequence &key key)\"."
+  (multiple-value-bind (list found) (ignore-errors (ext:function-lambda-list function-name))
+    (if found
+        (handler-case (let ((*print-length* 50) (*print-level* 6) (*print-readably* nil)
+                            (*print-pretty* nil) (*print-case* :downcase))
+                        (if (listp list) (princ-to-string list) (format nil "~A" list)))
+          (serious-condition () "(unprintable)"))
+        "(unknown)")))
+
+(defun documentation-text (symbol type)
+  "SYMBOL's documentation of TYPE without the header ECL puts on its own
+\(\"Function in COMMON-LISP package:\", \"Args: (X)\")."
+  (let ((text (ignore-errors (documentation symbol type))))
+    (when (stringp text)
+      (let ((lines (with-input-from-string (in text)
+                     (loop for line = (read-line in nil) while line collect line))))
+        (when (and lines (search " package:" (first lines)) (search " in " (first lines)))
+          (pop lines)
+          (when (and lines (string= "Args:" (string-left-trim " " (first lines)) :end2 (min 5 (length (string-left-trim " " (first lines))))))
+            (pop lines)))
+        (let ((clean (string-trim '(#\Newline #\Space) (format nil "~{~A~^~%~}" lines))))
+          (and (plusp (length clean)) clean))))))
+
+(defun first-line (text)
+  (and text (subseq text 0 (or (position #\Newline text) (length text)))))
+
+(defun symbol-kinds (symbol)
+  "What SYMBOL names, as words: \"macro\", \"generic function\", \"class\"…"
+  (let ((kinds '()))
+    (when (special-operator-p symbol) (push "special operator" kinds))
+    (cond ((macro-function symbol) (push "macro" kinds))
+          ((and (fboundp symbol) (typep (fdefinition symbol) 'generic-function)) (push "generic function" kinds))
+          ((and (fboundp symbol) (not (special-operator-p symbol))) (push "function" kinds)))
+    (cond ((constantp symbol) (unless (keywordp symbol) (push "constant" kinds)))
+          ((boundp symbol) (push "variable" kinds)))
+    (when (find-class symbol nil) (push "class" kinds))
+    (when (keywordp symbol) (push "keyword" kinds))
+    (nreverse kinds)))
+
+;;; The tools.
+
+(define-built-in-tool "describe_symbol"
+  "Describe a Common Lisp symbol in the running image: what it names (function, macro, generic function, special operator, variable, constant, class), its lambda list or value, and its documentation. Use it before calling or redefining something, to learn its signature and purpose. Works for anything the session defined too."
+  '((:name "symbol" :type :string
+     :description "The symbol's name, e.g. \"mapcar\", or qualified: \"alexandria:flatten\". Case-insensitive unless written |likeThis|.")
+    (:name "package" :type :string
+     :description "The package to look the name up in (default: the session's current package, usually CL-USER)."))
+  :required '("symbol")
+  :categories '(:introspection)
+  :handler (lambda (args)
+             (with-named-symbol (symbol (gethash "symbol" args) (gethash "package" args))
+               (with-output-to-string (out)
+                 (let ((kinds (symbol-kinds symbol)))
+                   (format out "~A is ~:[an unbound symbol (it names nothing yet)~;a ~:*~{~A~^, ~}~]."
+                           (qualified-name symbol) kinds)
+                   (when (and (fboundp symbol) (not (special-operator-p symbol)))
+                     (format out "~%Lambda list: ~A" (lambda-list-text symbol)))
+                   (when (and (fboundp symbol) (typep (fdefinition symbol) 'generic-function))
+                     (format out "~%Methods: ~D" (length (clos:generic-function-methods (fdefinition symbol)))))
+                   (when (and (boundp symbol) (not (keywordp symbol)))
+                     (format out "~%Value: ~A" (printed (symbol-value symbol))))
+                   (let ((class (find-class symbol nil)))
+                     (when class
+                       (format out "~%Class: ~A" (printed (class-name (class-of class))))))
+                   (loop for (type label) in '((function "Function") (variable "Variable") (type "Type"))
+                         for doc = (documentation-text symbol type)
+                         when doc do (format out "~%~A documentation: ~A" label doc)))))))
+
+(define-built-in-tool "apropos_search"
+  "Find symbols whose names contain a substring, across all packages or in one. Use it when you know part of a name but not the exact symbol or its package. Returns one line per symbol: its qualified name and what it names."
+  '((:name "pattern" :type :string :description "Substring of the symbol names to find, case-insensitive, e.g. \"hash-table\".")
+    (:name "package" :type :string :description "Only symbols of this package (default: all packages).")
+    (:name "external_only" :type :boolean :description "Only exported symbols (default: false).")
+    (:name "limit" :type :integer :description "At most this many symbols (default 50, at most 500)."))
+  :required '("pattern")
+  :categories '(:introspection)
+  :handler (lambda (args)
+             (let* ((pattern (string-upcase (gethash "pattern" args)))
+                    (package-name (gethash "package" args))
+                    (package (and package-name (lookup-package package-name)))
+                    (external (gethash "external_only" args))
+                    (limit (max 1 (min 500 (or (gethash "limit" args) 50))))
+                    (found '()) (total 0))
+               (if (and package-name (null package))
+                   (values nil (no-package-text package-name))
+                   (progn
+                     (dolist (home (if package (list package) (list-all-packages)))
+                       (flet ((consider (symbol)
+                                (when (and (eq (symbol-package symbol) home) (search pattern (symbol-name symbol)))
+                                  (incf total)
+                                  (when (<= total limit) (push symbol found)))))
+                         (if external
+                             (do-external-symbols (symbol home) (consider symbol))
+                             (do-symbols (symbol home) (consider symbol)))))
+                     (if (null found)
+                         (format nil "No symbols match '~A'~@[ in package ~A~]." (gethash "pattern" args)
+                                 (and package (package-name package)))
+                         (with-output-to-string (out)
+                           (format out "~D symbol~:P match~:[~;es~] '~A'~:[~;, showing ~D~]:"
+                                   total (= total 1) (gethash "pattern" args) (> total limit) limit)
+                           (dolist (symbol (sort found #'string< :key #'qualified-name))
+                             (format out "~%~A~@[ [~{~A~^, ~}]~]" (qualified-name symbol) (symbol-kinds symbol))))))))))
+
+(define-built-in-tool "function_arglist"
+  "Get the lambda list (parameters) of a function, macro or generic function, with the first line of its documentation. Use it to call something correctly."
+  '((:name "function" :type :string :description "The function's name, e.g. \"remove-if\" or \"alexandria:flatten\".")
+    (:name "package" :type :string :description "The package to look the name up in (default: the session's current package)."))
+  :required '("function")
+  :categories '(:introspection)
+  :handler (lambda (args)
+             (with-named-symbol (symbol (gethash "function" args) (gethash "package" args))
+               (if (or (not (fboundp symbol)) (special-operator-p symbol))
+                   (values nil (format nil "~A is not a function or macro~:[~;; it is a special operator~]. ~
+                                            Use describe_symbol to see what it is."
+                                       (qualified-name symbol) (special-operator-p symbol)))
+                   (let ((text (lambda-list-text symbol)))
+                     (format nil "(~(~A~)~:[ ~A~;~*~])~@[~%~A~]"
+                             (symbol-name symbol)
+                             (member text '("()" "nil") :test #'string=)
+                             (if (and (> (length text) 1) (char= (char text 0) #\())
+                                 (subseq text 1 (1- (length text)))
+                                 text)
+                             (first-line (documentation-text symbol 'function))))))))
+
+(define-built-in-tool "list_package_symbols"
+  "List the symbols of a package, with what each names. Use it to explore a library's API (its exported symbols) or to see what a package contains."
+  '((:name "package" :type :string :description "The package's name or nickname, e.g. \"alexandria\" or \"CL-USER\".")
+    (:name "external_only" :type :boolean :description "Only exported symbols (default: true).")
+    (:name "limit" :type :integer :description "At most this many symbols (default 100, at most 1000)."))
+  :required '("package")
+  :categories '(:introspection :packages)
+  :handler (lambda (args)
+             (let* ((name (gethash "package" args))
+                    (package (lookup-package name))
+                    (external (multiple-value-bind (value present) (gethash "external_only" args)
+                                (if present value t)))
+                    (limit (max 1 (min 1000 (or (gethash "limit" args) 100))))
+                    (symbols '()))
+               (if (null package)
+                   (values nil (no-package-text name))
+                   (progn
+                     (if external
+                         (do-external-symbols (symbol package) (push symbol symbols))
+                         (do-symbols (symbol package)
+                           (when (eq (symbol-package symbol) package) (push symbol symbols))))
+                     (setf symbols (sort (remove-duplicates symbols) #'string< :key #'symbol-name))
+                     (if (null symbols)
+                         (format nil "Package ~A has no ~:[symbols of its own~;exported symbols~]." (package-name package) external)
+                         (with-output-to-string (out)
+                           (format out "Package ~A: ~D ~:[~;exported ~]symbol~:P~:[~;, showing ~D~]:"
+                                   (package-name package) (length symbols) external
+                                   (> (length symbols) limit) limit)
+                           (loop for symbol in symbols repeat limit
+                                 do (format out "~%~A~@[ [~{~A~^, ~}]~]" (symbol-name symbol) (symbol-kinds symbol))))))))))
+
+(defun named-class (text package)
+  "The class TEXT names in PACKAGE, or NIL and why not."
+  (multiple-value-bind (symbol problem) (find-named-symbol text package)
+    (cond (problem (values nil problem))
+          ((find-class symbol nil))
+          (t (values nil (format nil "~A names no class~@[ (it is a ~{~A~^, ~})~]. Use apropos_search to find the class's name."
+                                 (qualified-name symbol) (symbol-kinds symbol)))))))
+
+(define-built-in-tool "class_slots"
+  "List the slots of a class (CLOS or structure): each slot's name, initargs, readers and writers, type, initial value form and allocation, including inherited slots. Use it before making instances or writing methods."
+  '((:name "class" :type :string :description "The class's name, e.g. \"standard-object\" or \"my-package:point\".")
+    (:name "package" :type :string :description "The package to look the name up in (default: the session's current package)."))
+  :required '("class")
+  :categories '(:introspection :clos)
+  :handler (lambda (args)
+             (block tool
+              (multiple-value-bind (class problem) (named-class (gethash "class" args) (gethash "package" args))
+               (if problem
+                   (values nil problem)
+                   (progn
+                     (unless (clos:class-finalized-p class)
+                       (handler-case (clos:finalize-inheritance class)
+                         (error (condition)
+                           (return-from tool
+                             (values nil (format nil "Class ~A cannot be finalized yet (~A); define its missing superclasses first."
+                                                 (qualified-name (class-name class)) (condition-message condition)))))))
+                     (let ((slots (clos:class-slots class))
+                           (home (or (symbol-package (class-name class)) (printing-package)))
+                           ;; Readers and writers live on the direct slots.
+                           (direct (loop for super in (clos:class-precedence-list class)
+                                         append (ignore-errors (clos:class-direct-slots super)))))
+                       (if (null slots)
+                           (format nil "Class ~A has no slots." (qualified-name (class-name class)))
+                           (with-output-to-string (out)
+                             (format out "Class ~A (~A), ~D slot~:P:" (qualified-name (class-name class))
+                                     (printed (class-name (class-of class))) (length slots) (length slots))
+                             (dolist (slot slots)
+                               (let* ((name (clos:slot-definition-name slot))
+                                      (own (remove name direct :key #'clos:slot-definition-name :test-not #'eq))
+                                      (readers (remove-duplicates (loop for d in own append (ignore-errors (clos:slot-definition-readers d)))))
+                                      (writers (remove-duplicates (loop for d in own append (ignore-errors (clos:slot-definition-writers d))))))
+                                 (format out "~%- ~A~@[ initargs: ~{~S~^ ~}~]~@[ readers: ~{~A~^ ~}~]~@[ writers: ~{~A~^ ~}~] type: ~A~@[ initform: ~A~] allocation: ~(~A~)"
+                                         (qualified-name name)
+                                         (clos:slot-definition-initargs slot)
+                                         (mapcar (lambda (f) (printed f home)) readers)
+                                         (mapcar (lambda (f) (printed f home)) writers)
+                                         (printed (clos:slot-definition-type slot))
+                                         (and (clos:slot-definition-initfunction slot)
+                                              (printed (clos:slot-definition-initform slot)))
+                                         (clos:slot-definition-allocation slot)))))))))))))
+
+(define-built-in-tool "class_hierarchy"
+  "Show a class's place in the class graph: its superclasses in precedence order up to T, and its direct subclasses. Use it to understand inheritance before adding methods or slots."
+  '((:name "class" :type :string :description "The class's name, e.g. \"simple-error\".")
+    (:name "package" :type :string :description "The package to look the name up in (default: the session's current package)."))
+  :required '("class")
+  :categories '(:introspection :clos)
+  :handler (lambda (args)
+             (multiple-value-bind (class problem) (named-class (gethash "class" args) (gethash "package" args))
+               (if problem
+                   (values nil problem)
+                   (let ((precedence (or (ignore-errors
+                                          (unless (clos:class-finalized-p class) (clos:finalize-inheritance class))
+                                          (clos:class-precedence-list class))
+                                         (cons class (clos:class-direct-superclasses class))))
+                         (subclasses (clos:class-direct-subclasses class)))
+                     (format nil "Class ~A (~A)~%Superclasses (precedence order): ~{~A~^ → ~}~%Direct subclasses: ~:[none~;~:*~{~A~^, ~}~]"
+                             (qualified-name (class-name class)) (printed (class-name (class-of class)))
+                             (mapcar (lambda (c) (qualified-name (class-name c))) (rest precedence))
+                             (sort (mapcar (lambda (c) (qualified-name (class-name c))) subclasses) #'string<)))))))
+
+(define-built-in-tool "macroexpand_form"
+  "Expand the macros of a Lisp form and show the result pretty-printed: one step (MACROEXPAND-1) by default, or until the outermost form is no macro call (MACROEXPAND) with full=true. Use it to understand what a macro does or to debug one."
+  '((:name "form" :type :string :description "The form, as Lisp source text, e.g. \"(with-open-file (s \\\"f\\\") (read s))\".")
+    (:name "package" :type :string :description "The package to read the form in (default: the session's current package).")
+    (:name "full" :type :boolean :description "Expand until the outermost form is no longer a macro call (default: false, one step)."))
+  :required '("form")
+  :categories '(:introspection)
+  :handler (lambda (args)
+            (block tool
+             (let* ((package-name (gethash "package" args))
+                    (package (lookup-package package-name)))
+               (if (null package)
+                   (values nil (no-package-text package-name))
+                   (let* ((*package* package)
+                          (form (handler-case (let ((*read-eval* nil)) (read-from-string (gethash "form" args)))
+                                  (end-of-file ()
+                                    (return-from tool (values nil "The form cannot be read: it ends before it is complete (a missing closing parenthesis or quote?).")))
+                                  (error (condition)
+                                    (return-from tool (values nil (format nil "The form cannot be read: ~A"
+                                                                          (without-object-addresses (condition-message condition)))))))))
+                     (multiple-value-bind (expansion expanded)
+                         (if (gethash "full" args) (macroexpand form) (macroexpand-1 form))
+                       (let ((*print-pretty* t) (*print-right-margin* 80) (*print-case* :downcase)
+                             (*print-length* nil) (*print-level* nil) (*print-readably* nil))
+                         (if expanded
+                             (prin1-to-string expansion)
+                             (format nil "~A~%(not a macro call: nothing to expand)" (prin1-to-string expansion)))))))))))
