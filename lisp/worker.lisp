@@ -90,7 +90,7 @@ instead of leaking it into later results."
   "Run BODY, which returns (values success text), with interrupts let in,
 so that C-g, a timeout or a cancellation abandons it; then put right what
 it may have used up or left behind; NOTE is added to the [ERROR] text of
-an abandoned job.  (A macro: no closure per job.)"
+a job stopped by an interrupt.  (A macro: no closure per job.)"
   `(multiple-value-bind (status text)
        (catch '%job-aborted
          (with-interrupts-allowed
