@@ -129,6 +129,27 @@ Each function gets the seconds waited so far.")
   "Seconds of waiting for Lisp after which progress is shown."
   :type 'number)
 
+(defcustom sly-agent-q-system-directories nil
+  "Directories where the load_system tool looks for your ASDF systems.
+Each directory is searched with all its subdirectories (ASDF's
+`(:tree DIR)'), before ASDF's standard source registry, which has
+Debian's cl-* packages (/usr/share/common-lisp/source/) and
+~/common-lisp/.  The systems found here are yours: the packages they
+make are session definitions, which list_definitions shows and
+reset_session removes; systems from the standard registry stay as part
+of the Lisp image.  The value is read when a load_system call runs, so
+a `let' around a synchronous call counts (an asynchronous call sees the
+value in force when it runs)."
+  :type '(repeat directory)
+  :group 'sly-agent-q)
+
+(defun sly-agent-q--system-directories ()
+  "`sly-agent-q-system-directories' as absolute directory names.
+Called from Lisp by load_system; entries that are not strings are left out."
+  (mapcar (lambda (directory)
+            (file-name-as-directory (expand-file-name (substring-no-properties directory))))
+          (cl-remove-if-not #'stringp sly-agent-q-system-directories)))
+
 (declare-function sly-agent-q--module-execute "sly-agent-q-module" (calls approval hooks))
 (declare-function sly-agent-q--module-execute-call "sly-agent-q-module"
                   (approval hooks id name &rest arguments))
@@ -241,13 +262,30 @@ for `:before') are as for calls made from Emacs."
 (defvar sly-agent-q--progress nil
   "The progress message shown while waiting for Lisp, or nil.")
 
+(defvar sly-agent-q--progress-detail nil
+  "What the running call said it is doing (load_system: the file), or nil.")
+
 (defun sly-agent-q--waiting (seconds)
   "Show progress after waiting SECONDS for Lisp; the module calls this every 0.1 s."
   (run-hook-with-args 'sly-agent-q-wait-functions seconds)
   (when (and (>= seconds sly-agent-q-progress-delay) (not noninteractive))
     (let ((message-log-max nil))
       (setq sly-agent-q--progress
-            (message "sly-agent-q: Lisp is working… %.1fs (C-g to interrupt)" seconds)))))
+            (message "sly-agent-q: %s… %.1fs (C-g to interrupt)"
+                     (or sly-agent-q--progress-detail "Lisp is working") seconds)))))
+
+(defun sly-agent-q--load-progress (text)
+  "Show TEXT, the step a running load_system is at, in the echo area.
+Called from Lisp through `agent-q:eval-in-emacs'; nil TEXT ends it.
+The message is also what the wait's progress message shows from then on."
+  (setq sly-agent-q--progress-detail text)
+  (cond ((and text (not noninteractive))
+         (let ((message-log-max nil))
+           (setq sly-agent-q--progress
+                 (message "sly-agent-q: %s… (C-g to interrupt)" text))))
+        ((and (null text) sly-agent-q--progress)
+         (sly-agent-q--clear-progress)))
+  nil)
 
 (defun sly-agent-q--clear-progress ()
   "Take the progress message away, unless another message replaced it."
@@ -261,10 +299,14 @@ Any progress message the call showed goes when it ends."
   (declare (indent 0) (debug t))
   `(progn
      (sly-agent-q--sync-options)
+     (when sly-agent-q--progress-detail   ; left by an asynchronous load
+       (setq sly-agent-q--progress-detail nil))
      (unwind-protect
          (progn ,@body)
        (when sly-agent-q--progress
-         (sly-agent-q--clear-progress)))))
+         (sly-agent-q--clear-progress))
+       (when sly-agent-q--progress-detail
+         (setq sly-agent-q--progress-detail nil)))))
 
 ;;;; Public API
 
@@ -306,6 +348,11 @@ running call."
 (defun sly-agent-q--async-filter (_process _output)
   "Serve what asynchronous calls need of Emacs, and run finished jobs' callbacks."
   (dolist (finished (sly-agent-q--module-async-serve))
+    ;; A load_system it ran may have left its progress in the echo area.
+    (when sly-agent-q--progress-detail
+      (setq sly-agent-q--progress-detail nil)
+      (when sly-agent-q--progress
+        (sly-agent-q--clear-progress)))
     (let ((callback (gethash (car finished) sly-agent-q--async-callbacks)))
       (remhash (car finished) sly-agent-q--async-callbacks)
       (when callback

@@ -7,13 +7,22 @@
 ;;;; evaluate_lisp, COMPILE, LOAD or a loaded system of the user's defined
 ;;;; counts; what ECL and AGENT-Q came with does not, nor does a definition
 ;;;; evaluated code put in one of the image's own packages (EXT, SI, …).
+;;;; load_system adds to the snapshot: ASDF's packages, and those of the
+;;;; systems it loads that are not the user's (see systems.lisp).
 
 (in-package "AGENT-Q")
 
 (defvar *image-symbols* nil
   "EQ hash table of CL-USER's symbols that were fbound or bound at boot.")
 (defvar *image-packages* '()
-  "The packages that existed at boot.")
+  "The packages that existed at boot, and those load_system made part of
+the image since (ASDF's, and those of systems not the user's).")
+
+(defun image-package-p (package)
+  "True for the packages that are not the session's: the image's, and
+ASDF's own however it was loaded (ASDF could not load a system without
+them, and REQUIRE would not load them again)."
+  (or (member package *image-packages*) (asdf-own-package-p package)))
 
 (defun snapshot-image ()
   "Remember what the image defines before any evaluated code runs."
@@ -30,7 +39,7 @@
 given, sorted by name."
   (let ((found '()) (user (find-package "CL-USER")))
     (dolist (home (if package (list package) (list-all-packages)))
-      (when (or (eq home user) (not (member home *image-packages*)))
+      (when (or (eq home user) (not (image-package-p home)))
         (do-symbols (symbol home)
           (when (and (eq (symbol-package symbol) home)
                      (or (fboundp symbol) (boundp symbol))
@@ -94,8 +103,10 @@ given, sorted by name."
     (when (and (boundp symbol) (symbol-package symbol))
       (ignore-errors (unintern symbol (symbol-package symbol)))))
   (dolist (package (list-all-packages))
-    (unless (member package *image-packages*)
+    (unless (image-package-p package)
       (ignore-errors (delete-package package))))
+  ;; ASDF must not think the systems whose packages just went are loaded.
+  (forget-session-systems)
   (setf *session-package* (printing-package)
         *readtable* (copy-readtable nil)
         *last-error* nil

@@ -42,7 +42,9 @@ still the one running."
   (when (and ext:*interrupts-enabled* (eql (%current-job) id))
     (throw '%job-aborted (values :aborted reason))))
 
-(defun aborted-text (reason timeout-ms)
+(defun aborted-text (reason timeout-ms &optional note)
+  "The [ERROR] text of a job stopped for REASON; NOTE, when given, is a
+line the tool adds."
   (with-output-to-string (out)
     (case reason
       (:timeout
@@ -54,6 +56,7 @@ still the one running."
       (t
        (format out "[ERROR] INTERRUPTED~%Evaluation was interrupted (~A).~%The session is still alive."
                (if (eq reason :quit) "quit by the user" "cancelled"))))
+    (when note (format out "~%~A" note))
     (output-sections-after-error out)))
 
 (defmacro with-interrupts-allowed (&body body)
@@ -83,10 +86,11 @@ instead of leaking it into later results."
         *stdout-capture* (stream-capture *stdout*)
         *stderr-capture* (stream-capture *stderr*)))
 
-(defmacro guarded-job ((timeout-ms) &body body)
+(defmacro guarded-job ((timeout-ms &optional note) &body body)
   "Run BODY, which returns (values success text), with interrupts let in,
 so that C-g, a timeout or a cancellation abandons it; then put right what
-it may have used up or left behind.  (A macro: no closure per job.)"
+it may have used up or left behind; NOTE is added to the [ERROR] text of
+a job stopped by an interrupt.  (A macro: no closure per job.)"
   `(multiple-value-bind (status text)
        (catch '%job-aborted
          (with-interrupts-allowed
@@ -96,10 +100,10 @@ it may have used up or left behind.  (A macro: no closure per job.)"
      (when (or *stack-overflowed* (eq status :aborted) (not status))
        (restore-limits))
      (if (eq status :aborted)
-         (values nil (aborted-text text ,timeout-ms))
+         (values nil (aborted-text text ,timeout-ms ,note))
          (values status text))))
 
-(defparameter +built-in-tools+ '("evaluate_lisp" "list_definitions" "reset_session" "%tool_hooks")
+(defparameter +built-in-tools+ '("evaluate_lisp" "list_definitions" "reset_session" "load_system" "%tool_hooks")
   "The tools (and jobs) of the runtime's own, whose handlers evaluated code may not replace.")
 
 (let ((handlers (make-hash-table :test 'equal)))
@@ -121,7 +125,13 @@ cannot be replaced."
   (defun register-built-in-job-handlers ()
     (setf (gethash "list_definitions" handlers) #'list-definitions
           (gethash "reset_session" handlers) #'reset-session
+          (gethash "load_system" handlers) #'load-system
           (gethash "%tool_hooks" handlers) #'run-tool-hooks-job)))
+
+(defun tool-abort-note (tool)
+  "The line the [ERROR] text of an interrupted call of TOOL adds, or NIL."
+  (when (string= tool "load_system")
+    "The files compiled so far are kept in ASDF's cache: load_system again goes on from there."))
 
 (defun run-job (tool arguments code package flags output-limit timeout-ms)
   "Run one job: an evaluation, or a call of the Lisp-handled tool TOOL.
@@ -130,7 +140,7 @@ Returns true and the result text, or NIL and the [ERROR] text."
       (run-evaluate-job code package flags output-limit timeout-ms)
       (let ((handler (job-handler tool)))
         (if handler
-            (guarded-job (timeout-ms) (call-tool-handler handler arguments output-limit))
+            (guarded-job (timeout-ms (tool-abort-note tool)) (call-tool-handler handler arguments output-limit))
             (values nil (format nil "[ERROR] UNKNOWN-TOOL~%No Lisp handler for the tool ~S." tool))))))
 
 (defun run-evaluate-job (code package flags output-limit timeout-ms)

@@ -102,7 +102,8 @@ std::string runtime_tool_name(const std::string& name) {
   std::string canonical = name;
   for (char& c : canonical)
     if (c == '-') c = '_';
-  bool own = canonical == "evaluate_lisp" || canonical == "list_definitions" || canonical == "reset_session";
+  bool own = canonical == "evaluate_lisp" || canonical == "list_definitions" || canonical == "reset_session" ||
+             canonical == "load_system";
   return own ? canonical : std::string();
 }
 
@@ -301,6 +302,29 @@ void register_session_tools(Registry& registry) {
     return run_lisp_job("reset_session", arguments, context);
   };
   registry.register_tool(std::move(reset));
+
+  // Its time limit is the user's ceiling, as for evaluate_lisp: a first
+  // compile of a big system may need more, but an interrupted load keeps
+  // the files compiled so far, so calling again goes on from there.
+  Tool load;
+  load.name = "load_system";
+  load.description =
+      "Load an ASDF system (a Common Lisp library or project) into this Lisp session, compiling it first "
+      "when needed, so that evaluate_lisp can use its packages and functions. Systems are found in ASDF's "
+      "standard source registry (Debian cl-* packages in /usr/share/common-lisp/source/, ~/common-lisp/) and "
+      "in the directories the user configured. Compiled files are cached outside the sources "
+      "(~/.cache/common-lisp/), so loading again is fast. Returns `Loading system: NAME` and `Loaded: NAME "
+      "(version V)`, followed by any compiler [warnings]; a system that is not found, or a file that does not "
+      "compile, gives an [ERROR] report. Libraries loaded from the system registry stay through "
+      "reset_session; systems from the user's directories are session definitions.";
+  load.parameters = {{"name", ParamType::String,
+                      "The system's name, as in its .asd file, e.g. \"alexandria\" (case does not matter)."}};
+  load.required = {"name"};
+  load.safety_level = SafetyLevel::Cautious;
+  load.categories = {"execution", "session"};
+  load.kind = HandlerKind::Lisp;
+  load.handler = lisp_handler(load.name);
+  registry.register_tool(std::move(load));
 }
 
 }  // namespace agentq::ecl

@@ -20,8 +20,8 @@ void attach_tool_services(Executor& executor);
 // worker thread at boot.
 void define_lisp_tool_functions();
 
-// Registers the session tools handled in Lisp: list_definitions (safe)
-// and reset_session (cautious).
+// Registers the session tools handled in Lisp: list_definitions (safe),
+// reset_session and load_system (cautious).
 void register_session_tools(Registry& registry);
 
 }  // namespace agentq::ecl
