@@ -21,9 +21,13 @@
                    (list (cons ,name (lambda () (define-tool ,name ,description ,parameters ,@keys))))))
      ,name))
 
-(defun register-built-in-tools ()
+(defun register-built-in-tools (&key keep-others)
+  "Register the built-in tools.  KEEP-OTHERS (at boot): leave a tool of the
+same name defined elsewhere (in Emacs, before Lisp booted) in place."
   (dolist (entry *built-in-tools*)
-    (register-tool *agent-q-registry* (funcall (cdr entry)))))
+    (let ((present (and keep-others (gethash (car entry) (sync-registry)))))
+      (unless (and present (not (eq (slot-value present 'kind) :lisp)))
+        (register-tool *agent-q-registry* (funcall (cdr entry)))))))
 
 ;;; Finding things by name.
 

@@ -242,7 +242,8 @@ stacks BINDING-STACK and FRAME-STACK entries deep."
   (register-built-in-job-handlers)
   ;; The contracts' examples use the tool API unqualified, in CL-USER.
   (import-tool-api "CL-USER")
-  (register-agent-q-tools)
+  (when (%tools-attached)
+    (register-built-in-tools :keep-others t))
   ;; Last: what the image defines before any evaluated code runs.
   (snapshot-image)
   t)

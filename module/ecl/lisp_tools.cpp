@@ -96,6 +96,13 @@ ToolOutput run_lisp_job(const std::string& tool, const json& arguments, CallCont
   return {outcome.success, std::move(outcome.text)};
 }
 
+// The handler of a Lisp-handled tool: each call is a job named TOOL.
+Handler lisp_job_handler(std::string tool) {
+  return [tool = std::move(tool)](const json& arguments, CallContext& context) {
+    return run_lisp_job(tool, arguments, context);
+  };
+}
+
 // NAME's spelling with '_' for '-', when it names one of the runtime's own
 // tools (which Lisp may not replace); else empty.
 std::string runtime_tool_name(const std::string& name) {
@@ -130,8 +137,7 @@ cl_object define_tool(cl_object name, cl_object description, cl_object parameter
       tool.safety_level = *parsed;
       tool.categories = names(categories, ":categories");
       tool.kind = HandlerKind::Lisp;
-      std::string job = tool.name;
-      tool.handler = [job](const json& arguments, CallContext& context) { return run_lisp_job(job, arguments, context); };
+      tool.handler = lisp_job_handler(tool.name);
       if (register_it == ECL_NIL)
         validate_tool_definition(tool);
       else
@@ -179,6 +185,10 @@ cl_object tools() {
   }
   return one_value(list);
 }
+
+// (%TOOLS-ATTACHED): whether a registry is attached (not in the runtime's
+// own tests, which have no executor).
+cl_object tools_attached() { return one_value(g_executor.load() ? ECL_T : ECL_NIL); }
 
 cl_object registry_generation() {
   std::uint64_t generation = 0;
@@ -264,6 +274,7 @@ void define_lisp_tool_functions() {
   define_lisp_function("%DEFINE-TOOL", define_tool);
   define_lisp_function("%TOOLS", tools);
   define_lisp_function("%REGISTRY-GENERATION", registry_generation);
+  define_lisp_function("%TOOLS-ATTACHED", tools_attached);
   define_lisp_function("%PREPARE-TOOL-CALL", prepare_tool_call);
   define_lisp_function("%RECORD-TOOL-CALL", record_tool_call);
   define_lisp_function("%SET-LISP-HOOKS", set_lisp_hooks);
@@ -283,9 +294,7 @@ void register_session_tools(Registry& registry) {
   list.safety_level = SafetyLevel::Safe;
   list.categories = {"execution", "session"};
   list.kind = HandlerKind::Lisp;
-  list.handler = [](const json& arguments, CallContext& context) {
-    return run_lisp_job("list_definitions", arguments, context);
-  };
+  list.handler = lisp_job_handler(list.name);
   registry.register_tool(std::move(list));
 
   Tool reset;
@@ -298,9 +307,7 @@ void register_session_tools(Registry& registry) {
   reset.safety_level = SafetyLevel::Cautious;
   reset.categories = {"execution", "session"};
   reset.kind = HandlerKind::Lisp;
-  reset.handler = [](const json& arguments, CallContext& context) {
-    return run_lisp_job("reset_session", arguments, context);
-  };
+  reset.handler = lisp_job_handler(reset.name);
   registry.register_tool(std::move(reset));
 
   // Its time limit is the user's ceiling, as for evaluate_lisp: a first
@@ -323,7 +330,7 @@ void register_session_tools(Registry& registry) {
   load.safety_level = SafetyLevel::Cautious;
   load.categories = {"execution", "session"};
   load.kind = HandlerKind::Lisp;
-  load.handler = lisp_handler(load.name);
+  load.handler = lisp_job_handler(load.name);
   registry.register_tool(std::move(load));
 }
 

@@ -195,8 +195,9 @@ emacs_value define_tool(const Env& env, ptrdiff_t, emacs_value* args) {
     });
     return output;
   };
-  // After the built-in tools: an Elisp tool of the same name replaces one.
-  tools().registry.register_tool(std::move(tool));
+  // Does not boot Lisp (Elisp tools are defined at load time); the boot
+  // leaves an Elisp tool that has a built-in tool's name in place.
+  core().registry.register_tool(std::move(tool));
   return env.str(name);
 }
 
