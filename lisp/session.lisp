@@ -111,6 +111,7 @@ given, sorted by name."
         *readtable* (copy-readtable nil)
         *last-error* nil
         - nil + nil ++ nil +++ nil * nil ** nil *** nil / nil // nil /// nil)
+  (clear-repl-records)
   ;; CL-USER has the tool API again (evaluated code may have uninterned it).
   (import-tool-api (printing-package))
   (with-standard-io-syntax

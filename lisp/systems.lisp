@@ -288,11 +288,26 @@ POSITION of FILE, or NIL."
                        (return line))
                       ((char= char #\Newline) (incf line))))))))
 
+(defun compiler-message-body (condition)
+  "What an ECL compiler message says, without where: its format control
+and arguments, or (when those are empty, as for an undefined variable)
+the last \"! …\" or \"* …\" line of its report."
+  (let ((message (handler-case (apply #'format nil (simple-condition-format-control condition)
+                                      (simple-condition-format-arguments condition))
+                   (error () ""))))
+    (if (plusp (length (string-trim " " message)))
+        message
+        (let* ((report (condition-message condition))
+               (lines (with-input-from-string (in report)
+                        (loop for line = (read-line in nil) while line collect (string-trim " " line))))
+               (said (find-if (lambda (line) (and (> (length line) 2) (member (char line 0) '(#\! #\*))
+                                                   (char= (char line 1) #\Space)))
+                              lines :from-end t)))
+          (if said (subseq said 2) report)))))
+
 (defun compiler-message-text (condition)
   "An ECL compiler message as one line, MESSAGE (FILE:LINE)."
-  (let* ((message (handler-case (apply #'format nil (simple-condition-format-control condition)
-                                       (simple-condition-format-arguments condition))
-                    (error () (condition-message condition))))
+  (let* ((message (compiler-message-body condition))
          (file (ignore-errors (slot-value condition (find-symbol "FILE" "C"))))
          (position (ignore-errors (slot-value condition 'position)))
          (line (and file (integerp position) (>= position 0) (file-line file position))))
