@@ -115,6 +115,8 @@ form's values and the package in force at the end."
             do (setf - form
                      values (multiple-value-list (eval-form form))
                      any t)
+               ;; Definitions go into the who-calls index (xref.lisp).
+               (xref-note form)
                ;; The REPL's history, as a listener keeps it.
                (setf +++ ++ ++ + + form
                      /// // // / / values

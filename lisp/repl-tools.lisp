@@ -73,6 +73,19 @@
           (format nil "~A: ~A~@[ (line ~D)~]" kind (without-object-addresses (one-line message)) line))
         (format nil "~A: ~A" kind (without-object-addresses (one-line (condition-message condition)))))))
 
+(defun read-forms (text package)
+  "The forms of TEXT read in PACKAGE (what can be read of them)."
+  (let ((*package* package) (*read-eval* nil) (forms '()) (eof '#:eof))
+    (ignore-errors
+     (with-input-from-string (in text)
+       (loop for form = (read in nil eof)
+             until (eq form eof)
+             do (push form forms)
+                (when (and (consp form) (eq (car form) 'in-package))
+                  (let ((next (find-package (second form))))
+                    (when next (setf *package* next)))))))
+    (nreverse forms)))
+
 (defun compile-and-load (text package)
   "Compile TEXT (forms, read in PACKAGE) with COMPILE-FILE and load the
 result.  Returns true and a summary, or NIL and the [ERROR] text; the
@@ -113,6 +126,10 @@ compiler's warnings go to *WARNINGS*."
                                         (reverse errors))))
                    (t
                     (let ((*package* package)) (load fasl :verbose nil :print nil))
+                    (let ((forms (read-forms text package)))
+                      (dolist (form forms) (let ((*package* package)) (xref-note form)))
+                      (dolist (warning (undefined-function-warnings forms package))
+                        (push warning *warnings*)))
                     (values t (format nil "; Compiled with ~A and loaded." (compiler-name)))))))
       (ignore-errors
        (dolist (file (directory (format nil "~A*.*" directory)))

@@ -112,6 +112,7 @@ given, sorted by name."
         *last-error* nil
         - nil + nil ++ nil +++ nil * nil ** nil *** nil / nil // nil /// nil)
   (clear-repl-records)
+  (xref-forget-session)
   ;; CL-USER has the tool API again (evaluated code may have uninterned it).
   (import-tool-api (printing-package))
   (with-standard-io-syntax

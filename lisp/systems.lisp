@@ -234,6 +234,11 @@ a half-loaded Debian system must survive reset_session just the same."
                    (image (and system (image-system-p system (load-tracking-user-directories tracking)))))
               (when (and system image)
                 (setf (gethash (asdf-call "COMPONENT-NAME" system) *image-systems*) t))
+              ;; A source file just loaded: into the xref index, with its lines.
+              (when (and system (typep operation (asdf-symbol "LOAD-OP"))
+                         (typep component (asdf-symbol "CL-SOURCE-FILE")))
+                (let ((file (ignore-errors (asdf-call "COMPONENT-PATHNAME" component))))
+                  (when file (xref-index-file file (not image)))))
               (dolist (package (list-all-packages))
                 (unless (member package before)
                   (if image

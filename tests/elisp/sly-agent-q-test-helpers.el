@@ -132,6 +132,35 @@ Return the parsed response, or nil for no response."
       (should (stringp response))
       (agentq-test-json response))))
 
+;;;; Tools, from Elisp and over MCP
+
+(defun agentq-test-tool-both (name arguments)
+  "Call tool NAME with ARGUMENTS from Elisp and over MCP.
+Check both answers agree; return (SUCCESS . CONTENT)."
+  (let* ((result (agentq-test-call name arguments))
+         (response (agentq-test-mcp `(:jsonrpc "2.0" :id 9 :method "tools/call"
+                                               :params (:name ,name :arguments ,(or arguments (make-hash-table))))))
+         (rpc-error (gethash "error" response)))
+    (if rpc-error
+        ;; MCP answers invalid arguments with a JSON-RPC error, as its spec has it.
+        (progn (should (equal (gethash "code" rpc-error) -32602))
+               (should-not (plist-get result :success)))
+      (should (equal (agentq-test-get response "result" "content" 0 "text") (plist-get result :content)))
+      (should (eq (eq (agentq-test-get response "result" "isError") t) (not (plist-get result :success)))))
+    (cons (plist-get result :success) (plist-get result :content))))
+
+(defun agentq-test-tool-ok (name arguments)
+  "Call tool NAME with ARGUMENTS both ways; assert success; return the content."
+  (let ((answer (agentq-test-tool-both name arguments)))
+    (should (car answer))
+    (cdr answer)))
+
+(defun agentq-test-tool-fails (name arguments)
+  "Call tool NAME with ARGUMENTS both ways; assert failure; return the content."
+  (let ((answer (agentq-test-tool-both name arguments)))
+    (should-not (car answer))
+    (cdr answer)))
+
 ;;;; Subprocesses
 
 (defun agentq-test-emacs-binary ()
