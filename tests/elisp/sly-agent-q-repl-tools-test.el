@@ -38,6 +38,19 @@
   (should (string-prefix-p "No error recorded" (agentq-test-tool-ok "get_last_error" nil)))
   (should (string-prefix-p "The REPL history is empty" (agentq-test-tool-ok "get_repl_history" nil))))
 
+(ert-deftest sly-agent-q-repl-tools/over-mcp ()
+  (dolist (case '(("eval_form" (:form "(* 6 7)") "=> 42" :false)
+                  ("eval_form" (:form "(car 1)") "[ERROR] " t)
+                  ("compile_form" (:form "(defun agentq-mcp-compiled (x) x)") "; Compiled with ECL's " :false)
+                  ("compile_form" (:form "(defun agentq-mcp-bad (x) (car x 1))") "[ERROR] COMPILE-ERROR" t)))
+    (pcase-let ((`(,name ,arguments ,prefix ,is-error) case))
+      (let ((response (agentq-test-mcp `(:jsonrpc "2.0" :id 5 :method "tools/call"
+                                                  :params (:name ,name :arguments ,arguments)))))
+        (should (string-prefix-p prefix (agentq-test-get response "result" "content" 0 "text")))
+        (should (eq (agentq-test-get response "result" "isError") is-error)))))
+  (should (string-match-p "compile_form (failed): (defun agentq-mcp-bad"
+                          (agentq-test-tool-ok "get_repl_history" '(:limit 1)))))
+
 (ert-deftest sly-agent-q-repl-tools/compile-form-reports-the-compilers-findings ()
   (let ((compiled (agentq-test-call "compile_form"
                                     '(:form "(defun agentq-compiled (x)\n  (agentq-nowhere x)\n  (+ agentq-free-var x))"))))
