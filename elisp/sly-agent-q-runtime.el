@@ -106,12 +106,13 @@ Longer output is cut with a visible \"output truncated\" marker."
   :type 'integer
   :set #'sly-agent-q--set-option)
 
-(declare-function sly-agent-q-ask-approval "sly-agent-q-tools" (tool-name args))
+(declare-function sly-agent-q-approve "sly-agent-q-approval" (tool-name args))
 
-(defcustom sly-agent-q-approval-function #'sly-agent-q-ask-approval
+(defcustom sly-agent-q-approval-function #'sly-agent-q-approve
   "Function deciding whether a dangerous tool may run.
 Called as (FUNCTION TOOL-NAME ARGS) with ARGS a hash table with string
-keys; returns `:approved', `:denied' or (:modified NEW-ARGS).  nil means
+keys; returns `:approved', `:denied', (:denied REASON) — the model is
+told \"Denied by user: REASON\" — or (:modified NEW-ARGS).  nil means
 dangerous tools are always denied."
   :type '(choice (const :tag "Deny every dangerous tool" nil) function))
 
@@ -246,6 +247,7 @@ function that fails denies."
        (condition-case nil
            (cons "modified" (sly-agent-q--module-json-text arguments))
          (error "denied")))
+      (`(:denied ,(and (pred stringp) reason)) (cons "denied" reason))
       (_ "denied"))))
 
 (defun sly-agent-q--run-hooks-for-lisp (phase name json result)

@@ -51,18 +51,8 @@ keywords; a tool needs one of them) filter the tools."
 A list of (NAME :calls N :failures N :total-ms MS)."
   (sly-agent-q--module-stats))
 
-(defun sly-agent-q-ask-approval (tool-name args)
-  "Ask in the minibuffer whether the dangerous tool TOOL-NAME may run.
-ARGS is the arguments hash table.  In batch Emacs the answer is no."
-  (if noninteractive
-      :denied
-    (let ((shown (condition-case nil
-                     (json-serialize args)
-                   (error (prin1-to-string args)))))
-      (if (y-or-n-p (format "Run dangerous tool %s with %s? "
-                            tool-name (truncate-string-to-width shown 200 nil nil "…")))
-          :approved
-        :denied))))
+(declare-function sly-agent-q-approve "sly-agent-q-approval" (tool-name args))
+(define-obsolete-function-alias 'sly-agent-q-ask-approval #'sly-agent-q-approve "0.2")
 
 (provide 'sly-agent-q-tools)
 

@@ -24,6 +24,7 @@
 
 (require 'sly-agent-q-runtime)
 (require 'sly-agent-q-tools)
+(require 'sly-agent-q-approval)
 (require 'sly-agent-q-commands)
 
 (provide 'sly-agent-q)

@@ -13,8 +13,8 @@
 (defvar *approval-handler* nil
   "Who approves the dangerous tools that Lisp calls (EXECUTE-TOOL-CALLS):
 NIL, or a function called with the tool object and the arguments (a hash
-table with string keys) that returns :APPROVED, :DENIED or
-\(:MODIFIED NEW-ARGUMENTS).  When NIL, the Emacs
+table with string keys) that returns :APPROVED, :DENIED, (:DENIED REASON)
+\(the result says \"Denied by user: REASON\") or (:MODIFIED NEW-ARGUMENTS).  When NIL, the Emacs
 `sly-agent-q-approval-function' decides; with neither, dangerous tools are
 denied.  Calls made from Emacs or MCP always ask Emacs.")
 
@@ -157,6 +157,8 @@ read the value it prints.  Signals EMACS-ERROR, also when no Emacs waits."
     (cond ((equal answer "approved") :approved)
           ((and (consp answer) (equal (car answer) "modified") (stringp (cdr answer)))
            (list :modified-json (cdr answer)))
+          ((and (consp answer) (equal (car answer) "denied") (stringp (cdr answer)))
+           (list :denied (cdr answer)))
           (t :denied))))
 
 (defun run-emacs-hooks (phase name arguments-json result)
@@ -346,6 +348,9 @@ string keys; as a fourth value, what is wrong with it, or NIL."
                                                         (error () "null"))))))
                               (when again
                                 (return-from execute-tool-call (finish nil again)))))
+                           ((and (consp decision) (eq (car decision) :denied) (stringp (second decision)))
+                            (return-from execute-tool-call
+                              (finish nil (format nil "Denied by user: ~A" (second decision)))))
                            (t (return-from execute-tool-call (finish nil "User denied tool execution"))))))
                  (hook :before nil)
                  (multiple-value-bind (success text)

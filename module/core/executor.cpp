@@ -198,7 +198,7 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
           }
           case ApprovalKind::Denied:
           default:
-            message = std::string(kDeniedMessage);
+            message = decision.reason.empty() ? std::string(kDeniedMessage) : "Denied by user: " + decision.reason;
             break;
         }
       }

@@ -41,6 +41,9 @@ enum class ApprovalKind { Approved, Denied, Modified };
 struct ApprovalDecision {
   ApprovalKind kind = ApprovalKind::Denied;
   json arguments;  // the new arguments when kind == Modified
+  // When denied: what the person said, for the model ("Denied by user:
+  // REASON"); empty for a plain denial.
+  std::string reason;
 };
 
 // Asked on the calling thread for every dangerous tool.  May take minutes.

@@ -75,6 +75,16 @@ ApprovalFunction elisp_approval(const Env& env, emacs_value function) {
       throw;
     }
     if (env.eq(answer, s.approved_kw)) return ApprovalDecision{ApprovalKind::Approved, {}};
+    // (:denied "what the person said")
+    if (env.eq(env.type_of(answer), s.cons_type) && env.eq(env.call(s.car, {answer}), s.denied_kw)) {
+      ApprovalDecision denied{ApprovalKind::Denied, {}};
+      emacs_value rest = env.call(s.cdr, {answer});
+      if (env.eq(env.type_of(rest), s.cons_type)) {
+        emacs_value reason = env.call(s.car, {rest});
+        if (env.eq(env.type_of(reason), s.string)) denied.reason = env.to_string(reason);
+      }
+      return denied;
+    }
     if (env.eq(env.type_of(answer), s.cons_type) && env.eq(env.call(s.car, {answer}), s.modified_kw)) {
       emacs_value rest = env.call(s.cdr, {answer});
       if (!env.is_nil(rest) && !env.eq(env.type_of(rest), s.cons_type))  // (:modified . junk)

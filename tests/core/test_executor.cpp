@@ -801,3 +801,17 @@ TEST(StandingHooks, RunForEveryCallAfterTheCallersHooksAndNeverBreakIt) {
                                             "standing after echo", "caller error", "standing error nope"}));
   EXPECT_EQ(context_seen, &context);
 }
+
+TEST_F(ExecutorTest, ADenialWithAReasonTellsTheModelWhy) {
+  ExecutionOptions options;
+  options.approve = [](const Tool&, const json&) {
+    ApprovalDecision decision{ApprovalKind::Denied, {}};
+    decision.reason = "use a temporary directory instead";
+    return decision;
+  };
+  ToolResult result = executor.execute({"1", "write_file", {{"path", "/x"}, {"content", "c"}}}, options);
+  EXPECT_FALSE(result.success);
+  EXPECT_EQ(result.error, "Denied by user: use a temporary directory instead");
+  EXPECT_FALSE(result.approved);
+  EXPECT_EQ(write_runs, 0);
+}

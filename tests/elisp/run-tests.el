@@ -24,7 +24,7 @@
   (add-to-list 'load-path (expand-file-name "elisp" root))
   (add-to-list 'load-path here)
   ;; Batch Emacs would ask nobody: approvals are set by each test that
-  ;; needs one; the default (sly-agent-q-ask-approval) denies in batch.
+  ;; needs one; the default (sly-agent-q-approve) denies in batch.
   (require 'sly-agent-q)
   (require 'sly-agent-q-test-helpers)
   (dolist (file (directory-files here t "-test\\.el\\'"))

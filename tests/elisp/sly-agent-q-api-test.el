@@ -428,7 +428,7 @@
   "The default approval function (which would ask) denies in batch Emacs."
   (let ((name (agentq-test--define-danger))
         (sly-agent-q-approval-function (default-value 'sly-agent-q-approval-function)))
-    (should (eq sly-agent-q-approval-function #'sly-agent-q-ask-approval))
+    (should (eq sly-agent-q-approval-function #'sly-agent-q-approve))
     (should (equal (plist-get (agentq-test-call name '(:path "p")) :error)
                    "User denied tool execution"))
     (should (null agentq-test--danger-runs))))
