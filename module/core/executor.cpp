@@ -81,6 +81,10 @@ ApprovalDecision ask_approval(const ExecutionOptions& options, const Tool& tool,
 
 }  // namespace
 
+std::string denied_text(const Tool& tool) {
+  return tool.denied_message.empty() ? std::string(kDeniedMessage) : tool.denied_message;
+}
+
 std::string_view to_string(HookPhase phase) {
   switch (phase) {
     case HookPhase::Before: return "before";
@@ -177,6 +181,18 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
     auto message = validate_arguments(*tool, *args);
     if (!message) {
       args = &normalized_args(*args, storage);
+      if (tool->check) {
+        try {
+          message = tool->check(*args, context);
+        } catch (const std::exception& e) {
+          message = std::string("Tool error: ") + e.what();
+        } catch (...) {
+          message = "Tool error: unknown exception";
+        }
+        if (message && message->empty()) message = "Tool failed";
+      }
+    }
+    if (!message) {
       if (tool->safety_level == SafetyLevel::Dangerous) {
         clock.pause();
         ApprovalDecision decision = ask_approval(options, *tool, *args);
@@ -198,7 +214,7 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
           }
           case ApprovalKind::Denied:
           default:
-            message = std::string(kDeniedMessage);
+            message = denied_text(*tool);
             break;
         }
       }
