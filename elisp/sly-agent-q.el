@@ -25,6 +25,7 @@
 (require 'sly-agent-q-runtime)
 (require 'sly-agent-q-tools)
 (require 'sly-agent-q-commands)
+(require 'sly-agent-q-buffer-tools)
 
 (provide 'sly-agent-q)
 
