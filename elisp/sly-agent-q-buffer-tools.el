@@ -446,6 +446,8 @@ by a buffer with unsaved changes."
     (sly-agent-q--local-files
       (cond ((file-directory-p file)
              (sly-agent-q-tool-fail "%s is a directory; give the path of a file to write." file))
+            ((directory-name-p file)
+             (sly-agent-q-tool-fail "%s ends in a slash, so it names a directory; give the path of a file to write." file))
             ((and (file-exists-p file) (not (file-regular-p file)))
              (sly-agent-q-tool-fail "%s is not a regular file (it is a pipe, a socket or a device); it was left alone." file))))
     (list file (sly-agent-q--unmodified-visitor file))))

@@ -572,6 +572,9 @@ in an immutable one.  The flag is removed when the test ends."
       ;; Errors.
       (should (equal (agentq-bt-fails "write_file" '(:path "new" :content "x"))
                      (format "%snew is a directory; give the path of a file to write." dir)))
+      (should (equal (agentq-bt-fails "write_file" '(:path "fresh/" :content "x"))
+                     (format "%sfresh/ ends in a slash, so it names a directory; give the path of a file to write." dir)))
+      (should-not (file-exists-p (expand-file-name "fresh" dir)))
       (should (equal (agentq-bt-fails "write_file" '(:path "x.txt" :content 5))
                      "Invalid argument 'content': expected string, got integer"))
       (should (equal (agentq-bt-fails "write_file" '(:path "x.txt")) "Missing required argument: content"))
