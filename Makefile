@@ -28,7 +28,7 @@ $(BUILD_DIR)/Makefile: CMakeLists.txt
 
 build: deps $(BUILD_DIR)/Makefile
 	cmake --build $(BUILD_DIR) -j $(JOBS)
-	$(EMACS) -Q --batch -L elisp --eval '(setq byte-compile-error-on-warn t)' -f batch-byte-compile elisp/*.el
+	$(EMACS) -Q --batch -L elisp --eval '(setq byte-compile-error-on-warn t load-prefer-newer t)' -f batch-byte-compile elisp/*.el
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

@@ -20,7 +20,12 @@
 
 (define-error 'sly-agent-q-error "sly-agent-q error")
 
-(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 5"
+(define-error 'sly-agent-q-tool-failure "Tool failure")
+;; Signalled by a tool's handler or check (see `sly-agent-q-tool-fail'):
+;; the call fails with the message as its content, as written, where any
+;; other error gives "Tool error: MESSAGE".
+
+(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 6"
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -168,6 +173,9 @@ Called from Lisp by load_system; entries that are not strings are left out."
 (defvar sly-agent-q--elisp-handlers (make-hash-table :test 'equal)
   "Handlers of tools defined with `sly-agent-q-define-tool', by name.")
 
+(defvar sly-agent-q--elisp-checks (make-hash-table :test 'equal)
+  "The :check functions of tools defined with `sly-agent-q-define-tool', by name.")
+
 ;;;; Loading the module
 
 (defun sly-agent-q--module-path ()
@@ -200,6 +208,14 @@ Called from Lisp by load_system; entries that are not strings are left out."
 
 ;;;; Calls from the module
 
+(defun sly-agent-q--failure-text (err)
+  "The text of a failed call whose handler or check signalled ERR.
+`sly-agent-q-tool-failure' gives its message as written; any other
+error \"Tool error: MESSAGE\"."
+  (if (and (eq (car err) 'sly-agent-q-tool-failure) (stringp (cadr err)))
+      (cadr err)
+    (concat "Tool error: " (error-message-string err))))
+
 (defun sly-agent-q--call-elisp-handler (name args)
   "Run the Elisp handler of tool NAME with ARGS (a hash table).
 Returns (t . CONTENT) or (nil . ERROR-MESSAGE)."
@@ -209,7 +225,16 @@ Returns (t . CONTENT) or (nil . ERROR-MESSAGE)."
       (condition-case err
           (let ((value (funcall handler args)))
             (cons t (if (stringp value) value (prin1-to-string value))))
-        (error (cons nil (concat "Tool error: " (error-message-string err))))))))
+        (error (cons nil (sly-agent-q--failure-text err)))))))
+
+(defun sly-agent-q--call-elisp-check (name args)
+  "Run the :check function of tool NAME with ARGS (a hash table).
+Returns nil when the call may go on, or the text it fails with."
+  (let ((check (gethash name sly-agent-q--elisp-checks)))
+    (when check
+      (condition-case err
+          (progn (funcall check args) nil)
+        (error (sly-agent-q--failure-text err))))))
 
 (defun sly-agent-q--eval-for-lisp (text)
   "Evaluate TEXT, one Emacs Lisp form sent by `agent-q:eval-in-emacs'.

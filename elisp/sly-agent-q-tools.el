@@ -13,13 +13,15 @@
 (require 'sly-agent-q-runtime)
 
 (declare-function sly-agent-q--module-define-tool "sly-agent-q-module"
-                  (name description params required safety categories))
+                  (name description params required safety categories
+                        &optional denied-message check-p))
 (declare-function sly-agent-q--module-list-tools "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-stats "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-tools-schema "sly-agent-q-module" (format max-level categories))
 
 (cl-defun sly-agent-q-define-tool (name description params
-                                        &key required (safety-level :safe) categories handler)
+                                        &key required (safety-level :safe) categories handler
+                                        check denied-message)
   "Define the Elisp-handled tool NAME, visible to Lisp, Elisp and MCP.
 DESCRIPTION tells the model when to use it.  PARAMS is a list of plists
 \(:name \"x\" :type :string :description \"…\") with types :string
@@ -27,12 +29,39 @@ DESCRIPTION tells the model when to use it.  PARAMS is a list of plists
 names, SAFETY-LEVEL is :safe, :cautious or :dangerous, CATEGORIES a list
 of keywords.  HANDLER is called with a hash table of the arguments
 \(string keys) and returns a string, or any value to be printed.
+
+An error the handler signals fails the call with \"Tool error:
+MESSAGE\"; `sly-agent-q-tool-fail' fails it with its message as written.
+
+CHECK, when given, is called with the arguments after they are
+validated and before a dangerous tool's approval is asked (and before
+the hooks): it returns normally to let the call go on, or signals an
+error to fail it, as a handler does, without asking anyone.  It sees
+the model's arguments; arguments an approval modified are not checked
+again.  DENIED-MESSAGE is the text of a denied call of this tool, in
+place of \"User denied tool execution\".
+
 Redefining a tool replaces it.  Returns NAME."
   (unless (functionp handler)
     (signal 'sly-agent-q-error (list (format "Tool %s needs a :handler function" name))))
+  (when (and check (not (functionp check)))
+    (signal 'sly-agent-q-error (list (format "Tool %s: :check must be a function" name))))
+  (when (and denied-message (not (stringp denied-message)))
+    (signal 'sly-agent-q-error (list (format "Tool %s: :denied-message must be a string" name))))
   (prog1 (sly-agent-q--module-define-tool name description params required
-                                          safety-level categories)
-    (puthash name handler sly-agent-q--elisp-handlers)))
+                                          safety-level categories denied-message (and check t))
+    (puthash name handler sly-agent-q--elisp-handlers)
+    (if check
+        (puthash name check sly-agent-q--elisp-checks)
+      (remhash name sly-agent-q--elisp-checks))))
+
+(defun sly-agent-q-tool-fail (format-string &rest args)
+  "Fail the running tool call with a message of its own.
+Called from a tool's handler or :check: the call fails with
+\(format FORMAT-STRING ARGS...) as its content, as written, where any
+other error would give \"Tool error: MESSAGE\".  Signals
+`sly-agent-q-tool-failure'; does not return."
+  (signal 'sly-agent-q-tool-failure (list (apply #'format format-string args))))
 
 (defun sly-agent-q-list-tools ()
   "Sorted names of all registered tools."

@@ -26,6 +26,7 @@
 (require 'sly-agent-q-tools)
 (require 'sly-agent-q-approval)
 (require 'sly-agent-q-commands)
+(require 'sly-agent-q-buffer-tools)
 
 (provide 'sly-agent-q)
 

@@ -178,6 +178,20 @@ read the value it prints.  Signals EMACS-ERROR, also when no Emacs waits."
                                           (and level (string-downcase (string level))))
                           :approved (and (getf metadata :approved) t)))))
 
+(defun run-emacs-check (name arguments-json)
+  "Run the check of NAME, a tool with one (CHECK-P of %PREPARE-TOOL-CALL),
+in the Emacs that waits for this job.  Returns NIL when the call may go
+on, or the text it fails with."
+  (handler-case
+      (let ((answer (ask-emacs (format nil "(sly-agent-q--module-run-check ~A ~A)"
+                                       (elisp-text name) (elisp-text arguments-json)))))
+        (cond ((null answer) nil)
+              ((stringp answer) answer)
+              (t (format nil "Tool error: Emacs answered ~S for the check of ~A" answer name))))
+    (emacs-error (condition)
+      (format nil "Tool error: ~A is checked in Emacs, which could not run the check: ~A"
+              name (emacs-error-message condition)))))
+
 (defun call-emacs-tool (name arguments-json)
   "Run the handler of NAME, a tool handled in Emacs (or C++), in the Emacs
 that waits for this job.  Returns true and the result text, or NIL and the
@@ -298,7 +312,8 @@ string keys; as a fourth value, what is wrong with it, or NIL."
 (defun execute-tool-call (call emacs-hooks)
   "Run one tool call (see EXECUTE-TOOL-CALLS) and return its TOOL-RESULT."
   (let ((start (%monotonic-ms)) (paused 0)
-        (tool nil) (safety nil) (approved nil) (arguments nil) (arguments-json "{}"))
+        (tool nil) (safety nil) (approved nil) (arguments nil) (arguments-json "{}")
+        (denied "User denied tool execution") (check-p nil))
     (multiple-value-bind (id given arguments-text problem) (read-tool-call call)
       (labels ((finish (success text &key (record t) (phase (if success :after :error)))
                  (let ((result (make-instance 'tool-result
@@ -317,10 +332,12 @@ string keys; as a fourth value, what is wrong with it, or NIL."
                  (when emacs-hooks
                    (run-emacs-hooks phase (if tool (slot-value tool 'name) given) arguments-json result)))
                (prepare (text)
-                 (multiple-value-bind (error name level kind hash json) (%prepare-tool-call given text)
+                 (multiple-value-bind (error name level kind hash json denied-text check)
+                     (%prepare-tool-call given text)
                    (declare (ignore kind))
                    (setf safety level
                          tool (and level (find-tool name)))
+                   (when denied-text (setf denied denied-text check-p check))
                    (when json (setf arguments hash arguments-json json))
                    error)))
         (when problem
@@ -332,6 +349,10 @@ string keys; as a fourth value, what is wrong with it, or NIL."
           (cond ((null tool) (finish nil error :record nil))
                 (error (finish nil error))
                 (t
+                 (when check-p
+                   (let ((problem (run-emacs-check (slot-value tool 'name) arguments-json)))
+                     (when problem
+                       (return-from execute-tool-call (finish nil problem)))))
                  (unless approved
                    (let* ((asked (%monotonic-ms))
                           (decision (if *approval-handler*
@@ -350,8 +371,10 @@ string keys; as a fourth value, what is wrong with it, or NIL."
                                 (return-from execute-tool-call (finish nil again)))))
                            ((and (consp decision) (eq (car decision) :denied) (stringp (second decision)))
                             (return-from execute-tool-call
-                              (finish nil (format nil "Denied by user: ~A" (second decision)))))
-                           (t (return-from execute-tool-call (finish nil "User denied tool execution"))))))
+                              (finish nil (if (equal denied "User denied tool execution")
+                                              (format nil "Denied by user: ~A" (second decision))
+                                              (format nil "~A~%The user said: ~A" denied (second decision))))))
+                           (t (return-from execute-tool-call (finish nil denied))))))
                  (hook :before nil)
                  (multiple-value-bind (success text)
                      (if (eq (slot-value tool 'kind) :lisp)

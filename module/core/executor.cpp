@@ -81,6 +81,14 @@ ApprovalDecision ask_approval(const ExecutionOptions& options, const Tool& tool,
 
 }  // namespace
 
+// The text of a denial: the tool's own (propose_file_edit's "rejected —
+// STOP …") or the usual one; what the person said, when they said why.
+std::string denied_text(const Tool& tool, const std::string& reason) {
+  if (!tool.denied_message.empty())
+    return reason.empty() ? tool.denied_message : tool.denied_message + "\nThe user said: " + reason;
+  return reason.empty() ? std::string(kDeniedMessage) : "Denied by user: " + reason;
+}
+
 std::string_view to_string(HookPhase phase) {
   switch (phase) {
     case HookPhase::Before: return "before";
@@ -177,6 +185,18 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
     auto message = validate_arguments(*tool, *args);
     if (!message) {
       args = &normalized_args(*args, storage);
+      if (tool->check) {
+        try {
+          message = tool->check(*args, context);
+        } catch (const std::exception& e) {
+          message = std::string("Tool error: ") + e.what();
+        } catch (...) {
+          message = "Tool error: unknown exception";
+        }
+        if (message && message->empty()) message = "Tool failed";
+      }
+    }
+    if (!message) {
       if (tool->safety_level == SafetyLevel::Dangerous) {
         clock.pause();
         ApprovalDecision decision = ask_approval(options, *tool, *args);
@@ -198,7 +218,7 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
           }
           case ApprovalKind::Denied:
           default:
-            message = decision.reason.empty() ? std::string(kDeniedMessage) : "Denied by user: " + decision.reason;
+            message = denied_text(*tool, decision.reason);
             break;
         }
       }

@@ -85,8 +85,13 @@ struct PreparedCall {
   json arguments;                    // normalized (no null members), when !error
 };
 
-// The text of a denied dangerous call.
+// The text of a denied dangerous call, unless the tool has its own.
 inline constexpr std::string_view kDeniedMessage = "User denied tool execution";
+
+// What a denied call of TOOL answers: its denied_message, or kDeniedMessage.
+// When the person gave a REASON: "Denied by user: REASON", or the tool's
+// own text followed by "The user said: REASON".
+std::string denied_text(const Tool& tool, const std::string& reason = {});
 
 class Executor {
  public:
@@ -95,7 +100,8 @@ class Executor {
   // Never throws for bad input: every problem becomes a failed ToolResult.
   //   unknown tool       → "Unknown tool: NAME"
   //   bad arguments      → validate_arguments' message
-  //   dangerous, denied  → "User denied tool execution"
+  //   check fails        → the check's message (before any approval)
+  //   dangerous, denied  → denied_text(tool): "User denied tool execution"
   //   handler throws     → "Tool error: MESSAGE"
   //   handler failure    → its text
   // Hooks: Before just before the handler; After on success; Error on every
@@ -106,8 +112,8 @@ class Executor {
   std::vector<ToolResult> execute_all(const std::vector<ToolCall>& calls,
                                       const ExecutionOptions& options) const;
 
-  // Lookup and argument validation, as execute() does them.  Never throws
-  // for bad input.
+  // Lookup and argument validation, as execute() does them (not the
+  // tool's check, which its caller runs).  Never throws for bad input.
   PreparedCall prepare(const std::string& name, const json& args) const;
 
   // Counts a call that ran outside execute() (see PreparedCall).

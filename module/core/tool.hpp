@@ -54,6 +54,14 @@ struct ToolOutput {
 // "Tool error: <what()>".
 using Handler = std::function<ToolOutput(const json& args, CallContext& context)>;
 
+// A precondition of a call, run after argument validation and before the
+// approval of a dangerous tool and the :before hooks: nullopt lets the call
+// go on; a message fails it with that text (no approval is asked, the
+// handler does not run).  It sees the model's arguments only: arguments an
+// approval modified are not checked again, so a handler checks again what
+// it relies on.  A check may throw, like a handler ("Tool error: …").
+using Check = std::function<std::optional<std::string>(const json& args, CallContext& context)>;
+
 struct Tool {
   std::string name;
   std::string description;
@@ -64,6 +72,11 @@ struct Tool {
   std::vector<std::string> categories;
   HandlerKind kind = HandlerKind::Native;
   Handler handler;
+  // Optional; see Check.
+  Check check;
+  // The text of a denied call of this tool; empty means the executor's
+  // kDeniedMessage ("User denied tool execution").
+  std::string denied_message;
 
   const Parameter* find_parameter(std::string_view param_name) const;
   bool has_category(std::string_view category) const;

@@ -197,10 +197,12 @@ cl_object registry_generation() {
 }
 
 // (%PREPARE-TOOL-CALL name arguments-json) → ERROR NAME SAFETY KIND
-// ARGUMENTS ARGUMENTS-JSON: lookup and validation as the executor does
-// them.  ERROR is NIL or the call's error text; NAME the tool's name (the
-// given one when unknown); ARGUMENTS the normalized arguments as a hash
-// table, and as JSON text for Emacs.
+// ARGUMENTS ARGUMENTS-JSON DENIED CHECK-P: lookup and validation as the
+// executor does them.  ERROR is NIL or the call's error text; NAME the
+// tool's name (the given one when unknown); ARGUMENTS the normalized
+// arguments as a hash table, and as JSON text for Emacs; DENIED the text
+// of a denial of this tool; CHECK-P true when the tool has a check, which
+// the caller runs before asking for approval.
 cl_object prepare_tool_call(cl_object name, cl_object arguments_json) {
   std::string given = ecl_stringp(name) ? lisp_string_to_utf8(name) : std::string();
   std::string text = ecl_stringp(arguments_json) ? lisp_string_to_utf8(arguments_json) : std::string("{}");
@@ -226,8 +228,10 @@ cl_object prepare_tool_call(cl_object name, cl_object arguments_json) {
   env->values[3] = tool ? keyword(to_string(tool->kind)) : ECL_NIL;
   env->values[4] = prepared.error ? ECL_NIL : json_to_lisp(prepared.arguments);
   env->values[5] = prepared.error ? ECL_NIL : make_lisp_string(normalized);
+  env->values[6] = tool ? make_lisp_string(denied_text(*tool)) : ECL_NIL;
+  env->values[7] = tool && tool->check ? ECL_T : ECL_NIL;
   env->values[0] = prepared.error ? make_lisp_string(*prepared.error) : ECL_NIL;
-  env->nvalues = 6;
+  env->nvalues = 8;
   return env->values[0];
 }
 

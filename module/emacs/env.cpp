@@ -64,6 +64,7 @@ void Env::init_symbols(emacs_env* env) {
   s.modified_kw = global(env, ":modified");
   s.sly_agent_q_error = global(env, "sly-agent-q-error");
   s.call_elisp_handler = global(env, "sly-agent-q--call-elisp-handler");
+  s.call_elisp_check = global(env, "sly-agent-q--call-elisp-check");
   s.waiting = global(env, "sly-agent-q--waiting");
   s.eval_for_lisp = global(env, "sly-agent-q--eval-for-lisp");
   for (const char* name : {"id", "name", "arguments", "function", "code", "package", "timeout", "capture-time",

@@ -28,7 +28,7 @@ namespace {
 
 // Bumped when the Elisp ⇄ module interface changes; the Elisp side refuses
 // a module of another version (a stale build).
-constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 5";
+constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 6";
 
 app::Services& core() { return app::services(); }
 // For what looks tools up or lists them: the Lisp-defined tools are there.
@@ -130,8 +130,10 @@ emacs_value execute_call(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   });
 }
 
-// (sly-agent-q--module-define-tool NAME DESCRIPTION PARAMS REQUIRED SAFETY CATEGORIES)
-emacs_value define_tool(const Env& env, ptrdiff_t, emacs_value* args) {
+// (sly-agent-q--module-define-tool NAME DESCRIPTION PARAMS REQUIRED SAFETY CATEGORIES
+//                                  &optional DENIED-MESSAGE CHECK-P)
+// CHECK-P non-nil: the tool has a check, sly-agent-q--call-elisp-check runs it.
+emacs_value define_tool(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   Tool tool;
   tool.name = env.to_string(args[0]);
   tool.description = env.to_string(args[1]);
@@ -174,8 +176,24 @@ emacs_value define_tool(const Env& env, ptrdiff_t, emacs_value* args) {
     tool.safety_level = *level;
   }
   tool.categories = names(args[5], ":categories");
+  if (nargs > 6 && !env.is_nil(args[6])) tool.denied_message = env.to_string(args[6]);
+  const bool has_check = nargs > 7 && !env.is_nil(args[7]);
   tool.kind = HandlerKind::Elisp;
   std::string name = tool.name;
+  if (has_check)
+    tool.check = [name](const json& arguments, CallContext&) -> std::optional<std::string> {
+      std::optional<std::string> problem = "Tool error: the call was cancelled";
+      async::run_on_main([&](const Env& env) {
+        emacs_value answer = env.call(Env::sym().call_elisp_check, {env.str(name), from_json(env, arguments)});
+        try {
+          problem = env.is_nil(answer) ? std::nullopt : std::optional<std::string>(env.to_string(answer));
+        } catch (const NonLocalExit&) {
+          if (!env.clear_unless_quit()) throw;
+          problem = "Tool error: the check of " + name + " returned text that is not valid Unicode";
+        }
+      });
+      return problem;
+    };
   // Runs on the main thread: at once from a synchronous call, through the
   // main thread's queue from an asynchronous one.
   tool.handler = [name](const json& arguments, CallContext&) -> ToolOutput {
@@ -222,6 +240,29 @@ emacs_value run_handler(const Env& env, ptrdiff_t, emacs_value* args) {
     if (!output.success && output.text.empty()) output.text = "Tool failed";
   }
   return env.call(env.intern("cons"), {env.boolean(output.success), env.str(output.text)});
+}
+
+// (sly-agent-q--module-run-check NAME ARGUMENTS-JSON) → nil or the message
+// of a failed check: only the check of NAME (nil when it has none), for
+// Lisp's EXECUTE-TOOL-CALLS, which runs it before asking for approval.
+emacs_value run_check(const Env& env, ptrdiff_t, emacs_value* args) {
+  std::string name = env.to_string(args[0]);
+  std::optional<json> arguments = parse_json_bounded(env.to_string(args[1]));
+  ToolPtr tool = tools().registry.resolve(name);
+  std::optional<std::string> problem;
+  if (!tool || !arguments || !arguments->is_object()) {
+    problem = "Tool error: " + name + " is not a registered tool, or its arguments are not an object";
+  } else if (tool->check) {
+    EmacsCallContext context(env);
+    try {
+      problem = tool->check(*arguments, context);
+    } catch (const std::exception& e) {
+      problem = std::string("Tool error: ") + e.what();
+    }
+    if (env.exit_pending()) throw NonLocalExit();
+    if (problem && problem->empty()) problem = "Tool failed";
+  }
+  return problem ? env.str(*problem) : Env::sym().nil;
 }
 
 // (sly-agent-q--module-parse-json TEXT): JSON text as the Emacs value a
@@ -407,10 +448,14 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
         "Run one tool call taken apart by the caller; return its result plist.\n"
         "ARGUMENTS is one value or a plist's keys and values, spread.\n\n"
         "(fn APPROVAL-FUNCTION HOOK-FUNCTIONS ID NAME &rest ARGUMENTS)");
-  defun(raw, "sly-agent-q--module-define-tool", 6, 6, entry<define_tool>,
-        "Register an Elisp-handled tool.\n\n(fn NAME DESCRIPTION PARAMS REQUIRED SAFETY CATEGORIES)");
+  defun(raw, "sly-agent-q--module-define-tool", 6, 8, entry<define_tool>,
+        "Register an Elisp-handled tool.\n\n"
+        "(fn NAME DESCRIPTION PARAMS REQUIRED SAFETY CATEGORIES &optional DENIED-MESSAGE CHECK-P)");
   defun(raw, "sly-agent-q--module-run-handler", 2, 2, entry<run_handler>,
         "Run only the handler of the Emacs-handled tool NAME; return (SUCCESS . TEXT).\n\n"
+        "(fn NAME ARGUMENTS-JSON)");
+  defun(raw, "sly-agent-q--module-run-check", 2, 2, entry<run_check>,
+        "Run only the check of tool NAME; return nil or the message of a failed check.\n\n"
         "(fn NAME ARGUMENTS-JSON)");
   defun(raw, "sly-agent-q--module-parse-json", 1, 1, entry<parse_json>,
         "JSON TEXT as the value a tool handler gets.\n\n(fn TEXT)");

@@ -450,6 +450,140 @@ TEST_F(ExecutorTest, ExecutionTimeCoversTheHandler) {
   EXPECT_LT(r.execution_time_ms, 5000.0);
 }
 
+// ------------------------------------------------- denied messages and checks
+
+TEST_F(ExecutorTest, ADeniedToolAnswersItsOwnDeniedMessage) {
+  int runs = 0;
+  Tool edit = make_tool("propose_edit", {param("path"), param("text")}, {"path"}, SafetyLevel::Dangerous,
+                        [&](const json&, CallContext&) {
+                          ++runs;
+                          return ToolOutput{true, "accepted"};
+                        });
+  edit.denied_message = "rejected — STOP: do not retry this edit.";
+  registry.register_tool(std::move(edit));
+  HookLog log;
+  ExecutionOptions options;
+  options.hooks = {log.hook()};
+  ToolCall call = make_call("propose_edit", {{"path", "a.lisp"}});
+  // No approval function, a denial, a throwing approval function: the tool's text each time.
+  for (ApprovalFunction approve : std::vector<ApprovalFunction>{
+           nullptr, always(ApprovalKind::Denied),
+           [](const Tool&, const json&) -> ApprovalDecision { throw std::runtime_error("UI crashed"); }}) {
+    options.approve = approve;
+    ToolResult r = executor.execute(call, options);
+    expect_well_formed(r, call);
+    EXPECT_FALSE(r.success);
+    EXPECT_FALSE(r.approved);
+    EXPECT_EQ(r.content, "rejected — STOP: do not retry this edit.");
+  }
+  EXPECT_EQ(runs, 0);
+  ASSERT_EQ(log.events.size(), 3u);
+  EXPECT_EQ(log.events[2].phase, HookPhase::Error);
+  EXPECT_EQ(log.events[2].result->error, "rejected — STOP: do not retry this edit.");
+  // Other tools keep the executor's text.
+  options.approve = always(ApprovalKind::Denied);
+  EXPECT_EQ(executor.execute(make_call("write_file", {{"path", "/tmp/x"}, {"content", "x"}}), options).error,
+            "User denied tool execution");
+  EXPECT_EQ(denied_text(*registry.resolve("write_file")), "User denied tool execution");
+  EXPECT_EQ(denied_text(*registry.resolve("propose_edit")), "rejected — STOP: do not retry this edit.");
+}
+
+TEST_F(ExecutorTest, AFailingCheckFailsTheCallBeforeApprovalAndHandler) {
+  int runs = 0;
+  json checked;
+  Tool edit = make_tool("propose_edit", {param("path"), param("text")}, {"path"}, SafetyLevel::Dangerous,
+                        [&](const json&, CallContext&) {
+                          ++runs;
+                          return ToolOutput{true, "accepted"};
+                        });
+  edit.check = [&](const json& args, CallContext&) -> std::optional<std::string> {
+    checked = args;
+    if (args.contains("text")) return std::nullopt;
+    return "The text to replace was not found in " + args.at("path").get<std::string>();
+  };
+  registry.register_tool(std::move(edit));
+  bool asked = false;
+  HookLog log;
+  ExecutionOptions options;
+  options.approve = [&](const Tool&, const json&) {
+    asked = true;
+    return ApprovalDecision{ApprovalKind::Approved, nullptr};
+  };
+  options.hooks = {log.hook()};
+  ToolCall call = make_call("propose_edit", {{"path", "a.lisp"}, {"text", nullptr}});
+  ToolResult r = executor.execute(call, options);
+  expect_well_formed(r, call);
+  EXPECT_FALSE(r.success);
+  EXPECT_EQ(r.content, "The text to replace was not found in a.lisp");
+  EXPECT_EQ(r.safety_level, SafetyLevel::Dangerous);
+  EXPECT_FALSE(r.approved);
+  EXPECT_FALSE(asked);
+  EXPECT_EQ(runs, 0);
+  EXPECT_EQ(checked, (json{{"path", "a.lisp"}}));  // the normalized arguments: a null is absent
+  EXPECT_EQ(log.phases(), std::vector<HookPhase>{HookPhase::Error});
+  EXPECT_EQ(executor.stats().at("propose_edit").failures, 1u);
+
+  // A check that passes: approval, then the handler.
+  r = executor.execute(make_call("propose_edit", {{"path", "a.lisp"}, {"text", "x"}}), options);
+  EXPECT_TRUE(r.success);
+  EXPECT_TRUE(asked);
+  EXPECT_EQ(runs, 1);
+
+  // Invalid arguments never reach the check.
+  checked = nullptr;
+  r = executor.execute(make_call("propose_edit", {{"text", "x"}}), options);
+  EXPECT_EQ(r.error, "Missing required argument: path");
+  EXPECT_EQ(checked, nullptr);
+}
+
+TEST_F(ExecutorTest, ACheckSeesTheModelsArgumentsNotTheApprovalsAndMayThrow) {
+  std::vector<json> checked;
+  std::vector<std::string> order;
+  Tool tool = make_tool("checked", {param("x")}, {}, SafetyLevel::Dangerous, echo_args());
+  tool.check = [&](const json& args, CallContext&) -> std::optional<std::string> {
+    order.push_back("check");
+    checked.push_back(args);
+    if (args.value("x", "") == "throw") throw std::runtime_error("the check broke");
+    if (args.value("x", "") == "empty") return std::string();
+    return std::nullopt;
+  };
+  registry.register_tool(std::move(tool));
+  ExecutionOptions options;
+  options.approve = [&](const Tool&, const json&) {
+    order.push_back("approve");
+    return ApprovalDecision{ApprovalKind::Modified, {{"x", "from the approval"}}};
+  };
+  options.hooks = {[&](HookPhase phase, const std::string&, const json&, const ToolResult*) {
+    order.push_back(std::string(to_string(phase)));
+  }};
+  ToolResult r = executor.execute(make_call("checked", {{"x", "from the model"}}), options);
+  EXPECT_EQ(r.content, R"({"x":"from the approval"})");
+  EXPECT_EQ(checked, (std::vector<json>{json{{"x", "from the model"}}}));
+  EXPECT_EQ(order, (std::vector<std::string>{"check", "approve", "before", "after"}));
+
+  r = executor.execute(make_call("checked", {{"x", "throw"}}), options);
+  EXPECT_EQ(r.error, "Tool error: the check broke");
+  r = executor.execute(make_call("checked", {{"x", "empty"}}), options);
+  EXPECT_EQ(r.error, "Tool failed");
+}
+
+TEST_F(ExecutorTest, ASafeToolsCheckRunsBeforeItsHooks) {
+  Tool tool = make_tool("safe_checked", {param("x")}, {}, SafetyLevel::Safe, returns("ran"));
+  tool.check = [](const json& args, CallContext&) -> std::optional<std::string> {
+    if (args.contains("x")) return std::nullopt;
+    return std::string("x is needed here");
+  };
+  registry.register_tool(std::move(tool));
+  HookLog log;
+  ExecutionOptions options;
+  options.hooks = {log.hook()};
+  ToolResult r = executor.execute(make_call("safe_checked"), options);
+  EXPECT_EQ(r.error, "x is needed here");
+  EXPECT_TRUE(r.approved);  // safe tools need no permission, checked or not
+  EXPECT_EQ(log.phases(), std::vector<HookPhase>{HookPhase::Error});
+  EXPECT_EQ(executor.execute(make_call("safe_checked", {{"x", "1"}}), options).content, "ran");
+}
+
 // ----------------------------------------------------------------------- hooks
 
 TEST_F(ExecutorTest, HooksBeforeAndAfterOnSuccess) {

@@ -226,6 +226,22 @@ TEST_F(McpTest, ToolsCallDeniedIsAResultWithIsError) {
   EXPECT_EQ(r["content"][0]["text"], "User denied tool execution");
 }
 
+TEST_F(McpTest, ToolsCallDeniedAnswersTheToolsDeniedMessage) {
+  Tool edit = make_tool("propose_edit", {param("path")}, {"path"}, SafetyLevel::Dangerous, returns("accepted"));
+  edit.denied_message = "rejected — STOP: do not retry this edit.";
+  edit.check = [](const json& args, CallContext&) -> std::optional<std::string> {
+    if (args.at("path") == "missing.lisp") return std::string("missing.lisp does not exist");
+    return std::nullopt;
+  };
+  registry.register_tool(std::move(edit));
+  json r = expect_result(ask(call_message(9, {{"name", "propose_edit"}, {"arguments", {{"path", "a.lisp"}}}})), 9);
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_EQ(r["content"][0]["text"], "rejected — STOP: do not retry this edit.");
+  r = expect_result(ask(call_message(10, {{"name", "propose_edit"}, {"arguments", {{"path", "missing.lisp"}}}})), 10);
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_EQ(r["content"][0]["text"], "missing.lisp does not exist");
+}
+
 TEST_F(McpTest, ToolsCallGoesThroughApproval) {
   ExecutionOptions options;
   json asked;

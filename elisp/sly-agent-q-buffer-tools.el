@@ -1,0 +1,748 @@
+;;; sly-agent-q-buffer-tools.el --- Tools that read and edit buffers and files -*- lexical-binding: t; -*-
+
+;; This file is part of sly-agent-q; see sly-agent-q.el.
+
+;;; Commentary:
+
+;; The Emacs-side tools of the agent: read_file, read_buffer,
+;; search_in_buffer, write_file and propose_file_edit.  They are
+;; Elisp-handled tools, defined when this file is loaded (which does not
+;; boot the Lisp runtime), and run on Emacs's main thread whoever calls
+;; them: Elisp, Lisp's `execute-tool-calls' or an MCP client.
+;;
+;; "The current buffer" of these tools is `sly-agent-q-target-buffer':
+;; the buffer the user worked in when the agent's request started, which
+;; a chat front end binds, not the chat buffer.
+;;
+;; read_file, write_file and propose_file_edit only touch files inside
+;; `sly-agent-q-allowed-directories' (by default the target buffer's
+;; project root, or its `default-directory').  Paths are resolved with
+;; `file-truename', so neither ".." nor a symbolic link leads outside.
+;;
+;; write_file and propose_file_edit replace files atomically: a temporary
+;; file in the same directory is written and renamed over the old one, so
+;; a failure leaves the old file as it was.
+;;
+;; propose_file_edit replaces one exact occurrence of `original' with
+;; `modified'.  Its check (run before the approval is asked) refuses a
+;; proposal whose `original' does not occur exactly once.  The approval
+;; function may answer (:modified NEW-ARGS) with a hunk-filtered
+;; `modified' and the keys `hunks_total' and `hunks_applied' (the
+;; approval UI's contract, see `sly-agent-q--propose-file-edit'); a
+;; denial answers "rejected — STOP: do not retry this edit.".
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'project)
+(require 'sly-agent-q-runtime)
+(require 'sly-agent-q-tools)
+
+;;;; Options
+
+(defcustom sly-agent-q-read-limit 20000
+  "Characters that read_file and read_buffer return at most.
+A longer text is cut, and a marker at its end says how to ask for the
+rest (read_file's `offset' and `limit' in lines, read_buffer's `start'
+and `end' positions).  It also bounds search_in_buffer's answer."
+  :type 'integer
+  :group 'sly-agent-q)
+
+(defcustom sly-agent-q-search-match-limit 100
+  "Matches that search_in_buffer lists at most.
+The count in its first line is always the full count."
+  :type 'integer
+  :group 'sly-agent-q)
+
+(defcustom sly-agent-q-allowed-directories nil
+  "Directories whose files the file tools may touch.
+The file tools are read_file, write_file and propose_file_edit.
+A list of directory names; a file must be inside one of them (at any
+depth).  nil means one directory: the root of the current project of
+`sly-agent-q-target-buffer' (per project.el's `project-current'), or,
+outside any project, that buffer's `default-directory'.
+
+Paths are resolved with `file-truename', so \"..\" and symbolic links
+cannot lead outside; a relative path is taken from the first of these
+directories."
+  :type '(choice (const :tag "The target buffer's project, or its directory" nil)
+                 (repeat directory))
+  :group 'sly-agent-q)
+
+(defvar sly-agent-q-target-buffer nil
+  "The buffer that the buffer tools take as \"the current buffer\".
+The buffer the user was working in when the agent's request started:
+search_in_buffer searches it when no `buffer' is given, and its project
+\(or `default-directory') is where files are allowed and relative paths
+start when `sly-agent-q-allowed-directories' is nil.
+
+nil means the buffer of the selected window.  Otherwise a buffer or a
+buffer's name.  A chat front end binds it with `let' around a
+synchronous call (an asynchronous call sees the value in force when it
+runs), so that its own chat buffer is never taken for the user's.")
+
+(defconst sly-agent-q--rejected-text "rejected — STOP: do not retry this edit."
+  "What propose_file_edit answers when the person rejects the edit.")
+
+;;;; Helpers
+
+(defmacro sly-agent-q--local-files (&rest body)
+  "Run BODY with file names taken as local files, without file name handlers.
+No remote access (TRAMP), decompression or decryption happens behind
+the tools' backs: a name like /ssh:host:/etc is just a local name."
+  (declare (indent 0) (debug t))
+  `(let ((file-name-handler-alist nil))
+     ,@body))
+
+(defun sly-agent-q--target-buffer ()
+  "The buffer `sly-agent-q-target-buffer' names, or the selected window's."
+  (let ((target sly-agent-q-target-buffer))
+    (cond ((null target) (window-buffer (selected-window)))
+          ((buffer-live-p target) target)
+          ((and (stringp target) (get-buffer target)))
+          (t (sly-agent-q-tool-fail
+              "The buffer the request started in (%s) no longer exists. Name a buffer with the `buffer' argument."
+              (if (bufferp target) "a killed buffer" target))))))
+
+(defun sly-agent-q--default-root ()
+  "The target buffer's project root, or its `default-directory'."
+  (with-current-buffer (sly-agent-q--target-buffer)
+    (let ((project (ignore-errors (project-current nil))))
+      (expand-file-name (if project (project-root project) default-directory)))))
+
+(defun sly-agent-q--allowed-roots ()
+  "The allowed directories, as true absolute directory names."
+  (let ((directories (cl-remove-if-not #'stringp sly-agent-q-allowed-directories)))
+    (sly-agent-q--local-files
+      (mapcar (lambda (directory)
+                (file-name-as-directory (file-truename (expand-file-name directory))))
+              (or directories (list (sly-agent-q--default-root)))))))
+
+(defun sly-agent-q--resolve-path (path)
+  "PATH as the true name of a file inside the allowed directories.
+A relative PATH is taken from the first allowed directory.  Fails the
+call when the file is outside them."
+  (when (string-empty-p (string-trim path))
+    (sly-agent-q-tool-fail "The path is empty. Give a file name, absolute or relative to %s."
+                           (car (sly-agent-q--allowed-roots))))
+  (let* ((roots (sly-agent-q--allowed-roots))
+         (true (sly-agent-q--local-files
+                 (file-truename (expand-file-name path (car roots))))))
+    (unless (cl-some (lambda (root) (string-prefix-p root (file-name-as-directory true))) roots)
+      (sly-agent-q-tool-fail
+       "Access denied: %s resolves to %s, which is outside the allowed directories (%s). Only files inside them can be read or changed; use a path inside one of them."
+       path true (string-join roots ", ")))
+    true))
+
+(defun sly-agent-q--integer-argument (args key default minimum)
+  "The integer argument KEY of ARGS, DEFAULT when absent; at least MINIMUM.
+The executor has checked the type; an integral float is accepted."
+  (let ((value (gethash key args)))
+    (if (null value)
+        default
+      (setq value (truncate value))
+      (when (< value minimum)
+        (sly-agent-q-tool-fail "%s must be at least %d, not %d." key minimum value))
+      value)))
+
+(defun sly-agent-q--boolean-argument (args key default)
+  "The boolean argument KEY of ARGS (t or :false), DEFAULT when absent."
+  (let ((value (gethash key args 'absent)))
+    (if (eq value 'absent) default (eq value t))))
+
+(defun sly-agent-q--clean-text (text)
+  "TEXT with U+FFFD in place of raw bytes, which are no Unicode text."
+  (if (not (multibyte-string-p text))
+      (if (string-match-p "[^\0-\177]" text)
+          (decode-coding-string text 'utf-8)
+        text)
+    (let ((index 0) (length (length text)) (clean text))
+      (while (< index length)
+        (when (> (aref clean index) #x3FFF7F)
+          (when (eq clean text) (setq clean (copy-sequence text)))
+          (aset clean index #xFFFD))
+        (setq index (1+ index)))
+      clean)))
+
+(defun sly-agent-q--buffer-names ()
+  "The names of the buffers a person works with, for error messages."
+  (let ((names (cl-loop for buffer in (buffer-list)
+                        for name = (buffer-name buffer)
+                        unless (string-prefix-p " " name) collect name)))
+    (if (> (length names) 30)
+        (concat (string-join (cl-subseq names 0 30) ", ") ", …")
+      (string-join names ", "))))
+
+(defun sly-agent-q--find-buffer (name)
+  "The live buffer called NAME, or visiting the file NAME.
+Fails the call when there is none."
+  (when (string-empty-p name)
+    (sly-agent-q-tool-fail "The buffer name is empty. Open buffers: %s." (sly-agent-q--buffer-names)))
+  (or (get-buffer name)
+      (let ((file (ignore-errors
+                    (sly-agent-q--local-files
+                      (expand-file-name name (with-current-buffer (sly-agent-q--target-buffer)
+                                               default-directory))))))
+        (and file (find-buffer-visiting file)))
+      (sly-agent-q-tool-fail
+       "No buffer named '%s'. Open buffers: %s. Use one of these names, or read_file for a file that is not open."
+       name (sly-agent-q--buffer-names))))
+
+(defun sly-agent-q--unmodified-visitor (file)
+  "The buffer visiting FILE, or nil; fails the call if it has unsaved changes."
+  (let ((buffer (find-buffer-visiting file)))
+    (when (and buffer (buffer-modified-p buffer))
+      (sly-agent-q-tool-fail
+       "Buffer %s visits %s and has unsaved changes, which the user would lose or save over the new file; nothing was written. Ask the user to save or revert that buffer first, or use propose_file_edit, which edits the buffer's text."
+       (buffer-name buffer) file))
+    buffer))
+
+;;;; Reading and writing files
+
+(defun sly-agent-q--insert-file (file)
+  "Insert FILE, a readable regular file, decoded; return its coding system.
+The coding system is the one Emacs detected, with a definite end of
+line; text that decodes as nothing in particular gives utf-8."
+  (sly-agent-q--local-files
+    (cond ((file-directory-p file)
+           (sly-agent-q-tool-fail "%s is a directory, not a file. Give the path of a file in it." file))
+          ((not (file-exists-p file))
+           (sly-agent-q-tool-fail "%s does not exist. Check the path (relative paths start at %s)."
+                                  file (car (sly-agent-q--allowed-roots))))
+          ((not (file-regular-p file))
+           (sly-agent-q-tool-fail "%s is not a regular file (it is a pipe, a socket or a device); only regular files can be read." file))
+          ((not (file-readable-p file))
+           (sly-agent-q-tool-fail "%s cannot be read: permission denied." file)))
+    (condition-case err
+        (insert-file-contents file)
+      (file-error (sly-agent-q-tool-fail "%s cannot be read: %s." file (error-message-string err)))))
+  (let ((coding last-coding-system-used))
+    (when (or (null coding)
+              (memq (coding-system-base coding) '(undecided prefer-utf-8 no-conversion raw-text)))
+      (setq coding (coding-system-change-text-conversion (or coding 'utf-8-unix) 'utf-8)))
+    (when (vectorp (coding-system-eol-type coding))
+      (setq coding (coding-system-change-eol-conversion coding 'unix)))
+    coding))
+
+(defun sly-agent-q--binary-p ()
+  "Non-nil when the current buffer's text looks binary (a NUL near its start)."
+  (save-excursion
+    (goto-char (point-min))
+    (search-forward "\0" (min (point-max) (+ (point-min) 8000)) t)))
+
+(defun sly-agent-q--file-coding (file)
+  "The coding system to write FILE with: as Emacs reads it, or utf-8-unix."
+  (if (sly-agent-q--local-files (file-regular-p file))
+      (with-temp-buffer
+        (condition-case nil
+            (sly-agent-q--insert-file file)
+          (error 'utf-8-unix)))
+    'utf-8-unix))
+
+(defun sly-agent-q--write-atomically (file text coding)
+  "Replace FILE with TEXT encoded with CODING, atomically.
+TEXT goes to a temporary file in FILE's directory, which is then renamed
+over FILE: FILE is either as it was or wholly new.  An existing FILE's
+permissions are kept.  Fails the call, saying why, when it cannot."
+  (when (unencodable-char-position 0 (length text) coding nil text)
+    (let ((position (unencodable-char-position 0 (length text) coding nil text)))
+      (sly-agent-q-tool-fail
+       "%s is stored as %s, which cannot hold the character %s at position %d of the new text; nothing was written."
+       file coding (string (aref text position)) (1+ position))))
+  (sly-agent-q--local-files
+    (let* ((directory (file-name-directory file))
+           (create-lockfiles nil)
+           (modes (if (file-exists-p file)
+                      (file-modes file)
+                    (logand #o666 (default-file-modes))))
+           (temporary nil))
+      (unless (file-directory-p directory)
+        (condition-case err
+            (make-directory directory t)
+          (file-error
+           (sly-agent-q-tool-fail "Could not write %s: its directory %s cannot be created (%s)."
+                                  file directory (error-message-string err)))))
+      (condition-case err
+          (setq temporary (make-temp-file (expand-file-name
+                                           (concat "." (file-name-nondirectory file) ".agent-q-")
+                                           directory)))
+        (file-error
+         (sly-agent-q-tool-fail
+          "Could not write %s: no temporary file can be made in %s (%s). The file was not changed."
+          file directory (error-message-string err))))
+      (unwind-protect
+          (condition-case err
+              (progn
+                (let ((coding-system-for-write coding)
+                      (write-region-annotate-functions nil)
+                      (write-region-post-annotation-function nil))
+                  (with-temp-buffer
+                    (insert text)
+                    (write-region nil nil temporary nil 'silent)))
+                (when modes (set-file-modes temporary modes))
+                (rename-file temporary file t)
+                (setq temporary nil))
+            (file-error
+             (sly-agent-q-tool-fail "Could not write %s: %s. The file was not changed."
+                                    file (error-message-string err))))
+        (when temporary
+          (ignore-errors (delete-file temporary)))))))
+
+;;;; read_file
+
+(defun sly-agent-q--read-file (args)
+  "The read_file tool: ARGS has path, and maybe offset and limit (lines)."
+  (let* ((file (sly-agent-q--resolve-path (gethash "path" args)))
+         (offset (sly-agent-q--integer-argument args "offset" 1 1))
+         (limit (sly-agent-q--integer-argument args "limit" nil 1))
+         (cap (max 1 sly-agent-q-read-limit)))
+    (with-temp-buffer
+      (sly-agent-q--insert-file file)
+      (when (sly-agent-q--binary-p)
+        (sly-agent-q-tool-fail "%s looks like a binary file (it contains NUL bytes); read_file reads text files only." file))
+      (let* ((total (count-lines (point-min) (point-max)))
+             (last (if limit (min total (+ offset limit -1)) total))
+             (visitor (find-buffer-visiting file))
+             (parts nil) (size 0) (line offset) (cut nil))
+        (when (and (> offset total) (> total 0))
+          (sly-agent-q-tool-fail "offset %d is past the end of %s, which has %d line%s."
+                                 offset file total (if (= total 1) "" "s")))
+        (goto-char (point-min))
+        (forward-line (1- offset))
+        (while (and (<= line last) (not cut))
+          (let ((entry (format "%6d\t%s\n" line
+                               (buffer-substring-no-properties (point) (line-end-position)))))
+            (cond ((<= (+ size (length entry)) cap)
+                   (push entry parts)
+                   (setq size (+ size (length entry)) line (1+ line))
+                   (forward-line 1))
+                  (parts (setq cut 'limit))
+                  (t (push (concat (substring entry 0 cap) "\n") parts)
+                     (setq cut 'long)))))
+        (concat
+         (if (= total 0) (format "[%s is empty]\n" file) "")
+         (sly-agent-q--clean-text (apply #'concat (nreverse parts)))
+         (pcase cut
+           ('limit (format "[... truncated at the read limit of %d characters: lines %d-%d of %d shown. Call read_file with offset=%d to read more ...]\n"
+                           cap offset (1- line) total line))
+           ('long (format "[... line %d is longer than the read limit of %d characters and was cut.%s ...]\n"
+                          line cap (if (< line total)
+                                       (format " The lines after it: call read_file with offset=%d" (1+ line))
+                                     "")))
+           (_ (if (< last total)
+                  (format "[... lines %d-%d of %d shown. Call read_file with offset=%d to read more ...]\n"
+                          offset last total (1+ last))
+                "")))
+         (if (and visitor (buffer-modified-p visitor))
+             (format "[note: buffer %s visits this file and has unsaved changes; this is the file as saved. read_buffer shows the buffer's text.]\n"
+                     (buffer-name visitor))
+           ""))))))
+
+;;;; read_buffer
+
+(defun sly-agent-q--read-buffer (args)
+  "The read_buffer tool: ARGS has buffer, and maybe start and end positions."
+  (let* ((buffer (sly-agent-q--find-buffer (gethash "buffer" args)))
+         (cap (max 1 sly-agent-q-read-limit)))
+    (with-current-buffer buffer
+      (save-restriction
+        (widen)
+        (let* ((maximum (point-max))
+               (start (sly-agent-q--integer-argument args "start" 1 1))
+               (end (min maximum (sly-agent-q--integer-argument args "end" maximum 1))))
+          (when (> start maximum)
+            (sly-agent-q-tool-fail "start %d is past the end of buffer %s, whose last position is %d."
+                                   start (buffer-name) maximum))
+          (when (< end start)
+            (sly-agent-q-tool-fail "end %d is before start %d; give end >= start (positions count characters from 1)."
+                                   end start))
+          (let ((cut (min end (+ start cap))))
+            (cond ((= maximum 1) (format "[buffer %s is empty]" (buffer-name)))
+                  ((< cut end)
+                   (concat (sly-agent-q--clean-text (buffer-substring-no-properties start cut))
+                           (format "\n[... truncated at the read limit of %d characters: positions %d-%d of %d-%d shown. Call read_buffer with start=%d to read more ...]"
+                                   cap start cut 1 maximum cut)))
+                  (t (sly-agent-q--clean-text (buffer-substring-no-properties start end))))))))))
+
+;;;; search_in_buffer
+
+(defun sly-agent-q--match-line (position)
+  "The text of the line at POSITION, trimmed, at most 200 characters around it."
+  (let* ((begin (save-excursion (goto-char position) (line-beginning-position)))
+         (end (save-excursion (goto-char position) (line-end-position)))
+         (from (if (> (- end begin) 200) (max begin (- position 80)) begin))
+         (to (min end (+ from 200)))
+         (text (string-trim (buffer-substring-no-properties from to))))
+    (concat (if (> from begin) "…" "") text (if (< to end) "…" ""))))
+
+(defun sly-agent-q--search-in-buffer (args)
+  "The search_in_buffer tool.
+ARGS has pattern, and maybe buffer, regex and all_matches."
+  (let* ((pattern (gethash "pattern" args))
+         (name (gethash "buffer" args))
+         (buffer (if name (sly-agent-q--find-buffer name) (sly-agent-q--target-buffer)))
+         (regex (sly-agent-q--boolean-argument args "regex" nil))
+         (all (sly-agent-q--boolean-argument args "all_matches" t))
+         (shown-limit (max 1 sly-agent-q-search-match-limit))
+         (count 0) (lines nil))
+    (when (string-empty-p pattern)
+      (sly-agent-q-tool-fail "The pattern is empty. Give the text (or, with regex true, the regular expression) to search for."))
+    (with-current-buffer buffer
+      (save-excursion
+        (save-restriction
+          (widen)
+          (goto-char (point-min))
+          (let ((case-fold-search nil)
+                (search-spaces-regexp nil))
+            (condition-case err
+                (let ((more t))
+                  (while (and more
+                              (if regex
+                                  (re-search-forward pattern nil t)
+                                (search-forward pattern nil t)))
+                    (let ((begin (match-beginning 0))
+                          (end (match-end 0)))
+                      (setq count (1+ count))
+                      (when (<= count shown-limit)
+                        (push (format "Line %d, position %d: %s"
+                                      (line-number-at-pos begin) begin (sly-agent-q--match-line begin))
+                              lines))
+                      (cond ((not all) (setq more nil))
+                            ;; An empty match would be found again at the same place.
+                            ((= begin end)
+                             (if (eobp) (setq more nil) (forward-char 1)))))))
+              (invalid-regexp
+               (sly-agent-q-tool-fail
+                "Invalid regular expression '%s': %s. Patterns use Emacs regexp syntax: \\( \\) group, \\| separates alternatives, [0-9] for a digit (no \\d), and ( ) | { } match themselves. Or pass regex false to search for the text as written."
+                pattern (cadr err))))))))
+    (let ((text
+           (if (= count 0)
+               (format "No matches found for '%s' in buffer %s." pattern (buffer-name buffer))
+             (concat (format "Found %d match%s for '%s' in buffer %s%s:\n"
+                             count (if (= count 1) "" "es") pattern (buffer-name buffer)
+                             (if (sly-agent-q--boolean-argument args "all_matches" t)
+                                 ""
+                               " (all_matches false: only the first is shown)"))
+                     (string-join (nreverse lines) "\n")
+                     (if (> count shown-limit)
+                         (format "\n[... %d more matches not shown; use a more specific pattern ...]"
+                                 (- count shown-limit))
+                       "")))))
+      (setq text (sly-agent-q--clean-text text))
+      (if (> (length text) (max 1 sly-agent-q-read-limit))
+          (concat (substring text 0 sly-agent-q-read-limit)
+                  "\n[... truncated at the read limit; use a more specific pattern ...]")
+        text))))
+
+;;;; write_file
+
+(defun sly-agent-q--write-target (args)
+  "Where write_file's ARGS would write: (FILE BUFFER).
+BUFFER is the buffer visiting FILE, or nil.  Fails the call when the
+file is outside the allowed directories, is a directory, or is visited
+by a buffer with unsaved changes."
+  (let ((file (sly-agent-q--resolve-path (gethash "path" args))))
+    (sly-agent-q--local-files
+      (cond ((file-directory-p file)
+             (sly-agent-q-tool-fail "%s is a directory; give the path of a file to write." file))
+            ((directory-name-p file)
+             (sly-agent-q-tool-fail "%s ends in a slash, so it names a directory; give the path of a file to write." file))
+            ((and (file-exists-p file) (not (file-regular-p file)))
+             (sly-agent-q-tool-fail "%s is not a regular file (it is a pipe, a socket or a device); it was left alone." file))))
+    (list file (sly-agent-q--unmodified-visitor file))))
+
+(defun sly-agent-q--check-write-file (args)
+  "The check of write_file, run before any approval.
+See `sly-agent-q--write-target' for what ARGS may not be."
+  (sly-agent-q--write-target args)
+  nil)
+
+(defun sly-agent-q--write-file (args)
+  "The write_file tool: ARGS has path and content."
+  (pcase-let ((`(,file ,visitor) (sly-agent-q--write-target args))
+              (content (gethash "content" args)))
+    (let ((existed (sly-agent-q--local-files (file-exists-p file))))
+      (sly-agent-q--write-atomically file content (sly-agent-q--file-coding file))
+      (concat (format "Wrote %d characters to %s%s." (length content) file (if existed "" " (a new file)"))
+              (if visitor
+                  (condition-case err
+                      (with-current-buffer visitor
+                        (revert-buffer t t t)
+                        (format " Buffer %s, which visits it, now shows the new content." (buffer-name)))
+                    (error (format " Buffer %s visits it but could not be reverted (%s); it shows the old text."
+                                   (buffer-name visitor) (error-message-string err))))
+                "")))))
+
+;;;; propose_file_edit
+
+(defun sly-agent-q--count-occurrences (text)
+  "How often TEXT occurs in the current buffer (overlaps count), at most 2."
+  (let ((case-fold-search nil) (count 0))
+    (save-excursion
+      (save-restriction
+        (widen)
+        (goto-char (point-min))
+        (while (and (< count 2) (search-forward text nil t))
+          (setq count (1+ count))
+          (goto-char (1+ (match-beginning 0))))))
+    count))
+
+(defun sly-agent-q--edit-target (args &optional reviewed)
+  "Where propose_file_edit's ARGS would apply: (FILE BUFFER).
+BUFFER is the buffer visiting FILE, or nil.  Fails the call unless
+`original' occurs exactly once in the text that counts: the buffer's
+when it has unsaved changes, else the file's.  REVIEWED non-nil: the
+edit has been approved, and the messages say that nothing was applied."
+  (let* ((path (gethash "path" args))
+         (file (sly-agent-q--resolve-path path))
+         (original (gethash "original" args))
+         (modified (gethash "modified" args))
+         (buffer (find-buffer-visiting file)))
+    (when (string-empty-p original)
+      (sly-agent-q-tool-fail "original is empty. Give the exact text to replace (copy it from read_file's lines, without the line numbers); to create or overwrite a whole file use write_file."))
+    (when (equal original modified)
+      (sly-agent-q-tool-fail "modified is the same as original: there is nothing to change."))
+    (let ((count (if (and buffer (buffer-modified-p buffer))
+                     (with-current-buffer buffer
+                       (sly-agent-q--count-occurrences original))
+                   (with-temp-buffer
+                     (sly-agent-q--insert-file file)
+                     (sly-agent-q--count-occurrences original))))
+          (where (if (and buffer (buffer-modified-p buffer))
+                     (format " (in the text of buffer %s, which has unsaved changes)" (buffer-name buffer))
+                   "")))
+      (cond ((and (= count 0) reviewed)
+             (sly-agent-q-tool-fail
+              "Nothing was applied: the original text is no longer in %s%s; the file changed while the edit was being reviewed. Read the file again (read_file) before proposing the edit again."
+              file where))
+            ((= count 0)
+             (sly-agent-q-tool-fail
+              "The original text was not found in %s%s. It must match the current text exactly, including whitespace, indentation and line breaks. Read the file again (read_file) and copy the text to replace exactly."
+              file where))
+            ((and (> count 1) reviewed)
+             (sly-agent-q-tool-fail
+              "Nothing was applied: the original text now occurs more than once in %s%s; the file changed while the edit was being reviewed. Read the file again (read_file) before proposing the edit again."
+              file where))
+            ((> count 1)
+             (sly-agent-q-tool-fail
+              "The original text occurs more than once in %s%s. Include more of the surrounding lines in original (and the same in modified) so that it matches exactly one place."
+              file where))))
+    (list file buffer)))
+
+(defun sly-agent-q--check-file-edit (args)
+  "The check of propose_file_edit, run before any approval.
+ARGS may not set the approval's keys; see also `sly-agent-q--edit-target'."
+  (dolist (key '("hunks_total" "hunks_applied"))
+    (when (gethash key args)
+      (sly-agent-q-tool-fail "%s is set by the approval of the edit, not by the caller; leave it out." key)))
+  (sly-agent-q--edit-target args)
+  nil)
+
+(defun sly-agent-q--hunks (args)
+  "The approval's (APPLIED . TOTAL) in ARGS, or nil when it sent none."
+  (let ((total (gethash "hunks_total" args))
+        (applied (gethash "hunks_applied" args)))
+    (when (or total applied)
+      (unless (and (natnump total) (natnump applied) (> total 0) (<= applied total))
+        (sly-agent-q-tool-fail
+         "The approval of this edit sent hunks_total %S and hunks_applied %S, which do not fit (0 <= hunks_applied <= hunks_total, hunks_total >= 1); nothing was applied. This is a fault of the approval function, not of the edit."
+         total applied))
+      (cons applied total))))
+
+(defun sly-agent-q--replace-once (original modified)
+  "Replace the one occurrence of ORIGINAL in the current buffer with MODIFIED."
+  (save-excursion
+    (save-restriction
+      (widen)
+      (goto-char (point-min))
+      (let ((case-fold-search nil))
+        (search-forward original)
+        (replace-match modified t t)))))
+
+(defun sly-agent-q--propose-file-edit (args)
+  "The propose_file_edit tool, run once the edit is approved.
+ARGS has path, original, modified and maybe description.  The approval
+function may have answered (:modified NEW-ARGS): NEW-ARGS are the
+call's arguments with `modified' reduced to the hunks the person
+accepted, and two more keys, the approval UI's contract:
+  hunks_total    the number of hunks the proposal had (an integer >= 1),
+  hunks_applied  how many of them `modified' keeps (0..hunks_total).
+With them the result says \"partially accepted: K of N hunks applied\"
+when K < N, and 0 hunks applied is a rejection.  The model may not send
+them (the check refuses the call).
+
+The edit goes into the buffer visiting the file, if any: saved at once
+when it had no unsaved changes (written atomically, without the save
+hooks), left unsaved otherwise, for the person to save.  Without such a
+buffer the file is rewritten atomically."
+  (let* ((hunks (sly-agent-q--hunks args))
+         (original (gethash "original" args))
+         (modified (gethash "modified" args)))
+    (when (and hunks (= (car hunks) 0))
+      (sly-agent-q-tool-fail "%s" sly-agent-q--rejected-text))
+    ;; The file may have changed while the person looked at the edit.
+    (pcase-let* ((`(,file ,buffer) (sly-agent-q--edit-target args t))
+                 (detail
+                  (cond
+                   ((null buffer)
+                    (let ((coding nil) (text nil))
+                      (with-temp-buffer
+                        (setq coding (sly-agent-q--insert-file file))
+                        (sly-agent-q--replace-once original modified)
+                        (setq text (buffer-string)))
+                      (sly-agent-q--write-atomically file text coding)
+                      (format "The edit is applied to %s." file)))
+                   ((buffer-modified-p buffer)
+                    (with-current-buffer buffer
+                      (when buffer-read-only
+                        (sly-agent-q-tool-fail "Buffer %s, which visits %s, is read-only; nothing was applied."
+                                               (buffer-name) file))
+                      (sly-agent-q--replace-once original modified))
+                    (format "The edit is applied in buffer %s, which visits %s; it is not saved, because the buffer already had unsaved changes of the user's."
+                            (buffer-name buffer) file))
+                   (t
+                    (with-current-buffer buffer
+                      ;; Its text is the file's: the edit was checked against that.
+                      (unless (verify-visited-file-modtime buffer)
+                        (revert-buffer t t t))
+                      (let ((text (with-temp-buffer
+                                    (insert-buffer-substring-no-properties buffer)
+                                    (sly-agent-q--replace-once original modified)
+                                    (buffer-string)))
+                            (coding (or buffer-file-coding-system 'utf-8-unix)))
+                        (when (vectorp (coding-system-eol-type coding))
+                          (setq coding (coding-system-change-eol-conversion coding 'unix)))
+                        ;; The file first: should that fail, the buffer is untouched.
+                        (sly-agent-q--write-atomically file text coding)
+                        ;; The buffer then matches the file just written, so
+                        ;; changing it raises no "changed on disk" question.
+                        (set-visited-file-modtime)
+                        (let ((inhibit-read-only t)
+                              (create-lockfiles nil))
+                          (sly-agent-q--replace-once original modified))
+                        (set-buffer-modified-p nil)))
+                    (format "The edit is applied to %s and saved; buffer %s shows it."
+                            file (buffer-name buffer))))))
+      (if (and hunks (< (car hunks) (cdr hunks)))
+          (format "partially accepted: %d of %d hunks applied\n%s The other hunks were rejected: do not propose them again."
+                  (car hunks) (cdr hunks) detail)
+        (concat "accepted\n" detail)))))
+
+;;;; The tools
+
+(defun sly-agent-q--define-buffer-tools ()
+  "Define the buffer tools: read_file, read_buffer, search_in_buffer,
+write_file and propose_file_edit."
+  (sly-agent-q-define-tool
+   "read_file"
+   "Read a text file from disk, with line numbers. Use it to look at source files, configuration or \
+documentation before changing them, or to copy the exact text that propose_file_edit's `original` \
+needs. Returns the lines as `     N<TAB>text`, numbered from 1 (the numbers are not part of the file). \
+At most sly-agent-q-read-limit characters (20000 by default) come back; a marker at the end then says \
+which lines were shown and the offset to ask for next. Only files inside the allowed directories (the \
+user's project) can be read. For a file open in Emacs with unsaved changes this shows the saved file \
+and says so; read_buffer shows the buffer's text."
+   '((:name "path" :type :string
+	    :description "The file to read: relative to the project root, or absolute inside the allowed directories.")
+     (:name "offset" :type :integer
+	    :description "The first line to return, numbered from 1. Default 1, the start of the file.")
+     (:name "limit" :type :integer
+	    :description "How many lines to return at most. Default: all lines to the end of the file, up to the read limit in characters."))
+   :required '("path")
+   :safety-level :safe
+   :categories '(:buffer)
+   :handler #'sly-agent-q--read-file)
+
+  (sly-agent-q-define-tool
+   "read_buffer"
+   "Read the text of an Emacs buffer: a file open in the editor (with the user's unsaved changes), a REPL, \
+compilation output, and so on. Use it when the text the user sees matters more than the file on disk, \
+or for buffers that have no file. Returns the text between two positions as it is, without line numbers. \
+At most sly-agent-q-read-limit characters (20000 by default) come back; a marker at the end then gives \
+the start position to ask for next. An unknown name fails with the list of open buffers."
+   '((:name "buffer" :type :string
+	    :description "The buffer's name as Emacs shows it (e.g. \"foo.lisp\" or \"*compilation*\"), or the path of a file a buffer visits.")
+     (:name "start" :type :integer
+	    :description "The position to start at: characters are counted from 1, over the whole buffer (narrowing is ignored). Default 1, the beginning.")
+     (:name "end" :type :integer
+	    :description "The position to stop at (the character there is not included). Default: the end of the buffer; a larger value means the end."))
+   :required '("buffer")
+   :safety-level :cautious
+   :categories '(:buffer)
+   :handler #'sly-agent-q--read-buffer)
+
+  (sly-agent-q-define-tool
+   "search_in_buffer"
+   "Search an Emacs buffer for a text or a regular expression, case-sensitively, to find where something \
+is defined or used before reading or editing around it. Returns `Found N matches for 'PATTERN' in buffer \
+NAME:` and one line per match, `Line L, position P: TEXT` with the text of the matching line (trimmed, \
+at most 200 characters), or `No matches found for 'PATTERN' ...`. At most 100 matches are listed \
+(sly-agent-q-search-match-limit); N always counts them all. Positions can be given to read_buffer's \
+start."
+   '((:name "pattern" :type :string
+	    :description "What to search for: the exact text, or an Emacs regular expression when regex is true.")
+     (:name "buffer" :type :string
+	    :description "The buffer's name (or the path of a file a buffer visits). Default: the buffer the user was working in when the request started.")
+     (:name "regex" :type :boolean
+	    :description "true: pattern is an Emacs regular expression (\\\\( \\\\) groups, \\\\| alternatives, [0-9] for digits, no \\\\d). Default false: pattern is searched as literal text.")
+     (:name "all_matches" :type :boolean
+	    :description "true (the default): find every match. false: stop at the first match."))
+   :required '("pattern")
+   :safety-level :safe
+   :categories '(:buffer)
+   :handler #'sly-agent-q--search-in-buffer)
+
+  (sly-agent-q-define-tool
+   "write_file"
+   "Create a file, or replace a file's whole content, on disk. Use it for new files, or to rewrite a file \
+entirely; to change part of an existing file prefer propose_file_edit, which shows the user a diff. \
+The file is replaced atomically (a temporary file in the same directory is renamed over it), so a \
+failure leaves the old file intact; missing directories are created; the file keeps its encoding and \
+permissions. It refuses a file that is open in Emacs with unsaved changes; an open buffer without \
+changes is reverted to show the new content. Only files inside the allowed directories (the user's \
+project) can be written, and the user must approve. Returns `Wrote N characters to PATH.`"
+   '((:name "path" :type :string
+	    :description "The file to write: relative to the project root, or absolute inside the allowed directories.")
+     (:name "content" :type :string
+	    :description "The complete new content of the file, exactly as it should be written (no line numbers)."))
+   :required '("path" "content")
+   :safety-level :dangerous
+   :categories '(:buffer)
+   :handler #'sly-agent-q--write-file
+   :check #'sly-agent-q--check-write-file)
+
+  (sly-agent-q-define-tool
+   "propose_file_edit"
+   "Propose a change to part of a file, for the user to review as a diff and accept or reject. \
+This is the way to edit existing files. `original` is the exact text to replace, which must occur \
+exactly once in the file (copy it from read_file, without line numbers, with enough surrounding lines \
+to be unique); `modified` is the text to put in its place. When the file is open in Emacs the edit is \
+made in its buffer (and saved, unless the buffer had unsaved changes). Returns `accepted`, \
+`partially accepted: K of N hunks applied` (the user kept only some hunks), or fails with \
+`rejected — STOP: do not retry this edit.`, in which case do not propose the same change again: ask \
+the user what they want instead. A text that is not found, or found more than once, fails before \
+the user is asked; read the file again and retry. Only files inside the allowed directories."
+   '((:name "path" :type :string
+	    :description "The file to edit: relative to the project root, or absolute inside the allowed directories. It must exist; create files with write_file.")
+     (:name "original" :type :string
+	    :description "The exact current text to replace, including indentation and line breaks; it must occur exactly once in the file.")
+     (:name "modified" :type :string
+	    :description "The new text that replaces original (the same text with your changes).")
+     (:name "description" :type :string
+	    :description "A short explanation of the change and why, shown to the user with the diff. Default: none."))
+   :required '("path" "original" "modified")
+   :safety-level :dangerous
+   :categories '(:diff)
+   :handler #'sly-agent-q--propose-file-edit
+   :check #'sly-agent-q--check-file-edit
+   :denied-message sly-agent-q--rejected-text))
+
+;; Defined when loaded, with the module (which is not loaded while this
+;; file is byte-compiled).  Defining Elisp tools does not boot Lisp.
+(when (featurep 'sly-agent-q-module)
+  (sly-agent-q--define-buffer-tools))
+
+(provide 'sly-agent-q-buffer-tools)
+
+;;; sly-agent-q-buffer-tools.el ends here
