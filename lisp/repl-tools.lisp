@@ -128,7 +128,8 @@ compiler's warnings go to *WARNINGS*."
                     (let ((*package* package)) (load fasl :verbose nil :print nil))
                     (let ((forms (read-forms text package)))
                       (dolist (form forms) (let ((*package* package)) (xref-note form)))
-                      (dolist (warning (undefined-function-warnings forms package))
+                      (dolist (warning (append (unused-variable-warnings forms package)
+                                               (undefined-function-warnings forms package)))
                         (push warning *warnings*)))
                     (values t (format nil "; Compiled with ~A and loaded." (compiler-name)))))))
       (ignore-errors

@@ -204,8 +204,13 @@ of CATEGORIES (keywords) when given; both filters apply together."
   (mapcar #'tool-to-schema tools))
 
 (defun register-agent-q-tools ()
-  "Make sure the built-in tools are registered and *AGENT-Q-REGISTRY* shows
-every tool; return how many tools there are.  Safe to call any number of
-times."
+  "Register the 18 Agent-Q tools again (those handled in Lisp, and, when
+an Emacs waits for this evaluation, those handled there), replacing tools
+of the same names, and return how many tools there are.  Safe to call any
+number of times."
   (register-built-in-tools)
+  ;; The buffer and diff tools are Emacs's: the Emacs that waits for this
+  ;; evaluation defines them again (nothing to do without one).
+  (ignore-errors
+   (eval-in-emacs "(and (fboundp 'sly-agent-q--define-buffer-tools) (sly-agent-q--define-buffer-tools))"))
   (hash-table-count (sync-registry)))

@@ -68,7 +68,9 @@ evaluated in the session.")
 
 (defun walk-lambda (lambda-list body lexicals functions record depth)
   (walk-body (lambda-list-defaults lambda-list) lexicals functions record depth)
-  (walk-body body (append (lambda-list-variables lambda-list) lexicals) functions record depth))
+  (let ((variables (lambda-list-variables lambda-list)))
+    (dolist (variable variables) (funcall record :bind variable))
+    (walk-body body (append variables lexicals) functions record depth)))
 
 (defun walk-form (form lexicals functions record depth)
   "Call RECORD with :CALL NAME or :REFERENCE VARIABLE for what FORM does,
@@ -76,8 +78,8 @@ macroexpanded; LEXICALS and FUNCTIONS are the names bound around it."
   (when (> depth 200) (return-from walk-form))
   (let ((depth (1+ depth)))
     (cond ((symbolp form)
-           (when (and (global-variable-p form) (not (member form lexicals)))
-             (funcall record :reference form)))
+           (cond ((member form lexicals) (funcall record :use form))
+                 ((global-variable-p form) (funcall record :reference form))))
           ((atom form))
           ((not (ignore-errors (list-length form))))
           ((consp (car form))
@@ -89,7 +91,13 @@ macroexpanded; LEXICALS and FUNCTIONS are the names bound around it."
           (t
            (let ((operator (car form)))
              (case operator
-               ((quote declare go))
+               ((quote go))
+               (declare
+                ;; (declare (ignore x)) says X is unused on purpose.
+                (dolist (specifier (cdr form))
+                  (when (and (consp specifier) (member (car specifier) '(ignore ignorable)))
+                    (dolist (variable (cdr specifier))
+                      (when (symbolp variable) (funcall record :use variable))))))
                (function
                 (let ((name (second form)))
                   (cond ((and (consp name) (eq (car name) 'lambda))
@@ -106,7 +114,9 @@ macroexpanded; LEXICALS and FUNCTIONS are the names bound around it."
                       (when (consp binding)
                         (walk-form (second binding) (if (eq operator 'let*) (append bound lexicals) lexicals)
                                    functions record depth))
-                      (when (symbolp variable) (push variable bound))))
+                      (when (symbolp variable)
+                        (funcall record :bind variable)
+                        (push variable bound))))
                   (walk-body (cddr form) (append bound lexicals) functions record depth)))
                ((flet labels macrolet)
                 (let ((names (mapcar (lambda (d) (and (consp d) (car d))) (if (listp (second form)) (second form) '()))))
@@ -119,8 +129,8 @@ macroexpanded; LEXICALS and FUNCTIONS are the names bound around it."
                 (walk-body (cddr form) lexicals functions record depth))
                (setq
                 (loop for (variable value) on (cdr form) by #'cddr
-                      do (when (and (global-variable-p variable) (not (member variable lexicals)))
-                           (funcall record :reference variable))
+                      do (cond ((member variable lexicals) (funcall record :use variable))
+                               ((global-variable-p variable) (funcall record :reference variable)))
                          (walk-form value lexicals functions record depth)))
                (symbol-macrolet (walk-body (cddr form) lexicals functions record depth))
                (tagbody (walk-body (remove-if #'atom (cdr form)) lexicals functions record depth))
@@ -160,7 +170,9 @@ macroexpanded; LEXICALS and FUNCTIONS are the names bound around it."
          (calls '()) (references '()))
     (when old (forget-definition old))
     (funcall walk (lambda (what item)
-                    (if (eq what :call) (pushnew item calls :test #'equal) (pushnew item references))))
+                    (case what
+                      (:call (pushnew item calls :test #'equal))
+                      (:reference (pushnew item references)))))
     (setf (xref-definition-calls definition) calls
           (xref-definition-references definition) references
           (gethash key *xref-definitions*) definition)
@@ -210,14 +222,16 @@ macroexpanded; LEXICALS and FUNCTIONS are the names bound around it."
 
 (defun xref-note (form)
   "Index FORM, evaluated in the session, if it defines something: never
-fails, and costs a few tests for a form that defines nothing."
-  (when (and (consp form) (symbolp (car form))
-             (or (assoc (car form) +definers+)
-                 (member (car form) '(progn eval-when))
-                 ;; Macros that may define something: DEF…, DEFINE-…
-                 (and (macro-function (car form))
-                      (let ((name (symbol-name (car form))))
-                        (and (> (length name) 3) (string= "DEF" name :end2 3))))))
+fails.  A form that defines nothing costs two or three tests: every
+definer is a macro (DEFUN and the others; DEF…, DEFINE-… macros of
+libraries, which may expand to them), or PROGN / EVAL-WHEN around some."
+  (when (and (consp form)
+             (let ((operator (car form)))
+               (and (symbolp operator)
+                    (if (macro-function operator)
+                        (let ((name (symbol-name operator)))
+                          (and (> (length name) 3) (string= "DEF" name :end2 3)))
+                        (member operator '(progn eval-when))))))
     (handler-case (xref-note-form form)
       (serious-condition () nil))))
 
@@ -346,3 +360,39 @@ PACKAGE) call that are defined nowhere (ECL's compiler does not say)."
                   (push (format nil "STYLE-WARNING: Undefined function ~A, called by ~A"
                                 (if (symbolp name) (qualified-name name) name) (qualified-name (second form)))
                         warnings))))))))))
+
+(defun unused-variable-warnings (forms package)
+  "STYLE-WARNINGs for the variables that the functions, macros and methods
+among FORMS (read in PACKAGE) bind and never use nor declare ignored (ECL's
+compiler does not say).  Only variables written in the source count:
+those of macro expansions are the macros' business."
+  (let ((warnings '()))
+    (dolist (form forms (nreverse warnings))
+      (when (and (consp form) (member (car form) '(defun defmacro defmethod)))
+        (let ((bound '()) (used '()) (*package* package))
+          (flet ((record (what item)
+                   (case what
+                     (:bind (pushnew item bound))
+                     (:use (pushnew item used)))))
+            (handler-case
+                (if (eq (car form) 'defmethod)
+                    (let ((rest (cddr form)))
+                      (loop while (and rest (atom (car rest))) do (pop rest))
+                      (walk-lambda (mapcar (lambda (item) (if (consp item) (car item) item)) (car rest))
+                                   (cdr rest) '() '() #'record 0))
+                    (walk-lambda (third form) (cdddr form) '() '() #'record 0))
+              (serious-condition () (setf bound '()))))
+          (dolist (variable (reverse bound))
+            (when (and (symbol-package variable)
+                       (not (member variable used))
+                       (tree-contains-p variable (cddr form)))
+              (push (format nil "STYLE-WARNING: The variable ~A is defined but never used (in ~A)"
+                            (symbol-name variable) (qualified-name (second form)))
+                    warnings))))))))
+
+(defun tree-contains-p (item tree &optional (budget (list 100000)))
+  "True when ITEM occurs in TREE (looking at no more than BUDGET conses:
+source may be circular)."
+  (cond ((eq item tree) t)
+        ((and (consp tree) (plusp (decf (car budget))))
+         (or (tree-contains-p item (car tree) budget) (tree-contains-p item (cdr tree) budget)))))

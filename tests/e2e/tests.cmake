@@ -4,3 +4,5 @@ add_test(NAME e2e_cg_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/cg-tmux.sh 
 set_tests_properties(e2e_cg_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
 add_test(NAME e2e_commands_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/commands-tmux.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(e2e_commands_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 90)
+add_test(NAME e2e_approval_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/approval-tmux.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(e2e_approval_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)

@@ -59,7 +59,15 @@
     (should (string-match-p "STYLE-WARNING: Variable AGENTQ-FREE-VAR was undefined" (plist-get compiled :content)))
     (should (string-match-p "STYLE-WARNING: Undefined function COMMON-LISP-USER::AGENTQ-NOWHERE, called by COMMON-LISP-USER::AGENTQ-COMPILED"
                             (plist-get compiled :content)))
+    (should-not (string-match-p "never used" (plist-get compiled :content)))
     (should (string-match-p "; Compiled with ECL's C compiler (native code) and loaded.\\'" (plist-get compiled :content))))
+  ;; Unused variables: bound and never used, unless declared ignored.
+  (let ((content (plist-get (agentq-test-call "compile_form"
+                                              '(:form "(defun agentq-unused (a b c)\n  (declare (ignore c))\n  (let ((d 1) (e 2))\n    (dolist (x (list a)) (print x))\n    e))"))
+                            :content)))
+    (should (string-match-p "STYLE-WARNING: The variable B is defined but never used (in COMMON-LISP-USER::AGENTQ-UNUSED)" content))
+    (should (string-match-p "STYLE-WARNING: The variable D is defined but never used" content))
+    (should-not (string-match-p "variable \\(A\\|C\\|E\\|X\\) is defined" content)))
   ;; Loaded: callable, compiled.
   (agentq-test-call "compile_form" '(:form "(defun agentq-twice (x) (* 2 x))"))
   (should (equal (agentq-test-eval-ok "(list (agentq-twice 21) (compiled-function-p #'agentq-twice))") "=> (42 T)"))
