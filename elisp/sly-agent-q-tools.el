@@ -63,9 +63,16 @@ other error would give \"Tool error: MESSAGE\".  Signals
 `sly-agent-q-tool-failure'; does not return."
   (signal 'sly-agent-q-tool-failure (list (apply #'format format-string args))))
 
-(defun sly-agent-q-list-tools ()
-  "Sorted names of all registered tools."
-  (sly-agent-q--module-list-tools))
+(declare-function sly-agent-q-show-tools "sly-agent-q-tool-list" ())
+
+(defun sly-agent-q-list-tools (&optional show)
+  "Sorted names of all registered tools.
+Interactively (SHOW non-nil), show them in a table instead, with their
+safety levels, categories and counters (`sly-agent-q-show-tools')."
+  (interactive (list t))
+  (if show
+      (progn (require 'sly-agent-q-tool-list) (sly-agent-q-show-tools))
+    (sly-agent-q--module-list-tools)))
 
 (defun sly-agent-q-tools-schema (&optional format max-safety-level categories)
   "Tool schemas for a provider, as data `json-serialize' accepts.

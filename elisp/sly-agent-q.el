@@ -26,6 +26,12 @@
 (require 'sly-agent-q-tools)
 (require 'sly-agent-q-approval)
 (require 'sly-agent-q-commands)
+
+;; The front end's mode loads transient and the rest only when turned on.
+(autoload 'sly-agent-q-mode "sly-agent-q-mode"
+  "The sly-agent-q commands under `sly-agent-q-keymap-prefix' (C-c q)." t)
+(autoload 'sly-agent-q-show-log "sly-agent-q-log" "Show the audit log." t)
+(autoload 'sly-agent-q-show-tools "sly-agent-q-tool-list" "Show the tools in a table." t)
 (require 'sly-agent-q-buffer-tools)
 
 (provide 'sly-agent-q)

@@ -1,0 +1,93 @@
+;;; sly-agent-q-log.el --- The audit log of tool calls -*- lexical-binding: t; -*-
+
+;; This file is part of sly-agent-q; see sly-agent-q.el.
+
+;;; Commentary:
+
+;; While `sly-agent-q-mode' is on, every cautious and dangerous tool call
+;; (and so every approval decision) is written to the buffer
+;; *Agent-Q Log*: time, tool, short arguments, decision, duration and
+;; outcome; optionally also to a file.  Safe calls are not logged.
+
+;;; Code:
+
+(require 'subr-x)
+(require 'sly-agent-q-runtime)
+
+(defcustom sly-agent-q-log-file nil
+  "File the audit log is also appended to, or nil for the buffer only.
+The log holds tool names, arguments cut short and outcomes; never the
+API keys of providers."
+  :type '(choice (const :tag "Buffer only" nil) file)
+  :group 'sly-agent-q)
+
+(defcustom sly-agent-q-log-max-lines 5000
+  "Lines the *Agent-Q Log* buffer keeps; older ones are dropped."
+  :type 'integer
+  :group 'sly-agent-q)
+
+(defconst sly-agent-q--log-buffer-name "*Agent-Q Log*")
+
+(defun sly-agent-q--log-arguments (args)
+  "ARGS (a hash table) as one short line."
+  (let ((parts '()))
+    (when (hash-table-p args)
+      (maphash (lambda (key value)
+                 (let ((text (replace-regexp-in-string
+                              "[\n\t ]+" " " (if (stringp value) value (format "%S" value)))))
+                   (push (format "%s=%s" key (truncate-string-to-width text 60 nil nil "…")) parts)))
+               args))
+    (string-join (nreverse parts) " ")))
+
+(defun sly-agent-q--log-line (tool-name args result)
+  "The log line of a finished call of TOOL-NAME with ARGS and its RESULT plist."
+  (let* ((metadata (plist-get result :metadata))
+         (level (plist-get metadata :safety_level))
+         (decision (cond ((not (equal level "dangerous")) "-")
+                         ((plist-get metadata :approved) "approved")
+                         (t "denied"))))
+    (format "%s %-18s %-9s %-8s %7.1fms %s  %s%s"
+            (format-time-string "%F %T")
+            tool-name level decision
+            (or (plist-get metadata :execution_time_ms) 0)
+            (if (plist-get result :success) "ok    " "FAILED")
+            (sly-agent-q--log-arguments args)
+            (if (plist-get result :success) ""
+              (format "  → %s" (truncate-string-to-width
+                                (replace-regexp-in-string "\n" " " (or (plist-get result :error) ""))
+                                120 nil nil "…"))))))
+
+(defun sly-agent-q-log-call (phase tool-name args result)
+  "Log a finished cautious or dangerous call.
+A function of `sly-agent-q-tool-execution-functions': PHASE, TOOL-NAME,
+ARGS and RESULT are as that hook gives them."
+  (when (and (memq phase '(:after :error)) result
+             (member (plist-get (plist-get result :metadata) :safety_level) '("cautious" "dangerous")))
+    (let ((line (sly-agent-q--log-line tool-name args result)))
+      (with-current-buffer (get-buffer-create sly-agent-q--log-buffer-name)
+        (unless (derived-mode-p 'special-mode) (special-mode))
+        (let ((inhibit-read-only t))
+          (save-excursion
+            (goto-char (point-max))
+            (insert line "\n")
+            (when (> (count-lines (point-min) (point-max)) sly-agent-q-log-max-lines)
+              (goto-char (point-min))
+              (forward-line (- (count-lines (point-min) (point-max)) sly-agent-q-log-max-lines))
+              (delete-region (point-min) (point))))))
+      (when sly-agent-q-log-file
+        (condition-case err
+            (write-region (concat line "\n") nil sly-agent-q-log-file t 'silent)
+          (error (message "sly-agent-q: cannot write the log file: %s" (error-message-string err))))))))
+
+(defun sly-agent-q-show-log ()
+  "Show the audit log of cautious and dangerous tool calls."
+  (interactive)
+  (let ((buffer (get-buffer-create sly-agent-q--log-buffer-name)))
+    (with-current-buffer buffer
+      (unless (derived-mode-p 'special-mode) (special-mode)))
+    (pop-to-buffer buffer)
+    (goto-char (point-max))))
+
+(provide 'sly-agent-q-log)
+
+;;; sly-agent-q-log.el ends here

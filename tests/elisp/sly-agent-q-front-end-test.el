@@ -1,0 +1,103 @@
+;;; sly-agent-q-front-end-test.el --- The mode, its keys, the audit log and the tool list -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; `sly-agent-q-mode': the C-c q prefix and its commands, the transient
+;; menu, the audit log of cautious and dangerous calls, and the table of
+;; tools.
+
+;;; Code:
+
+(require 'sly-agent-q-test-helpers)
+(require 'sly-agent-q-mode)
+
+(defmacro agentq-front-end--with-mode (&rest body)
+  "Run BODY with `sly-agent-q-mode' on, as it was afterwards."
+  (declare (indent 0))
+  `(let ((was sly-agent-q-mode))
+     (unwind-protect (progn (sly-agent-q-mode 1) ,@body)
+       (sly-agent-q-mode (if was 1 -1)))))
+
+(ert-deftest sly-agent-q-front-end/keys-under-the-prefix ()
+  (agentq-front-end--with-mode
+    (should (eq (key-binding (kbd "C-c q l")) #'sly-agent-q-show-log))
+    (should (eq (key-binding (kbd "C-c q t")) #'sly-agent-q-show-tools))
+    (should (eq (key-binding (kbd "C-c q !")) #'sly-agent-q-auto-approve))
+    (should (eq (key-binding (kbd "C-c q a")) #'sly-agent-q-jump-to-approval))
+    (should (eq (key-binding (kbd "C-c q c r")) #'sly-agent-q-context-add-region))
+    (should (eq (key-binding (kbd "C-c q q f")) #'sly-agent-q-fix-last-error))
+    (should (eq (key-binding (kbd "C-c q ?")) #'sly-agent-q-menu))
+    (should (commandp #'sly-agent-q-menu))
+    ;; The prefix is an option.
+    (let ((old sly-agent-q-keymap-prefix))
+      (unwind-protect
+          (progn
+            (customize-set-variable 'sly-agent-q-keymap-prefix "C-c a")
+            (should (eq (key-binding (kbd "C-c a l")) #'sly-agent-q-show-log))
+            (should-not (eq (key-binding (kbd "C-c q l")) #'sly-agent-q-show-log)))
+        (customize-set-variable 'sly-agent-q-keymap-prefix old)))
+    ;; The chat's commands say it is not there yet.
+    (should (string-match-p "needs the chat"
+                            (cadr (should-error (sly-agent-q-send) :type 'user-error))))
+    ;; Every command has a docstring.
+    (map-keymap (lambda (_key command)
+                  (when (symbolp command) (should (documentation command))))
+                sly-agent-q-command-map))
+  (should-not (eq (key-binding (kbd "C-c q l")) #'sly-agent-q-show-log)))
+
+(ert-deftest sly-agent-q-front-end/audit-log ()
+  (let ((file (make-temp-file "agentq-log"))
+        (danger (agentq-test-fresh-name "agentq_logged_danger")))
+    (sly-agent-q-define-tool danger "Dangerous." '((:name "path" :type :string))
+                             :safety-level :dangerous :handler (lambda (_args) "done"))
+    (unwind-protect
+        (agentq-front-end--with-mode
+          (let ((sly-agent-q-log-file file))
+            (when (get-buffer "*Agent-Q Log*") (kill-buffer "*Agent-Q Log*"))
+            (agentq-test-eval-ok "(+ 1 2)")
+            (agentq-test-call "describe_symbol" '(:symbol "car"))
+            (let ((sly-agent-q-approval-function (lambda (_n _a) :denied)))
+              (agentq-test-call danger '(:path "/tmp/denied")))
+            (let ((sly-agent-q-approval-function (lambda (_n _a) :approved)))
+              (agentq-test-call danger '(:path "/tmp/approved")))
+            (let ((log (with-current-buffer "*Agent-Q Log*" (buffer-string))))
+              (should (string-match-p "evaluate_lisp +cautious +- +[0-9.]+ms ok +code=(\\+ 1 2)" log))
+              (should-not (string-match-p "describe_symbol" log))
+              (should (string-match-p (concat danger " +dangerous +denied .*FAILED +path=/tmp/denied +→ User denied tool execution") log))
+              (should (string-match-p (concat danger " +dangerous +approved .*ok +path=/tmp/approved") log))
+              (should (equal (with-temp-buffer (insert-file-contents file) (buffer-string)) log)))))
+      (delete-file file))
+    ;; Off: nothing logged.
+    (when (get-buffer "*Agent-Q Log*") (kill-buffer "*Agent-Q Log*"))
+    (agentq-test-eval-ok "(+ 1 2)")
+    (should-not (get-buffer "*Agent-Q Log*"))))
+
+(ert-deftest sly-agent-q-front-end/tool-list ()
+  (agentq-test-eval-ok "(+ 1 2)")
+  (should (member "evaluate_lisp" (sly-agent-q-list-tools)))
+  (save-window-excursion
+    (call-interactively #'sly-agent-q-list-tools)
+    (with-current-buffer "*Agent-Q Tools*"
+      (should (derived-mode-p 'sly-agent-q-tool-list-mode))
+      (goto-char (point-min))
+      (should (re-search-forward "^evaluate_lisp +cautious +execution +\\([0-9]+\\) +[0-9]+ +[0-9.]+$" nil t))
+      (should (> (string-to-number (match-string 1)) 0))
+      (should (re-search-forward "^who_calls +safe +introspection xref " nil t))
+      (goto-char (point-min))
+      (re-search-forward "^describe_symbol")
+      (sly-agent-q-tool-list-describe (tabulated-list-get-id))
+      (should (string-match-p "\\`describe_symbol\n\nDescribe a Common Lisp symbol"
+                              (with-current-buffer "*Agent-Q Tool*" (buffer-string))))
+      (should (string-match-p "\"required\": \\[\n? *\"symbol\""
+                              (with-current-buffer "*Agent-Q Tool*" (buffer-string)))))))
+
+(ert-deftest sly-agent-q-front-end/mode-line ()
+  (agentq-front-end--with-mode
+    (let ((sly-agent-q-approval-pending nil) (sly-agent-q--auto-approve-until nil))
+      (should (equal (sly-agent-q--mode-line) " AgentQ"))
+      (setq sly-agent-q-approval-pending (cons "write_file" (float-time)))
+      (should (equal (substring-no-properties (sly-agent-q--mode-line)) " AgentQ:APPROVE write_file?"))
+      (setq sly-agent-q-approval-pending nil sly-agent-q--auto-approve-until (+ (float-time) 600))
+      (should (equal (substring-no-properties (sly-agent-q--mode-line)) " AgentQ:AUTO 10m")))))
+
+;;; sly-agent-q-front-end-test.el ends here
