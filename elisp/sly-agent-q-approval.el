@@ -24,6 +24,7 @@
 (require 'sly-agent-q-runtime)
 
 (declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
+(declare-function sly-agent-q-review-edit-proposal "sly-agent-q-review" (args))
 
 (defgroup sly-agent-q-approval nil
   "Approving the dangerous tools of sly-agent-q."
@@ -250,6 +251,16 @@ is no.  Returns `:approved', `:denied', (:denied REASON) or
           ((sly-agent-q--auto-approving-p) :approved)
           ((member tool-name sly-agent-q--session-approved-tools) :approved)
           (noninteractive :denied)
+          ((equal tool-name "propose_file_edit")
+           ;; The per-hunk review (sly-agent-q-review.el) in place of the question.
+           (require 'sly-agent-q-review)
+           (setq sly-agent-q-approval-pending (cons tool-name (float-time)))
+           (unwind-protect
+               (condition-case nil
+                   (sly-agent-q-review-edit-proposal args)
+                 (quit :denied))
+             (setq sly-agent-q-approval-pending nil)
+             (force-mode-line-update t)))
           (t
            (setq sly-agent-q-approval-pending (cons tool-name (float-time)))
            (force-mode-line-update t)

@@ -1,0 +1,103 @@
+;;; sly-agent-q-review-ui-test.el --- Per-hunk review of propose_file_edit -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The review buffer's marks turned into propose_file_edit's approval
+;; answer, and that answer applied by the real tool to a real file: the
+;; accepted hunks exactly, nothing when all are rejected, one undo step.
+
+;;; Code:
+
+(require 'sly-agent-q-test-helpers)
+(require 'sly-agent-q-review)
+
+(defconst agentq-review--original
+  (mapconcat (lambda (n) (format "(defun f%d () %d)\n" n n)) (number-sequence 1 30) ""))
+
+(defun agentq-review--modified ()
+  "ORIGINAL with three changes far apart: three hunks."
+  (replace-regexp-in-string
+   "(defun f25 () 25)" "(defun f25 () :twenty-five)"
+   (replace-regexp-in-string
+    "(defun f14 () 14)" "(defun f14 () :fourteen)"
+    (replace-regexp-in-string "(defun f2 () 2)" "(defun f2 () :two)" agentq-review--original))))
+
+(defun agentq-review--args (path)
+  (let ((args (make-hash-table :test 'equal)))
+    (puthash "path" path args)
+    (puthash "original" agentq-review--original args)
+    (puthash "modified" (agentq-review--modified) args)
+    (puthash "description" "Return keywords" args)
+    args))
+
+(defun agentq-review--decide (args marks)
+  "Review ARGS in the buffer, marking hunk I with (nth I MARKS): ?a, ?r or nil."
+  (with-current-buffer (sly-agent-q--review-buffer args)
+    (unwind-protect
+        (progn
+          (cl-loop for mark in marks
+                   for start in (sly-agent-q--hunk-starts)
+                   do (goto-char start)
+                      (pcase mark (?a (sly-agent-q-review-accept)) (?r (sly-agent-q-review-reject))))
+          (sly-agent-q--review-decision args))
+      (kill-buffer))))
+
+(ert-deftest sly-agent-q-review-ui/hunks-split-and-apply ()
+  (let* ((hunks (sly-agent-q--parse-hunks (sly-agent-q--diff-text agentq-review--original (agentq-review--modified)))))
+    (should (= (length hunks) 3))
+    (should (equal (sly-agent-q--apply-hunks agentq-review--original hunks '(0 1 2)) (agentq-review--modified)))
+    (should (equal (sly-agent-q--apply-hunks agentq-review--original hunks '()) agentq-review--original))
+    (let ((first-and-last (sly-agent-q--apply-hunks agentq-review--original hunks '(0 2))))
+      (should (string-match-p "(defun f2 () :two)" first-and-last))
+      (should (string-match-p "(defun f14 () 14)" first-and-last))
+      (should (string-match-p "(defun f25 () :twenty-five)" first-and-last))))
+  ;; Insertions, deletions, and a last line without a newline.
+  (dolist (case '(("a\nb\nc" "a\nX\nb\nc") ("a\nb\nc\n" "b\nc\n") ("" "new\n") ("a\n" "") ("x" "y")))
+    (let ((hunks (sly-agent-q--parse-hunks (sly-agent-q--diff-text (car case) (cadr case)))))
+      (should (equal (sly-agent-q--apply-hunks (car case) hunks (number-sequence 0 (1- (length hunks))))
+                     (cadr case))))))
+
+(ert-deftest sly-agent-q-review-ui/review-decides-propose-file-edit ()
+  (let* ((dir (file-name-as-directory (make-temp-file "agentq-review" t)))
+         (path (expand-file-name "code.lisp" dir))
+         (sly-agent-q-allowed-directories (list dir)))
+    (unwind-protect
+        (progn
+          ;; Accept 1 and 3 of 3: exactly those applied.
+          (with-temp-file path (insert agentq-review--original))
+          (let* ((args (agentq-review--args path))
+                 (decision (agentq-review--decide args '(?a ?r ?a)))
+                 (sly-agent-q-approval-function (lambda (_name _args) decision)))
+            (should (equal (car decision) :modified))
+            (should (equal (plist-get (agentq-test-call "propose_file_edit" (agentq-review--args path)) :content)
+                           (concat "partially accepted: 2 of 3 hunks applied\n"
+                                   (format "The edit is applied to %s. The other hunks were rejected: do not propose them again." path)))))
+          (let ((text (with-temp-buffer (insert-file-contents path) (buffer-string))))
+            (should (string-match-p "(defun f2 () :two)" text))
+            (should (string-match-p "(defun f14 () 14)" text))
+            (should (string-match-p "(defun f25 () :twenty-five)" text)))
+          ;; Reject all (or leave all unmarked): denied, the file unchanged.
+          (with-temp-file path (insert agentq-review--original))
+          (dolist (marks '((?r ?r ?r) (nil nil nil)))
+            (let* ((decision (agentq-review--decide (agentq-review--args path) marks))
+                   (sly-agent-q-approval-function (lambda (_name _args) decision)))
+              (should (eq decision :denied))
+              (should (equal (plist-get (agentq-test-call "propose_file_edit" (agentq-review--args path)) :content)
+                             "rejected — STOP: do not retry this edit."))
+              (should (equal (with-temp-buffer (insert-file-contents path) (buffer-string)) agentq-review--original))))
+          ;; Into a visiting buffer: one undo step takes it back.
+          (with-current-buffer (find-file-noselect path)
+            (buffer-enable-undo)
+            (let* ((decision (agentq-review--decide (agentq-review--args path) '(?a ?a ?a)))
+                   (sly-agent-q-approval-function (lambda (_name _args) decision)))
+              (undo-boundary)
+              (should (string-prefix-p "accepted" (plist-get (agentq-test-call "propose_file_edit" (agentq-review--args path)) :content)))
+              (should (equal (buffer-string) (agentq-review--modified)))
+              ;; One undo step: the changes back to the boundary before the call.
+              (primitive-undo 1 (if (car buffer-undo-list) buffer-undo-list (cdr buffer-undo-list)))
+              (should (equal (buffer-string) agentq-review--original)))
+            (set-buffer-modified-p nil)
+            (kill-buffer)))
+      (delete-directory dir t))))
+
+;;; sly-agent-q-review-ui-test.el ends here
