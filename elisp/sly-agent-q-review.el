@@ -134,7 +134,11 @@ replace."
 (define-derived-mode sly-agent-q-diff-mode diff-mode "Agent-Q Diff"
   "Review an edit the agent proposes, hunk by hunk.
 \\{sly-agent-q-diff-mode-map}"
-  (setq buffer-read-only t))
+  (setq buffer-read-only t)
+  ;; diff-mode gives a read-only buffer its own keys (r, a, …) through
+  ;; this alist, ahead of the major mode's: the review's keys win here.
+  (setq-local minor-mode-overriding-map-alist
+              (list (cons 'buffer-read-only sly-agent-q-diff-mode-map))))
 
 (defun sly-agent-q--hunk-starts ()
   "Positions of the hunks' @@ lines, in order."

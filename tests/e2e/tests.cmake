@@ -6,3 +6,5 @@ add_test(NAME e2e_commands_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/comma
 set_tests_properties(e2e_commands_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 90)
 add_test(NAME e2e_approval_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/approval-tmux.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(e2e_approval_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+add_test(NAME e2e_review_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/review-tmux.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(e2e_review_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
