@@ -42,6 +42,11 @@ defined elsewhere (in Emacs, before Lisp booted) in place."
 
 ;;; Finding things by name.
 
+(defparameter +package-parameter+
+  '(:name "package" :type :string
+    :description "The package to look the name up in (default: the session's current package).")
+  "The parameter of the tools that look a name up.")
+
 (defun printed (object &optional (package (printing-package)))
   "OBJECT printed readably where it can be, bounded, from PACKAGE (CL-USER)."
   (let ((*package* package))
@@ -233,8 +238,7 @@ and a sentence saying what was not found and what is similar."
 
 (define-built-in-tool "function_arglist"
   "Get the lambda list (parameters) of a function, macro or generic function, with the first line of its documentation. Use it to call something correctly."
-  '((:name "function" :type :string :description "The function's name, e.g. \"remove-if\" or \"alexandria:flatten\".")
-    (:name "package" :type :string :description "The package to look the name up in (default: the session's current package)."))
+  (list '(:name "function" :type :string :description "The function's name, e.g. \"remove-if\" or \"alexandria:flatten\".") +package-parameter+)
   :required '("function")
   :categories '(:introspection)
   :handler (lambda (args)
@@ -293,8 +297,7 @@ and a sentence saying what was not found and what is similar."
 
 (define-built-in-tool "class_slots"
   "List the slots of a class (CLOS or structure): each slot's name, initargs, readers and writers, type, initial value form and allocation, including inherited slots. Use it before making instances or writing methods."
-  '((:name "class" :type :string :description "The class's name, e.g. \"standard-object\" or \"my-package:point\".")
-    (:name "package" :type :string :description "The package to look the name up in (default: the session's current package)."))
+  (list '(:name "class" :type :string :description "The class's name, e.g. \"standard-object\" or \"my-package:point\".") +package-parameter+)
   :required '("class")
   :categories '(:introspection :clos)
   :handler (lambda (args)
@@ -336,8 +339,7 @@ and a sentence saying what was not found and what is similar."
 
 (define-built-in-tool "class_hierarchy"
   "Show a class's place in the class graph: its superclasses in precedence order up to T, and its direct subclasses. Use it to understand inheritance before adding methods or slots."
-  '((:name "class" :type :string :description "The class's name, e.g. \"simple-error\".")
-    (:name "package" :type :string :description "The package to look the name up in (default: the session's current package)."))
+  (list '(:name "class" :type :string :description "The class's name, e.g. \"simple-error\".") +package-parameter+)
   :required '("class")
   :categories '(:introspection :clos)
   :handler (lambda (args)

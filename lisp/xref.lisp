@@ -325,8 +325,7 @@ systems that count as the image's."
 
 (define-built-in-tool "who_calls"
   "List the definitions (functions, macros, methods) whose code calls a function, with file and line when they came from a file. Use it before changing a function's signature or behaviour, to find what depends on it. Covers what this session evaluated, compiled or loaded with load_system."
-  '((:name "function" :type :string :description "The called function's name, e.g. \"parse-config\" or \"my-app:start\".")
-    (:name "package" :type :string :description "The package to look the name up in (default: the session's current package)."))
+  (list '(:name "function" :type :string :description "The called function's name, e.g. \"parse-config\" or \"my-app:start\".") +package-parameter+)
   :required '("function")
   :categories '(:introspection :xref)
   :handler (lambda (arguments)
@@ -337,8 +336,7 @@ systems that count as the image's."
 
 (define-built-in-tool "who_references"
   "List the definitions whose code reads or sets a global (special) variable or constant, with file and line when they came from a file. Use it before changing a variable's meaning or removing it. Covers what this session evaluated, compiled or loaded with load_system."
-  '((:name "symbol" :type :string :description "The variable's name, e.g. \"*config*\".")
-    (:name "package" :type :string :description "The package to look the name up in (default: the session's current package)."))
+  (list '(:name "symbol" :type :string :description "The variable's name, e.g. \"*config*\".") +package-parameter+)
   :required '("symbol")
   :categories '(:introspection :xref)
   :handler (lambda (arguments)
