@@ -208,6 +208,13 @@ The new arguments (a hash table), or nil when they gave up."
       (kill-buffer buffer))
     (and (hash-table-p result) result)))
 
+(defun sly-agent-q--approval-prompt (tool-name args)
+  "The question about TOOL-NAME with ARGS, saying which door the call came through."
+  (format "%sRun dangerous tool %s with\n%s\n?"
+          (if sly-agent-q-call-origin (format "[%s] " sly-agent-q-call-origin) "")
+          tool-name
+          (sly-agent-q--arguments-text args sly-agent-q-approval-argument-width)))
+
 (defun sly-agent-q--ask (tool-name args)
   "Ask in the minibuffer whether TOOL-NAME may run with ARGS; the decision."
   (let ((choices `((?y "yes" "run the tool")
@@ -219,10 +226,7 @@ The new arguments (a hash table), or nil when they gave up."
                    (?v "view" "show the whole arguments")))
         (decision nil))
     (while (not decision)
-      (let ((key (car (read-multiple-choice
-                       (format "Run dangerous tool %s with\n%s\n?" tool-name
-                               (sly-agent-q--arguments-text args sly-agent-q-approval-argument-width))
-                       choices))))
+      (let ((key (car (read-multiple-choice (sly-agent-q--approval-prompt tool-name args) choices))))
         (setq decision
               (pcase key
                 (?y :approved)

@@ -255,6 +255,12 @@ caught: C-g here quits the evaluation that asked."
 
 ;;;; What Lisp's `agent-q:execute-tool-calls' asks of Emacs
 
+(defvar sly-agent-q-call-origin nil
+  "Which door the running tool call came through, for approval prompts.
+nil for a call made from Elisp, \"Lisp\" for `agent-q:execute-tool-calls',
+\"MCP\" for `sly-agent-q-mcp-request' (a front end may bind a more
+precise text, such as \"MCP: claude-code\").")
+
 (defun sly-agent-q--approve-for-lisp (name json)
   "Ask `sly-agent-q-approval-function' whether Lisp may run tool NAME.
 JSON is the arguments as JSON text.  For `agent-q:execute-tool-calls'
@@ -263,8 +269,9 @@ when `agent-q:*approval-handler*' is nil.  Returns \"approved\",
 function that fails denies."
   (let ((decision (and sly-agent-q-approval-function
                        (condition-case nil
-                           (funcall sly-agent-q-approval-function name
-                                    (sly-agent-q--module-parse-json json))
+                           (let ((sly-agent-q-call-origin (or sly-agent-q-call-origin "Lisp")))
+                             (funcall sly-agent-q-approval-function name
+                                      (sly-agent-q--module-parse-json json)))
                          (error :denied)))))
     (pcase decision
       (:approved "approved")
@@ -441,9 +448,10 @@ module.  Every other shape goes to the module whole."
 (defun sly-agent-q-mcp-request (json-string)
   "Handle one MCP JSON-RPC 2.0 message JSON-STRING.
 Returns the response as a JSON string, or nil for a notification."
-  (sly-agent-q--calling-module
-    (sly-agent-q--module-mcp-request json-string sly-agent-q-approval-function
-                                     sly-agent-q-tool-execution-functions)))
+  (let ((sly-agent-q-call-origin (or sly-agent-q-call-origin "MCP")))
+    (sly-agent-q--calling-module
+      (sly-agent-q--module-mcp-request json-string sly-agent-q-approval-function
+                                       sly-agent-q-tool-execution-functions))))
 
 (defun sly-agent-q-runtime-status ()
   "A plist describing the embedded Lisp runtime."

@@ -50,6 +50,22 @@
                               (with-current-buffer "*Agent-Q Arguments*" (buffer-string)))))))
 ;; C-g at the prompt is tested in a real terminal: tests/e2e/approval-tmux.sh.
 
+(ert-deftest sly-agent-q-approval/the-question-says-which-door ()
+  (let ((args (make-hash-table :test 'equal)) (seen '()))
+    (puthash "path" "/tmp/p" args)
+    (should (string-prefix-p "Run dangerous tool write_file with\n  path: /tmp/p"
+                             (sly-agent-q--approval-prompt "write_file" args)))
+    (let ((sly-agent-q-call-origin "MCP: claude-code"))
+      (should (string-prefix-p "[MCP: claude-code] Run dangerous tool write_file"
+                               (sly-agent-q--approval-prompt "write_file" args))))
+    ;; The origin as an approval function sees it, from each door.
+    (let* ((name (agentq-approval--define))
+           (sly-agent-q-approval-function (lambda (_n _a) (push sly-agent-q-call-origin seen) :denied)))
+      (agentq-test-call name '(:path "/x"))
+      (agentq-test-mcp `(:jsonrpc "2.0" :id 3 :method "tools/call" :params (:name ,name :arguments (:path "/x"))))
+      (agentq-test-eval-ok (format "(execute-tool-calls '((:id \"l\" :name %S :arguments (:path \"/x\"))))" name))
+      (should (equal (reverse seen) '(nil "MCP" "Lisp"))))))
+
 (ert-deftest sly-agent-q-approval/approved-for-the-conversation ()
   (let ((name (agentq-approval--define)))
     (agentq-approval--with-keys "!"
