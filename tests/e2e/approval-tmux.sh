@@ -58,9 +58,28 @@ tmux_ send-keys -t "$session" C-g
 wait_for '^"User denied tool execution"$' 10 || fail "C-g did not deny"
 [ "$(cat "$file")" = "old again" ] || fail "the file changed after C-g"
 
+# r: denied, with the person's reason for the model.
+ask
+tmux_ send-keys -t "$session" r
+wait_for 'Why not \(sent to the model\)\?' 5 || fail "r did not ask why"
+tmux_ send-keys -t "$session" -l "use the docs directory"
+tmux_ send-keys -t "$session" Enter
+wait_for '^"Denied by user: use the docs directory"$' 10 || fail "r did not send the reason back"
+[ "$(cat "$file")" = "old again" ] || fail "the file changed after r"
+
+# e: the arguments edited as JSON, then run with them.
+ask
+tmux_ send-keys -t "$session" e
+wait_for '"content": "new text"' 10 screen || fail "e did not show the arguments as JSON"
+tmux_ send-keys -t "$session" C-x h C-w
+tmux_ send-keys -t "$session" -l "{\"path\": \"$file\", \"content\": \"edited by hand\"}"
+tmux_ send-keys -t "$session" C-c C-c
+wait_for '^"Wrote ' 10 || fail "the edited arguments did not run"
+[ "$(cat "$file")" = "edited by hand" ] || fail "the file does not have the edited content"
+
 eval_expression '(+ 40 2)'
 wait_for '^42' 5 || fail "Emacs is not responsive after the approvals"
 
 quit_emacs
-echo "PASS: n denied, RET alone answered nothing, y wrote the file, C-g denied"
+echo "PASS: n denied, RET alone answered nothing, y wrote the file, C-g denied, r sent a reason, e ran edited arguments"
 exit 0
