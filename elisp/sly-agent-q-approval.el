@@ -25,6 +25,7 @@
 
 (declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
 (declare-function sly-agent-q-review-edit-proposal "sly-agent-q-review" (args))
+(declare-function sly-agent-q--allowed-roots "sly-agent-q-buffer-tools" ())
 
 (defgroup sly-agent-q-approval nil
   "Approving the dangerous tools of sly-agent-q."
@@ -35,14 +36,17 @@
   "Standing decisions for dangerous tools, checked before asking.
 Each rule is (TOOL GLOB DECISION): TOOL is a tool name or \"*\"; GLOB is
 matched against the call's `path' argument (a shell glob where `**'
-crosses directories; \"*\" matches any call, also one without a path);
+crosses directories; \"*\" matches any call, also one without a path),
+or is the symbol `outside-project', which matches a path outside the
+current project (as `sly-agent-q-allowed-directories' would have it);
 DECISION is `allow', `deny' or `ask'.  The first matching rule decides;
 with none, the person is asked.  Example: allow writing Lisp files under
 src/, ask for everything else:
 
   ((\"write_file\" \"**/src/**/*.lisp\" allow))"
   :type '(repeat (list (string :tag "Tool name (or *)")
-                       (string :tag "Path glob")
+                       (choice (string :tag "Path glob")
+                               (const :tag "Outside the project" outside-project))
                        (choice (const :tag "Allow" allow)
                                (const :tag "Deny" deny)
                                (const :tag "Ask" ask))))
@@ -124,11 +128,20 @@ The rules are `sly-agent-q-approval-rules'."
   (let ((path (and (hash-table-p args) (gethash "path" args))))
     (cl-loop for (tool glob decision) in sly-agent-q-approval-rules
              when (and (or (equal tool "*") (equal tool tool-name))
-                       (or (equal glob "*")
-                           (and (stringp path)
-                                (string-match-p (sly-agent-q--glob-regexp glob)
-                                                (expand-file-name path)))))
+                       (cond ((equal glob "*"))
+                             ((eq glob 'outside-project)
+                              (and (stringp path) (not (sly-agent-q--inside-project-p path))))
+                             ((stringp glob)
+                              (and (stringp path)
+                                   (string-match-p (sly-agent-q--glob-regexp glob)
+                                                   (expand-file-name path))))))
              return decision)))
+
+(defun sly-agent-q--inside-project-p (path)
+  "True when PATH lies in the allowed directories (the project)."
+  (require 'sly-agent-q-buffer-tools)
+  (let ((file (file-truename (expand-file-name path))))
+    (cl-some (lambda (root) (string-prefix-p root file)) (sly-agent-q--allowed-roots))))
 
 (defun sly-agent-q--short (value width)
   "VALUE as text, strings cut to WIDTH characters with a note."

@@ -106,6 +106,13 @@
         ;; "ask": the question, answered y.
         (setq unread-command-events (list ?y))
         (should (equal (agentq-approval--content name "/tmp/agentq-src/a.txt") "ran /tmp/agentq-src/a.txt"))))
+    ;; Anything outside the project is denied.
+    (agentq-approval--with-keys ""
+      (let ((sly-agent-q-allowed-directories (list "/tmp/agentq-project/"))
+            (sly-agent-q-approval-rules `((,name outside-project deny) (,name "*" allow))))
+        (should (equal (agentq-approval--content name "/etc/passwd") "User denied tool execution"))
+        (should (equal (agentq-approval--content name "/tmp/agentq-project/a.lisp") "ran /tmp/agentq-project/a.lisp"))
+        (should (equal (agentq-approval--content name "/tmp/agentq-project/../x") "User denied tool execution"))))
     (should (string-match-p (sly-agent-q--glob-regexp "**/src/**/*.lisp") "/home/me/src/x.lisp"))
     (should-not (string-match-p (sly-agent-q--glob-regexp "*/src/*.lisp") "/home/me/src/a/x.lisp"))))
 
