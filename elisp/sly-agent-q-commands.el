@@ -154,9 +154,12 @@ time limit are replaced this way by themselves, after a grace of 3 s."
                              "not called yet")))))))))
 
 ;;;###autoload
+(declare-function sly-agent-q-mode "sly-agent-q-mode" (&optional arg))
+
 (defun sly-agent-q-welcome ()
-  "Show a short tour of sly-agent-q in a buffer."
+  "Show a short tour of sly-agent-q in a buffer, with `sly-agent-q-mode' on."
   (interactive)
+  (sly-agent-q-mode 1)
   (with-current-buffer (get-buffer-create "*sly-agent-q*")
     (let ((inhibit-read-only t))
       (erase-buffer)
@@ -165,7 +168,8 @@ time limit are replaced this way by themselves, after a grace of 3 s."
               "  M-x sly-agent-q-evaluate RET (+ 1 2) RET       evaluate in the embedded ECL\n"
               "  M-x sly-agent-q-evaluate RET (loop) RET        then C-g: interrupted, Emacs lives\n"
               "  M-x sly-agent-q-evaluate RET (ext:quit) RET    intercepted: Lisp cannot exit Emacs\n"
-              "  M-x sly-agent-q-describe-runtime               runtime state, tools, counters\n\n"
+              "  M-x sly-agent-q-describe-runtime               runtime state, tools, counters\n"
+              "  C-c q t / C-c q l / C-c q ?                    the tools, the audit log, every command\n\n"
               "From Lisp code (Elisp):\n"
               "  (sly-agent-q-execute-tool-calls\n"
               "   '((:id \"c1\" :name \"evaluate_lisp\" :arguments (:code \"(+ 1 2)\"))))\n\n"
