@@ -100,4 +100,13 @@
       (setq sly-agent-q-approval-pending nil sly-agent-q--auto-approve-until (+ (float-time) 600))
       (should (equal (substring-no-properties (sly-agent-q--mode-line)) " AgentQ:AUTO 10m")))))
 
+;; `make run' shows the welcome, which turns the mode on.
+(ert-deftest sly-agent-q-front-end/welcome-turns-the-mode-on ()
+  (agentq-front-end--with-mode
+    (sly-agent-q-mode -1)
+    (save-window-excursion (sly-agent-q-welcome))
+    (should sly-agent-q-mode)
+    (should (string-match-p "C-c q t / C-c q l / C-c q \\?"
+                            (with-current-buffer "*sly-agent-q*" (buffer-string))))))
+
 ;;; sly-agent-q-front-end-test.el ends here
