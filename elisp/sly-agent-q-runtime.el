@@ -379,8 +379,30 @@ running call."
                              :coding 'binary :filter #'sly-agent-q--async-filter))
     (sly-agent-q--module-open-channel sly-agent-q--async-process)))
 
+(defvar sly-agent-q--async-deferred-timer nil
+  "The timer that serves asynchronous calls once no minibuffer is active.")
+
+(defun sly-agent-q--serve-after-minibuffer ()
+  "Serve the asynchronous calls put off while a minibuffer was active."
+  (unless (> (minibuffer-depth) 0)
+    (when (timerp sly-agent-q--async-deferred-timer)
+      (cancel-timer sly-agent-q--async-deferred-timer))
+    (setq sly-agent-q--async-deferred-timer nil)
+    (sly-agent-q--async-filter nil nil)))
+
 (defun sly-agent-q--async-filter (_process _output)
-  "Serve what asynchronous calls need of Emacs, and run finished jobs' callbacks."
+  "Serve asynchronous calls: what they need of Emacs, finished jobs' callbacks.
+While the person types in a minibuffer nothing is served (no approval
+question, no callback takes the echo area or the keyboard from them): it
+is put off until the minibuffer exits."
+  (if (> (minibuffer-depth) 0)
+      (unless sly-agent-q--async-deferred-timer
+        (setq sly-agent-q--async-deferred-timer
+              (run-with-timer 0.25 0.25 #'sly-agent-q--serve-after-minibuffer)))
+    (sly-agent-q--serve-async)))
+
+(defun sly-agent-q--serve-async ()
+  "Run the work asynchronous calls queued for Emacs and finished jobs' callbacks."
   (dolist (finished (sly-agent-q--module-async-serve))
     ;; A load_system it ran may have left its progress in the echo area.
     (when sly-agent-q--progress-detail
