@@ -268,22 +268,17 @@ is no.  Returns `:approved', `:denied', (:denied REASON) or
           ((sly-agent-q--auto-approving-p) :approved)
           ((member tool-name sly-agent-q--session-approved-tools) :approved)
           (noninteractive :denied)
-          ((equal tool-name "propose_file_edit")
-           ;; The per-hunk review (sly-agent-q-review.el) in place of the question.
-           (require 'sly-agent-q-review)
-           (setq sly-agent-q-approval-pending (cons tool-name (float-time)))
-           (unwind-protect
-               (condition-case nil
-                   (sly-agent-q-review-edit-proposal args)
-                 (quit :denied))
-             (setq sly-agent-q-approval-pending nil)
-             (force-mode-line-update t)))
           (t
+           ;; A question waits for the person: the mode line says so.
            (setq sly-agent-q-approval-pending (cons tool-name (float-time)))
            (force-mode-line-update t)
            (unwind-protect
                (condition-case nil
-                   (sly-agent-q--ask tool-name args)
+                   (if (equal tool-name "propose_file_edit")
+                       ;; The per-hunk review (sly-agent-q-review.el) in place of the question.
+                       (progn (require 'sly-agent-q-review)
+                              (sly-agent-q-review-edit-proposal args))
+                     (sly-agent-q--ask tool-name args))
                  (quit :denied))
              (setq sly-agent-q-approval-pending nil)
              (force-mode-line-update t))))))

@@ -209,12 +209,10 @@ Then go to the next hunk."
 (defun sly-agent-q-review-goto ()
   "Show the place of the hunk at point in the file."
   (interactive)
-  (let ((index (or (sly-agent-q--hunk-index) 0))
-        (file sly-agent-q--review-file)
+  (let ((file sly-agent-q--review-file)
         (line (save-excursion
                 (goto-char (nth (or (sly-agent-q--hunk-index) 0) (sly-agent-q--hunk-starts)))
                 (and (looking-at "@@ -\\([0-9]+\\)") (string-to-number (match-string 1))))))
-    (ignore index)
     (with-selected-window (display-buffer (or (get-file-buffer file) (find-file-noselect file)))
       (goto-char (point-min))
       (forward-line (max 0 (1- (or line 1)))))))

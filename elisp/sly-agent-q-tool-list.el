@@ -49,7 +49,8 @@
 (defun sly-agent-q--tool-list-entries ()
   "Fill `tabulated-list-entries' from the registry and the counters."
   (let ((stats (sly-agent-q-tool-stats))
-        (levels (make-hash-table :test 'equal)))
+        (levels (make-hash-table :test 'equal))
+        (categories (sly-agent-q--tool-categories)))
     (dolist (level '(:safe :cautious :dangerous))
       (seq-doseq (tool (sly-agent-q-tools-schema 'mcp level))
         (unless (gethash (gethash "name" tool) levels)
@@ -62,19 +63,18 @@
                            (total (or (plist-get counters :total-ms) 0)))
                       (list name
                             (vector name (gethash name levels "?")
-                                    (sly-agent-q--tool-categories name)
+                                    (mapconcat #'identity (reverse (gethash name categories)) " ")
                                     (number-to-string calls) (number-to-string failures)
                                     (if (> calls 0) (format "%.2f" (/ total calls)) "-")))))
                   (sly-agent-q--module-list-tools)))))
 
-(defun sly-agent-q--tool-categories (name)
-  "The categories of tool NAME, as text."
-  (let ((found '()))
-    (dolist (category '(introspection execution buffer diff xref clos packages session))
-      (when (seq-find (lambda (tool) (equal (gethash "name" tool) name))
-                      (sly-agent-q-tools-schema 'mcp nil (list (intern (format ":%s" category)))))
-        (push (symbol-name category) found)))
-    (mapconcat #'identity (nreverse found) " ")))
+(defun sly-agent-q--tool-categories ()
+  "The known categories of every tool: a table of name → category names,
+last first (one schema per category, not one per tool and category)."
+  (let ((table (make-hash-table :test 'equal)))
+    (dolist (category '(introspection execution buffer diff xref clos packages session) table)
+      (seq-doseq (tool (sly-agent-q-tools-schema 'mcp nil (list (intern (format ":%s" category)))))
+        (push (symbol-name category) (gethash (gethash "name" tool) table))))))
 
 (defun sly-agent-q-show-tools ()
   "Show every registered tool with its safety level, categories and counters."
