@@ -114,6 +114,8 @@ replace."
 (defvar-local sly-agent-q--review-result nil)
 (defvar-local sly-agent-q--review-file nil)
 (defvar-local sly-agent-q--review-description nil)
+(defvar-local sly-agent-q--review-first-line 1
+  "The line of the file where the proposal's `original' text begins.")
 
 (defvar sly-agent-q-diff-mode-map
   (let ((map (make-sparse-keymap)))
@@ -212,10 +214,12 @@ Then go to the next hunk."
   (let ((file sly-agent-q--review-file)
         (line (save-excursion
                 (goto-char (nth (or (sly-agent-q--hunk-index) 0) (sly-agent-q--hunk-starts)))
-                (and (looking-at "@@ -\\([0-9]+\\)") (string-to-number (match-string 1))))))
+                (and (looking-at "@@ -\\([0-9]+\\)") (string-to-number (match-string 1)))))
+        (first sly-agent-q--review-first-line))
+    ;; The hunk's line counts from the start of `original', not of the file.
     (with-selected-window (display-buffer (or (get-file-buffer file) (find-file-noselect file)))
       (goto-char (point-min))
-      (forward-line (max 0 (1- (or line 1)))))))
+      (forward-line (max 0 (+ (1- first) (1- (or line 1))))))))
 
 (defun sly-agent-q-review-edit ()
   "Edit the hunk at point in place: its `+' lines are what is applied.
@@ -268,6 +272,18 @@ Mark it accepted (a) and finish as usual."
         (puthash "hunks_applied" (length accepted) new)
         (list :modified new)))))
 
+(defun sly-agent-q--first-line-of (file text)
+  "The line where TEXT begins in FILE (its visiting buffer's text first), or 1."
+  (with-temp-buffer
+    (let ((buffer (get-file-buffer file)))
+      (if buffer
+          (insert-buffer-substring-no-properties buffer)
+        (ignore-errors (insert-file-contents file))))
+    (goto-char (point-min))
+    (if (and (stringp text) (search-forward text nil t))
+        (line-number-at-pos (match-beginning 0))
+      1)))
+
 (defun sly-agent-q--review-buffer (args)
   "The *Agent-Q Diff* buffer showing the edit of ARGS, every hunk unmarked."
   (let ((diff (sly-agent-q--diff-text (gethash "original" args) (gethash "modified" args)))
@@ -277,6 +293,8 @@ Mark it accepted (a) and finish as usual."
         (erase-buffer)
         (insert diff))
       (sly-agent-q-diff-mode)
+      (setq sly-agent-q--review-first-line (sly-agent-q--first-line-of (expand-file-name (gethash "path" args))
+                                                                       (gethash "original" args)))
       (setq sly-agent-q--review-file (expand-file-name (gethash "path" args))
             sly-agent-q--review-description (gethash "description" args)
             sly-agent-q--review-states (make-vector (length (sly-agent-q--hunk-starts)) nil)

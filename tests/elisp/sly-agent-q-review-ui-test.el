@@ -100,4 +100,26 @@
             (kill-buffer)))
       (delete-directory dir t))))
 
+(ert-deftest sly-agent-q-review-ui/ret-goes-to-the-hunk-in-the-file ()
+  (let* ((dir (file-name-as-directory (make-temp-file "agentq-review-goto" t)))
+         (path (expand-file-name "code.lisp" dir))
+         (args (make-hash-table :test 'equal)))
+    (unwind-protect
+        (progn
+          ;; `original' begins at line 4 of the file; its change is its line 2.
+          (with-temp-file path (insert ";; a\n;; b\n;; c\n(defun g1 () 1)\n(defun g2 () 2)\n"))
+          (puthash "path" path args)
+          (puthash "original" "(defun g1 () 1)\n(defun g2 () 2)\n" args)
+          (puthash "modified" "(defun g1 () 1)\n(defun g2 () :two)\n" args)
+          (save-window-excursion
+            (with-current-buffer (sly-agent-q--review-buffer args)
+              (goto-char (car (sly-agent-q--hunk-starts)))
+              (sly-agent-q-review-goto)
+              (kill-buffer))
+            (with-current-buffer (get-file-buffer path)
+              ;; The hunk starts at `original''s line 1: the file's line 4.
+              (should (= (line-number-at-pos (window-point (get-buffer-window (current-buffer)))) 4))
+              (kill-buffer))))
+      (delete-directory dir t))))
+
 ;;; sly-agent-q-review-ui-test.el ends here
