@@ -574,15 +574,20 @@ them (the check refuses the call).
 
 The edit goes into the buffer visiting the file, if any: saved at once
 when it had no unsaved changes (written atomically, without the save
-hooks), left unsaved otherwise, for the person to save.  Without such a
-buffer the file is rewritten atomically."
+hooks), left unsaved otherwise, for the person to save.  An edit the
+person reviewed hunk by hunk opens such a buffer when there is none, so
+that `undo' there takes it back in one step.  Otherwise the file is
+rewritten atomically."
   (let* ((hunks (sly-agent-q--hunks args))
          (original (gethash "original" args))
          (modified (gethash "modified" args)))
     (when (and hunks (= (car hunks) 0))
       (sly-agent-q-tool-fail "%s" sly-agent-q--rejected-text))
     ;; The file may have changed while the person looked at the edit.
-    (pcase-let* ((`(,file ,buffer) (sly-agent-q--edit-target args t))
+    (pcase-let* ((`(,file ,visitor) (sly-agent-q--edit-target args t))
+                 ;; A reviewed edit goes into a buffer, opened if need be,
+                 ;; so that the person can undo it there as one step.
+                 (buffer (or visitor (and hunks (find-file-noselect file))))
                  (detail
                   (cond
                    ((null buffer)

@@ -781,8 +781,11 @@ A write in place would have succeeded, since the file itself is writable."
                                     (puthash "hunks_applied" 1 new)
                                     (list :modified new))))))
       (should (equal (agentq-bt-call "propose_file_edit" `(:path "geo.lisp" :original ,original :modified ,proposed))
-                     (cons t (format "partially accepted: 1 of 2 hunks applied\nThe edit is applied to %sgeo.lisp. The other hunks were rejected: do not propose them again."
+                     (cons t (format "partially accepted: 1 of 2 hunks applied\nThe edit is applied to %sgeo.lisp and saved; buffer geo.lisp shows it. The other hunks were rejected: do not propose them again."
                                      dir))))
+      ;; A reviewed edit opened the file in a buffer, saved.
+      (should (get-file-buffer file))
+      (should-not (buffer-modified-p (get-file-buffer file)))
       (should (equal (agentq-bt-read file) (string-replace original kept agentq-bt--source)))
       ;; All hunks kept: accepted.
       (let ((sly-agent-q-approval-function
@@ -792,7 +795,7 @@ A write in place would have succeeded, since the file itself is writable."
                                                                  :original (gethash "original" arguments)
                                                                  :modified (gethash "modified" arguments))))))))
         (should (equal (agentq-bt-mcp "propose_file_edit" '(:path "geo.lisp" :original "(* pi r r)" :modified "(* pi (* r r))"))
-                       (cons t (format "accepted\nThe edit is applied to %sgeo.lisp." dir)))))
+                       (cons t (format "accepted\nThe edit is applied to %sgeo.lisp and saved; buffer geo.lisp shows it." dir)))))
       ;; None kept: a rejection, nothing applied.
       (let ((before (agentq-bt-read file))
             (sly-agent-q-approval-function

@@ -71,11 +71,20 @@
             (should (equal (car decision) :modified))
             (should (equal (plist-get (agentq-test-call "propose_file_edit" (agentq-review--args path)) :content)
                            (concat "partially accepted: 2 of 3 hunks applied\n"
-                                   (format "The edit is applied to %s. The other hunks were rejected: do not propose them again." path)))))
+                                   (format "The edit is applied to %s and saved; buffer code.lisp shows it. The other hunks were rejected: do not propose them again." path)))))
           (let ((text (with-temp-buffer (insert-file-contents path) (buffer-string))))
             (should (string-match-p "(defun f2 () :two)" text))
             (should (string-match-p "(defun f14 () 14)" text))
             (should (string-match-p "(defun f25 () :twenty-five)" text)))
+          ;; No buffer visited the file: the review opened one, where one
+          ;; `undo' takes the edit back.
+          (with-current-buffer (get-file-buffer path)
+            (should (equal (buffer-string) (with-temp-buffer (insert-file-contents path) (buffer-string))))
+            (should-not (buffer-modified-p))
+            (primitive-undo 1 (if (car buffer-undo-list) buffer-undo-list (cdr buffer-undo-list)))
+            (should (equal (buffer-string) agentq-review--original))
+            (set-buffer-modified-p nil)
+            (kill-buffer))
           ;; Reject all (or leave all unmarked): denied, the file unchanged.
           (with-temp-file path (insert agentq-review--original))
           (dolist (marks '((?r ?r ?r) (nil nil nil)))
