@@ -7,8 +7,8 @@
 ;; `sly-agent-q-mode' puts the agent's commands under one prefix (C-c q
 ;; by default, `sly-agent-q-keymap-prefix'), with the original Agent-Q's
 ;; bindings, a transient menu on C-c q ?, the audit log, and a mode-line
-;; indicator for a waiting approval or a running auto-approval.  Commands
-;; of the chat, which is not built yet, say so.
+;; indicator for a waiting approval or a running auto-approval.  The
+;; chat's commands are in sly-agent-q-chat.el.
 
 ;;; Code:
 
@@ -17,37 +17,10 @@
 (require 'sly-agent-q-approval)
 (require 'sly-agent-q-log)
 (require 'sly-agent-q-tool-list)
+(require 'sly-agent-q-chat)
 
 (declare-function sly-agent-q-evaluate-region "sly-agent-q-commands" (start end))
 (declare-function sly-agent-q-evaluate-defun "sly-agent-q-commands" ())
-
-(defun sly-agent-q--needs-chat (what)
-  "Say that WHAT needs the chat, which is not built yet."
-  (user-error "sly-agent-q: %s needs the chat, which is not part of this version yet" what))
-
-(defmacro sly-agent-q--define-chat-command (name what)
-  "Define the command NAME of the chat, which says it is not there yet.
-WHAT says what it does."
-  `(defun ,name ()
-     ,(format "%s.\nPart of the chat, which is not built yet: for now this says so." what)
-     (interactive)
-     (sly-agent-q--needs-chat ,(downcase what))))
-
-(sly-agent-q--define-chat-command sly-agent-q-context-add-region "Add the region to the context")
-(sly-agent-q--define-chat-command sly-agent-q-context-add-buffer "Add the buffer to the context")
-(sly-agent-q--define-chat-command sly-agent-q-context-add-defun "Add the defun at point to the context")
-(sly-agent-q--define-chat-command sly-agent-q-context-clear "Clear the context")
-(sly-agent-q--define-chat-command sly-agent-q-context-show "Show the context")
-(sly-agent-q--define-chat-command sly-agent-q-send "Send a message to the agent")
-(sly-agent-q--define-chat-command sly-agent-q-send-with-context "Send a message with the context")
-(sly-agent-q--define-chat-command sly-agent-q-send-region "Send the region with an instruction")
-(sly-agent-q--define-chat-command sly-agent-q-new-conversation "Start a new conversation")
-(sly-agent-q--define-chat-command sly-agent-q-show-conversation "Show the conversation")
-(sly-agent-q--define-chat-command sly-agent-q-insert-last-response "Insert the last response at point")
-(sly-agent-q--define-chat-command sly-agent-q-copy-last-response "Copy the last response")
-(sly-agent-q--define-chat-command sly-agent-q-document-defun "Ask the agent to document the defun at point")
-(sly-agent-q--define-chat-command sly-agent-q-explain-region "Ask the agent to explain the region")
-(sly-agent-q--define-chat-command sly-agent-q-fix-last-error "Ask the agent to fix the last error")
 
 (defun sly-agent-q-jump-to-approval ()
   "Go to the approval question that waits, if any."

@@ -32,6 +32,9 @@
   "The sly-agent-q commands under `sly-agent-q-keymap-prefix' (C-c q)." t)
 (autoload 'sly-agent-q-show-log "sly-agent-q-log" "Show the audit log." t)
 (autoload 'sly-agent-q-show-tools "sly-agent-q-tool-list" "Show the tools in a table." t)
+(autoload 'sly-agent-q-chat "sly-agent-q-chat" "Show the agent chat, *Agent-Q Chat*." t)
+(autoload 'sly-agent-q-send "sly-agent-q-chat" "Send TEXT to the agent as if typed in the chat." t)
+(autoload 'sly-agent-q-select-backend "sly-agent-q-provider" "Choose the LLM backend the chat uses." t)
 (require 'sly-agent-q-buffer-tools)
 
 (provide 'sly-agent-q)

@@ -36,9 +36,10 @@
             (should (eq (key-binding (kbd "C-c a l")) #'sly-agent-q-show-log))
             (should-not (eq (key-binding (kbd "C-c q l")) #'sly-agent-q-show-log)))
         (customize-set-variable 'sly-agent-q-keymap-prefix old)))
-    ;; The chat's commands say it is not there yet.
-    (should (string-match-p "needs the chat"
-                            (cadr (should-error (sly-agent-q-send) :type 'user-error))))
+    ;; The chat's commands are the chat's.
+    (should (eq (key-binding (kbd "C-c q s")) #'sly-agent-q-send))
+    (should (eq (key-binding (kbd "C-c q v")) #'sly-agent-q-show-conversation))
+    (should (string-match-p "sly-agent-q-chat\\.elc?\\'" (symbol-file 'sly-agent-q-send 'defun)))
     ;; Every command has a docstring.
     (map-keymap (lambda (_key command)
                   (when (symbolp command) (should (documentation command))))

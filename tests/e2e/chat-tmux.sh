@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The chat as a person uses it, in a real Emacs -nw in a private tmux
+# server, against the fake provider (an HTTP server on 127.0.0.1 inside
+# that Emacs, reached through real curl): M-x sly-agent-q-chat, a question
+# typed at the prompt, the model's tool call shown as a line with its
+# status, and the answer streamed in.
+#
+#   bash tests/e2e/chat-tmux.sh [BUILD_DIR]
+#
+# Exit 0 on success, 1 on failure, 77 (skip) when tmux is missing.
+
+set -u
+
+SESSION_NAME=chat
+# shellcheck source=tests/e2e/tmux-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/tmux-lib.sh"
+
+command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
+
+work=$(mktemp -d)
+trap 'cleanup; rm -rf "$work"' EXIT
+
+cat > "$work/setup.el" <<ELISP
+;;; setup.el --- the chat test's provider -*- lexical-binding: t; -*-
+(add-to-list 'load-path "$root/tests/elisp")
+(require 'sly-agent-q-fake-provider)
+(defvar agentq-e2e-server (sly-agent-q-fake-provider-start))
+(setq sly-agent-q-backends
+      (list (list :name "fake" :type 'openai :url (sly-agent-q-fake-provider-url agentq-e2e-server)
+                  :model "fake-model" :key "sk-e2e"))
+      sly-agent-q-backend "fake"
+      sly-agent-q-session-directory "$work/sessions/")
+(sly-agent-q-fake-provider-push
+ agentq-e2e-server
+ (list :status 200
+       :chunks (sly-agent-q-fake-provider-openai-stream
+                :tool-calls '((:id "c1" :name "evaluate_lisp" :arguments "{\"code\":\"(+ 1 2)\"}"))
+                :split 4)))
+(sly-agent-q-fake-provider-push
+ agentq-e2e-server
+ (list :status 200 :chunk-delay 0.1
+       :chunks (sly-agent-q-fake-provider-openai-stream
+                :text "The sum is 3: I asked ECL, which said => 3." :split 4)))
+(message "e2e chat ready")
+ELISP
+
+start_emacs
+eval_expression "(load \"$work/setup.el\" nil t)"
+wait_for 'e2e chat ready' 10 || fail "the fake provider did not start"
+
+tmux_ send-keys -t "$session" M-x
+wait_for '^M-x' 5 || fail "no M-x prompt"
+tmux_ send-keys -t "$session" -l sly-agent-q-chat
+tmux_ send-keys -t "$session" Enter
+wait_for 'Agent-Q chat .* fake \(fake-model\)' 10 screen || fail "M-x sly-agent-q-chat did not show the chat"
+
+tmux_ send-keys -t "$session" -l "What is 1 + 2?"
+tmux_ send-keys -t "$session" Enter
+wait_for 'evaluate_lisp \{"code":"\(\+ 1 2\)"\}  ok' 20 screen || fail "no tool line with ok"
+# Streamed: part of the answer shows before the whole of it.
+wait_for 'The sum' 10 screen || fail "the answer did not begin"
+wait_for 'which said => 3\.' 10 screen || fail "the answer did not end"
+pane | grep -q '^> *$' || fail "the prompt line is not at the bottom"
+
+echo "----- the chat, as the screen shows it -----"
+pane
+echo "--------------------------------------------"
+
+eval_expression "(sly-agent-q-fake-provider-stop agentq-e2e-server)"
+quit_emacs
+echo "PASS: chat in a real terminal (tool line, streamed answer)"
