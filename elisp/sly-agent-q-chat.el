@@ -346,7 +346,7 @@ The record is a plist kept on the line's text (property
          (status (plist-get record :status))
          (failed (plist-get record :failed))
          (expanded (plist-get record :expanded))
-         (line (concat (if expanded "v " "> ")
+         (line (concat (if expanded "[-] " "[+] ")
                        (propertize (plist-get call :name) 'font-lock-face 'sly-agent-q-chat-tool)
                        " " (sly-agent-q-chat--short-arguments (plist-get call :arguments))
                        "  "
@@ -383,7 +383,9 @@ The record is a plist kept on the line's text (property
           (concat (cond (success "ok")
                         ((string-prefix-p "Denied" content) "denied")
                         (t "failed"))
-                  (if ms (format " %s ms" ms) "")))
+                  (cond ((not (numberp ms)) "")
+                        ((< ms 10) (format " %.2f ms" ms))
+                        (t (format " %.0f ms" ms)))))
     (sly-agent-q-chat--render-tool record)))
 
 (defun sly-agent-q-chat-toggle-tool ()

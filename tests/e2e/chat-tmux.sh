@@ -41,11 +41,10 @@ cat > "$work/setup.el" <<ELISP
  (list :status 200 :chunk-delay 0.1
        :chunks (sly-agent-q-fake-provider-openai-stream
                 :text "The sum is 3: I asked ECL, which said => 3." :split 4)))
-(message "e2e chat ready")
 ELISP
 
 start_emacs
-eval_expression "(load \"$work/setup.el\" nil t)"
+eval_expression "(progn (load \"$work/setup.el\" nil t) (message \"e2e chat ready\"))"
 wait_for 'e2e chat ready' 10 || fail "the fake provider did not start"
 
 tmux_ send-keys -t "$session" M-x
@@ -56,11 +55,14 @@ wait_for 'Agent-Q chat .* fake \(fake-model\)' 10 screen || fail "M-x sly-agent-
 
 tmux_ send-keys -t "$session" -l "What is 1 + 2?"
 tmux_ send-keys -t "$session" Enter
-wait_for 'evaluate_lisp \{"code":"\(\+ 1 2\)"\}  ok' 20 screen || fail "no tool line with ok"
+wait_for '\[\+\] evaluate_lisp \{"code":"\(\+ 1 2\)"\}  ok [0-9.]+ ms' 20 screen || fail "no tool line with ok"
 # Streamed: part of the answer shows before the whole of it.
 wait_for 'The sum' 10 screen || fail "the answer did not begin"
+pane | grep -q 'which said' && fail "the answer came whole, not streamed"
 wait_for 'which said => 3\.' 10 screen || fail "the answer did not end"
-pane | grep -q '^> *$' || fail "the prompt line is not at the bottom"
+pane | grep -Eq '(^|\|)> *$' || fail "no prompt line under the answer"
+wait_for 'tokens in [0-9]+ out [0-9]+' 10 screen || fail "the mode line shows no token usage"
+pane | grep -q 'thinking' && fail "the mode line still says thinking"
 
 echo "----- the chat, as the screen shows it -----"
 pane
