@@ -15,9 +15,10 @@
 ;;     (sly-agent-q-fake-provider-stop server))
 ;;
 ;; A response is (:status N :headers ALIST :body TEXT) or (:status N
-;; :chunks (TEXT ...) :chunk-delay SECONDS :close-early BOOL): chunks are
-;; written one by one as server-sent events; :close-early closes the
-;; connection after half of them (a reply cut short).  With no response
+;; :chunks (TEXT ...) :chunk-delay SECONDS :close-early BOOL :raw BOOL):
+;; chunks are written one by one, UTF-8 encoded unless :raw says they are
+;; bytes already; :close-early closes the connection after half of them
+;; (a reply cut short).  With no response
 ;; queued the server answers 500.
 
 ;;; Code:
@@ -115,7 +116,9 @@ header names in lower case, :json nil when the body is not JSON."
     (if (not chunks)
         (progn (process-send-string connection body)
                (sly-agent-q-fake-provider--close connection))
-      (let ((chunks (mapcar (lambda (c) (encode-coding-string c 'utf-8)) chunks)))
+      (let ((chunks (if (plist-get response :raw)
+                        chunks          ; bytes already
+                      (mapcar (lambda (c) (encode-coding-string c 'utf-8)) chunks))))
         (when (plist-get response :close-early)
           (setq chunks (cl-subseq chunks 0 (/ (length chunks) 2))))
         (sly-agent-q-fake-provider--send-chunks connection chunks (or (plist-get response :chunk-delay) 0))))))
