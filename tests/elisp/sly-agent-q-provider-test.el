@@ -158,7 +158,15 @@ SPEC is (SERVER BACKEND TYPE)."
             (should (null (sly-agent-q-provider--key (plist-put (copy-sequence backend) :url "http://127.0.0.1:1/v1")))))
         (auth-source-forget-all-cached)
         (delete-file file)))
-    (should-error (sly-agent-q-provider-backend "no-such-backend") :type 'user-error)))
+    (should-error (sly-agent-q-provider-backend "no-such-backend") :type 'user-error))
+  ;; M-x sly-agent-q-select-backend switches by name.
+  (let ((sly-agent-q-backends '((:name "one" :type openai :url "http://127.0.0.1:1/v1" :model "a")
+                                (:name "two" :type anthropic :url "http://127.0.0.1:2/v1" :model "b")))
+        (sly-agent-q-backend "one"))
+    (sly-agent-q-select-backend "two")
+    (should (equal sly-agent-q-backend "two"))
+    (should (equal (plist-get (sly-agent-q-provider-backend) :model) "b"))
+    (should-error (sly-agent-q-select-backend "three") :type 'user-error)))
 
 (ert-deftest sly-agent-q-provider/http-errors ()
   (let ((sly-agent-q-provider-max-retries 1))
