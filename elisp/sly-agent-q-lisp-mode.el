@@ -1,0 +1,385 @@
+;;; sly-agent-q-lisp-mode.el --- SLY's keys in Lisp buffers, on the embedded ECL -*- lexical-binding: t; -*-
+
+;; This file is part of sly-agent-q; see sly-agent-q.el.
+
+;;; Commentary:
+
+;; `sly-agent-q-lisp-mode', a buffer-local minor mode for `lisp-mode'
+;; buffers, gives the keys a SLY user's fingers know: C-x C-e, C-M-x,
+;; C-c C-r, C-c C-c, C-c C-k, C-c C-l, M-. and M-,, C-c C-d d/a/h,
+;; C-c RET, C-c M-m, C-c C-w c/r and C-c I.  Each runs the same tools the
+;; agent uses (evaluate_lisp, compile_form, describe_symbol, ...), in the
+;; buffer's package, without blocking Emacs: the result shows in the
+;; echo area (or *sly-agent-q result*) when it comes.
+;;
+;; `sly-agent-q-lisp-mode-maybe', on `lisp-mode-hook', turns the mode on
+;; unless SLY or SLIME already is: their users keep their keys and reach
+;; ours through C-c q.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'xref)
+(require 'sly-agent-q-runtime)
+(require 'sly-agent-q-commands)
+
+(defgroup sly-agent-q-lisp nil
+  "SLY-like keys in Lisp buffers, on the embedded ECL."
+  :group 'sly-agent-q
+  :prefix "sly-agent-q-lisp-")
+
+(defcustom sly-agent-q-lisp-mode-in-lisp-buffers t
+  "Non-nil means `sly-agent-q-lisp-mode' turns on in `lisp-mode' buffers.
+It stays off where `sly-mode' or `slime-mode' is on."
+  :type 'boolean
+  :group 'sly-agent-q-lisp)
+
+(defcustom sly-agent-q-hyperspec-url "https://l1sp.org/cl/%s"
+  "The HyperSpec page of a symbol, with %s for its name.
+Used when no local HyperSpec is found (Debian's package `hyperspec'
+puts one under /usr/share/doc/hyperspec)."
+  :type 'string
+  :group 'sly-agent-q-lisp)
+
+(defvar sly-agent-q-lisp--running 0
+  "How many evaluations started from Lisp buffers are running.")
+
+;;;; Asking the session
+
+(defun sly-agent-q-lisp--call (tool arguments callback)
+  "Run TOOL with ARGUMENTS without blocking; call CALLBACK with its result."
+  (cl-incf sly-agent-q-lisp--running)
+  (force-mode-line-update t)
+  (sly-agent-q-execute-tool-calls-async
+   (list (list :id "lisp-mode" :name tool :arguments arguments))
+   (lambda (results)
+     (setq sly-agent-q-lisp--running (max 0 (1- sly-agent-q-lisp--running)))
+     (force-mode-line-update t)
+     (funcall callback (car results)))))
+
+(defun sly-agent-q-lisp--package-arguments (arguments &optional position)
+  "ARGUMENTS with the buffer's package at POSITION, when it has one."
+  (let ((package (sly-agent-q--buffer-package position)))
+    (if package (append arguments (list :package package)) arguments)))
+
+(defun sly-agent-q-lisp--check-balanced (text)
+  "Signal a `user-error' unless TEXT is balanced Lisp."
+  (with-temp-buffer
+    (set-syntax-table lisp-mode-syntax-table)
+    (insert text)
+    (goto-char (point-min))
+    (condition-case nil
+        (while (progn (forward-comment (buffer-size)) (not (eobp)))
+          (forward-sexp))
+      (scan-error (user-error "The form is not complete (unbalanced parentheses or string): nothing was sent")))))
+
+(defun sly-agent-q-lisp--evaluate (text position)
+  "Evaluate TEXT, from the buffer at POSITION, and show the result."
+  (sly-agent-q-lisp--check-balanced text)
+  (sly-agent-q-lisp--remember-definitions text position)
+  (sly-agent-q-lisp--call "evaluate_lisp"
+                          (sly-agent-q-lisp--package-arguments (list :code text) position)
+                          #'sly-agent-q--show-result))
+
+(defun sly-agent-q-lisp--defun-bounds ()
+  "Start and end of the top-level form around or after point."
+  (save-excursion
+    (end-of-defun)
+    (let ((end (point)))
+      (beginning-of-defun)
+      (cons (point) end))))
+
+;;;; Evaluating and compiling
+
+(defun sly-agent-q-eval-last-sexp ()
+  "Evaluate the form before point in ECL, as SLY's \\[sly-eval-last-expression]."
+  (interactive)
+  (let* ((end (point))
+         (start (save-excursion (backward-sexp) (point))))
+    (sly-agent-q-lisp--evaluate (buffer-substring-no-properties start end) start)))
+
+(defun sly-agent-q-eval-defun ()
+  "Evaluate the top-level form around point in ECL."
+  (interactive)
+  (let ((bounds (sly-agent-q-lisp--defun-bounds)))
+    (sly-agent-q-lisp--evaluate (buffer-substring-no-properties (car bounds) (cdr bounds)) (car bounds))))
+
+(defun sly-agent-q-eval-region (start end)
+  "Evaluate the forms from START to END in ECL."
+  (interactive "r")
+  (sly-agent-q-lisp--evaluate (buffer-substring-no-properties start end) start))
+
+(defun sly-agent-q-compile-defun ()
+  "Compile the top-level form around point (compile_form) and show the notes.
+Warnings and style warnings (undefined function, unused variable, wrong
+argument count) are listed in *sly-agent-q compilation*."
+  (interactive)
+  (let* ((bounds (sly-agent-q-lisp--defun-bounds))
+         (text (buffer-substring-no-properties (car bounds) (cdr bounds)))
+         (buffer (current-buffer))
+         (line (line-number-at-pos (car bounds))))
+    (sly-agent-q-lisp--check-balanced text)
+    (sly-agent-q-lisp--remember-definitions text (car bounds))
+    (sly-agent-q-lisp--call "compile_form"
+                            (sly-agent-q-lisp--package-arguments (list :form text) (car bounds))
+                            (lambda (result) (sly-agent-q-lisp--show-compilation result buffer line)))))
+
+(defun sly-agent-q-lisp--show-compilation (result buffer line)
+  "Show compile_form's RESULT for the form of BUFFER at LINE."
+  (let ((text (or (plist-get result :content) "")))
+    (if (and (plist-get result :success) (not (string-match-p "WARNING" text)))
+        (message "Compiled: %s" (car (split-string text "\n")))
+      (with-current-buffer (get-buffer-create "*sly-agent-q compilation*")
+        (let ((inhibit-read-only t)
+              (file (or (buffer-file-name buffer) (buffer-name buffer))))
+          (erase-buffer)
+          (insert (format "%s:%d: %s\n" file line (car (split-string text "\n")))
+                  (mapconcat (lambda (l) (concat "  " l)) (cdr (split-string text "\n")) "\n")
+                  "\n")
+          (compilation-mode)
+          (display-buffer (current-buffer))))
+      (message "%s" (car (split-string text "\n"))))))
+
+(defun sly-agent-q-load-file (file)
+  "Load the Lisp FILE into ECL (saving its buffer first)."
+  (interactive (list (or buffer-file-name (read-file-name "Load Lisp file: "))))
+  (when-let ((buffer (find-buffer-visiting file)))
+    (with-current-buffer buffer (when (buffer-modified-p) (save-buffer))))
+  (message "Loading %s..." file)
+  (sly-agent-q-lisp--call "evaluate_lisp"
+                          ;; Indexed after loading, for M-. and who-calls.
+                          (list :code (format "(progn (load %S) (agent-q::xref-index-file %S t) %S)"
+                                              (expand-file-name file) (expand-file-name file)
+                                              (expand-file-name file)))
+                          (lambda (result)
+                            (if (plist-get result :success)
+                                (message "Loaded %s" file)
+                              (sly-agent-q--show-result result)))))
+
+(defun sly-agent-q-compile-and-load-file (file)
+  "Save and load FILE, showing the warnings about its definitions.
+ECL evaluates what it loads from source; undefined functions and unused
+variables are checked form by form as `compile_form' checks them."
+  (interactive (list (or buffer-file-name (user-error "This buffer visits no file"))))
+  (sly-agent-q-load-file file))
+
+;;;; Documentation
+
+(defun sly-agent-q-lisp--symbol-at-point ()
+  "The symbol at point, as text, or nil."
+  (when-let ((symbol (thing-at-point 'symbol t)))
+    (string-remove-prefix "#'" (string-remove-prefix "'" symbol))))
+
+(defun sly-agent-q-lisp--read-symbol (prompt)
+  "Read a symbol name with PROMPT, defaulting to the one at point."
+  (let ((default (sly-agent-q-lisp--symbol-at-point)))
+    (read-string (if default (format "%s (default %s): " prompt default) (format "%s: " prompt))
+                 nil nil default)))
+
+(defun sly-agent-q-lisp--show-in (buffer-name result &optional lisp)
+  "Show RESULT's text in a help window named BUFFER-NAME.
+LISP non-nil: the text is Lisp code, fontified as such."
+  (let ((text (or (plist-get result :content) (plist-get result :error) "")))
+    (with-help-window buffer-name
+      (princ text))
+    (when lisp
+      (with-current-buffer buffer-name
+        (let ((inhibit-read-only t))
+          (delay-mode-hooks (lisp-mode))
+          (font-lock-ensure)
+          (setq buffer-read-only t))))
+    text))
+
+(defun sly-agent-q-describe-symbol (symbol)
+  "Describe the Lisp SYMBOL (describe_symbol), in the buffer's package."
+  (interactive (list (sly-agent-q-lisp--read-symbol "Describe symbol")))
+  (sly-agent-q-lisp--call "describe_symbol" (sly-agent-q-lisp--package-arguments (list :symbol symbol))
+                          (lambda (result) (sly-agent-q-lisp--show-in "*sly-agent-q describe*" result))))
+
+(defun sly-agent-q-apropos (pattern)
+  "List the Lisp symbols whose names contain PATTERN (apropos_search)."
+  (interactive (list (sly-agent-q-lisp--read-symbol "Apropos")))
+  (sly-agent-q-lisp--call "apropos_search" (list :pattern pattern)
+                          (lambda (result) (sly-agent-q-lisp--show-in "*sly-agent-q apropos*" result))))
+
+(defun sly-agent-q-hyperspec-lookup (symbol)
+  "Show the HyperSpec's page of SYMBOL: a local copy if any, else online."
+  (interactive (list (sly-agent-q-lisp--read-symbol "HyperSpec")))
+  (let ((name (downcase (car (last (split-string symbol ":" t))))))
+    (if (and (fboundp 'hyperspec-lookup) (file-directory-p "/usr/share/doc/hyperspec"))
+        (funcall 'hyperspec-lookup name)
+      (browse-url (format sly-agent-q-hyperspec-url (url-hexify-string name))))))
+
+(defun sly-agent-q-lisp--macroexpand (full)
+  "Expand the form at point once, or fully when FULL."
+  (let* ((start (save-excursion
+                  (unless (eq (char-after) ?\() (backward-up-list 1 t t))
+                  (point)))
+         (text (buffer-substring-no-properties start (save-excursion (goto-char start) (forward-sexp) (point)))))
+    (sly-agent-q-lisp--call "macroexpand_form"
+                            (sly-agent-q-lisp--package-arguments (list :form text :full (if full t :false)) start)
+                            (lambda (result)
+                              (sly-agent-q-lisp--show-in "*sly-agent-q macroexpansion*" result t)))))
+
+(defun sly-agent-q-macroexpand-1 ()
+  "Show the form at point expanded once (macroexpand_form)."
+  (interactive)
+  (sly-agent-q-lisp--macroexpand nil))
+
+(defun sly-agent-q-macroexpand-all ()
+  "Show the form at point with every macro in it expanded."
+  (interactive)
+  (sly-agent-q-lisp--macroexpand t))
+
+(defun sly-agent-q-who-calls (function)
+  "List the functions that call FUNCTION (who_calls)."
+  (interactive (list (sly-agent-q-lisp--read-symbol "Who calls")))
+  (sly-agent-q-lisp--call "who_calls" (sly-agent-q-lisp--package-arguments (list :function function))
+                          (lambda (result) (sly-agent-q-lisp--show-in "*sly-agent-q xref*" result))))
+
+(defun sly-agent-q-who-references (symbol)
+  "List the functions that refer to the global variable SYMBOL (who_references)."
+  (interactive (list (sly-agent-q-lisp--read-symbol "Who references")))
+  (sly-agent-q-lisp--call "who_references" (sly-agent-q-lisp--package-arguments (list :symbol symbol))
+                          (lambda (result) (sly-agent-q-lisp--show-in "*sly-agent-q xref*" result))))
+
+(defun sly-agent-q-inspect (form)
+  "Evaluate FORM and describe its value, as an inspector's first page."
+  (interactive (list (read-string "Inspect value of: " (sly-agent-q-lisp--symbol-at-point))))
+  (sly-agent-q-lisp--check-balanced form)
+  (sly-agent-q-lisp--call "evaluate_lisp"
+                          (sly-agent-q-lisp--package-arguments
+                           (list :code (format "(describe (progn %s))" form)))
+                          (lambda (result) (sly-agent-q-lisp--show-in "*sly-agent-q inspect*" result))))
+
+(defun sly-agent-q-switch-to-repl ()
+  "Switch to the REPL (not built yet: evaluate with \\[sly-agent-q-evaluate])."
+  (interactive)
+  (call-interactively #'sly-agent-q-evaluate))
+
+;;;; M-. : definitions
+
+(defvar sly-agent-q-lisp--definitions (make-hash-table :test #'equal)
+  "Definitions evaluated from buffers: upcased name -> list of markers.")
+
+(defun sly-agent-q-lisp--remember-definitions (text position)
+  "Remember where the definitions in TEXT, from POSITION on, are."
+  (when (and position (not (string-empty-p text)))
+    (let ((buffer (current-buffer))
+          (case-fold-search t))
+      (with-temp-buffer
+        (insert text)
+        (goto-char (point-min))
+        (while (re-search-forward "^[ \t]*(\\(?:cl:\\)?def[a-z-]*[ \t\n]+(?\\(?:setf[ \t]+\\)?\\([^ \t\n()]+\\)" nil t)
+          (let ((name (upcase (car (last (split-string (match-string 1) ":" t)))))
+                (offset (1- (match-beginning 0))))
+            (with-current-buffer buffer
+              (let ((marker (copy-marker (+ position offset))))
+                (puthash name (cons marker (cl-remove-if (lambda (m) (or (null (marker-buffer m))
+                                                                          (and (eq (marker-buffer m) buffer)
+                                                                               (= m marker))))
+                                                         (gethash name sly-agent-q-lisp--definitions)))
+                         sly-agent-q-lisp--definitions)))))))))
+
+(defun sly-agent-q-lisp--file-definitions (name package)
+  "Where the session's index says NAME (read in PACKAGE) is defined in files.
+A list of (KIND FILE LINE)."
+  (let* ((code (format "(let ((s (let ((*package* (or (find-package %S) *package*))) (ignore-errors (read-from-string %S)))))
+  (loop for d in (and s (gethash s agent-q::*xref-defined*))
+        when (agent-q::xref-definition-file d)
+        collect (list (string-downcase (symbol-name (agent-q::xref-definition-kind d)))
+                      (namestring (agent-q::xref-definition-file d))
+                      (or (agent-q::xref-definition-line d) 1))))"
+                       (or package "CL-USER") name))
+         (result (car (sly-agent-q-execute-tool-calls
+                       (list (list :id "xref" :name "evaluate_lisp" :arguments (list :code code :timeout 2))))))
+         (content (plist-get result :content)))
+    (when (and (plist-get result :success) (string-prefix-p "=> " content))
+      (condition-case nil
+          (let ((data (car (read-from-string (substring content 3)))))
+            (and (listp data) data))
+        (error nil)))))
+
+(defun sly-agent-q-lisp--xref-backend ()
+  "The xref backend of `sly-agent-q-lisp-mode'."
+  'sly-agent-q)
+
+(cl-defmethod xref-backend-identifier-at-point ((_backend (eql sly-agent-q)))
+  (sly-agent-q-lisp--symbol-at-point))
+
+(cl-defmethod xref-backend-definitions ((_backend (eql sly-agent-q)) identifier)
+  (let* ((name (upcase (car (last (split-string identifier ":" t)))))
+         (package (sly-agent-q--buffer-package))
+         (here (delq nil (mapcar (lambda (marker)
+                                   (when (marker-buffer marker)
+                                     (xref-make (format "%s (evaluated from %s)" identifier (buffer-name (marker-buffer marker)))
+                                                (xref-make-buffer-location (marker-buffer marker) (marker-position marker)))))
+                                 (gethash name sly-agent-q-lisp--definitions))))
+         (files (mapcar (lambda (entry)
+                          (xref-make (format "(%s %s)" (nth 0 entry) identifier)
+                                     (xref-make-file-location (nth 1 entry) (nth 2 entry) 0)))
+                        (sly-agent-q-lisp--file-definitions identifier package))))
+    (or (append here files)
+        (user-error "No source known for %s: it was not loaded from a file or evaluated from a buffer in this session"
+                    identifier))))
+
+(cl-defmethod xref-backend-identifier-completion-table ((_backend (eql sly-agent-q)))
+  nil)
+
+;;;; The mode
+
+(defvar sly-agent-q-lisp-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "C-x C-e") #'sly-agent-q-eval-last-sexp)
+    (define-key map (kbd "C-M-x") #'sly-agent-q-eval-defun)
+    (define-key map (kbd "C-c C-r") #'sly-agent-q-eval-region)
+    (define-key map (kbd "C-c C-c") #'sly-agent-q-compile-defun)
+    (define-key map (kbd "C-c C-k") #'sly-agent-q-compile-and-load-file)
+    (define-key map (kbd "C-c C-l") #'sly-agent-q-load-file)
+    (define-key map (kbd "C-c C-z") #'sly-agent-q-switch-to-repl)
+    (define-key map (kbd "C-c C-d d") #'sly-agent-q-describe-symbol)
+    (define-key map (kbd "C-c C-d a") #'sly-agent-q-apropos)
+    (define-key map (kbd "C-c C-d h") #'sly-agent-q-hyperspec-lookup)
+    (define-key map (kbd "C-c RET") #'sly-agent-q-macroexpand-1)
+    (define-key map (kbd "C-c M-m") #'sly-agent-q-macroexpand-all)
+    (define-key map (kbd "C-c C-w c") #'sly-agent-q-who-calls)
+    (define-key map (kbd "C-c C-w r") #'sly-agent-q-who-references)
+    (define-key map (kbd "C-c I") #'sly-agent-q-inspect)
+    map)
+  "Keymap of `sly-agent-q-lisp-mode': SLY's keys.")
+
+(defun sly-agent-q-lisp--lighter ()
+  "The mode line text: the buffer's package and the session's state."
+  (format " AQ[%s%s]" (or (sly-agent-q--buffer-package) "CL-USER")
+          (if (> sly-agent-q-lisp--running 0) " running" "")))
+
+;;;###autoload
+(define-minor-mode sly-agent-q-lisp-mode
+  "SLY's keys in a Lisp buffer, on the ECL inside this Emacs.
+Evaluation and compilation do not block Emacs; results show in the echo
+area.  M-. finds definitions loaded from files or evaluated from buffers.
+\\{sly-agent-q-lisp-mode-map}"
+  :lighter (:eval (sly-agent-q-lisp--lighter))
+  :keymap sly-agent-q-lisp-mode-map
+  :group 'sly-agent-q-lisp
+  (if sly-agent-q-lisp-mode
+      (add-hook 'xref-backend-functions #'sly-agent-q-lisp--xref-backend nil t)
+    (remove-hook 'xref-backend-functions #'sly-agent-q-lisp--xref-backend t)))
+
+;;;###autoload
+(defun sly-agent-q-lisp-mode-maybe ()
+  "Turn on `sly-agent-q-lisp-mode' unless SLY or SLIME serves this buffer.
+For `lisp-mode-hook'; `sly-agent-q-lisp-mode-in-lisp-buffers' nil stops it."
+  (when (and sly-agent-q-lisp-mode-in-lisp-buffers
+             (derived-mode-p 'lisp-mode)
+             (not (bound-and-true-p sly-mode))
+             (not (bound-and-true-p slime-mode)))
+    (sly-agent-q-lisp-mode 1)))
+
+;;;###autoload
+(add-hook 'lisp-mode-hook #'sly-agent-q-lisp-mode-maybe 90)
+
+(provide 'sly-agent-q-lisp-mode)
+
+;;; sly-agent-q-lisp-mode.el ends here

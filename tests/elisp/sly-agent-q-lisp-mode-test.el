@@ -1,0 +1,136 @@
+;;; sly-agent-q-lisp-mode-test.el --- SLY's keys in Lisp buffers -*- lexical-binding: t; -*-
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'sly-agent-q-test-helpers)
+(require 'sly-agent-q-lisp-mode)
+
+(defmacro agentq-lm-with-buffer (text &rest body)
+  "Run BODY in a `lisp-mode' buffer holding TEXT, point at its end."
+  (declare (indent 1) (debug (form body)))
+  `(with-temp-buffer
+     (insert ,text)
+     (lisp-mode)
+     ,@body))
+
+(defun agentq-lm-shown (command &rest args)
+  "Run COMMAND with ARGS; wait for the result it shows and return its text."
+  (let ((shown nil))
+    (cl-letf (((symbol-function 'sly-agent-q--show-result)
+               (lambda (result) (setq shown (plist-get result :content))))
+              ((symbol-function 'sly-agent-q-lisp--show-in)
+               (lambda (_buffer result &optional _lisp) (setq shown (or (plist-get result :content) (plist-get result :error))))))
+      (apply command args)
+      (let ((deadline (+ (float-time) 20)))
+        (while (and (null shown) (< (float-time) deadline))
+          (accept-process-output nil 0.02))))
+    shown))
+
+(ert-deftest sly-agent-q-lisp-mode/on-in-lisp-buffers-unless-sly ()
+  (agentq-lm-with-buffer ""
+    (should sly-agent-q-lisp-mode)
+    (dolist (key '(("C-x C-e" . sly-agent-q-eval-last-sexp) ("C-M-x" . sly-agent-q-eval-defun)
+                   ("C-c C-r" . sly-agent-q-eval-region) ("C-c C-c" . sly-agent-q-compile-defun)
+                   ("C-c C-k" . sly-agent-q-compile-and-load-file) ("C-c C-l" . sly-agent-q-load-file)
+                   ("C-c C-d d" . sly-agent-q-describe-symbol) ("C-c C-d a" . sly-agent-q-apropos)
+                   ("C-c C-d h" . sly-agent-q-hyperspec-lookup) ("C-c RET" . sly-agent-q-macroexpand-1)
+                   ("C-c M-m" . sly-agent-q-macroexpand-all) ("C-c C-w c" . sly-agent-q-who-calls)
+                   ("C-c C-w r" . sly-agent-q-who-references) ("C-c I" . sly-agent-q-inspect)
+                   ("M-." . xref-find-definitions)))
+      (should (eq (key-binding (kbd (car key))) (cdr key)))
+      (should (or (eq (cdr key) 'xref-find-definitions) (documentation (cdr key))))))
+  ;; Where SLY is on, SLY keeps its keys.
+  (with-temp-buffer
+    (setq-local sly-mode t)
+    (lisp-mode)
+    (setq-local sly-mode t)
+    (sly-agent-q-lisp-mode -1)
+    (sly-agent-q-lisp-mode-maybe)
+    (should-not sly-agent-q-lisp-mode))
+  (with-temp-buffer
+    (emacs-lisp-mode)
+    (sly-agent-q-lisp-mode-maybe)
+    (should-not sly-agent-q-lisp-mode)))
+
+(ert-deftest sly-agent-q-lisp-mode/evaluate-keys-use-the-buffers-package ()
+  (agentq-lm-with-buffer "(defpackage :agentq-lm (:use :cl))\n(in-package :agentq-lm)\n\n(defun lm-twice (x)\n  (* 2 x))\n\n(lm-twice 21)"
+    (should (equal (agentq-lm-shown #'sly-agent-q-eval-region (point-min) (line-end-position -4)) "=> #<\"AGENTQ-LM\" package>"))
+    (goto-char (point-min))
+    (search-forward "(* 2")
+    (should (equal (agentq-lm-shown #'sly-agent-q-eval-defun) "=> LM-TWICE"))
+    (goto-char (point-max))
+    (should (equal (agentq-lm-shown #'sly-agent-q-eval-last-sexp) "=> 42"))
+    (should (string-match-p "AQ\\[agentq-lm\\]" (sly-agent-q-lisp--lighter)))))
+
+(ert-deftest sly-agent-q-lisp-mode/incomplete-input-is-not-sent ()
+  (agentq-lm-with-buffer "(+ 1 (foo \"bar"
+    (should-error (sly-agent-q-eval-region (point-min) (point-max)) :type 'user-error)
+    (should-error (sly-agent-q-inspect "(list 1") :type 'user-error)))
+
+(ert-deftest sly-agent-q-lisp-mode/compile-defun-shows-warnings ()
+  (agentq-lm-with-buffer "(defun agentq-lm-bad (x)\n  (let ((unused 1))\n    (agentq-lm-no-such-function x)))"
+    (goto-char (point-min))
+    (when (get-buffer "*sly-agent-q compilation*") (kill-buffer "*sly-agent-q compilation*"))
+    (let ((done nil))
+      (cl-letf (((symbol-function 'sly-agent-q-lisp--show-compilation)
+                 (let ((original (symbol-function 'sly-agent-q-lisp--show-compilation)))
+                   (lambda (&rest args) (apply original args) (setq done t)))))
+        (save-window-excursion (sly-agent-q-compile-defun))
+        (let ((deadline (+ (float-time) 20)))
+          (while (and (not done) (< (float-time) deadline)) (accept-process-output nil 0.02)))))
+    (with-current-buffer "*sly-agent-q compilation*"
+      (should (derived-mode-p 'compilation-mode))
+      (should (string-match-p "AGENTQ-LM-NO-SUCH-FUNCTION" (buffer-string)))
+      (should (string-match-p "UNUSED" (buffer-string)))
+      (should (string-match-p ":1: " (buffer-string))))))
+
+(ert-deftest sly-agent-q-lisp-mode/find-definition ()
+  ;; Evaluated from a buffer: M-. goes to the buffer and position.
+  (agentq-lm-with-buffer ";; header\n\n(defun agentq-lm-here (x)\n  x)\n"
+    (goto-char (point-min))
+    (search-forward "agentq-lm-here")
+    (should (equal (agentq-lm-shown #'sly-agent-q-eval-defun) "=> AGENTQ-LM-HERE"))
+    (let* ((xrefs (xref-backend-definitions 'sly-agent-q "agentq-lm-here"))
+           (location (xref-item-location (car xrefs))))
+      (should (= (length xrefs) 1))
+      (should (eq (xref-buffer-location-buffer location) (current-buffer)))
+      (should (= (xref-buffer-location-position location) 12))))
+  ;; Loaded from a file: M-. goes to the file and line.
+  (let* ((dir (make-temp-file "agentq-lm" t))
+         (file (expand-file-name "defs.lisp" dir)))
+    (unwind-protect
+        (progn
+          (with-temp-file file (insert "(in-package :cl-user)\n\n;; two\n(defun agentq-lm-from-file (y)\n  (1+ y))\n"))
+          (let ((loaded nil))
+            (cl-letf (((symbol-function 'message) (lambda (&rest args) (when (string-prefix-p "Loaded" (car args)) (setq loaded t)))))
+              (sly-agent-q-load-file file)
+              (let ((deadline (+ (float-time) 20)))
+                (while (and (not loaded) (< (float-time) deadline)) (accept-process-output nil 0.02))))
+            (should loaded))
+          (agentq-lm-with-buffer "(agentq-lm-from-file 1)"
+            (let* ((xrefs (xref-backend-definitions 'sly-agent-q "agentq-lm-from-file"))
+                   (location (xref-item-location (car xrefs))))
+              (should (equal (file-truename (xref-file-location-file location)) (file-truename file)))
+              (should (= (xref-file-location-line location) 4))))
+          (should-error (xref-backend-definitions 'sly-agent-q "agentq-lm-nowhere-defined") :type 'user-error))
+      (delete-directory dir t))))
+
+(ert-deftest sly-agent-q-lisp-mode/documentation-keys ()
+  (agentq-lm-with-buffer "(when x y)"
+    (should (string-match-p "CAR" (agentq-lm-shown #'sly-agent-q-describe-symbol "car")))
+    (should (string-match-p "HASH-TABLE-COUNT" (agentq-lm-shown #'sly-agent-q-apropos "hash-table-count")))
+    (goto-char (point-min))
+    (should (string-match-p "IF" (agentq-lm-shown #'sly-agent-q-macroexpand-1)))
+    (should (string-match-p "=> 3\\|3" (or (agentq-lm-shown #'sly-agent-q-inspect "(+ 1 2)") "")))
+    (agentq-test-eval-ok "(defun agentq-lm-callee () 1) (defun agentq-lm-caller () (agentq-lm-callee))")
+    (should (string-match-p "AGENTQ-LM-CALLER" (agentq-lm-shown #'sly-agent-q-who-calls "agentq-lm-callee")))
+    (let ((url nil))
+      (cl-letf (((symbol-function 'browse-url) (lambda (u &rest _) (setq url u))))
+        (sly-agent-q-hyperspec-lookup "cl:mapcar"))
+      (should (equal url "https://l1sp.org/cl/mapcar")))))
+
+(provide 'sly-agent-q-lisp-mode-test)
+
+;;; sly-agent-q-lisp-mode-test.el ends here
