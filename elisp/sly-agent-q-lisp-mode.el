@@ -23,6 +23,7 @@
 (require 'xref)
 (require 'sly-agent-q-runtime)
 (require 'sly-agent-q-commands)
+(require 'sly-agent-q-repl)
 
 (defgroup sly-agent-q-lisp nil
   "SLY-like keys in Lisp buffers, on the embedded ECL."
@@ -254,9 +255,9 @@ LISP non-nil: the text is Lisp code, fontified as such."
                           (lambda (result) (sly-agent-q-lisp--show-in "*sly-agent-q inspect*" result))))
 
 (defun sly-agent-q-switch-to-repl ()
-  "Switch to the REPL (not built yet: evaluate with \\[sly-agent-q-evaluate])."
+  "Switch to the REPL on the same Lisp session, starting it if needed."
   (interactive)
-  (call-interactively #'sly-agent-q-evaluate))
+  (sly-agent-q-repl))
 
 ;;;; M-. : definitions
 

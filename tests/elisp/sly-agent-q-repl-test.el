@@ -1,0 +1,86 @@
+;;; sly-agent-q-repl-test.el --- The REPL buffer -*- lexical-binding: t; -*-
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'sly-agent-q-test-helpers)
+(require 'sly-agent-q-repl)
+
+(defmacro agentq-repl-with (&rest body)
+  "Run BODY in a fresh REPL buffer with a temporary history file."
+  (declare (indent 0) (debug (body)))
+  `(let* ((history (make-temp-file "agentq-repl-history"))
+          (sly-agent-q-repl-history-file history))
+     (unwind-protect
+         (save-window-excursion
+           (with-current-buffer (sly-agent-q-repl)
+             ,@body))
+       (when (get-buffer sly-agent-q-repl-buffer-name)
+         (let ((kill-buffer-query-functions nil)) (kill-buffer sly-agent-q-repl-buffer-name)))
+       (agentq-test-eval-ok "(in-package :cl-user)")
+       (delete-file history))))
+
+(defun agentq-repl-type (text)
+  "Type TEXT at the prompt and press RET; wait for the next prompt.
+Return what the REPL printed before it."
+  (goto-char (point-max))
+  (insert text)
+  (let ((start (point-max)))
+    (sly-agent-q-repl-return)
+    (let ((deadline (+ (float-time) 20)))
+      (while (and sly-agent-q-repl--job (< (float-time) deadline))
+        (accept-process-output nil 0.02)))
+    (should-not sly-agent-q-repl--job)
+    (string-trim (replace-regexp-in-string "[^ \n>]*> \\'" "" (buffer-substring-no-properties (min start (point-max)) (point-max))))))
+
+(ert-deftest sly-agent-q-repl/evaluates-and-shares-the-session ()
+  (agentq-repl-with
+    (should (string-match-p "CL-USER> \\'" (buffer-string)))
+    (should (equal (agentq-repl-type "(defun agentq-repl-sq (x) (* x x))") "=> AGENTQ-REPL-SQ"))
+    ;; The tools see what the REPL defined, and the other way round.
+    (should (equal (agentq-test-content "(agentq-repl-sq 12)") "=> 144"))
+    (agentq-test-eval-ok "(defvar *agentq-repl-from-tool* :here)")
+    (should (equal (agentq-repl-type "*agentq-repl-from-tool*") "=> :HERE"))
+    ;; * and ** are the last values.
+    (agentq-repl-type "(+ 40 2)")
+    (agentq-repl-type "(list 1)")
+    (should (equal (agentq-repl-type "(list * **)") "=> ((1) 42)"))
+    ;; The prompt follows the package.
+    (agentq-repl-type "(defpackage :agentq-repl-pkg (:use :cl))")
+    (agentq-repl-type "(in-package :agentq-repl-pkg)")
+    (should (string-match-p "AGENTQ-REPL-PKG> \\'" (buffer-string)))))
+
+(ert-deftest sly-agent-q-repl/incomplete-input-waits ()
+  (agentq-repl-with
+    (goto-char (point-max))
+    (insert "(+ 1")
+    (sly-agent-q-repl-return)
+    ;; Not sent: a new line to keep typing.
+    (should-not sly-agent-q-repl--job)
+    (should (string-match-p "(\\+ 1\n *\\'" (buffer-string)))
+    (should (equal (agentq-repl-type " 2)") "=> 3"))))
+
+(ert-deftest sly-agent-q-repl/errors-interrupt-and-history ()
+  (agentq-repl-with
+    (should (string-match-p "\\[ERROR\\] UNBOUND-VARIABLE" (agentq-repl-type "agentq-repl-no-such-variable")))
+    ;; C-c C-c interrupts a running evaluation; the session goes on.
+    (goto-char (point-max))
+    (insert "(loop)")
+    (sly-agent-q-repl-return)
+    (should sly-agent-q-repl--job)
+    (sleep-for 0.2)
+    (sly-agent-q-repl-interrupt)
+    (let ((deadline (+ (float-time) 10)))
+      (while (and sly-agent-q-repl--job (< (float-time) deadline)) (accept-process-output nil 0.02)))
+    (should (string-match-p "INTERRUPTED" (buffer-string)))
+    (should (equal (agentq-repl-type "(+ 1 2)") "=> 3"))
+    ;; The history is written to its file, and read back by a new REPL.
+    (should (string-match-p "(\\+ 1 2)" (with-temp-buffer (insert-file-contents sly-agent-q-repl-history-file) (buffer-string))))
+    (let ((kill-buffer-query-functions nil)) (kill-buffer (current-buffer)))
+    (with-current-buffer (sly-agent-q-repl)
+      (should (equal (ring-ref comint-input-ring 0) "(+ 1 2)")))))
+
+(provide 'sly-agent-q-repl-test)
+
+;;; sly-agent-q-repl-test.el ends here
