@@ -24,6 +24,7 @@
 (require 'sly-agent-q-runtime)
 (require 'sly-agent-q-commands)
 (require 'sly-agent-q-repl)
+(require 'sly-agent-q-completion)
 
 (defgroup sly-agent-q-lisp nil
   "SLY-like keys in Lisp buffers, on the embedded ECL."
@@ -365,8 +366,14 @@ area.  M-. finds definitions loaded from files or evaluated from buffers.
   :keymap sly-agent-q-lisp-mode-map
   :group 'sly-agent-q-lisp
   (if sly-agent-q-lisp-mode
-      (add-hook 'xref-backend-functions #'sly-agent-q-lisp--xref-backend nil t)
-    (remove-hook 'xref-backend-functions #'sly-agent-q-lisp--xref-backend t)))
+      (progn
+        (add-hook 'xref-backend-functions #'sly-agent-q-lisp--xref-backend nil t)
+        (add-hook 'completion-at-point-functions #'sly-agent-q-completion-at-point nil t)
+        (add-hook 'eldoc-documentation-functions #'sly-agent-q-eldoc-function nil t)
+        (eldoc-mode 1))
+    (remove-hook 'xref-backend-functions #'sly-agent-q-lisp--xref-backend t)
+    (remove-hook 'completion-at-point-functions #'sly-agent-q-completion-at-point t)
+    (remove-hook 'eldoc-documentation-functions #'sly-agent-q-eldoc-function t)))
 
 ;;;###autoload
 (defun sly-agent-q-lisp-mode-maybe ()

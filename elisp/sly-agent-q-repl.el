@@ -21,6 +21,7 @@
 (require 'subr-x)
 (require 'sly-agent-q-runtime)
 (require 'sly-agent-q-commands)
+(require 'sly-agent-q-completion)
 
 (defgroup sly-agent-q-repl nil
   "The REPL buffer of sly-agent-q."
@@ -147,6 +148,9 @@ which is kept in `sly-agent-q-repl-history-file'.  `*', `**', `***',
   (setq-local comment-start ";")
   (setq-local indent-tabs-mode nil)
   (setq-local font-lock-defaults '(lisp-cl-font-lock-keywords nil t))
+  (add-hook 'completion-at-point-functions #'sly-agent-q-completion-at-point nil t)
+  (add-hook 'eldoc-documentation-functions #'sly-agent-q-eldoc-function nil t)
+  (eldoc-mode 1)
   (setq mode-line-process '(:eval (if sly-agent-q-repl--job " evaluating" " idle"))))
 
 ;;;###autoload

@@ -131,6 +131,47 @@
         (sly-agent-q-hyperspec-lookup "cl:mapcar"))
       (should (equal url "https://l1sp.org/cl/mapcar")))))
 
+(ert-deftest sly-agent-q-lisp-mode/completion-from-the-image ()
+  (agentq-test-eval-ok "(defpackage :agentq-cmp (:use :cl)) (in-package :agentq-cmp) (defun agentq-cmp-frobnicate (x) x) (defvar *agentq-cmp-level* 3) (in-package :cl-user)")
+  (agentq-lm-with-buffer "(in-package :agentq-cmp)\n(string-upc"
+    (let* ((capf (sly-agent-q-completion-at-point))
+           (candidates (nth 2 capf)))
+      (should (= (nth 0 capf) (- (point) (length "string-upc"))))
+      (should (member "string-upcase" candidates))
+      (should-not (member "nstring-upcase" candidates))
+      (should (equal (funcall (plist-get (nthcdr 3 capf) :annotation-function) (car (member "string-upcase" candidates)))
+                     " function")))
+    ;; The buffer package's own symbols, unqualified; qualified names too.
+    (insert "\n(agentq-cmp-fro")
+    (should (equal (nth 2 (sly-agent-q-completion-at-point)) '("agentq-cmp-frobnicate")))
+    (insert "\n(cl:hash-table-cou")
+    (should (equal (nth 2 (sly-agent-q-completion-at-point)) '("cl:hash-table-count")))
+    (insert "\n*agentq-cmp-lev")
+    (let ((capf (sly-agent-q-completion-at-point)))
+      (should (equal (nth 2 capf) '("*agentq-cmp-level*")))
+      (should (eq (funcall (plist-get (nthcdr 3 capf) :company-kind) (car (nth 2 capf))) 'variable)))
+    ;; While Lisp is busy, nothing (and no waiting).
+    (let ((job (sly-agent-q-execute-tool-calls-async
+                '((:id "busy" :name "evaluate_lisp" :arguments (:code "(sleep 0.5)"))) #'ignore)))
+      (should (null (sly-agent-q-completion-at-point)))
+      (sly-agent-q-cancel job)
+      (let ((deadline (+ (float-time) 10)))
+        (while (and (sly-agent-q-completion--lisp-busy-p) (< (float-time) deadline))
+          (accept-process-output nil 0.02))))))
+
+(ert-deftest sly-agent-q-lisp-mode/eldoc-shows-the-arglist ()
+  (agentq-lm-with-buffer "(subseq x 1 "
+    (let ((shown nil))
+      (should (sly-agent-q-eldoc-function (lambda (text &rest _) (setq shown text))))
+      (let ((deadline (+ (float-time) 10)))
+        (while (and (null shown) (< (float-time) deadline)) (accept-process-output nil 0.02)))
+      (should (string-prefix-p "(subseq sequence start &optional (end" shown))
+      ;; The third argument, END, is the current one.
+      (let ((at (string-search "(end" shown)))
+        (should (memq 'eldoc-highlight-function-argument
+                      (ensure-list (get-text-property (1+ at) 'face shown))))
+        (should-not (get-text-property (string-search "start" shown) 'face shown))))))
+
 (provide 'sly-agent-q-lisp-mode-test)
 
 ;;; sly-agent-q-lisp-mode-test.el ends here

@@ -1,0 +1,44 @@
+;;; completion.el --- completion and eldoc from a 10,000-symbol image -*- lexical-binding: t; -*-
+
+;; emacs -Q --batch -L elisp -l bench/completion.el
+;; Interns 10,000 more symbols in a package of the session, then times
+;; `sly-agent-q-completion-at-point' (synchronous) and the eldoc answer
+;; (asynchronous: from the request to the callback) in a Lisp buffer.
+;; Prints one "bench: completion ..." line, medians over 200 runs.
+
+(require 'sly-agent-q)
+
+(sly-agent-q-execute-tool-calls
+ '((:id "b" :name "evaluate_lisp"
+    :arguments (:code "(defpackage :bench-big (:use :cl)) (dotimes (i 10000) (intern (format nil \"BENCH-SYMBOL-~D\" i) :bench-big)) (length (apropos-list \"\" :bench-big))"))))
+
+(defun completion-bench--median (times)
+  "The median of TIMES, in ms."
+  (* 1000 (aref (sort (vconcat times) #'<) (/ (length times) 2))))
+
+(with-temp-buffer
+  (insert "(in-package :bench-big)\n(string-up")
+  (lisp-mode)
+  (let ((capf nil) (capf-many nil) (eldoc nil) (count 0))
+    (dotimes (_ 200)
+      (let ((start (float-time)))
+        (setq count (length (nth 2 (sly-agent-q-completion-at-point))))
+        (push (- (float-time) start) capf)))
+    (insert "\n(bench-symbol-99")
+    (let ((many 0))
+      (dotimes (_ 50)
+        (let ((start (float-time)))
+          (setq many (length (nth 2 (sly-agent-q-completion-at-point))))
+          (push (- (float-time) start) capf-many)))
+      (insert "\n(subseq x ")
+      (dotimes (_ 200)
+        (let ((start (float-time)) (done nil))
+          (sly-agent-q-eldoc-function (lambda (&rest _) (setq done t)))
+          (while (not done) (accept-process-output sly-agent-q--async-process 0.05))
+          (push (- (float-time) start) eldoc)))
+      (princ (format "bench: completion image_symbols=10000+ capf_string-up_ms=%.2f (%d candidates) capf_bench-symbol-99_ms=%.2f (%d candidates) eldoc_round_trip_ms=%.2f target_ms=5\n"
+                     (completion-bench--median capf) count
+                     (completion-bench--median capf-many) many
+                     (completion-bench--median eldoc))))))
+
+;;; completion.el ends here

@@ -1,0 +1,171 @@
+;;; sly-agent-q-completion.el --- Symbol completion and eldoc from the live image -*- lexical-binding: t; -*-
+
+;; This file is part of sly-agent-q; see sly-agent-q.el.
+
+;;; Commentary:
+
+;; `sly-agent-q-completion-at-point' completes Common Lisp symbols
+;; (package-qualified too) from the live ECL image, annotated with what
+;; they name; it goes through the standard `completion-at-point-functions'
+;; interface, so company and corfu use it as they are.
+;; `sly-agent-q-eldoc-function' shows the arglist of the operator at
+;; point, its current argument highlighted.  Both ask the session's
+;; tools (apropos_search, function_arglist), which leave the REPL's `*'
+;; and `+' alone; neither waits behind a running evaluation: completion
+;; offers nothing then, and eldoc answers when the session is free.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'sly-agent-q-runtime)
+(require 'sly-agent-q-commands)
+
+(defun sly-agent-q-completion--lisp-busy-p ()
+  "Non-nil while an asynchronous call (an evaluation from a buffer, the REPL) runs."
+  (> (hash-table-count sly-agent-q--async-callbacks) 0))
+
+(defun sly-agent-q-completion--package ()
+  "The package completion and eldoc read in: the buffer's, else CL-USER."
+  (or (sly-agent-q--buffer-package)
+      (and (boundp 'sly-agent-q-repl--package) (derived-mode-p 'comint-mode) sly-agent-q-repl--package)
+      "CL-USER"))
+
+(defun sly-agent-q-completion--matches (name package)
+  "Symbols whose names start with NAME: a list of (QUALIFIED . KIND).
+PACKAGE, when non-nil, is the only package searched."
+  (let* ((result (car (sly-agent-q-execute-tool-calls
+                       (list (list :id "complete" :name "apropos_search"
+                                   :arguments (append (list :pattern name :limit 500)
+                                                      (and package (list :package package))))))))
+         (content (or (plist-get result :content) ""))
+         (matches nil))
+    (when (plist-get result :success)
+      (dolist (line (cdr (split-string content "\n" t)))
+        (when (string-match "\\`\\([^ ]+\\)\\(?: \\[\\([^]]*\\)\\]\\)?" line)
+          (push (cons (match-string 1 line) (match-string 2 line)) matches))))
+    (nreverse matches)))
+
+(defun sly-agent-q-completion--candidates (prefix)
+  "Completion candidates for PREFIX, each with a `sly-agent-q-kind' property."
+  (let* ((case-fold-search t)
+         (qualified (string-match "\\`\\([^:]*\\)\\(::?\\)\\(.*\\)\\'" prefix))
+         (typed-package (and qualified (match-string 1 prefix)))
+         (package (and qualified (upcase typed-package)))
+         (separator (and qualified (match-string 2 prefix)))
+         (name (if qualified (match-string 3 prefix) prefix))
+         (home (upcase (sly-agent-q-completion--package)))
+         (candidates nil))
+    (when (or qualified (>= (length name) 1))
+      ;; Searching only the packages that count is what keeps this fast:
+      ;; all of a 40,000-symbol image took 18 ms, these two 1-2 ms.
+      (dolist (match (if qualified
+                         (sly-agent-q-completion--matches name (if (string-empty-p package) "KEYWORD" package))
+                       (append (sly-agent-q-completion--matches name "COMMON-LISP")
+                               (unless (member home '("CL" "COMMON-LISP"))
+                                 (sly-agent-q-completion--matches name home)))))
+        (let* ((symbol (car match))
+               (parts (split-string symbol ":+"))
+               (symbol-package (car parts))
+               (symbol-name (car (last parts))))
+          (when (string-prefix-p name symbol-name t)
+            (let ((text (cond (qualified (concat (downcase typed-package) separator (downcase symbol-name)))
+                              ((member symbol-package (list "COMMON-LISP" home)) (downcase symbol-name))
+                              ((and (equal home "CL-USER") (equal symbol-package "COMMON-LISP-USER")) (downcase symbol-name))
+                              (t nil))))
+              (when text
+                (push (propertize text 'sly-agent-q-kind (cdr match)) candidates)))))))
+    (delete-dups (nreverse candidates))))
+
+;;;###autoload
+(defun sly-agent-q-completion-at-point ()
+  "Complete the Common Lisp symbol at point from the live image.
+For `completion-at-point-functions'.  Offers nothing while Lisp is busy."
+  (let ((bounds (bounds-of-thing-at-point 'symbol)))
+    (when (and bounds (not (sly-agent-q-completion--lisp-busy-p)))
+      (let* ((start (car bounds)) (end (cdr bounds))
+             (prefix (string-remove-prefix "#'" (string-remove-prefix "'" (buffer-substring-no-properties start end))))
+             (start (- end (length prefix)))
+             (candidates (sly-agent-q-completion--candidates prefix)))
+        (when candidates
+          (list start end candidates
+                :exclusive 'no
+                :annotation-function
+                (lambda (candidate)
+                  (let ((kind (get-text-property 0 'sly-agent-q-kind candidate)))
+                    (and kind (concat " " kind))))
+                :company-kind
+                (lambda (candidate)
+                  (let ((kind (or (get-text-property 0 'sly-agent-q-kind candidate) "")))
+                    (cond ((string-match-p "macro" kind) 'keyword)
+                          ((string-match-p "function\\|generic" kind) 'function)
+                          ((string-match-p "class\\|type" kind) 'class)
+                          ((string-match-p "variable\\|constant" kind) 'variable)
+                          (t 'text))))))))))
+
+;;;; eldoc
+
+(defun sly-agent-q-eldoc--context ()
+  "The operator of the form around point and the argument point is on, or nil."
+  (save-excursion
+    (condition-case nil
+        (let ((index 0) (origin (point)))
+          (backward-up-list 1 t t)
+          (when (eq (char-after) ?\()
+            (forward-char)
+            (let ((operator (thing-at-point 'symbol t)))
+              (when operator
+                (forward-sexp)
+                (while (progn (forward-comment (buffer-size))
+                              (and (< (point) origin)
+                                   (condition-case nil (progn (forward-sexp) t) (scan-error nil))
+                                   (<= (point) origin)))
+                  (cl-incf index))
+                (cons operator index)))))
+      (error nil))))
+
+(defun sly-agent-q-eldoc--highlight (arglist index)
+  "ARGLIST (text) with its INDEX-th required or optional argument highlighted."
+  (condition-case nil
+      (with-temp-buffer
+        (set-syntax-table lisp-mode-syntax-table)
+        (insert arglist)
+        (goto-char (point-min))
+        (down-list)
+        (forward-sexp)                  ; the operator
+        (let ((position 0) (done nil))
+          (while (and (not done) (progn (forward-comment (buffer-size)) (not (looking-at-p ")"))))
+            (let ((start (point)))
+              (forward-sexp)
+              (let ((item (buffer-substring start (point))))
+                (cond ((member item '("&key" "&rest" "&body" "&aux" "&allow-other-keys")) (setq done t))
+                      ((string-prefix-p "&" item))
+                      (t (when (= position index)
+                           (add-face-text-property start (point) 'eldoc-highlight-function-argument)
+                           (setq done t))
+                         (cl-incf position))))))
+          (buffer-string)))
+    (error arglist)))
+
+;;;###autoload
+(defun sly-agent-q-eldoc-function (callback &rest _)
+  "Show the arglist of the operator at point through CALLBACK (eldoc).
+Asked without blocking: the answer comes when the session is free."
+  (let ((context (sly-agent-q-eldoc--context)))
+    (when (and context (not (sly-agent-q-completion--lisp-busy-p)))
+      (let ((package (sly-agent-q-completion--package)))
+        (sly-agent-q-execute-tool-calls-async
+         (list (list :id "eldoc" :name "function_arglist"
+                     :arguments (list :function (car context) :package package)))
+         (lambda (results)
+           (let ((result (car results)))
+             (when (plist-get result :success)
+               (let ((arglist (car (split-string (plist-get result :content) "\n"))))
+                 (when (string-prefix-p "(" arglist)
+                   (funcall callback (sly-agent-q-eldoc--highlight arglist (cdr context))
+                            :thing (car context) :face 'font-lock-function-name-face)))))))
+        t))))
+
+(provide 'sly-agent-q-completion)
+
+;;; sly-agent-q-completion.el ends here
