@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# SLY's keys and the REPL as a person uses them, in a real Emacs -nw in a
+# private tmux server: in a .lisp file, C-c C-c on a defun that calls an
+# undefined function lists the warning, C-x C-e shows => value; C-c C-z
+# opens the REPL, where (+ 1 2) gives => 3, C-c C-c interrupts a (loop),
+# and the session answers again.
+#
+#   bash tests/e2e/lisp-tmux.sh [BUILD_DIR]
+#
+# Exit 0 on success, 1 on failure, 77 (skip) when tmux is missing.
+
+set -u
+
+SESSION_NAME=lisp
+# shellcheck source=tests/e2e/tmux-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/tmux-lib.sh"
+
+work=$(mktemp -d)
+trap 'cleanup; rm -rf "$work"' EXIT
+
+cat > "$work/demo.lisp" <<'LISP'
+(defun e2e-caller (x)
+  (e2e-not-defined-yet x))
+
+(* 6 7)
+LISP
+
+start_emacs
+eval_expression "(setq sly-agent-q-repl-history-file \"$work/history\")"
+tmux_ send-keys -t "$session" C-x C-f
+wait_for '^Find file:' 5 || fail "no Find file prompt"
+tmux_ send-keys -t "$session" C-a C-k
+tmux_ send-keys -t "$session" -l "$work/demo.lisp"
+tmux_ send-keys -t "$session" Enter
+wait_for 'AQ\[CL-USER\]' 10 screen || fail "sly-agent-q-lisp-mode is not on in the .lisp file"
+
+# C-c C-c on the defun: the undefined function is listed.
+tmux_ send-keys -t "$session" C-c C-c
+wait_for 'E2E-NOT-DEFINED-YET' 15 screen || fail "C-c C-c did not show the undefined function"
+
+# C-x C-e after (* 6 7): => 42 in the echo area.
+tmux_ send-keys -t "$session" M-'>'
+tmux_ send-keys -t "$session" C-x C-e
+wait_for '^=> 42$' 10 || fail "C-x C-e did not show => 42"
+
+# C-c C-z: the REPL.
+tmux_ send-keys -t "$session" C-c C-z
+wait_for 'CL-USER>' 10 screen || fail "C-c C-z did not open the REPL"
+tmux_ send-keys -t "$session" -l "(+ 1 2)"
+tmux_ send-keys -t "$session" Enter
+wait_for '(^|\|)=> 3$' 10 screen || fail "(+ 1 2) in the REPL did not give => 3"
+tmux_ send-keys -t "$session" -l "(loop)"
+tmux_ send-keys -t "$session" Enter
+wait_for 'evaluating' 5 screen || fail "the REPL does not say it is evaluating"
+tmux_ send-keys -t "$session" C-c C-c
+wait_for 'INTERRUPTED' 10 screen || fail "C-c C-c did not interrupt (loop)"
+tmux_ send-keys -t "$session" -l "(list (* 2 21))"
+tmux_ send-keys -t "$session" Enter
+wait_for '(^|\|)=> \(42\)$' 10 screen || fail "the session did not answer after the interrupt"
+
+echo "----- the REPL, as the screen shows it -----"
+pane
+echo "--------------------------------------------"
+
+quit_emacs
+echo "PASS: SLY's keys and the REPL in a real terminal"
