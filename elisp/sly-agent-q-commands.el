@@ -42,6 +42,19 @@ the start of a line, names.  Only in buffers in `lisp-mode'."
                  nil t)
             (or (match-string-no-properties 1) (match-string-no-properties 2))))))))
 
+(defun sly-agent-q--complete-forms-p (text)
+  "Non-nil if TEXT holds only whole Lisp forms (no open list or string).
+What is not whole is not sent to Lisp, as SLY does."
+  (with-temp-buffer
+    (set-syntax-table lisp-mode-syntax-table)
+    (insert text)
+    (goto-char (point-min))
+    (condition-case nil
+        (progn (while (progn (forward-comment (buffer-size)) (not (eobp)))
+                 (forward-sexp))
+               t)
+      (scan-error nil))))
+
 (defun sly-agent-q--show-result (result)
   "Show RESULT of an evaluation in the echo area or a buffer."
   (let ((text (plist-get result :content)))
@@ -74,11 +87,14 @@ With a prefix argument (ASYNC non-nil), Emacs is not blocked: the
 result is shown when the evaluation is done, and
 \\[sly-agent-q-cancel-last] interrupts it.  Returns the job id then."
   (interactive
-   (let ((package (sly-agent-q--buffer-package)))
-     (list (read-string (format "Evaluate Lisp (ECL)%s%s: " (if package (format " in %s" package) "")
-                                (if current-prefix-arg ", in the background" ""))
-                        nil 'sly-agent-q-evaluate-history)
-           package current-prefix-arg)))
+   (let* ((package (sly-agent-q--buffer-package))
+          (code (read-string (format "Evaluate Lisp (ECL)%s%s: " (if package (format " in %s" package) "")
+                                     (if current-prefix-arg ", in the background" ""))
+                             nil 'sly-agent-q-evaluate-history)))
+     ;; Typed, a form cut short is a slip: say so rather than send it.
+     (unless (sly-agent-q--complete-forms-p code)
+       (user-error "The form is not complete (unbalanced parentheses or string): nothing was sent"))
+     (list code package current-prefix-arg)))
   (if (not async)
       (sly-agent-q--show-result (sly-agent-q--evaluate code package))
     (setq sly-agent-q--last-async-job

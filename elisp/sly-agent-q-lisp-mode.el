@@ -67,14 +67,8 @@ puts one under /usr/share/doc/hyperspec)."
 
 (defun sly-agent-q-lisp--check-balanced (text)
   "Signal a `user-error' unless TEXT is balanced Lisp."
-  (with-temp-buffer
-    (set-syntax-table lisp-mode-syntax-table)
-    (insert text)
-    (goto-char (point-min))
-    (condition-case nil
-        (while (progn (forward-comment (buffer-size)) (not (eobp)))
-          (forward-sexp))
-      (scan-error (user-error "The form is not complete (unbalanced parentheses or string): nothing was sent")))))
+  (unless (sly-agent-q--complete-forms-p text)
+    (user-error "The form is not complete (unbalanced parentheses or string): nothing was sent")))
 
 (defun sly-agent-q-lisp--evaluate (text position)
   "Evaluate TEXT, from the buffer at POSITION, and show the result."

@@ -45,18 +45,6 @@
 (defvar-local sly-agent-q-repl--package "CL-USER"
   "The session's package, as the prompt shows it.")
 
-(defun sly-agent-q-repl--complete-p (text)
-  "Non-nil if TEXT holds only whole forms."
-  (with-temp-buffer
-    (set-syntax-table lisp-mode-syntax-table)
-    (insert text)
-    (goto-char (point-min))
-    (condition-case nil
-        (progn (while (progn (forward-comment (buffer-size)) (not (eobp)))
-                 (forward-sexp))
-               t)
-      (scan-error nil))))
-
 (defun sly-agent-q-repl--session-package ()
   "The name of the session's current package.
 Asked of describe_symbol, which leaves `*' and `+' alone (an evaluation
@@ -107,7 +95,7 @@ would make itself the last one)."
          (input (buffer-substring-no-properties (process-mark process) (point-max))))
     (cond ((< (point) (process-mark process)) (comint-send-input))
           (sly-agent-q-repl--job (message "The REPL is still evaluating: C-c C-c interrupts it"))
-          ((sly-agent-q-repl--complete-p input)
+          ((sly-agent-q--complete-forms-p input)
            (goto-char (point-max))
            (comint-send-input))
           (t (newline-and-indent)))))

@@ -67,7 +67,12 @@
 (ert-deftest sly-agent-q-lisp-mode/incomplete-input-is-not-sent ()
   (agentq-lm-with-buffer "(+ 1 (foo \"bar"
     (should-error (sly-agent-q-eval-region (point-min) (point-max)) :type 'user-error)
-    (should-error (sly-agent-q-inspect "(list 1") :type 'user-error)))
+    (should-error (sly-agent-q-inspect "(list 1") :type 'user-error))
+  ;; At the M-x sly-agent-q-evaluate prompt too.
+  (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "(string-up \"a")))
+    (should-error (call-interactively #'sly-agent-q-evaluate) :type 'user-error))
+  (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "(string-upcase \"a\")")))
+    (should (equal (call-interactively #'sly-agent-q-evaluate) "=> \"A\""))))
 
 (ert-deftest sly-agent-q-lisp-mode/compile-defun-shows-warnings ()
   (agentq-lm-with-buffer "(defun agentq-lm-bad (x)\n  (let ((unused 1))\n    (agentq-lm-no-such-function x)))"
