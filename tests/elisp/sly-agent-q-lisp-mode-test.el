@@ -62,7 +62,9 @@
     (should (equal (agentq-lm-shown #'sly-agent-q-eval-defun) "=> LM-TWICE"))
     (goto-char (point-max))
     (should (equal (agentq-lm-shown #'sly-agent-q-eval-last-sexp) "=> 42"))
-    (should (string-match-p "AQ\\[agentq-lm\\]" (sly-agent-q-lisp--lighter)))))
+    (should (string-match-p "AQ\\[agentq-lm\\]" (sly-agent-q-lisp--lighter)))
+    ;; The region's in-package moved the session: the next tests expect CL-USER.
+    (agentq-test-eval-ok "(in-package :cl-user)")))
 
 (ert-deftest sly-agent-q-lisp-mode/incomplete-input-is-not-sent ()
   (agentq-lm-with-buffer "(+ 1 (foo \"bar"
