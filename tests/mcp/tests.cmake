@@ -8,7 +8,7 @@ if(TARGET sly-agent-q-mcp)
   target_link_libraries(mcp_tests PRIVATE agentq_mcp GTest::gtest GTest::gtest_main)
   target_compile_definitions(mcp_tests PRIVATE AGENTQ_MCP_BINARY="$<TARGET_FILE:sly-agent-q-mcp>")
   add_dependencies(mcp_tests sly-agent-q-mcp)
-  gtest_discover_tests(mcp_tests DISCOVERY_TIMEOUT 30 PROPERTIES TIMEOUT 120)
+  gtest_discover_tests(mcp_tests TEST_PREFIX "mcp." DISCOVERY_TIMEOUT 30 PROPERTIES TIMEOUT 120)
 
   add_test(NAME mcp_sdk_client
            COMMAND bash ${CMAKE_SOURCE_DIR}/tests/mcp/run-sdk-client.sh $<TARGET_FILE:sly-agent-q-mcp>)
