@@ -1,5 +1,6 @@
 #include "mcp/line_reader.hpp"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -53,6 +54,10 @@ std::optional<Line> LineReader::next() {
     if (n > 0) {
       pos_ = 0;
       end_ = static_cast<std::size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // A client may hand us a non-blocking descriptor: wait for data.
+      pollfd ready{fd_, POLLIN, 0};
+      ::poll(&ready, 1, -1);
     } else if (n == 0 || errno != EINTR) {
       eof_ = true;
     }

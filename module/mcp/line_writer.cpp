@@ -1,5 +1,6 @@
 #include "mcp/line_writer.hpp"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,12 @@ bool LineWriter::write_all(std::string_view bytes) {
   while (!bytes.empty()) {
     ssize_t n = ::write(fd_, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // A non-blocking descriptor from the client: wait until it takes more.
+      pollfd ready{fd_, POLLOUT, 0};
+      ::poll(&ready, 1, -1);
+      continue;
+    }
     if (n <= 0) return false;
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }

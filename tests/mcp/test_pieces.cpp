@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -96,6 +97,66 @@ TEST(LineReader, AnUnfinishedHugeLineAtTheEndIsReported) {
   auto lines = read_lines(std::string(100, 'z'), 10);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_TRUE(lines[0].too_long);
+}
+
+TEST(LineReader, ANonBlockingDescriptorIsWaitedOn) {
+  Pipe pipe;
+  ::fcntl(pipe.read.get(), F_SETFL, ::fcntl(pipe.read.get(), F_GETFL) | O_NONBLOCK);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(50ms);
+    write_all(pipe.write.get(), "late\n");
+    pipe.write.reset();
+  });
+  LineReader reader(pipe.read.get(), 100);
+  auto line = reader.next();
+  ASSERT_TRUE(line);
+  EXPECT_EQ(line->text, "late");
+  EXPECT_FALSE(reader.next());
+  writer.join();
+}
+
+TEST(LineWriter, LinesFromManyThreadsNeverMix) {
+  Pipe pipe;
+  LineWriter out(pipe.write.get());
+  const std::string a(100000, 'a'), b(100000, 'b');  // longer than a pipe holds
+  std::thread reader_thread;
+  std::vector<Line> lines;
+  reader_thread = std::thread([&] {
+    LineReader reader(pipe.read.get(), 1000000);
+    while (auto line = reader.next()) lines.push_back(std::move(*line));
+  });
+  {
+    std::vector<std::thread> writers;
+    for (int i = 0; i < 4; ++i)
+      writers.emplace_back([&, i] {
+        for (int n = 0; n < 10; ++n) EXPECT_TRUE(out.write_line(i % 2 ? a : b));
+      });
+    for (auto& t : writers) t.join();
+  }
+  pipe.write.reset();
+  reader_thread.join();
+  ASSERT_EQ(lines.size(), 40u);
+  for (const Line& line : lines) EXPECT_TRUE(line.text == a || line.text == b);
+}
+
+TEST(LineWriter, AGoneReaderIsAFailureNotADeath) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  sigset_t old;
+  pthread_sigmask(SIG_BLOCK, &set, &old);
+  {
+    Pipe pipe;
+    pipe.read.reset();
+    LineWriter out(pipe.write.get());
+    EXPECT_FALSE(out.write_line("nobody reads this"));
+    EXPECT_TRUE(out.broken());
+    EXPECT_FALSE(out.write_line("nor this"));
+  }
+  const timespec now{};
+  while (sigtimedwait(&set, nullptr, &now) == SIGPIPE) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 // ------------------------------------------------------------ route_message
