@@ -7,6 +7,10 @@ CMAKE_BUILD_TYPE ?= RelWithDebInfo
 
 # Debian packages the build and the tests need.
 DEB_PACKAGES = emacs-nox ecl libecl-dev nlohmann-json3-dev libgtest-dev libgc-dev libgmp-dev cmake g++ make tmux cl-alexandria curl
+# Node, for the MCP test with the official SDK (tests/mcp): Debian's, unless
+# a node and an npm are on the PATH already (NodeSource's nodejs carries
+# npm and conflicts with Debian's npm package).
+NODE_PACKAGES = nodejs npm
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps build test test-core test-elisp run bench check-fresh clean
@@ -17,6 +21,7 @@ deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then missing="$$missing $(NODE_PACKAGES)"; fi; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && \

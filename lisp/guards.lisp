@@ -12,8 +12,8 @@ for the worker to run (see RUN-PENDING-FINALIZERS).")
 (define-condition exit-intercepted (error)
   ((operator :initarg :operator :reader exit-intercepted-operator))
   (:report (lambda (condition stream)
-             (format stream "~A was intercepted: this Lisp runs inside Emacs and may not ~
-                             exit. The session is still alive."
+             (format stream "~A was intercepted: this Lisp runs inside its host (Emacs, ~
+                             or the MCP server) and may not exit. The session is still alive."
                      (exit-intercepted-operator condition))))
   (:documentation "Signalled instead of exiting when evaluated code calls
 EXT:QUIT, EXT:EXIT or MP:EXIT-PROCESS on the worker thread."))
@@ -48,7 +48,7 @@ stop the runtime's own threads, or change how the process handles signals."
           (declare (ignore args))
           (error 'operation-refused
                  :operator "EXT:CATCH-SIGNAL"
-                 :reason "this Lisp runs inside Emacs, and how the process handles signals is Emacs's.")))
+                 :reason "this Lisp runs inside its host (Emacs, or the MCP server), and how the process handles signals is the host's.")))
   ;; The worker and the watchdog are ours: evaluated code may not kill,
   ;; interrupt or suspend them (a killed or suspended watchdog would leave
   ;; C-g and timeouts dead).

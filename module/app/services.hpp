@@ -12,7 +12,7 @@ namespace agentq::app {
 struct Services {
   Registry registry;
   Executor executor{registry};
-  McpServer server{executor, ServerInfo{"sly-agent-q", "0.1.0"}};
+  McpServer server{executor, ServerInfo{}};  // "sly-agent-q", the project's version
   Services();
 };
 

@@ -218,7 +218,7 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
           }
           case ApprovalKind::Denied:
           default:
-            message = denied_text(*tool, decision.reason);
+            message = decision.message.empty() ? denied_text(*tool, decision.reason) : std::move(decision.message);
             break;
         }
       }

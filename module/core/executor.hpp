@@ -44,6 +44,10 @@ struct ApprovalDecision {
   // When denied: what the person said, for the model ("Denied by user:
   // REASON"); empty for a plain denial.
   std::string reason;
+  // When denied by a rule rather than a person (the headless MCP server's
+  // "no dangerous tools"): the whole text of the denied call, as written,
+  // instead of the tool's denied message.  Empty ⇒ denied_text(tool, reason).
+  std::string message;
 };
 
 // Asked on the calling thread for every dangerous tool.  May take minutes.

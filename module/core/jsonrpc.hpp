@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "agentq_version.hpp"
 #include "core/executor.hpp"
 
 namespace agentq {
@@ -23,7 +24,7 @@ inline constexpr int kInternalError = -32603;
 
 struct ServerInfo {
   std::string name = "sly-agent-q";
-  std::string version = "0.1.0";
+  std::string version{kVersion};  // the project's, from CMake
 };
 
 class McpServer {

@@ -48,6 +48,13 @@ json parameters_schema(const Tool& tool) {
   return schema;
 }
 
+json mcp_annotations(const Tool& tool) {
+  json annotations = json::object();
+  annotations["readOnlyHint"] = tool.safety_level == SafetyLevel::Safe;
+  annotations["destructiveHint"] = tool.safety_level == SafetyLevel::Dangerous;
+  return annotations;
+}
+
 json tool_to_schema(const Tool& tool, SchemaFormat format) {
   json out = json::object();
   switch (format) {
@@ -69,6 +76,7 @@ json tool_to_schema(const Tool& tool, SchemaFormat format) {
       out["name"] = tool.name;
       out["description"] = tool.description;
       out["inputSchema"] = parameters_schema(tool);
+      out["annotations"] = mcp_annotations(tool);
       break;
   }
   return out;

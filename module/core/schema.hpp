@@ -18,9 +18,14 @@ std::optional<SchemaFormat> parse_schema_format(std::string_view text);
 // an object (also when empty), required always an array.
 json parameters_schema(const Tool& tool);
 
+// MCP's tool annotations, from the safety level: {"readOnlyHint": safe,
+// "destructiveHint": dangerous}; a cautious tool (it changes the Lisp
+// image, nothing outside) is neither.
+json mcp_annotations(const Tool& tool);
+
 // openai:    {"type":"function","function":{"name","description","parameters"}}
 // anthropic: {"name","description","input_schema"}
-// mcp:       {"name","description","inputSchema"}
+// mcp:       {"name","description","inputSchema","annotations"}
 json tool_to_schema(const Tool& tool, SchemaFormat format = SchemaFormat::OpenAI);
 
 // A JSON array of tool_to_schema, in the order given.

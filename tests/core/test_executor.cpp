@@ -936,6 +936,21 @@ TEST(StandingHooks, RunForEveryCallAfterTheCallersHooksAndNeverBreakIt) {
   EXPECT_EQ(context_seen, &context);
 }
 
+TEST_F(ExecutorTest, ARuleDenialAnswersItsOwnMessageAsWritten) {
+  ExecutionOptions options;
+  options.approve = [](const Tool&, const json&) {
+    ApprovalDecision decision{ApprovalKind::Denied, {}};
+    decision.message = "write_file is dangerous; run the server with --allow-dangerous to allow it.";
+    return decision;
+  };
+  ToolResult result = executor.execute({"1", "write_file", {{"path", "/x"}, {"content", "c"}}}, options);
+  EXPECT_FALSE(result.success);
+  EXPECT_EQ(result.error, "write_file is dangerous; run the server with --allow-dangerous to allow it.");
+  EXPECT_EQ(result.content, result.error);
+  EXPECT_FALSE(result.approved);
+  EXPECT_EQ(write_runs, 0);
+}
+
 TEST_F(ExecutorTest, ADenialWithAReasonTellsTheModelWhy) {
   ExecutionOptions options;
   options.approve = [](const Tool&, const json&) {

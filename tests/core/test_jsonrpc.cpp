@@ -88,7 +88,7 @@ TEST_F(McpTest, Initialize) {
       0);
   EXPECT_EQ(r["protocolVersion"], "2025-06-18");
   EXPECT_EQ(r["capabilities"], json::parse(R"({"tools":{"listChanged":false}})"));
-  EXPECT_EQ(r["serverInfo"], json::parse(R"({"name":"sly-agent-q","version":"0.1.0"})"));
+  EXPECT_EQ(r["serverInfo"], (json{{"name", "sly-agent-q"}, {"version", std::string(kVersion)}}));
 }
 
 TEST_F(McpTest, InitializeEchoesSupportedVersions) {
@@ -148,8 +148,29 @@ TEST_F(McpTest, ToolsListGivesMcpSchemasSorted) {
     EXPECT_TRUE(t["inputSchema"]["required"].is_array());
     EXPECT_EQ(t["inputSchema"]["type"], "object");
     EXPECT_TRUE(t["description"].is_string());
+    EXPECT_TRUE(t["annotations"]["readOnlyHint"].is_boolean()) << t.dump();
+    EXPECT_TRUE(t["annotations"]["destructiveHint"].is_boolean()) << t.dump();
   }
   EXPECT_EQ(names, registry.names());
+}
+
+TEST_F(McpTest, ToolsListAnnotatesSafetyLevels) {
+  json tools = expect_result(ask(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})"), 1)["tools"];
+  auto annotations_of = [&](const std::string& name) {
+    for (const auto& t : tools)
+      if (t["name"] == name) return t["annotations"];
+    return json();
+  };
+  EXPECT_EQ(annotations_of("echo"), json::parse(R"({"readOnlyHint":true,"destructiveHint":false})"));
+  EXPECT_EQ(annotations_of("evaluate_lisp"), json::parse(R"({"readOnlyHint":false,"destructiveHint":false})"));
+  EXPECT_EQ(annotations_of("write_file"), json::parse(R"({"readOnlyHint":false,"destructiveHint":true})"));
+}
+
+TEST_F(McpTest, ServerVersionIsTheProjectVersion) {
+  // From CMake's PROJECT_VERSION (agentq_version.hpp), not a literal here.
+  ASSERT_FALSE(kVersion.empty());
+  EXPECT_EQ(kVersion.find_first_not_of("0123456789."), std::string_view::npos) << kVersion;
+  EXPECT_EQ(ServerInfo{}.version, kVersion);
 }
 
 TEST_F(McpTest, ToolsListTextMatchesTheJsonPath) {

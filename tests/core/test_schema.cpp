@@ -108,15 +108,26 @@ TEST(ToolToSchema, Anthropic) {
 TEST(ToolToSchema, Mcp) {
   json expected = {{"name", "describe_symbol"},
                    {"description", describe_symbol().description},
-                   {"inputSchema", describe_symbol_parameters()}};
+                   {"inputSchema", describe_symbol_parameters()},
+                   {"annotations", {{"readOnlyHint", true}, {"destructiveHint", false}}}};
   EXPECT_EQ(tool_to_schema(describe_symbol(), SchemaFormat::Mcp), expected);
+}
+
+TEST(ToolToSchema, McpAnnotationsFollowTheSafetyLevel) {
+  auto annotations = [](SafetyLevel level) {
+    return tool_to_schema(make_tool("t", {}, {}, level), SchemaFormat::Mcp)["annotations"];
+  };
+  EXPECT_EQ(annotations(SafetyLevel::Safe), json::parse(R"({"readOnlyHint":true,"destructiveHint":false})"));
+  EXPECT_EQ(annotations(SafetyLevel::Cautious), json::parse(R"({"readOnlyHint":false,"destructiveHint":false})"));
+  EXPECT_EQ(annotations(SafetyLevel::Dangerous), json::parse(R"({"readOnlyHint":false,"destructiveHint":true})"));
+  EXPECT_EQ(mcp_annotations(make_tool("t", {}, {}, SafetyLevel::Dangerous)), annotations(SafetyLevel::Dangerous));
 }
 
 TEST(ToolToSchema, NoExtraKeys) {
   EXPECT_EQ(tool_to_schema(describe_symbol(), SchemaFormat::OpenAI).size(), 2u);
   EXPECT_EQ(tool_to_schema(describe_symbol(), SchemaFormat::OpenAI)["function"].size(), 3u);
   EXPECT_EQ(tool_to_schema(describe_symbol(), SchemaFormat::Anthropic).size(), 3u);
-  EXPECT_EQ(tool_to_schema(describe_symbol(), SchemaFormat::Mcp).size(), 3u);
+  EXPECT_EQ(tool_to_schema(describe_symbol(), SchemaFormat::Mcp).size(), 4u);
 }
 
 TEST(ToolToSchema, EmptyParametersSerializeAsObjectAndArray) {

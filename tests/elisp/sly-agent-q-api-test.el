@@ -699,15 +699,20 @@
       (should (equal names (sort (copy-sequence names) #'string<))))))
 
 (ert-deftest sly-agent-q-api/schema-anthropic-and-mcp ()
-  "anthropic: {name, description, input_schema}; mcp: {name, description, inputSchema}."
+  "anthropic: {name, description, input_schema}; mcp: {name, description, inputSchema, annotations}."
   (dolist (case '((anthropic . "input_schema") ("anthropic" . "input_schema")
                   (mcp . "inputSchema") ("mcp" . "inputSchema") (:mcp . "inputSchema")))
     (let* ((schema (sly-agent-q-tools-schema (car case)))
            (entry (cl-find "evaluate_lisp" schema :key (lambda (e) (gethash "name" e))
-                           :test #'equal)))
+                           :test #'equal))
+           (mcp (equal (cdr case) "inputSchema")))
       (should entry)
       (should (equal (sort (hash-table-keys entry) #'string<)
-                     (sort (list "name" "description" (cdr case)) #'string<)))
+                     (sort (append (list "name" "description" (cdr case)) (and mcp (list "annotations")))
+                           #'string<)))
+      (when mcp                         ; evaluate_lisp is cautious: neither hint
+        (should (eq (agentq-test-get entry "annotations" "readOnlyHint") :false))
+        (should (eq (agentq-test-get entry "annotations" "destructiveHint") :false)))
       (should (equal (agentq-test-get entry (cdr case) "type") "object"))
       (should (equal (agentq-test-get entry (cdr case) "required") ["code"])))))
 

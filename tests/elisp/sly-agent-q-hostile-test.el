@@ -82,7 +82,7 @@ handler of ECL's on Emacs's thread ended Emacs at the next SIGCHLD."
   (agentq-test-surviving
     (dolist (code '("(ext:catch-signal 17 t)" "(ext:catch-signal 2 :ignore)" "(ext:catch-signal 17 :default)"))
       (should (string-prefix-p
-               "[ERROR] AGENT-Q:OPERATION-REFUSED\nEXT:CATCH-SIGNAL was refused: this Lisp runs inside Emacs"
+               "[ERROR] AGENT-Q:OPERATION-REFUSED\nEXT:CATCH-SIGNAL was refused: this Lisp runs inside its host"
                (agentq-test-eval-fails code))))
     ;; SIGCHLD still reaches Emacs's own handler.
     (should (equal (call-process "true") 0))

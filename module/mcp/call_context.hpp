@@ -1,0 +1,39 @@
+// The context of one tools/call: notifications/cancelled stops it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "core/call_context.hpp"
+
+namespace agentq::mcp {
+
+class McpCallContext final : public CallContext {
+ public:
+  // Stops the Lisp job with this id, from any thread (Runtime::cancel).
+  using JobCanceller = std::function<void(std::uint64_t job_id)>;
+
+  explicit McpCallContext(JobCanceller cancel_job) : cancel_job_(std::move(cancel_job)) {}
+
+  // From any thread: the call's Lisp job, if one is queued or running, is
+  // interrupted at once; any later wait of the call sees poll() true and
+  // stops too.  The call then answers [ERROR] INTERRUPTED (cancelled).
+  void cancel();
+
+  bool poll() override { return cancelled_.load(std::memory_order_relaxed); }
+  bool cancelled() const override { return cancelled_.load(std::memory_order_relaxed); }
+  bool interrupt_is_cancel() const override { return true; }
+  void job_queued(std::uint64_t job_id) override;
+
+ private:
+  JobCanceller cancel_job_;
+  std::mutex mutex_;
+  std::optional<std::uint64_t> job_;  // the latest job queued for the call
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace agentq::mcp

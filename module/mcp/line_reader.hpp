@@ -1,0 +1,44 @@
+// Newline-delimited messages from a file descriptor, each at most a limit
+// long: a longer line is skipped (never held in memory whole) and reported
+// as such, so that it can be answered and the next one read.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace agentq::mcp {
+
+struct Line {
+  std::string text;          // without the newline (and a \r before it); empty when too long
+  bool too_long = false;     // longer than the limit: TEXT is empty
+  std::size_t bytes = 0;     // the line's length, newline not counted
+};
+
+// The longest message sly-agent-q-mcp reads.
+inline constexpr std::size_t kMaxLineBytes = std::size_t{16} << 20;
+
+class LineReader {
+ public:
+  LineReader(int fd, std::size_t max_bytes);
+
+  // The next line; the last one may lack its newline.  nullopt at the end
+  // of the input (or on a read error, which is the end too).  Blocks.
+  std::optional<Line> next();
+
+  std::size_t max_bytes() const { return max_bytes_; }
+
+ private:
+  void take(const char* data, std::size_t size);
+  Line finish();
+
+  int fd_;
+  std::size_t max_bytes_;
+  std::array<char, 65536> chunk_{};
+  std::size_t pos_ = 0, end_ = 0;
+  bool eof_ = false;
+  Line line_;  // the line being read
+};
+
+}  // namespace agentq::mcp

@@ -1,0 +1,31 @@
+// Whole lines to a file descriptor, from any thread: a line is written
+// entirely before the next one starts, so responses never interleave.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <string_view>
+
+namespace agentq::mcp {
+
+class LineWriter {
+ public:
+  explicit LineWriter(int fd) : fd_(fd) {}
+
+  // Writes TEXT and a newline.  False when the reader has gone (EPIPE) or
+  // the write failed; later lines are then dropped too.  SIGPIPE must be
+  // blocked or ignored in the calling thread, or a gone reader ends the
+  // process.
+  bool write_line(std::string_view text);
+
+  bool broken() const { return broken_.load(); }
+
+ private:
+  bool write_all(std::string_view bytes);
+
+  int fd_;
+  std::mutex mutex_;
+  std::atomic<bool> broken_{false};
+};
+
+}  // namespace agentq::mcp

@@ -1,0 +1,103 @@
+#include "mcp/options.hpp"
+
+#include <filesystem>
+#include <system_error>
+
+namespace agentq::mcp {
+
+namespace {
+
+// DIR as an absolute, normalized directory name, or an error message.
+bool resolve_root(const std::string& dir, std::string& out) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) {
+    out = "--root needs a directory name";
+    return false;
+  }
+  std::error_code error;
+  fs::path path = fs::weakly_canonical(fs::absolute(dir, error), error);
+  if (error || !fs::is_directory(path, error)) {
+    out = "--root " + dir + ": not a directory";
+    return false;
+  }
+  out = path.string();
+  return true;
+}
+
+}  // namespace
+
+CommandLine parse_command_line(std::span<const std::string> args) {
+  CommandLine result;
+  auto fail = [&](std::string message) {
+    result.action = CommandLine::Action::Fail;
+    result.error = std::move(message);
+    return result;
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    // --name=value is read as --name value.
+    std::string name = arg, value;
+    bool has_value = false;
+    if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      has_value = true;
+    }
+    auto take_value = [&]() -> bool {
+      if (has_value) return true;
+      if (i + 1 >= args.size()) return false;
+      value = args[++i];
+      return true;
+    };
+    if (name == "-h" || name == "--help") {
+      result.action = CommandLine::Action::Help;
+      return result;
+    }
+    if (name == "--version") {
+      result.action = CommandLine::Action::Version;
+      return result;
+    }
+    if (name == "--allow-dangerous" && !has_value) {
+      result.options.allow_dangerous = true;
+    } else if (name == "--root") {
+      if (!take_value()) return fail("--root needs a directory name");
+      std::string root;
+      if (!resolve_root(value, root)) return fail(root);
+      result.options.roots.push_back(std::move(root));
+    } else if (name == "--log-level") {
+      if (!take_value()) return fail("--log-level needs one of error, warn, info, debug");
+      auto level = parse_log_level(value);
+      if (!level) return fail("--log-level " + value + ": expected error, warn, info or debug");
+      result.options.log_level = *level;
+    } else {
+      return fail("unknown argument " + arg);
+    }
+  }
+  return result;
+}
+
+std::string usage() {
+  return R"(Usage: sly-agent-q-mcp [OPTION]...
+An MCP server over stdio (newline-delimited JSON-RPC 2.0 on stdin and
+stdout) with its own Common Lisp session (ECL) and the Lisp-side tools of
+sly-agent-q: evaluate_lisp, the introspection tools, load_system and the
+rest.  The tools defined in Emacs (read_file, write_file, read_buffer, ...)
+are not available: no Emacs runs here.
+
+Options:
+  --allow-dangerous    run dangerous tools without asking; by default they
+                       are denied, since nobody is there to approve them
+  --root DIR           a directory file tools may use (repeatable); kept
+                       for the file tools, none of which runs headless yet
+  --log-level LEVEL    error, warn (the default), info or debug; the log
+                       goes to stderr
+  --help               this text
+  --version            the version
+
+stdout carries only protocol messages: whatever the Lisp side writes to the
+process's standard output goes to stderr.  The server ends when stdin ends,
+after answering the requests it has read.
+)";
+}
+
+}  // namespace agentq::mcp

@@ -1,0 +1,32 @@
+// The command line of sly-agent-q-mcp.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mcp/log.hpp"
+
+namespace agentq::mcp {
+
+struct Options {
+  bool allow_dangerous = false;    // --allow-dangerous: dangerous tools run without asking
+  std::vector<std::string> roots;  // --root DIR…: absolute, existing directories, in order given
+  LogLevel log_level = LogLevel::Warn;
+};
+
+struct CommandLine {
+  enum class Action { Serve, Help, Version, Fail };
+  Action action = Action::Serve;
+  Options options;
+  std::string error;  // what is wrong, when Fail
+};
+
+// ARGS without the program name.  Never throws for bad input: a problem
+// is Action::Fail with the reason.
+CommandLine parse_command_line(std::span<const std::string> args);
+
+// The --help text.
+std::string usage();
+
+}  // namespace agentq::mcp

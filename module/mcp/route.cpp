@@ -1,0 +1,48 @@
+#include "mcp/route.hpp"
+
+#include "core/json_limits.hpp"
+
+namespace agentq::mcp {
+
+namespace {
+
+bool has_method(const nlohmann::json& message, std::string_view method) {
+  auto it = message.find("method");
+  return it != message.end() && it->is_string() && it->get_ref<const std::string&>() == method;
+}
+
+}  // namespace
+
+Route route_message(std::string_view text) {
+  Route route;
+  try {
+    std::optional<nlohmann::json> message = parse_json_bounded(text);
+    if (!message) return route;
+    if (message->is_array()) {
+      route.kind = Route::Kind::Queue;
+      return route;
+    }
+    if (!message->is_object()) return route;
+    const auto id = message->find("id");
+    if (id != message->end()) {
+      if (has_method(*message, "tools/call")) {
+        route.kind = Route::Kind::Queue;
+        route.id = *id;
+      }
+      return route;
+    }
+    if (has_method(*message, "notifications/cancelled")) {
+      const auto params = message->find("params");
+      if (params == message->end() || !params->is_object()) return route;
+      const auto request = params->find("requestId");
+      if (request == params->end() || !(request->is_string() || request->is_number())) return route;
+      route.kind = Route::Kind::Cancel;
+      route.request_id = *request;
+    }
+  } catch (...) {
+    route = Route{};
+  }
+  return route;
+}
+
+}  // namespace agentq::mcp

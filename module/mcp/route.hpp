@@ -1,0 +1,26 @@
+// Where a message goes: answered at once by the reading thread, queued
+// for the worker (tools/call, batches), or a cancellation.
+#pragma once
+
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace agentq::mcp {
+
+struct Route {
+  enum class Kind {
+    Answer,  // quick: initialize, ping, tools/list, notifications, every malformed message
+    Queue,   // a tools/call request, or a batch: may run for long
+    Cancel,  // notifications/cancelled naming a request
+  };
+  Kind kind = Kind::Answer;
+  nlohmann::json id;          // Queue: the request's id (null for a batch, which cannot be cancelled)
+  nlohmann::json request_id;  // Cancel: params.requestId, a string or a number
+};
+
+// Never throws; a message it cannot read is Answer (the dispatcher then
+// answers the error).
+Route route_message(std::string_view text);
+
+}  // namespace agentq::mcp

@@ -1,0 +1,258 @@
+// build/sly-agent-q-mcp driven by a real MCP client: the official TypeScript
+// SDK's Client over its StdioClientTransport, which spawns the binary.
+//
+//   SLY_AGENT_Q_MCP=build/sly-agent-q-mcp node --test tests/mcp/sdk-client.test.mjs
+//
+// (tests/mcp/run-sdk-client.sh installs the SDK first and ends with a
+// summary line; ctest runs it as mcp_sdk_client.)
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import Ajv from 'ajv';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(here, '../../build/sly-agent-q-mcp');
+
+// The tools headless mode has: every tool of the Lisp side.  The tools
+// defined in Emacs are not there.
+const BUILT_INS = [
+  'apropos_search', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'eval_form',
+  'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'list_definitions',
+  'list_package_symbols', 'load_system', 'macroexpand_form', 'reset_session', 'who_calls', 'who_references',
+];
+const EMACS_ONLY = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit'];
+
+let client;
+let transport;
+const received = [];  // every message the server sent
+const sent = [];      // every message the client sent
+const clientErrors = [];
+
+// Runs with the messages of the transport recorded on the way.
+function recordMessages(t) {
+  const send = t.send.bind(t);
+  t.send = (message, options) => {
+    sent.push(message);
+    return send(message, options);
+  };
+  let handler;
+  Object.defineProperty(t, 'onmessage', {
+    configurable: true,
+    get: () => handler && ((message, extra) => {
+      received.push(message);
+      handler(message, extra);
+    }),
+    set: (h) => { handler = h; },
+  });
+}
+
+async function connect(args = []) {
+  const t = new StdioClientTransport({ command: binary, args, stderr: 'inherit' });  // the server's log, if any
+  recordMessages(t);
+  const c = new Client({ name: 'sly-agent-q-sdk-test', version: '1.0.0' });
+  c.onerror = (error) => clientErrors.push(error);
+  await c.connect(t);
+  return [c, t];
+}
+
+async function evaluate(code, options) {
+  return client.callTool({ name: 'evaluate_lisp', arguments: { code } }, undefined, options);
+}
+
+function textOf(result) {
+  assert.equal(result.content.length, 1);
+  assert.equal(result.content[0].type, 'text');
+  return result.content[0].text;
+}
+
+before(async () => {
+  [client, transport] = await connect();
+});
+
+after(async () => {
+  await client?.close();
+});
+
+test('initialize: the newest protocol version the server supports, serverInfo, tools capability', async () => {
+  const answer = received.find((m) => m.result?.protocolVersion);
+  assert.ok(answer, 'an initialize result');
+  // This SDK asks for a newer version than the server's newest (2025-06-18),
+  // which the server answers instead.
+  assert.equal(answer.result.protocolVersion, '2025-06-18');
+  const info = client.getServerVersion();
+  assert.equal(info.name, 'sly-agent-q');
+  assert.match(info.version, /^\d+\.\d+\.\d+$/);
+  assert.deepEqual(client.getServerCapabilities().tools, { listChanged: false });
+});
+
+test('initialize: a supported version the client asks for is the one answered', async () => {
+  for (const version of ['2025-06-18', '2025-03-26', '2024-11-05']) {
+    const { InitializeResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    const result = await client.request({
+      method: 'initialize',
+      params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'again', version: '1' } },
+    }, InitializeResultSchema);
+    assert.equal(result.protocolVersion, version);
+  }
+});
+
+test('ping', async () => {
+  assert.deepEqual(await client.ping(), {});
+});
+
+test('listTools: every built-in, valid input schemas, annotations from the safety level', async () => {
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name);
+  for (const name of BUILT_INS) assert.ok(names.includes(name), `${name} is listed`);
+  for (const name of EMACS_ONLY) assert.ok(!names.includes(name), `${name} needs Emacs`);
+  const ajv = new Ajv({ strict: false });
+  for (const tool of tools) {
+    assert.equal(typeof tool.description, 'string');
+    assert.equal(tool.inputSchema.type, 'object', tool.name);
+    assert.ok(ajv.validateSchema(tool.inputSchema), `${tool.name}: ${ajv.errorsText(ajv.errors)}`);
+    ajv.compile(tool.inputSchema);  // throws for a schema it cannot use
+    assert.equal(typeof tool.annotations?.readOnlyHint, 'boolean', tool.name);
+    assert.equal(typeof tool.annotations?.destructiveHint, 'boolean', tool.name);
+  }
+  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  assert.deepEqual(byName.describe_symbol.annotations, { readOnlyHint: true, destructiveHint: false });
+  assert.deepEqual(byName.evaluate_lisp.annotations, { readOnlyHint: false, destructiveHint: false });
+  assert.deepEqual(byName.evaluate_lisp.inputSchema.required, ['code']);
+});
+
+test('evaluate_lisp: a value', async () => {
+  const result = await evaluate('(+ 1 2)');
+  assert.equal(result.isError, false);
+  assert.equal(textOf(result), '=> 3');
+});
+
+test('evaluate_lisp: output and a value', async () => {
+  const result = await evaluate('(progn (format t "hello~%") 42)');
+  assert.equal(textOf(result), '[stdout]\nhello\n\n=> 42');
+});
+
+test('evaluate_lisp: multiple values', async () => {
+  assert.equal(textOf(await evaluate('(values 1 :two "three")')), '=> 1\n=> :TWO\n=> "three"');
+});
+
+test('evaluate_lisp: an error comes back as its [ERROR] type', async () => {
+  const result = await evaluate('(error "boom ~A" 7)');
+  assert.equal(result.isError, true);
+  assert.match(textOf(result), /^\[ERROR\] SIMPLE-ERROR\nboom 7\n/);
+  const undefinedFunction = await evaluate('(no-such-function-here 1)');
+  assert.equal(undefinedFunction.isError, true);
+  assert.match(textOf(undefinedFunction), /^\[ERROR\] UNDEFINED-FUNCTION/);
+});
+
+test('evaluate_lisp: the session persists between calls', async () => {
+  assert.equal(textOf(await evaluate('(defun sdk-square (x) (* x x))')), '=> SDK-SQUARE');
+  assert.equal(textOf(await evaluate('(sdk-square 12)')), '=> 144');
+});
+
+test('evaluate_lisp: exiting is intercepted and the server goes on', async () => {
+  const result = await evaluate('(ext:quit 1)');
+  assert.equal(result.isError, true);
+  assert.match(textOf(result), /EXIT-INTERCEPTED/);
+  assert.equal(textOf(await evaluate('(+ 2 2)')), '=> 4');
+});
+
+test('the hyphenated name is accepted', async () => {
+  const result = await client.callTool({ name: 'evaluate-lisp', arguments: { code: '(* 6 7)' } });
+  assert.equal(textOf(result), '=> 42');
+});
+
+test('an unknown tool is JSON-RPC error -32602', async () => {
+  await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), (error) => {
+    assert.ok(error instanceof McpError, String(error));
+    assert.equal(error.code, ErrorCode.InvalidParams);
+    assert.match(error.message, /Unknown tool: no_such_tool/);
+    return true;
+  });
+});
+
+test('a missing required argument is JSON-RPC error -32602', async () => {
+  await assert.rejects(client.callTool({ name: 'evaluate_lisp', arguments: {} }), (error) => {
+    assert.equal(error.code, ErrorCode.InvalidParams);
+    return true;
+  });
+});
+
+test('a dangerous tool is denied headless, and said how to allow it', async () => {
+  // No dangerous tool is built in headless (write_file is Emacs's): define
+  // one in Lisp, which registers it where MCP sees it.
+  const defined = await evaluate(`(agent-q:register-tool agent-q:*agent-q-registry*
+     (agent-q:define-tool "sdk_dangerous" "A dangerous tool for the test." nil
+       :safety-level :dangerous :handler (lambda (args) (declare (ignore args)) "it ran")))`);
+  assert.equal(defined.isError, false, textOf(defined));
+  const { tools } = await client.listTools();
+  const tool = tools.find((t) => t.name === 'sdk_dangerous');
+  assert.deepEqual(tool.annotations, { readOnlyHint: false, destructiveHint: true });
+  const result = await client.callTool({ name: 'sdk_dangerous', arguments: {} });
+  assert.equal(result.isError, true);
+  assert.match(textOf(result), /run sly-agent-q-mcp with --allow-dangerous to allow it/);
+});
+
+test('with --allow-dangerous, the dangerous tool runs', async () => {
+  const [other] = await connect(['--allow-dangerous']);
+  try {
+    await other.callTool({ name: 'evaluate_lisp', arguments: { code: `(agent-q:register-tool agent-q:*agent-q-registry*
+       (agent-q:define-tool "sdk_dangerous" "A dangerous tool for the test." nil
+         :safety-level :dangerous :handler (lambda (args) (declare (ignore args)) "it ran")))` } });
+    const result = await other.callTool({ name: 'sdk_dangerous', arguments: {} });
+    assert.equal(result.isError, false);
+    assert.equal(textOf(result), 'it ran');
+  } finally {
+    await other.close();
+  }
+});
+
+test('ping is answered while an evaluation runs', async () => {
+  const slow = evaluate('(progn (sleep 1.5) :slept)');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const start = Date.now();
+  await client.ping();
+  assert.ok(Date.now() - start < 500, `ping took ${Date.now() - start} ms`);
+  assert.equal(textOf(await slow), '=> :SLEPT');
+});
+
+test('cancelling (loop) through an AbortSignal interrupts it; the next call works', async () => {
+  const controller = new AbortController();
+  const looping = evaluate('(loop)', { signal: controller.signal, timeout: 60000 });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const aborted = Date.now();
+  controller.abort('the test cancels it');
+  await assert.rejects(looping);
+  // The request that was cancelled: the server interrupted it and answered
+  // [ERROR] INTERRUPTED (the SDK ignores that answer).
+  const request = sent.findLast((m) => m.method === 'tools/call' && m.params?.arguments?.code === '(loop)');
+  const cancel = sent.findLast((m) => m.method === 'notifications/cancelled');
+  assert.equal(cancel.params.requestId, request.id);
+  let answer;
+  while (!(answer = received.find((m) => m.id === request.id)) && Date.now() - aborted < 5000) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  assert.ok(answer, 'the interrupted call was answered');
+  assert.ok(Date.now() - aborted < 2000, `interrupted after ${Date.now() - aborted} ms`);
+  assert.equal(answer.result.isError, true);
+  assert.match(answer.result.content[0].text, /^\[ERROR\] INTERRUPTED/);
+  const next = Date.now();
+  assert.equal(textOf(await evaluate('(+ 40 2)')), '=> 42');
+  assert.ok(Date.now() - next < 2000, `the next call took ${Date.now() - next} ms`);
+  // The SDK reports the answer to a cancelled request as one for an unknown
+  // id; nothing else went wrong on the client's side.
+  for (const error of clientErrors) assert.match(String(error), /unknown message ID/, String(error));
+});
+
+test('stdout carried only JSON-RPC messages', () => {
+  // The transport parses every line; a line that is not JSON-RPC would
+  // have reached onerror.
+  assert.ok(received.length > 10);
+  for (const message of received) assert.equal(message.jsonrpc, '2.0');
+  for (const error of clientErrors) assert.match(String(error), /unknown message ID/, String(error));
+});

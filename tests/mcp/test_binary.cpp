@@ -1,0 +1,337 @@
+// build/sly-agent-q-mcp driven through its stdin and stdout with raw lines:
+// malformed input, stdout kept for the protocol, exits intercepted,
+// cancellation, end of input.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/jsonrpc.hpp"
+#include "mcp/unique_fd.hpp"
+
+extern char** environ;
+
+using json = nlohmann::json;
+using agentq::mcp::UniqueFd;
+using namespace std::chrono_literals;
+
+namespace {
+
+// One sly-agent-q-mcp process: its stdin and stdout are pipes, its stderr
+// a file.
+class McpProcess {
+ public:
+  explicit McpProcess(std::vector<std::string> args = {}) {
+    char log_template[] = "/tmp/agentq-mcp-test-XXXXXX";
+    int log_fd = ::mkstemp(log_template);
+    log_path_ = log_template;
+    int in[2], out[2];
+    EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
+    EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
+    args.insert(args.begin(), AGENTQ_MCP_BINARY);
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    EXPECT_EQ(::posix_spawn(&pid_, AGENTQ_MCP_BINARY, &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(in[0]);
+    ::close(out[1]);
+    ::close(log_fd);
+    in_.reset(in[1]);
+    out_.reset(out[0]);
+  }
+
+  ~McpProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::unlink(log_path_.c_str());
+  }
+
+  void send_raw(std::string_view bytes) {
+    while (!bytes.empty()) {
+      ssize_t n = ::write(in_.get(), bytes.data(), bytes.size());
+      ASSERT_GT(n, 0);
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+  }
+  void send(const std::string& line) { send_raw(line + "\n"); }
+  void send(const char* line) { send(std::string(line)); }
+  void send(const json& message) { send(message.dump()); }
+  void close_stdin() { in_.reset(); }
+
+  // The next stdout line, or nullopt after TIMEOUT or at the end.
+  std::optional<std::string> line(std::chrono::milliseconds timeout = 20000ms) {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
+        std::string out = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        lines_.push_back(out);
+        return out;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left <= 0ms) return std::nullopt;
+      pollfd fd{out_.get(), POLLIN, 0};
+      if (::poll(&fd, 1, static_cast<int>(left.count())) <= 0) continue;
+      char chunk[65536];
+      ssize_t n = ::read(out_.get(), chunk, sizeof chunk);
+      if (n <= 0) return std::nullopt;
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+
+  // The next response, parsed (null when none came).
+  json response(std::chrono::milliseconds timeout = 20000ms) {
+    auto text = line(timeout);
+    if (!text) return nullptr;
+    json value = json::parse(*text, nullptr, false);
+    EXPECT_FALSE(value.is_discarded()) << "not JSON on stdout: " << *text;
+    return value;
+  }
+
+  // The exit status after stdin is closed, or -1 when it has not exited in TIMEOUT.
+  int wait_exit(std::chrono::milliseconds timeout = 20000ms) {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+      int status = 0;
+      pid_t done = ::waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return -1;
+  }
+
+  std::string log() const {
+    std::ifstream file(log_path_);
+    std::stringstream text;
+    text << file.rdbuf();
+    return text.str();
+  }
+
+  const std::vector<std::string>& lines() const { return lines_; }
+
+ private:
+  pid_t pid_ = -1;
+  UniqueFd in_, out_;
+  std::string buffer_;
+  std::vector<std::string> lines_;
+  std::string log_path_;
+};
+
+json request(int id, const std::string& method, json params = json::object()) {
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}};
+}
+
+json eval(int id, const std::string& code) {
+  return request(id, "tools/call", {{"name", "evaluate_lisp"}, {"arguments", {{"code", code}}}});
+}
+
+std::string text_of(const json& response) {
+  if (!response.is_object() || !response.contains("result")) return "<no result: " + response.dump() + ">";
+  return response["result"]["content"][0]["text"].get<std::string>();
+}
+
+void expect_ping_works(McpProcess& server, int id) {
+  server.send(request(id, "ping"));
+  json pong = server.response();
+  EXPECT_EQ(pong["id"], id) << pong.dump();
+  EXPECT_EQ(pong["result"], json::object()) << pong.dump();
+}
+
+}  // namespace
+
+TEST(McpBinary, MalformedJsonGetsAParseErrorWithNullIdThenAGoodRequestWorks) {
+  McpProcess server;
+  server.send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":");
+  json error = server.response();
+  EXPECT_EQ(error["jsonrpc"], "2.0");
+  EXPECT_EQ(error["error"]["code"], agentq::jsonrpc_error::kParseError) << error.dump();
+  EXPECT_TRUE(error.contains("id") && error["id"].is_null()) << error.dump();
+  expect_ping_works(server, 2);
+  server.send(eval(3, "(+ 1 2)"));
+  EXPECT_EQ(text_of(server.response()), "=> 3");
+}
+
+TEST(McpBinary, InvalidUtf8AndHugeLinesGetOneErrorEach) {
+  McpProcess server;
+  server.send_raw("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\xff\xfe\"}}\n");
+  json utf8 = server.response();
+  EXPECT_EQ(utf8["error"]["code"], agentq::jsonrpc_error::kParseError) << utf8.dump();
+  EXPECT_TRUE(utf8["id"].is_null());
+  // 17 MiB in one line: over the 16 MiB the server reads.
+  std::string huge = R"({"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":")" + std::string(17 << 20, 'a') + "\"}}";
+  std::thread writer([&] { server.send(huge); });
+  json too_long = server.response();
+  writer.join();
+  EXPECT_EQ(too_long["error"]["code"], agentq::jsonrpc_error::kParseError) << too_long.dump().substr(0, 300);
+  EXPECT_TRUE(too_long["id"].is_null());
+  expect_ping_works(server, 3);
+  EXPECT_EQ(server.lines().size(), 3u);
+}
+
+TEST(McpBinary, StdoutCarriesOnlyProtocolEvenWhenLispWritesToTheProcesssStdout) {
+  McpProcess server;
+  // ECL's stream on the process's fd 1, a new stream on fd 1, a child
+  // process writing to its parent's fd 1 through /proc (>>: the log is a
+  // file here), all of which must reach stderr; and what the evaluation's
+  // own streams and a child started with :output t write, which the result
+  // captures.
+  server.send(eval(1, R"((progn
+    (write-line "LEAK-ECL-STREAM" ext:+process-standard-output+)
+    (finish-output ext:+process-standard-output+)
+    (let ((s (ext:make-stream-from-fd 1 :output :element-type (quote character))))
+      (write-line "LEAK-NEW-FD-STREAM" s)
+      (finish-output s))
+    (ext:run-program "/bin/sh" (list "-c" "echo LEAK-CHILD >> /proc/$PPID/fd/1") :output nil :error nil)
+    (ext:run-program "/bin/echo" (list "CAPTURED-CHILD") :output t)
+    (print 'captured-print)
+    :done))"));
+  json result = server.response();
+  std::string text = text_of(result);
+  EXPECT_NE(text.find("=> :DONE"), std::string::npos) << text;
+  EXPECT_NE(text.find("CAPTURED-CHILD"), std::string::npos) << text;
+  EXPECT_NE(text.find("CAPTURED-PRINT"), std::string::npos) << text;
+  expect_ping_works(server, 2);
+  server.close_stdin();
+  EXPECT_EQ(server.wait_exit(), 0);
+  for (const std::string& line : server.lines()) {
+    json value = json::parse(line, nullptr, false);
+    ASSERT_TRUE(value.is_object()) << line;
+    EXPECT_EQ(value["jsonrpc"], "2.0") << line;
+    EXPECT_EQ(line.find("LEAK-"), std::string::npos) << line;
+  }
+  EXPECT_EQ(server.lines().size(), 2u);
+  std::string log = server.log();
+  for (const char* leak : {"LEAK-ECL-STREAM", "LEAK-NEW-FD-STREAM", "LEAK-CHILD"})
+    EXPECT_NE(log.find(leak), std::string::npos) << leak << " did not reach stderr:\n" << log;
+}
+
+TEST(McpBinary, ExitingLispIsInterceptedAndTheServerGoesOn) {
+  McpProcess server;
+  for (int id : {1, 2, 3}) {
+    const char* code = id == 1 ? "(ext:quit 3)" : id == 2 ? "(ext:exit 4)" : "(mp:exit-process)";
+    server.send(eval(id, code));
+    json response = server.response();
+    EXPECT_EQ(response["result"]["isError"], true) << response.dump();
+    EXPECT_NE(text_of(response).find("EXIT-INTERCEPTED"), std::string::npos) << text_of(response);
+  }
+  server.send(eval(4, "(error \"boom\")"));
+  EXPECT_NE(text_of(server.response()).find("[ERROR] SIMPLE-ERROR"), std::string::npos);
+  server.send(eval(5, "(* 6 7)"));
+  EXPECT_EQ(text_of(server.response()), "=> 42");
+}
+
+TEST(McpBinary, PingIsAnsweredWhileAnEvaluationRuns) {
+  McpProcess server;
+  server.send(eval(1, "(progn (sleep 1.5) :slept)"));
+  std::this_thread::sleep_for(200ms);
+  auto start = std::chrono::steady_clock::now();
+  server.send(request(2, "ping"));
+  json pong = server.response();
+  EXPECT_EQ(pong["id"], 2) << pong.dump();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 500ms);
+  EXPECT_EQ(text_of(server.response()), "=> :SLEPT");
+}
+
+TEST(McpBinary, CancelledNotificationInterruptsTheRunningEvaluation) {
+  McpProcess server;
+  server.send(eval(1, "(loop)"));
+  std::this_thread::sleep_for(300ms);
+  auto start = std::chrono::steady_clock::now();
+  server.send(json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 1}}}});
+  json response = server.response();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  EXPECT_EQ(response["id"], 1) << response.dump();
+  EXPECT_EQ(response["result"]["isError"], true);
+  EXPECT_NE(text_of(response).find("[ERROR] INTERRUPTED"), std::string::npos) << text_of(response);
+  server.send(eval(2, "(+ 1 1)"));
+  EXPECT_EQ(text_of(server.response()), "=> 2");
+}
+
+TEST(McpBinary, CancellingAQueuedCallDropsIt) {
+  McpProcess server;
+  server.send(eval(1, "(progn (sleep 0.5) :first)"));
+  server.send(eval(2, "(defparameter *ran* :second)"));
+  server.send(json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 2}}}});
+  server.send(eval(3, "(boundp '*ran*)"));
+  json first = server.response();
+  json third = server.response();
+  EXPECT_EQ(first["id"], 1);
+  EXPECT_EQ(third["id"], 3);
+  EXPECT_EQ(text_of(third), "=> NIL");  // request 2 never ran
+  EXPECT_FALSE(server.line(300ms));     // and is not answered
+}
+
+TEST(McpBinary, EndOfInputAnswersWhatWasReadThenExitsZero) {
+  McpProcess server;
+  server.send(eval(1, "(progn (sleep 0.3) :one)"));
+  server.send(eval(2, ":two"));
+  server.close_stdin();
+  EXPECT_EQ(text_of(server.response()), "=> :ONE");
+  EXPECT_EQ(text_of(server.response()), "=> :TWO");
+  EXPECT_EQ(server.wait_exit(), 0);
+}
+
+TEST(McpBinary, DangerousToolsAreDeniedUnlessAllowed) {
+  const std::string define = R"((agent-q:register-tool agent-q:*agent-q-registry*
+    (agent-q:define-tool "agentq_mcp_danger" "Dangerous test tool." nil
+      :safety-level :dangerous :handler (lambda (args) (declare (ignore args)) "it ran"))))";
+  const json call = request(2, "tools/call", {{"name", "agentq_mcp_danger"}, {"arguments", json::object()}});
+  {
+    McpProcess server;
+    server.send(eval(1, define));
+    EXPECT_EQ(server.response()["result"]["isError"], false);
+    server.send(call);
+    json denied = server.response();
+    EXPECT_EQ(denied["result"]["isError"], true) << denied.dump();
+    EXPECT_NE(text_of(denied).find("run sly-agent-q-mcp with --allow-dangerous to allow it"), std::string::npos)
+        << text_of(denied);
+  }
+  {
+    McpProcess server({"--allow-dangerous"});
+    server.send(eval(1, define));
+    server.response();
+    server.send(call);
+    EXPECT_EQ(text_of(server.response()), "it ran");
+  }
+}
+
+TEST(McpBinary, HelpVersionAndBadArguments) {
+  auto run = [](std::vector<std::string> args) {
+    McpProcess process(std::move(args));
+    std::string out;
+    while (auto line = process.line(10000ms)) out += *line + "\n";
+    return std::pair{process.wait_exit(), out};
+  };
+  auto [help_status, help] = run({"--help"});
+  EXPECT_EQ(help_status, 0);
+  EXPECT_NE(help.find("--allow-dangerous"), std::string::npos);
+  auto [version_status, version] = run({"--version"});
+  EXPECT_EQ(version_status, 0);
+  EXPECT_EQ(version, "sly-agent-q-mcp " + std::string(agentq::kVersion) + "\n");
+  EXPECT_EQ(run({"--no-such-option"}).first, 2);
+}

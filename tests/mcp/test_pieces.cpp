@@ -1,0 +1,443 @@
+// The pieces of sly-agent-q-mcp without ECL: reading lines, routing
+// messages, the command line, the headless approval, cancellation, and the
+// stdio server over pipes with tools that wait.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/executor.hpp"
+#include "core/jsonrpc.hpp"
+#include "core/registry.hpp"
+#include "mcp/approval.hpp"
+#include "mcp/call_context.hpp"
+#include "mcp/line_reader.hpp"
+#include "mcp/line_writer.hpp"
+#include "mcp/options.hpp"
+#include "mcp/route.hpp"
+#include "mcp/stdio_server.hpp"
+#include "mcp/unique_fd.hpp"
+
+using namespace agentq;
+using namespace agentq::mcp;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Pipe {
+  UniqueFd read, write;
+  Pipe() {
+    int fds[2];
+    EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+    read.reset(fds[0]);
+    write.reset(fds[1]);
+  }
+};
+
+void write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    ASSERT_GT(n, 0);
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+// The lines of TEXT as a LineReader with limit LIMIT reads them.
+std::vector<Line> read_lines(const std::string& text, std::size_t limit) {
+  Pipe pipe;
+  std::thread writer([&] {
+    write_all(pipe.write.get(), text);
+    pipe.write.reset();
+  });
+  LineReader reader(pipe.read.get(), limit);
+  std::vector<Line> lines;
+  while (auto line = reader.next()) lines.push_back(std::move(*line));
+  writer.join();
+  return lines;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ LineReader
+
+TEST(LineReader, SplitsOnNewlinesAndDropsCarriageReturns) {
+  auto lines = read_lines("one\r\ntwo\n\nlast without newline", 100);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0].text, "one");
+  EXPECT_EQ(lines[1].text, "two");
+  EXPECT_EQ(lines[2].text, "");
+  EXPECT_EQ(lines[3].text, "last without newline");
+  for (const Line& line : lines) EXPECT_FALSE(line.too_long);
+}
+
+TEST(LineReader, EmptyInputHasNoLines) { EXPECT_TRUE(read_lines("", 100).empty()); }
+
+TEST(LineReader, ALineOverTheLimitIsSkippedAndReported) {
+  std::string huge(300000, 'x');  // spans several reads
+  auto lines = read_lines("short\n" + huge + "\nafter\n" + std::string(10, 'y') + "\n", 10);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0].text, "short");
+  EXPECT_TRUE(lines[1].too_long);
+  EXPECT_TRUE(lines[1].text.empty());
+  EXPECT_EQ(lines[1].bytes, huge.size());
+  EXPECT_EQ(lines[2].text, "after");
+  EXPECT_FALSE(lines[3].too_long);  // exactly the limit is fine
+  EXPECT_EQ(lines[3].text, std::string(10, 'y'));
+}
+
+TEST(LineReader, AnUnfinishedHugeLineAtTheEndIsReported) {
+  auto lines = read_lines(std::string(100, 'z'), 10);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(lines[0].too_long);
+}
+
+TEST(LineReader, ANonBlockingDescriptorIsWaitedOn) {
+  Pipe pipe;
+  ::fcntl(pipe.read.get(), F_SETFL, ::fcntl(pipe.read.get(), F_GETFL) | O_NONBLOCK);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(50ms);
+    write_all(pipe.write.get(), "late\n");
+    pipe.write.reset();
+  });
+  LineReader reader(pipe.read.get(), 100);
+  auto line = reader.next();
+  ASSERT_TRUE(line);
+  EXPECT_EQ(line->text, "late");
+  EXPECT_FALSE(reader.next());
+  writer.join();
+}
+
+TEST(LineWriter, LinesFromManyThreadsNeverMix) {
+  Pipe pipe;
+  LineWriter out(pipe.write.get());
+  const std::string a(100000, 'a'), b(100000, 'b');  // longer than a pipe holds
+  std::thread reader_thread;
+  std::vector<Line> lines;
+  reader_thread = std::thread([&] {
+    LineReader reader(pipe.read.get(), 1000000);
+    while (auto line = reader.next()) lines.push_back(std::move(*line));
+  });
+  {
+    std::vector<std::thread> writers;
+    for (int i = 0; i < 4; ++i)
+      writers.emplace_back([&, i] {
+        for (int n = 0; n < 10; ++n) EXPECT_TRUE(out.write_line(i % 2 ? a : b));
+      });
+    for (auto& t : writers) t.join();
+  }
+  pipe.write.reset();
+  reader_thread.join();
+  ASSERT_EQ(lines.size(), 40u);
+  for (const Line& line : lines) EXPECT_TRUE(line.text == a || line.text == b);
+}
+
+TEST(LineWriter, AGoneReaderIsAFailureNotADeath) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  sigset_t old;
+  pthread_sigmask(SIG_BLOCK, &set, &old);
+  {
+    Pipe pipe;
+    pipe.read.reset();
+    LineWriter out(pipe.write.get());
+    EXPECT_FALSE(out.write_line("nobody reads this"));
+    EXPECT_TRUE(out.broken());
+    EXPECT_FALSE(out.write_line("nor this"));
+  }
+  const timespec now{};
+  while (sigtimedwait(&set, nullptr, &now) == SIGPIPE) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+// ------------------------------------------------------------ route_message
+
+TEST(Route, ToolsCallRequestsAndBatchesAreQueued) {
+  Route call = route_message(R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}})");
+  EXPECT_EQ(call.kind, Route::Kind::Queue);
+  EXPECT_EQ(call.id, 7);
+  Route named = route_message(R"({"jsonrpc":"2.0","id":"a","method":"tools/call"})");
+  EXPECT_EQ(named.kind, Route::Kind::Queue);
+  EXPECT_EQ(named.id, "a");
+  Route batch = route_message(R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])");
+  EXPECT_EQ(batch.kind, Route::Kind::Queue);
+  EXPECT_TRUE(batch.id.is_null());
+}
+
+TEST(Route, QuickAndMalformedMessagesAreAnsweredAtOnce) {
+  for (const char* text : {R"({"jsonrpc":"2.0","id":1,"method":"ping"})",
+                           R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})",
+                           R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})",
+                           R"({"jsonrpc":"2.0","method":"tools/call","params":{}})",  // a notification
+                           R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+                           R"({"jsonrpc":"2.0","method":"notifications/cancelled"})",
+                           R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":[1]}})",
+                           "{not json", "\"\xff\"", "42", ""}) {
+    EXPECT_EQ(route_message(text).kind, Route::Kind::Answer) << text;
+  }
+  EXPECT_EQ(route_message(std::string(1000, '[') + std::string(1000, ']')).kind, Route::Kind::Answer);
+}
+
+TEST(Route, CancelledNotificationsNameTheirRequest) {
+  Route number = route_message(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}})");
+  EXPECT_EQ(number.kind, Route::Kind::Cancel);
+  EXPECT_EQ(number.request_id, 3);
+  Route text = route_message(
+      R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x","reason":"user"}})");
+  EXPECT_EQ(text.kind, Route::Kind::Cancel);
+  EXPECT_EQ(text.request_id, "x");
+}
+
+// ------------------------------------------------------------ command line
+
+TEST(CommandLine, Defaults) {
+  CommandLine command = parse_command_line({});
+  EXPECT_EQ(command.action, CommandLine::Action::Serve);
+  EXPECT_FALSE(command.options.allow_dangerous);
+  EXPECT_TRUE(command.options.roots.empty());
+  EXPECT_EQ(command.options.log_level, LogLevel::Warn);
+}
+
+TEST(CommandLine, EveryOption) {
+  std::vector<std::string> args = {"--allow-dangerous", "--root", "/tmp", "--root=/", "--log-level", "debug"};
+  CommandLine command = parse_command_line(args);
+  ASSERT_EQ(command.action, CommandLine::Action::Serve) << command.error;
+  EXPECT_TRUE(command.options.allow_dangerous);
+  EXPECT_EQ(command.options.roots, (std::vector<std::string>{"/tmp", "/"}));
+  EXPECT_EQ(command.options.log_level, LogLevel::Debug);
+  EXPECT_EQ(parse_command_line(std::vector<std::string>{"--log-level=error"}).options.log_level, LogLevel::Error);
+}
+
+TEST(CommandLine, HelpAndVersion) {
+  EXPECT_EQ(parse_command_line(std::vector<std::string>{"--help"}).action, CommandLine::Action::Help);
+  EXPECT_EQ(parse_command_line(std::vector<std::string>{"-h"}).action, CommandLine::Action::Help);
+  EXPECT_EQ(parse_command_line(std::vector<std::string>{"--version"}).action, CommandLine::Action::Version);
+  EXPECT_NE(usage().find("--allow-dangerous"), std::string::npos);
+}
+
+TEST(CommandLine, ProblemsAreNamed) {
+  auto error = [](std::vector<std::string> args) {
+    CommandLine command = parse_command_line(args);
+    EXPECT_EQ(command.action, CommandLine::Action::Fail);
+    return command.error;
+  };
+  EXPECT_NE(error({"--frobnicate"}).find("--frobnicate"), std::string::npos);
+  EXPECT_NE(error({"--root"}).find("--root"), std::string::npos);
+  EXPECT_NE(error({"--root", "/no/such/dir/at/all"}).find("not a directory"), std::string::npos);
+  EXPECT_NE(error({"--log-level", "loud"}).find("loud"), std::string::npos);
+  EXPECT_NE(error({"--log-level"}).find("--log-level"), std::string::npos);
+}
+
+// ------------------------------------------------------------ approval and cancellation
+
+TEST(HeadlessApproval, DeniesDangerousToolsSayingHowToAllowThem) {
+  Tool tool;
+  tool.name = "write_file";
+  ApprovalDecision denied = headless_approval(false)(tool, json::object());
+  EXPECT_EQ(denied.kind, ApprovalKind::Denied);
+  EXPECT_NE(denied.message.find("write_file"), std::string::npos);
+  EXPECT_NE(denied.message.find("run sly-agent-q-mcp with --allow-dangerous to allow it"), std::string::npos);
+  EXPECT_EQ(headless_approval(true)(tool, json::object()).kind, ApprovalKind::Approved);
+}
+
+TEST(McpCallContext, CancelStopsTheQueuedJobAndPolls) {
+  std::vector<std::uint64_t> cancelled;
+  McpCallContext context([&](std::uint64_t job) { cancelled.push_back(job); });
+  EXPECT_FALSE(context.poll());
+  EXPECT_TRUE(context.interrupt_is_cancel());
+  context.job_queued(41);
+  context.job_queued(42);
+  context.cancel();
+  EXPECT_TRUE(context.poll());
+  EXPECT_TRUE(context.cancelled());
+  EXPECT_EQ(cancelled, (std::vector<std::uint64_t>{42}));
+  // A job queued after the cancellation is stopped as soon as it is named.
+  context.job_queued(43);
+  EXPECT_EQ(cancelled, (std::vector<std::uint64_t>{42, 43}));
+}
+
+// ------------------------------------------------------------ the server over pipes
+
+namespace {
+
+// A StdioServer over two pipes, with tools that wait for a cancellation.
+class ServerOverPipes : public ::testing::Test {
+ protected:
+  ServerOverPipes() : executor(registry), server(executor) {
+    Tool wait;
+    wait.name = "wait";
+    wait.description = "Waits until cancelled, or for ms milliseconds.";
+    wait.parameters = {{"ms", ParamType::Integer, "How long."}};
+    wait.safety_level = SafetyLevel::Cautious;
+    wait.handler = [this](const json& args, CallContext& context) {
+      context.job_queued(++jobs);
+      auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.value("ms", 60000));
+      while (std::chrono::steady_clock::now() < until) {
+        if (context.poll()) return ToolOutput{false, "[ERROR] INTERRUPTED"};
+        std::this_thread::sleep_for(1ms);
+      }
+      return ToolOutput{true, "waited"};
+    };
+    registry.register_tool(wait);
+    Tool danger;
+    danger.name = "danger";
+    danger.description = "Dangerous.";
+    danger.safety_level = SafetyLevel::Dangerous;
+    danger.handler = [](const json&, CallContext&) { return ToolOutput{true, "done"}; };
+    registry.register_tool(danger);
+
+    ExecutionOptions options;
+    options.approve = headless_approval(false);
+    writer = std::make_unique<LineWriter>(out.write.get());
+    stdio = std::make_unique<StdioServer>(
+        server, options,
+        [this](std::uint64_t job) {
+          std::lock_guard lock(mutex);
+          cancelled_jobs.push_back(job);
+        },
+        *writer);
+    reader = std::make_unique<LineReader>(in.read.get(), 1000);
+    runner = std::thread([this] { stdio->run(*reader); });
+  }
+  ~ServerOverPipes() override {
+    in.write.reset();
+    if (runner.joinable()) runner.join();
+  }
+
+  void send(const std::string& line) { write_all(in.write.get(), line + "\n"); }
+
+  // The next response, or null after TIMEOUT.
+  json receive(std::chrono::milliseconds timeout = 5000ms) {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (auto nl = pending.find('\n'); nl != std::string::npos) {
+        std::string line = pending.substr(0, nl);
+        pending.erase(0, nl + 1);
+        return json::parse(line);
+      }
+      if (std::chrono::steady_clock::now() >= until) return nullptr;
+      char buffer[4096];
+      int flags = ::fcntl(out.read.get(), F_GETFL);
+      ::fcntl(out.read.get(), F_SETFL, flags | O_NONBLOCK);
+      ssize_t n = ::read(out.read.get(), buffer, sizeof buffer);
+      if (n > 0)
+        pending.append(buffer, static_cast<std::size_t>(n));
+      else
+        std::this_thread::sleep_for(1ms);
+    }
+  }
+
+  static std::string call(int id, const std::string& tool, json args = json::object()) {
+    return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", {{"name", tool}, {"arguments", args}}}}
+        .dump();
+  }
+  static std::string cancel(int id) {
+    return json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", id}}}}.dump();
+  }
+
+  Registry registry;
+  Executor executor;
+  McpServer server;
+  std::atomic<std::uint64_t> jobs{0};
+  std::mutex mutex;
+  std::vector<std::uint64_t> cancelled_jobs;
+  Pipe in, out;
+  std::unique_ptr<LineWriter> writer;
+  std::unique_ptr<StdioServer> stdio;
+  std::unique_ptr<LineReader> reader;
+  std::thread runner;
+  std::string pending;
+};
+
+}  // namespace
+
+TEST_F(ServerOverPipes, PingIsAnsweredWhileACallRuns) {
+  send(call(1, "wait", {{"ms", 1500}}));
+  send(R"({"jsonrpc":"2.0","id":2,"method":"ping"})");
+  json first = receive();
+  EXPECT_EQ(first["id"], 2) << first.dump();
+  json second = receive();
+  EXPECT_EQ(second["id"], 1) << second.dump();
+  EXPECT_EQ(second["result"]["content"][0]["text"], "waited");
+}
+
+TEST_F(ServerOverPipes, CancellingTheRunningCallInterruptsItAndItAnswers) {
+  send(call(1, "wait"));
+  std::this_thread::sleep_for(100ms);  // running
+  auto start = std::chrono::steady_clock::now();
+  send(cancel(1));
+  json response = receive();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  EXPECT_EQ(response["id"], 1) << response.dump();
+  EXPECT_EQ(response["result"]["isError"], true);
+  EXPECT_EQ(response["result"]["content"][0]["text"], "[ERROR] INTERRUPTED");
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(cancelled_jobs, (std::vector<std::uint64_t>{1}));  // the job it had named
+  }
+  send(call(2, "wait", {{"ms", 1}}));
+  EXPECT_EQ(receive()["result"]["content"][0]["text"], "waited");
+}
+
+TEST_F(ServerOverPipes, CancellingAQueuedCallDropsItUnanswered) {
+  send(call(1, "wait", {{"ms", 300}}));
+  send(call(2, "wait", {{"ms", 1}}));
+  send(cancel(2));
+  send(call(3, "wait", {{"ms", 1}}));
+  json first = receive();
+  json second = receive();
+  EXPECT_EQ(first["id"], 1) << first.dump();
+  EXPECT_EQ(second["id"], 3) << second.dump();
+  EXPECT_TRUE(receive(300ms).is_null());  // nothing for request 2
+}
+
+TEST_F(ServerOverPipes, CancellingAnUnknownOrFinishedRequestChangesNothing) {
+  send(cancel(99));
+  send(call(1, "wait", {{"ms", 1}}));
+  EXPECT_EQ(receive()["id"], 1);
+  send(cancel(1));
+  send(R"({"jsonrpc":"2.0","id":2,"method":"ping"})");
+  EXPECT_EQ(receive()["id"], 2);
+}
+
+TEST_F(ServerOverPipes, DangerousToolsAreDeniedWithTheWayToAllowThem) {
+  send(call(1, "danger"));
+  json response = receive();
+  EXPECT_EQ(response["result"]["isError"], true);
+  std::string text = response["result"]["content"][0]["text"];
+  EXPECT_NE(text.find("--allow-dangerous"), std::string::npos) << text;
+}
+
+TEST_F(ServerOverPipes, BadLinesGetOneErrorEachAndTheServerGoesOn) {
+  send("{not json");
+  send(std::string(5000, 'x'));  // longer than this server's 1000 bytes
+  send("");
+  send("   ");
+  send(R"({"jsonrpc":"2.0","id":1,"method":"ping"})");
+  json parse = receive();
+  EXPECT_EQ(parse["error"]["code"], jsonrpc_error::kParseError);
+  EXPECT_TRUE(parse["id"].is_null());
+  json too_long = receive();
+  EXPECT_EQ(too_long["error"]["code"], jsonrpc_error::kParseError);
+  EXPECT_TRUE(too_long["id"].is_null());
+  EXPECT_NE(too_long["error"]["message"].get<std::string>().find("5000 bytes"), std::string::npos);
+  EXPECT_EQ(receive()["id"], 1);  // blank lines are not messages
+}
+
+TEST_F(ServerOverPipes, EndOfInputAnswersTheCallsReadThenReturns) {
+  send(call(1, "wait", {{"ms", 200}}));
+  send(call(2, "wait", {{"ms", 1}}));
+  in.write.reset();
+  runner.join();
+  EXPECT_EQ(receive()["id"], 1);
+  EXPECT_EQ(receive()["id"], 2);
+}

@@ -1,0 +1,16 @@
+# Tests of the MCP server binary (included from the top-level
+# CMakeLists.txt): mcp_tests (GoogleTest: its pieces, and the binary fed raw
+# lines) and mcp_sdk_client (a real client, the official TypeScript SDK on
+# Node; exit code 77 means "skipped": no node or npm).
+if(TARGET sly-agent-q-mcp)
+  file(GLOB MCP_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/mcp/*.cpp)
+  add_executable(mcp_tests ${MCP_TEST_SOURCES})
+  target_link_libraries(mcp_tests PRIVATE agentq_mcp GTest::gtest GTest::gtest_main)
+  target_compile_definitions(mcp_tests PRIVATE AGENTQ_MCP_BINARY="$<TARGET_FILE:sly-agent-q-mcp>")
+  add_dependencies(mcp_tests sly-agent-q-mcp)
+  gtest_discover_tests(mcp_tests TEST_PREFIX "mcp." DISCOVERY_TIMEOUT 30 PROPERTIES TIMEOUT 120)
+
+  add_test(NAME mcp_sdk_client
+           COMMAND bash ${CMAKE_SOURCE_DIR}/tests/mcp/run-sdk-client.sh $<TARGET_FILE:sly-agent-q-mcp>)
+  set_tests_properties(mcp_sdk_client PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
