@@ -32,6 +32,7 @@
 (require 'sly-agent-q-runtime)
 (require 'sly-agent-q-tools)
 (require 'sly-agent-q-approval)
+(require 'sly-agent-q-commands)
 (require 'sly-agent-q-provider)
 
 ;;;; Options
@@ -933,19 +934,11 @@ Only the backend's name is written, never its key."
    (format "buffer %s%s" (buffer-name) (if buffer-file-name (format " (%s)" buffer-file-name) ""))
    (buffer-substring-no-properties (point-min) (point-max))))
 
-(defun sly-agent-q-chat--defun-bounds ()
-  "The start and end of the top-level form at point."
-  (save-excursion
-    (end-of-defun)
-    (let ((end (point)))
-      (beginning-of-defun)
-      (cons (point) end))))
-
 ;;;###autoload
 (defun sly-agent-q-context-add-defun ()
   "Add the top-level form at point to the context the agent sees."
   (interactive)
-  (let ((bounds (sly-agent-q-chat--defun-bounds)))
+  (let ((bounds (sly-agent-q--defun-bounds)))
     (sly-agent-q-chat--add-context
      (format "%s, the form at line %d" (buffer-name) (line-number-at-pos (car bounds)))
      (buffer-substring-no-properties (car bounds) (cdr bounds)))))
@@ -997,7 +990,7 @@ command names them in the message too."
 (defun sly-agent-q-document-defun ()
   "Ask the agent to write a docstring for the top-level form at point."
   (interactive)
-  (let* ((bounds (sly-agent-q-chat--defun-bounds))
+  (let* ((bounds (sly-agent-q--defun-bounds))
          (text (sly-agent-q-chat--code-message
                 (format "Write a docstring for this definition%s; propose the edit with propose_file_edit if it is in a file."
                         (if buffer-file-name (format " from %s" buffer-file-name) ""))

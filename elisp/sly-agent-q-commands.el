@@ -122,16 +122,21 @@ They are read and evaluated in the buffer's package at START, as
                           (sly-agent-q--buffer-package start))))
 
 ;;;###autoload
+(defun sly-agent-q--defun-bounds ()
+  "The start and end of the top-level form around point, as (START . END)."
+  (save-excursion
+    (end-of-defun)
+    (let ((end (point)))
+      (beginning-of-defun)
+      (cons (point) end))))
+
 (defun sly-agent-q-evaluate-defun ()
   "Evaluate the top-level Common Lisp form around point in ECL.
 It is read and evaluated in the buffer's package, as
 `sly-agent-q-evaluate' says."
   (interactive)
-  (save-excursion
-    (end-of-defun)
-    (let ((end (point)))
-      (beginning-of-defun)
-      (sly-agent-q-evaluate-region (point) end))))
+  (let ((bounds (sly-agent-q--defun-bounds)))
+    (sly-agent-q-evaluate-region (car bounds) (cdr bounds))))
 
 ;;;###autoload
 (defun sly-agent-q-restart-worker ()

@@ -78,14 +78,6 @@ puts one under /usr/share/doc/hyperspec)."
                           (sly-agent-q-lisp--package-arguments (list :code text) position)
                           #'sly-agent-q--show-result))
 
-(defun sly-agent-q-lisp--defun-bounds ()
-  "Start and end of the top-level form around or after point."
-  (save-excursion
-    (end-of-defun)
-    (let ((end (point)))
-      (beginning-of-defun)
-      (cons (point) end))))
-
 ;;;; Evaluating and compiling
 
 (defun sly-agent-q-eval-last-sexp ()
@@ -98,7 +90,7 @@ puts one under /usr/share/doc/hyperspec)."
 (defun sly-agent-q-eval-defun ()
   "Evaluate the top-level form around point in ECL."
   (interactive)
-  (let ((bounds (sly-agent-q-lisp--defun-bounds)))
+  (let ((bounds (sly-agent-q--defun-bounds)))
     (sly-agent-q-lisp--evaluate (buffer-substring-no-properties (car bounds) (cdr bounds)) (car bounds))))
 
 (defun sly-agent-q-eval-region (start end)
@@ -111,7 +103,7 @@ puts one under /usr/share/doc/hyperspec)."
 Warnings and style warnings (undefined function, unused variable, wrong
 argument count) are listed in *sly-agent-q compilation*."
   (interactive)
-  (let* ((bounds (sly-agent-q-lisp--defun-bounds))
+  (let* ((bounds (sly-agent-q--defun-bounds))
          (text (buffer-substring-no-properties (car bounds) (cdr bounds)))
          (buffer (current-buffer))
          (line (line-number-at-pos (car bounds))))
