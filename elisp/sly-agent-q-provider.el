@@ -407,9 +407,11 @@ callback are shown with `message' and do not stop the request."
     (let* ((pending (sly-agent-q-provider--request-pending request))
            (data (if (string-empty-p pending) bytes (concat pending bytes)))
            (start 0)
+           ;; PENDING holds no newline: the search begins in BYTES.
+           (from (length pending))
            newline)
       (while (and (not (sly-agent-q-provider--request-ended request))
-                  (setq newline (string-search "\n" data start)))
+                  (setq newline (string-search "\n" data (max start from))))
         (let ((line (substring data start (if (and (> newline start) (eq (aref data (1- newline)) ?\r))
                                                (1- newline)
                                              newline))))
