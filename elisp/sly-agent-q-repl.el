@@ -152,15 +152,8 @@ which is kept in `sly-agent-q-repl-history-file'.  `*', `**', `***',
         (let ((process (make-pipe-process :name "sly-agent-q-repl" :buffer buffer :noquery t)))
           (set-marker (process-mark process) (point-max))
           (when sly-agent-q-repl-history-file (comint-read-input-ring t))
-          (setq sly-agent-q-repl--package (sly-agent-q-repl--session-package))
-          (comint-output-filter process
-                                (format "; sly-agent-q REPL on %s, inside this Emacs.  C-c C-c interrupts.\n%s> "
-                                        (string-trim (plist-get (car (sly-agent-q-execute-tool-calls
-                                                                      '((:id "repl" :name "evaluate_lisp"
-                                                                             :arguments (:code "(lisp-implementation-version)")))))
-                                                                :content)
-                                                     "=> \"" "\"")
-                                        sly-agent-q-repl--package)))))
+          ;; No evaluation here: it would become the session's `*'.
+          (sly-agent-q-repl--output "; sly-agent-q REPL on ECL, inside this Emacs.  C-c C-c interrupts."))))
     (pop-to-buffer buffer)
     buffer))
 

@@ -81,6 +81,12 @@ Return what the REPL printed before it."
     (with-current-buffer (sly-agent-q-repl)
       (should (equal (ring-ref comint-input-ring 0) "(+ 1 2)")))))
 
+(ert-deftest sly-agent-q-repl/opening-leaves-the-last-value-alone ()
+  (agentq-test-eval-ok "(list :before-the-repl)")
+  (agentq-repl-with
+    (should (string-match-p "CL-USER> \\'" (buffer-string)))
+    (should (equal (agentq-repl-type "*") "=> (:BEFORE-THE-REPL)"))))
+
 (provide 'sly-agent-q-repl-test)
 
 ;;; sly-agent-q-repl-test.el ends here
