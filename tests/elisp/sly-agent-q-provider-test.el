@@ -255,6 +255,58 @@ SPEC is (SERVER BACKEND TYPE)."
       (should-not (process-live-p (sly-agent-q-provider--request-process request)))
       (should-not (sly-agent-q-provider-live-p request)))))
 
+(ert-deftest sly-agent-q-provider/failing-callbacks-and-cancel-from-a-callback ()
+  (agentq-provider-with-server (server backend 'openai)
+    ;; An error in the caller's :on-text is reported and the reply read on.
+    (sly-agent-q-fake-provider-push server (list :status 200 :chunks (sly-agent-q-fake-provider-openai-stream :text "abcdef" :split 2)))
+    (let* ((messages nil)
+           (outcome (cl-letf* ((real-message (symbol-function 'message))
+                               ((symbol-function 'message)
+                                (lambda (format &rest args)
+                                  (push (apply #'format-message format args) messages)
+                                  (apply real-message format args))))
+                      (agentq-provider-run backend :messages '((:role "user" :content "hi"))
+                                           :on-text (lambda (_) (error "Callback bug"))))))
+      (should (equal (plist-get (plist-get outcome :done) :text) "abcdef"))
+      (should (cl-some (lambda (m) (string-match-p ":on-text callback failed: Callback bug" m)) messages))))
+  (agentq-provider-with-server (server backend 'anthropic)
+    ;; Cancelled from :on-text: nothing more, not even what was read with it.
+    (sly-agent-q-fake-provider-push
+     server (list :status 200 :body (sly-agent-q-fake-provider-anthropic-reply
+                                     :text "first" :tool-calls '((:id "t1" :name "evaluate_lisp" :arguments "{}")))))
+    (let* ((events nil)
+           (request nil))
+      (setq request (sly-agent-q-provider-start
+                     backend :messages '((:role "user" :content "hi")) :stream nil
+                     :on-text (lambda (text) (push (list :text text) events) (sly-agent-q-provider-cancel request))
+                     :on-tool-call (lambda (id _name) (push (list :tool-call id) events))
+                     :on-done (lambda (_) (push :done events))
+                     :on-error (lambda (_) (push :error events))))
+      (sly-agent-q-fake-provider-wait (lambda () events))
+      (sleep-for 0.2)
+      (should (equal events '((:text "first"))))
+      (should-not (sly-agent-q-provider-live-p request)))))
+
+(ert-deftest sly-agent-q-provider/failures-before-curl-runs ()
+  ;; A key function that fails, or no curl: :on-error, after the handle
+  ;; is returned, and no process left behind.
+  (dolist (case (list (list :key (lambda () (error "Vault locked")) :expect "backend \"vault\".*could not be made: Vault locked")
+                      (list :program "/nonexistent/curl" :expect "needs curl.*/nonexistent/curl")))
+    (let* ((sly-agent-q-curl-program (or (plist-get case :program) sly-agent-q-curl-program))
+           (processes (process-list))
+           (outcome nil)
+           (request (sly-agent-q-provider-start
+                     (list :name "vault" :type 'openai :url "http://127.0.0.1:1/v1" :model "m" :key (plist-get case :key))
+                     :messages '((:role "user" :content "hi"))
+                     :on-done (lambda (_) (setq outcome :done))
+                     :on-error (lambda (message) (setq outcome message)))))
+      (should-not outcome)                ; not before the handle is returned
+      (should (equal (process-list) processes))
+      (sly-agent-q-fake-provider-wait (lambda () outcome))
+      (should (string-match-p (plist-get case :expect) outcome))
+      (should-not (sly-agent-q-provider-live-p request))
+      (should-not (file-exists-p (sly-agent-q-provider--request-body-file request))))))
+
 (provide 'sly-agent-q-provider-test)
 
 ;;; sly-agent-q-provider-test.el ends here
