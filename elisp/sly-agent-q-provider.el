@@ -669,6 +669,13 @@ any callback, as it would from a request that reached the network."
       (cond
        ((null status) (sly-agent-q-provider--curl-error request process))
        ((not (<= 200 status 299)) (sly-agent-q-provider--http-error request))
+       ((and (sly-agent-q-provider--request-sse-p request)
+             (not (eq (plist-get (sly-agent-q-provider--request-backend request) :type) 'anthropic))
+             (sly-agent-q-provider--request-stop-reason request))
+        ;; Some OpenAI-compatible servers end the stream after the chunk
+        ;; with the finish_reason, without "data: [DONE]": the reply is
+        ;; whole (its usage, sent after the finish_reason, may be missing).
+        (sly-agent-q-provider--succeed request))
        ((sly-agent-q-provider--request-sse-p request)
         ;; A stream ends with [DONE] or message_stop, which succeed at once.
         (sly-agent-q-provider--fail

@@ -255,6 +255,22 @@ SPEC is (SERVER BACKEND TYPE)."
       (should-not (process-live-p (sly-agent-q-provider--request-process request)))
       (should-not (sly-agent-q-provider-live-p request)))))
 
+(ert-deftest sly-agent-q-provider/stream-without-done-or-usage ()
+  ;; A server that ends the stream after the finish_reason, with no
+  ;; usage chunk and no [DONE]: the reply is whole, its usage unknown.
+  (agentq-provider-with-server (server backend 'openai)
+    (sly-agent-q-fake-provider-push
+     server (list :status 200 :chunks (butlast (sly-agent-q-fake-provider-openai-stream :text "short and sweet" :split 5) 2)))
+    (let ((result (plist-get (agentq-provider-run backend :messages '((:role "user" :content "hi"))) :done)))
+      (should (equal (plist-get result :text) "short and sweet"))
+      (should (equal (plist-get result :stop-reason) "stop"))
+      (should (equal (plist-get result :usage) '(:input-tokens nil :output-tokens nil))))
+    ;; Without the finish_reason as well, it was cut short.
+    (sly-agent-q-fake-provider-push
+     server (list :status 200 :chunks (butlast (sly-agent-q-fake-provider-openai-stream :text "short and sweet" :split 5) 3)))
+    (should (string-match-p "ended before it was complete"
+                            (plist-get (agentq-provider-run backend :messages '((:role "user" :content "hi"))) :error)))))
+
 (ert-deftest sly-agent-q-provider/failing-callbacks-and-cancel-from-a-callback ()
   (agentq-provider-with-server (server backend 'openai)
     ;; An error in the caller's :on-text is reported and the reply read on.
