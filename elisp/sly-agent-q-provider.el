@@ -218,6 +218,8 @@ NAME defaults to `sly-agent-q-backend'."
   backend args body-file process stderr timer (attempt 0)
   ;; The HTTP response: `headers' until the header block has been read.
   (phase 'headers) status headers (pending "") body-chunks sse-p
+  ;; The bytes of the unfinished line of an event stream, newest first.
+  (line-pieces nil)
   ;; The reply so far.
   (text-pieces nil) (calls nil) input-tokens output-tokens stop-reason complete
   ended)
@@ -379,6 +381,7 @@ any callback, as it would from a request that reached the network."
               (sly-agent-q-provider--request-stderr request) stderr
               (sly-agent-q-provider--request-phase request) 'headers
               (sly-agent-q-provider--request-pending request) ""
+              (sly-agent-q-provider--request-line-pieces request) nil
               (sly-agent-q-provider--request-body-chunks request) nil
               (sly-agent-q-provider--request-status request) nil
               (sly-agent-q-provider--request-headers request) nil)
@@ -442,21 +445,30 @@ any callback, as it would from a request that reached the network."
   (if (not (sly-agent-q-provider--request-sse-p request))
       (push bytes (sly-agent-q-provider--request-body-chunks request))
     ;; Server-sent events, a line at a time.  A line ends with a newline
-    ;; byte, which no UTF-8 sequence contains: whole lines decode whole,
-    ;; and only the new bytes are looked at.
-    (let* ((pending (sly-agent-q-provider--request-pending request))
-           (data (if (string-empty-p pending) bytes (concat pending bytes)))
-           (start 0)
-           newline)
-      (while (and (not (sly-agent-q-provider--request-ended request))
-                  (setq newline (string-search "\n" data start)))
-        (let ((line (substring data start (if (and (> newline start) (eq (aref data (1- newline)) ?\r))
-                                               (1- newline)
-                                             newline))))
-          (setq start (1+ newline))
-          (when (string-prefix-p "data:" line)
-            (sly-agent-q-provider--sse-data request (string-trim-left (decode-coding-string (substring line 5) 'utf-8))))))
-      (setf (sly-agent-q-provider--request-pending request) (substring data start)))))
+    ;; byte, which no UTF-8 sequence contains: whole lines decode whole
+    ;; (a character split between two outputs is joined first).  Only
+    ;; the new bytes are searched, and the bytes of an unfinished line
+    ;; are only kept, not copied, until its end comes: a long event sent
+    ;; in many pieces costs no more than a short one.
+    (let ((first (string-search "\n" bytes)))
+      (if (null first)
+          (push bytes (sly-agent-q-provider--request-line-pieces request))
+        (let* ((kept (sly-agent-q-provider--request-line-pieces request))
+               (data (if kept (apply #'concat (nreverse (cons bytes kept))) bytes))
+               (start 0)
+               (newline (+ first (- (length data) (length bytes)))))
+          (setf (sly-agent-q-provider--request-line-pieces request) nil)
+          (while (and newline (not (sly-agent-q-provider--request-ended request)))
+            (let ((line (substring data start (if (and (> newline start) (eq (aref data (1- newline)) ?\r))
+                                                   (1- newline)
+                                                 newline))))
+              (setq start (1+ newline))
+              (when (string-prefix-p "data:" line)
+                (sly-agent-q-provider--sse-data
+                 request (string-trim-left (decode-coding-string (substring line 5) 'utf-8)))))
+            (setq newline (string-search "\n" data start)))
+          (when (< start (length data))
+            (push (substring data start) (sly-agent-q-provider--request-line-pieces request))))))))
 
 (defun sly-agent-q-provider--parse (text)
   "TEXT parsed as JSON with plists, vectors and nil for null and false."

@@ -144,6 +144,14 @@ header names in lower case, :json nil when the body is not JSON."
 
 ;;;; Replies in both formats
 
+(defun sly-agent-q-fake-provider-rechunk (chunks size)
+  "CHUNKS (strings) joined, UTF-8 encoded and cut every SIZE bytes.
+For a response with :raw t: the pieces fall anywhere, inside an event's
+line or a character's bytes, as TCP may cut them."
+  (let ((bytes (encode-coding-string (apply #'concat chunks) 'utf-8)))
+    (cl-loop for start from 0 below (length bytes) by size
+             collect (substring bytes start (min (length bytes) (+ start size))))))
+
 (defun sly-agent-q-fake-provider--pieces (text size)
   "TEXT cut into pieces of SIZE characters (all of it when SIZE is nil)."
   (if (or (null size) (<= size 0) (<= (length text) size))

@@ -323,6 +323,24 @@ SPEC is (SERVER BACKEND TYPE)."
       (should-not (sly-agent-q-provider-live-p request))
       (should-not (file-exists-p (sly-agent-q-provider--request-body-file request))))))
 
+(ert-deftest sly-agent-q-provider/one-long-event-in-many-pieces ()
+  ;; A 200 KB tool-call argument in a single event, cut every 1000 bytes
+  ;; (and so inside characters): whole, and read without rescanning.
+  (agentq-provider-with-server (server backend 'openai)
+    (let* ((code (apply #'concat (make-list 5000 "(λ x) ;; 0123456789abcdefghij\n")))
+           (arguments (json-serialize (list :code code)))
+           (events (sly-agent-q-fake-provider-openai-stream
+                    :text "Here: λ" :tool-calls (list (list :id "big" :name "evaluate_lisp" :arguments arguments)))))
+      (should (> (length (nth 3 events)) 150000))
+      (sly-agent-q-fake-provider-push server (list :status 200 :raw t :chunks (sly-agent-q-fake-provider-rechunk events 1000)))
+      (let* ((start (float-time))
+             (result (plist-get (agentq-provider-run backend :messages '((:role "user" :content "hi"))) :done)))
+        (should (< (- (float-time) start) 5))
+        (should (equal (plist-get result :text) "Here: λ"))
+        (should (equal (plist-get (car (plist-get result :tool-calls)) :arguments) arguments))
+        (should (equal (gethash "code" (json-parse-string (plist-get (car (plist-get result :tool-calls)) :arguments)))
+                       code))))))
+
 (provide 'sly-agent-q-provider-test)
 
 ;;; sly-agent-q-provider-test.el ends here
