@@ -51,8 +51,30 @@ Each is a plist:
           apikey password sk-...\"); local servers need none
   :max-tokens  (optional) the reply's length limit, which Anthropic
           requires; default `sly-agent-q-max-tokens'
-  :headers     (optional) more HTTP headers, an alist of strings."
-  :type '(repeat (plist :key-type symbol :value-type sexp))
+  :headers     (optional) more HTTP headers, an alist of strings.
+
+More servers, for example (local ones need no key):
+  (:name \"llama.cpp\" :type openai :url \"http://127.0.0.1:8080/v1\"
+   :model \"local\")
+  (:name \"ollama\" :type openai :url \"http://127.0.0.1:11434/v1\"
+   :model \"qwen2.5-coder\")
+  (:name \"openrouter\" :type openai :url \"https://openrouter.ai/api/v1\"
+   :model \"anthropic/claude-sonnet-4.5\" :key (:env \"OPENROUTER_API_KEY\"))"
+  :type '(repeat
+          (plist :tag "Backend"
+                 :key-type symbol :value-type sexp
+                 :options ((:name string)
+                           (:type (choice (const :tag "OpenAI-compatible Chat Completions" openai)
+                                          (const :tag "Anthropic Messages" anthropic)))
+                           (:url string)
+                           (:model string)
+                           (:key (choice (const :tag "From auth-source (or none)" nil)
+                                         (string :tag "Key")
+                                         (list :tag "From an environment variable"
+                                               (const :format "" :env) (string :tag "Variable"))
+                                         (function :tag "Function returning the key")))
+                           (:max-tokens natnum)
+                           (:headers (alist :key-type string :value-type string)))))
   :group 'sly-agent-q-provider)
 
 (defcustom sly-agent-q-backend "openai"
