@@ -76,7 +76,9 @@ header names in lower case, :json nil when the body is not JSON."
 ;;;; Serving
 
 (defun sly-agent-q-fake-provider--input (server connection bytes)
-  "Take BYTES from CONNECTION; answer SERVER's next response once a request is whole."
+  "Take BYTES from CONNECTION, a client of SERVER.
+Once the request is whole (its Content-Length read, in however many
+pieces it came), record it and answer with SERVER's next response."
   (process-put connection 'agentq-fake-server server)
   (let ((data (concat (or (process-get connection 'agentq-data) "") bytes)))
     (process-put connection 'agentq-data data)
