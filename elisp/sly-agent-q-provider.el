@@ -243,7 +243,7 @@ NAME defaults to `sly-agent-q-backend'."
   ;; The bytes of the unfinished line of an event stream, newest first.
   (line-pieces nil)
   ;; The reply so far.
-  (text-pieces nil) (calls nil) input-tokens output-tokens stop-reason complete
+  (text-pieces nil) (calls nil) input-tokens output-tokens stop-reason
   ended)
 
 (defun sly-agent-q-provider--callback (request key &rest arguments)
