@@ -51,8 +51,30 @@ Each is a plist:
           apikey password sk-...\"); local servers need none
   :max-tokens  (optional) the reply's length limit, which Anthropic
           requires; default `sly-agent-q-max-tokens'
-  :headers     (optional) more HTTP headers, an alist of strings."
-  :type '(repeat (plist :key-type symbol :value-type sexp))
+  :headers     (optional) more HTTP headers, an alist of strings.
+
+More servers, for example (local ones need no key):
+  (:name \"llama.cpp\" :type openai :url \"http://127.0.0.1:8080/v1\"
+   :model \"local\")
+  (:name \"ollama\" :type openai :url \"http://127.0.0.1:11434/v1\"
+   :model \"qwen2.5-coder\")
+  (:name \"openrouter\" :type openai :url \"https://openrouter.ai/api/v1\"
+   :model \"anthropic/claude-sonnet-4.5\" :key (:env \"OPENROUTER_API_KEY\"))"
+  :type '(repeat
+          (plist :tag "Backend"
+                 :key-type symbol :value-type sexp
+                 :options ((:name string)
+                           (:type (choice (const :tag "OpenAI-compatible Chat Completions" openai)
+                                          (const :tag "Anthropic Messages" anthropic)))
+                           (:url string)
+                           (:model string)
+                           (:key (choice (const :tag "From auth-source (or none)" nil)
+                                         (string :tag "Key")
+                                         (list :tag "From an environment variable"
+                                               (const :format "" :env) (string :tag "Variable"))
+                                         (function :tag "Function returning the key")))
+                           (:max-tokens natnum)
+                           (:headers (alist :key-type string :value-type string)))))
   :group 'sly-agent-q-provider)
 
 (defcustom sly-agent-q-backend "openai"
@@ -218,14 +240,23 @@ NAME defaults to `sly-agent-q-backend'."
   backend args body-file process stderr timer (attempt 0)
   ;; The HTTP response: `headers' until the header block has been read.
   (phase 'headers) status headers (pending "") body-chunks sse-p
+  ;; The bytes of the unfinished line of an event stream, newest first.
+  (line-pieces nil)
   ;; The reply so far.
-  (text-pieces nil) (calls nil) input-tokens output-tokens stop-reason complete
+  (text-pieces nil) (calls nil) input-tokens output-tokens stop-reason
   ended)
 
 (defun sly-agent-q-provider--callback (request key &rest arguments)
-  "Call REQUEST's callback KEY with ARGUMENTS; its errors become a message."
+  "Call REQUEST's callback KEY with ARGUMENTS; its errors become a message.
+Only :on-done and :on-error are called once REQUEST has ended (they end
+it): a callback may cancel the request, and nothing of the reply being
+read may reach the caller after that, not even the rest of the chunk.
+An error in the caller's function is shown, not passed on, so that the
+parser, which called it from a process filter, keeps its place."
   (let ((function (plist-get (sly-agent-q-provider--request-args request) key)))
-    (when function
+    (when (and function
+               (or (memq key '(:on-done :on-error))
+                   (not (sly-agent-q-provider--request-ended request))))
       (condition-case err
           (apply function arguments)
         (error (message "sly-agent-q: the chat's %s callback failed: %s" key (error-message-string err)))))))
@@ -305,47 +336,81 @@ BACKEND is a plist of `sly-agent-q-backends'.  ARGS:
              (:input-tokens N :output-tokens N) :stop-reason REASON)
   :on-error  called once instead, with a message for the person.
 After `sly-agent-q-provider-cancel' no callback comes.  Errors in a
-callback are shown with `message' and do not stop the request."
-  (unless (executable-find sly-agent-q-curl-program)
-    (user-error "The chat needs curl (`sly-agent-q-curl-program'); on Debian: apt-get install curl"))
+callback are shown with `message' and do not stop the request.
+Callbacks run from curl's process filter and sentinel or from timers,
+never before this function has returned: a request that cannot even
+start (no curl, a :key function that fails) ends with :on-error from a
+timer.  Token counts the server did not send are nil in :usage."
   (let* ((stream (if (plist-member args :stream) (plist-get args :stream) sly-agent-q-stream))
          (args (plist-put (copy-sequence args) :stream stream))
+         ;; The body before the file: a body that cannot be made (tools
+         ;; `json-serialize' refuses, the caller's mistake) signals here and
+         ;; leaves no file behind.
+         (body (sly-agent-q-provider--body backend (plist-get args :messages) (plist-get args :system)
+                                           (plist-get args :tools) stream))
          (file (make-temp-file "sly-agent-q-request" nil ".json"))
          (request (sly-agent-q-provider--make-request :backend backend :args args :body-file file)))
     (let ((coding-system-for-write 'utf-8-unix))
-      (write-region (sly-agent-q-provider--body backend (plist-get args :messages) (plist-get args :system)
-                                                (plist-get args :tools) stream)
-                    nil file nil 'silent))
+      (write-region body nil file nil 'silent))
     (sly-agent-q-provider--send request)
     request))
+
+(defun sly-agent-q-provider--fail-later (request message)
+  "End REQUEST with the error MESSAGE from a timer.
+For failures found while starting: the caller gets its handle before
+any callback, as it would from a request that reached the network."
+  (setf (sly-agent-q-provider--request-timer request)
+        (run-at-time 0 nil #'sly-agent-q-provider--fail request message)))
 
 (defun sly-agent-q-provider--send (request)
   "Start curl for REQUEST (again, for a retry)."
   (let* ((backend (sly-agent-q-provider--request-backend request))
-         (stderr (generate-new-buffer " *sly-agent-q curl errors*"))
-         (process
-          (make-process
-           :name "sly-agent-q-llm" :buffer nil :noquery t :connection-type 'pipe :coding 'binary
-           :stderr stderr
-           :command (list sly-agent-q-curl-program "--silent" "--show-error" "--no-buffer" "--include"
-                          "--connect-timeout" (number-to-string sly-agent-q-provider-timeout)
-                          "--request" "POST"
-                          "--data-binary" (concat "@" (sly-agent-q-provider--request-body-file request))
-                          "--config" "-")
-           :filter (lambda (_process output) (sly-agent-q-provider--filter request output))
-           :sentinel (lambda (process _event) (sly-agent-q-provider--sentinel request process)))))
-    (when-let ((stderr-process (get-buffer-process stderr)))
-      (set-process-query-on-exit-flag stderr-process nil))
-    (cl-incf (sly-agent-q-provider--request-attempt request))
-    (setf (sly-agent-q-provider--request-process request) process
-          (sly-agent-q-provider--request-stderr request) stderr
-          (sly-agent-q-provider--request-phase request) 'headers
-          (sly-agent-q-provider--request-pending request) ""
-          (sly-agent-q-provider--request-body-chunks request) nil
-          (sly-agent-q-provider--request-status request) nil
-          (sly-agent-q-provider--request-headers request) nil)
-    (process-send-string process (sly-agent-q-provider--config backend))
-    (process-send-eof process)))
+         ;; The config (the key among it) is made before curl starts: a
+         ;; :key function or an auth-source lookup that fails must not
+         ;; leave a curl waiting on its standard input forever.
+         (config (condition-case err
+                     (sly-agent-q-provider--config backend)
+                   (error (sly-agent-q-provider--fail-later
+                           request (format "The request to %s could not be made: %s"
+                                           (sly-agent-q-provider--name request) (error-message-string err)))
+                          nil))))
+    (cond
+     ((null config))
+     ((not (executable-find sly-agent-q-curl-program))
+      (sly-agent-q-provider--fail-later
+       request (format "The chat needs curl, and there is no %S (`sly-agent-q-curl-program'); on Debian: apt-get install curl"
+                       sly-agent-q-curl-program)))
+     (t
+      ;; A retry's curl gets a fresh buffer for its errors; the last one's goes.
+      (let ((old (sly-agent-q-provider--request-stderr request)))
+        (when (buffer-live-p old) (kill-buffer old)))
+      (let* ((stderr (generate-new-buffer " *sly-agent-q curl errors*"))
+             (process
+              (make-process
+               :name "sly-agent-q-llm" :buffer nil :noquery t :connection-type 'pipe :coding 'binary
+               :stderr stderr
+               :command (list sly-agent-q-curl-program "--silent" "--show-error" "--no-buffer" "--include"
+                              "--connect-timeout" (number-to-string sly-agent-q-provider-timeout)
+                              "--request" "POST"
+                              "--data-binary" (concat "@" (sly-agent-q-provider--request-body-file request))
+                              "--config" "-")
+               :filter (lambda (_process output) (sly-agent-q-provider--filter request output))
+               :sentinel (lambda (process _event) (sly-agent-q-provider--sentinel request process)))))
+        (when-let ((stderr-process (get-buffer-process stderr)))
+          (set-process-query-on-exit-flag stderr-process nil))
+        (cl-incf (sly-agent-q-provider--request-attempt request))
+        (setf (sly-agent-q-provider--request-process request) process
+              (sly-agent-q-provider--request-stderr request) stderr
+              (sly-agent-q-provider--request-phase request) 'headers
+              (sly-agent-q-provider--request-pending request) ""
+              (sly-agent-q-provider--request-line-pieces request) nil
+              (sly-agent-q-provider--request-body-chunks request) nil
+              (sly-agent-q-provider--request-status request) nil
+              (sly-agent-q-provider--request-headers request) nil)
+        ;; URL and headers through curl's standard input: the key is never
+        ;; in its arguments, which every user's `ps' shows.
+        (process-send-string process config)
+        (process-send-eof process))))))
 
 ;;;###autoload
 (defun sly-agent-q-provider-cancel (request)
@@ -402,23 +467,30 @@ callback are shown with `message' and do not stop the request."
   (if (not (sly-agent-q-provider--request-sse-p request))
       (push bytes (sly-agent-q-provider--request-body-chunks request))
     ;; Server-sent events, a line at a time.  A line ends with a newline
-    ;; byte, which no UTF-8 sequence contains: whole lines decode whole,
-    ;; and only the new bytes are looked at.
-    (let* ((pending (sly-agent-q-provider--request-pending request))
-           (data (if (string-empty-p pending) bytes (concat pending bytes)))
-           (start 0)
-           ;; PENDING holds no newline: the search begins in BYTES.
-           (from (length pending))
-           newline)
-      (while (and (not (sly-agent-q-provider--request-ended request))
-                  (setq newline (string-search "\n" data (max start from))))
-        (let ((line (substring data start (if (and (> newline start) (eq (aref data (1- newline)) ?\r))
-                                               (1- newline)
-                                             newline))))
-          (setq start (1+ newline))
-          (when (string-prefix-p "data:" line)
-            (sly-agent-q-provider--sse-data request (string-trim-left (decode-coding-string (substring line 5) 'utf-8))))))
-      (setf (sly-agent-q-provider--request-pending request) (substring data start)))))
+    ;; byte, which no UTF-8 sequence contains: whole lines decode whole
+    ;; (a character split between two outputs is joined first).  Only
+    ;; the new bytes are searched, and the bytes of an unfinished line
+    ;; are only kept, not copied, until its end comes: a long event sent
+    ;; in many pieces costs no more than a short one.
+    (let ((first (string-search "\n" bytes)))
+      (if (null first)
+          (push bytes (sly-agent-q-provider--request-line-pieces request))
+        (let* ((kept (sly-agent-q-provider--request-line-pieces request))
+               (data (if kept (apply #'concat (nreverse (cons bytes kept))) bytes))
+               (start 0)
+               (newline (+ first (- (length data) (length bytes)))))
+          (setf (sly-agent-q-provider--request-line-pieces request) nil)
+          (while (and newline (not (sly-agent-q-provider--request-ended request)))
+            (let ((line (substring data start (if (and (> newline start) (eq (aref data (1- newline)) ?\r))
+                                                   (1- newline)
+                                                 newline))))
+              (setq start (1+ newline))
+              (when (string-prefix-p "data:" line)
+                (sly-agent-q-provider--sse-data
+                 request (string-trim-left (decode-coding-string (substring line 5) 'utf-8)))))
+            (setq newline (string-search "\n" data start)))
+          (when (< start (length data))
+            (push (substring data start) (sly-agent-q-provider--request-line-pieces request))))))))
 
 (defun sly-agent-q-provider--parse (text)
   "TEXT parsed as JSON with plists, vectors and nil for null and false."
@@ -631,6 +703,13 @@ callback are shown with `message' and do not stop the request."
       (cond
        ((null status) (sly-agent-q-provider--curl-error request process))
        ((not (<= 200 status 299)) (sly-agent-q-provider--http-error request))
+       ((and (sly-agent-q-provider--request-sse-p request)
+             (not (eq (plist-get (sly-agent-q-provider--request-backend request) :type) 'anthropic))
+             (sly-agent-q-provider--request-stop-reason request))
+        ;; Some OpenAI-compatible servers end the stream after the chunk
+        ;; with the finish_reason, without "data: [DONE]": the reply is
+        ;; whole (its usage, sent after the finish_reason, may be missing).
+        (sly-agent-q-provider--succeed request))
        ((sly-agent-q-provider--request-sse-p request)
         ;; A stream ends with [DONE] or message_stop, which succeed at once.
         (sly-agent-q-provider--fail

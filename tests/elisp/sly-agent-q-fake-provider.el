@@ -76,7 +76,9 @@ header names in lower case, :json nil when the body is not JSON."
 ;;;; Serving
 
 (defun sly-agent-q-fake-provider--input (server connection bytes)
-  "Take BYTES from CONNECTION; answer SERVER's next response once a request is whole."
+  "Take BYTES from CONNECTION, a client of SERVER.
+Once the request is whole (its Content-Length read, in however many
+pieces it came), record it and answer with SERVER's next response."
   (process-put connection 'agentq-fake-server server)
   (let ((data (concat (or (process-get connection 'agentq-data) "") bytes)))
     (process-put connection 'agentq-data data)
@@ -143,6 +145,14 @@ header names in lower case, :json nil when the body is not JSON."
     (run-with-timer 0.05 nil (lambda () (when (process-live-p connection) (delete-process connection))))))
 
 ;;;; Replies in both formats
+
+(defun sly-agent-q-fake-provider-rechunk (chunks size)
+  "CHUNKS (strings) joined, UTF-8 encoded and cut every SIZE bytes.
+For a response with :raw t: the pieces fall anywhere, inside an event's
+line or a character's bytes, as TCP may cut them."
+  (let ((bytes (encode-coding-string (apply #'concat chunks) 'utf-8)))
+    (cl-loop for start from 0 below (length bytes) by size
+             collect (substring bytes start (min (length bytes) (+ start size))))))
 
 (defun sly-agent-q-fake-provider--pieces (text size)
   "TEXT cut into pieces of SIZE characters (all of it when SIZE is nil)."
