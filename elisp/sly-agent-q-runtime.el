@@ -25,7 +25,7 @@
 ;; the call fails with the message as its content, as written, where any
 ;; other error gives "Tool error: MESSAGE".
 
-(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 6"
+(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 7"
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -160,7 +160,7 @@ Called from Lisp by load_system; entries that are not strings are left out."
 (declare-function sly-agent-q--module-execute-call "sly-agent-q-module"
                   (approval hooks id name &rest arguments))
 (declare-function sly-agent-q--module-open-channel "sly-agent-q-module" (process))
-(declare-function sly-agent-q--module-submit "sly-agent-q-module" (calls approval hooks))
+(declare-function sly-agent-q--module-submit "sly-agent-q-module" (calls approval hooks &optional interactive))
 (declare-function sly-agent-q--module-cancel "sly-agent-q-module" (job))
 (declare-function sly-agent-q--module-async-serve "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-mcp-request "sly-agent-q-module" (json approval hooks))
@@ -368,6 +368,9 @@ running call."
 (defvar sly-agent-q--async-callbacks (make-hash-table)
   "Callbacks of the asynchronous jobs not finished yet, by job id.")
 
+(defvar sly-agent-q--async-output-functions (make-hash-table)
+  "The ON-OUTPUT functions of the interactive jobs not finished yet, by job id.")
+
 (defvar sly-agent-q--async-process nil
   "The pipe process whose filter serves asynchronous calls.")
 
@@ -401,33 +404,62 @@ is put off until the minibuffer exits."
               (run-with-timer 0.25 0.25 #'sly-agent-q--serve-after-minibuffer)))
     (sly-agent-q--serve-async)))
 
+(defun sly-agent-q--async-output (job text)
+  "Hand TEXT, output of the interactive JOB, to its ON-OUTPUT function."
+  (let ((function (gethash job sly-agent-q--async-output-functions)))
+    (when function
+      (condition-case err
+          (funcall function text)
+        (error (message "sly-agent-q: the output function of job %d failed: %s"
+                        job (error-message-string err)))))))
+
 (defun sly-agent-q--serve-async ()
   "Run the work asynchronous calls queued for Emacs and finished jobs' callbacks."
   (dolist (finished (sly-agent-q--module-async-serve))
-    ;; A load_system it ran may have left its progress in the echo area.
-    (when sly-agent-q--progress-detail
-      (setq sly-agent-q--progress-detail nil)
-      (when sly-agent-q--progress
-        (sly-agent-q--clear-progress)))
-    (let ((callback (gethash (car finished) sly-agent-q--async-callbacks)))
-      (remhash (car finished) sly-agent-q--async-callbacks)
-      (when callback
-        (condition-case err
-            (funcall callback (cdr finished))
-          (error (message "sly-agent-q: the callback of job %d failed: %s"
-                          (car finished) (error-message-string err))))))))
+    (if (eq (cadr finished) :output)
+        (sly-agent-q--async-output (car finished) (nth 2 finished))
+      (remhash (car finished) sly-agent-q--async-output-functions)
+      (sly-agent-q--async-finished finished))))
 
-(defun sly-agent-q-execute-tool-calls-async (calls callback)
+(defun sly-agent-q--async-finished (finished)
+  "Call the callback of the job FINISHED, (ID . RESULTS)."
+  ;; A load_system it ran may have left its progress in the echo area.
+  (when sly-agent-q--progress-detail
+    (setq sly-agent-q--progress-detail nil)
+    (when sly-agent-q--progress
+      (sly-agent-q--clear-progress)))
+  (let ((callback (gethash (car finished) sly-agent-q--async-callbacks)))
+    (remhash (car finished) sly-agent-q--async-callbacks)
+    (when callback
+      (condition-case err
+          (funcall callback (cdr finished))
+        (error (message "sly-agent-q: the callback of job %d failed: %s"
+                        (car finished) (error-message-string err)))))))
+
+(defun sly-agent-q-execute-tool-calls-async (calls callback &optional on-output)
   "Run the tool CALLS without blocking Emacs; return the job id at once.
 CALLBACK is called later on the main thread, from a process filter,
 with the list of results that `sly-agent-q-execute-tool-calls' would
 have returned.  Jobs run one after another, in the order submitted;
 the approval function and hooks are those in force now, and an approval
-is asked when its call is reached.  `sly-agent-q-cancel' stops a job."
+is asked when its call is reached.  `sly-agent-q-cancel' stops a job.
+
+ON-OUTPUT non-nil makes the job's evaluate_lisp calls interactive, as
+the REPL's are: ON-OUTPUT is called on the main thread with each piece
+of text they write to their standard and error output, in order, while
+they run (Lisp hands it over every few milliseconds, Emacs takes it when
+it is free), and with the last piece before CALLBACK.  That output is
+then left out of the results (an [stdout] section only says how much
+was cut, past `sly-agent-q-output-limit' characters), and their values
+are kept in the session: (agent-q::repl-value JOB N) is the Nth value,
+from 0, of the last evaluation of job JOB (the last 100 such jobs)."
   (sly-agent-q--async-channel)
   (let ((job (sly-agent-q--module-submit calls sly-agent-q-approval-function
-                                         sly-agent-q-tool-execution-functions)))
+                                         sly-agent-q-tool-execution-functions
+                                         (and on-output t))))
     (puthash job callback sly-agent-q--async-callbacks)
+    (when on-output
+      (puthash job on-output sly-agent-q--async-output-functions))
     job))
 
 (defun sly-agent-q-cancel (job)

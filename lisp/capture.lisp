@@ -6,6 +6,11 @@
 ;;;; reported, never silent.  The state is a structure, so resetting and
 ;;;; inspecting it on every evaluation costs no generic-function calls; only
 ;;;; actual output goes through the Gray stream methods.
+;;;;
+;;;; A streaming capture (an evaluation the REPL asked for) hands what is
+;;;; written to the host at once, through %STREAM-OUTPUT, instead of keeping
+;;;; it: the host passes it on to Emacs while the evaluation runs.  The
+;;;; limit counts the characters sent.
 
 (in-package "AGENT-Q")
 
@@ -13,7 +18,9 @@
   (buffer (make-array 256 :element-type 'character :adjustable t :fill-pointer 0))
   (limit 1000000 :type fixnum)
   (dropped 0 :type fixnum)
-  (column 0 :type fixnum))
+  (column 0 :type fixnum)
+  (streaming nil)                       ; true: output goes to the host as written
+  (sent 0 :type fixnum))                ; characters sent to the host so far
 
 (defclass capture-stream (gray:fundamental-character-output-stream)
   ((capture :initform (make-capture) :reader stream-capture))
@@ -34,11 +41,13 @@ defined on the class (one that loops, or signals) would break the session."
 (declaim (inline capture-reset capture-empty-p))
 
 (defun capture-reset (capture limit)
-  "Empty CAPTURE and let it keep LIMIT characters from now on."
+  "Empty CAPTURE and let it keep LIMIT characters from now on, keeping them."
   (setf (fill-pointer (capture-buffer capture)) 0
         (capture-limit capture) limit
         (capture-dropped capture) 0
-        (capture-column capture) 0)
+        (capture-column capture) 0
+        (capture-streaming capture) nil
+        (capture-sent capture) 0)
   capture)
 
 (defun capture-empty-p (capture)
@@ -52,29 +61,44 @@ defined on the class (one that loops, or signals) would break the session."
   "The captured text, with a visible marker when characters were dropped."
   (let ((text (coerce (capture-buffer capture) 'simple-string))
         (dropped (capture-dropped capture)))
-    (if (plusp dropped)
-        (format nil "~A~%~A" text (truncation-marker dropped (capture-limit capture)))
-        text)))
+    (cond ((zerop dropped) text)
+          ((zerop (length text)) (truncation-marker dropped (capture-limit capture))) ; streamed
+          (t (format nil "~A~%~A" text (truncation-marker dropped (capture-limit capture)))))))
+
+(defun capture-send (capture output start end)
+  "Send OUTPUT (a string from START to END, or a character) to the host for
+a streaming CAPTURE, as far as its limit allows, counting the rest as
+dropped.  False when the host takes nothing from this thread (only the
+worker's output is streamed): the caller then keeps the output as usual."
+  (let* ((room (max 0 (- (capture-limit capture) (capture-sent capture))))
+         (keep (min room (- end start))))
+    (when (or (zerop keep)
+              (%stream-output output start (+ start keep)))
+      (incf (capture-sent capture) keep)
+      (incf (capture-dropped capture) (- end start keep))
+      t)))
 
 (defun capture-write (capture string start end)
-  (let* ((buffer (capture-buffer capture))
-         (room (max 0 (- (capture-limit capture) (fill-pointer buffer))))
-         (keep (min room (- end start))))
-    (loop for i from start below (+ start keep)
-          do (vector-push-extend (char string i) buffer (max 256 (fill-pointer buffer))))
-    (incf (capture-dropped capture) (- end start keep))
-    (let ((newline (position #\Newline string :start start :end end :from-end t)))
-      (setf (capture-column capture)
-            (if newline
-                (- end newline 1)
-                (+ (capture-column capture) (- end start)))))))
+  (unless (and (capture-streaming capture) (capture-send capture string start end))
+    (let* ((buffer (capture-buffer capture))
+           (room (max 0 (- (capture-limit capture) (fill-pointer buffer))))
+           (keep (min room (- end start))))
+      (loop for i from start below (+ start keep)
+            do (vector-push-extend (char string i) buffer (max 256 (fill-pointer buffer))))
+      (incf (capture-dropped capture) (- end start keep))))
+  (let ((newline (position #\Newline string :start start :end end :from-end t)))
+    (setf (capture-column capture)
+          (if newline
+              (- end newline 1)
+              (+ (capture-column capture) (- end start))))))
 
 (defmethod gray:stream-write-char ((stream capture-stream) char)
   (let* ((capture (stream-capture stream))
          (buffer (capture-buffer capture)))
-    (if (< (fill-pointer buffer) (capture-limit capture))
-        (vector-push-extend char buffer (max 256 (fill-pointer buffer)))
-        (incf (capture-dropped capture)))
+    (cond ((and (capture-streaming capture) (capture-send capture char 0 1)))
+          ((< (fill-pointer buffer) (capture-limit capture))
+           (vector-push-extend char buffer (max 256 (fill-pointer buffer))))
+          (t (incf (capture-dropped capture))))
     (setf (capture-column capture)
           (if (char= char #\Newline) 0 (1+ (capture-column capture)))))
   char)

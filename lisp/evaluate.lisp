@@ -121,7 +121,7 @@ form's values and the package in force at the end."
                (setf +++ ++ ++ + + form
                      /// // // / / values
                      *** ** ** * * (first values))))
-    (values (values-text values any output-limit) *package*)))
+    (values (values-text values any output-limit) *package* values)))
 
 (defun live-package-p (object)
   (and (packagep object) (package-name object) t))
@@ -172,12 +172,18 @@ after BODY, still inside (see RUN-PENDING-FINALIZERS)."
   (capture-reset *stderr-capture* output-limit)
   (setf *warnings* '() *stack-overflowed* nil *failure-in-flight* nil *finalizer-failures* 0 *finalizer-error* nil))
 
-(defun evaluate-string (code package-name capture-time output-limit)
+(defun evaluate-string (code package-name capture-time output-limit &optional interactive-key)
   "Evaluate the forms in the string CODE as evaluate_lisp does.
 Returns two values: true on success, and the result text of the contract
 \([stdout], [stderr], [warnings] sections, => values, timing line), or on
-failure the [ERROR] text."
+failure the [ERROR] text.
+INTERACTIVE-KEY, an integer, is given for the REPL's evaluations: their
+output goes to the host as it is written (and is left out of the result),
+and their values are kept under that key for REPL-VALUE."
   (reset-job-state output-limit)
+  (when interactive-key
+    (setf (capture-streaming *stdout-capture*) t
+          (capture-streaming *stderr-capture*) t))
   (unless (live-package-p *session-package*)
     ;; Deleted by evaluated code: start over in CL-USER (or CL), and say so.
     (setf *session-package* (printing-package))
@@ -193,6 +199,7 @@ failure the [ERROR] text."
                       *session-package*))
          (end-package nil)
          (values-text nil)
+         (result-values nil)
          (error-text
            (catch '%evaluation-failed
              (unless package
@@ -200,7 +207,7 @@ failure the [ERROR] text."
                  (format nil "[ERROR] PACKAGE-ERROR~%Package ~S does not exist."
                          package-name)))
              (with-job-environment (package)
-               (multiple-value-setq (values-text end-package)
+               (multiple-value-setq (values-text end-package result-values)
                  (read-eval-forms code output-limit)))
              nil)))
     ;; IN-PACKAGE in the code carries over to the next call; so does the
@@ -209,6 +216,8 @@ failure the [ERROR] text."
                (or (null package-name) (not (eq end-package package))))
       (setf *session-package* end-package))
     (record-finalizer-warning)
+    (when (and interactive-key values-text)
+      (remember-repl-values interactive-key result-values))
     (if (and values-text (not capture-time) (no-output-p))
         (values t values-text)          ; the common case: nothing else to say
         (values (and values-text t)
@@ -227,6 +236,32 @@ failure the [ERROR] text."
                                    internal-time-units-per-second)
                             (- (%gc-time-ms) start-gc)
                             (max 0 (- (si::gc-stats t) start-bytes)))))))))
+
+(defvar *repl-values-kept* 100
+  "How many REPL evaluations keep their values for REPL-VALUE.")
+(defvar *repl-values* (make-hash-table)
+  "The values of the last *REPL-VALUES-KEPT* REPL evaluations, by key.")
+(defvar *repl-value-keys* '() "The keys of *REPL-VALUES*, newest first.")
+
+(defun remember-repl-values (key values)
+  (setf (gethash key *repl-values*) values)
+  (push key *repl-value-keys*)
+  (let ((old (nthcdr (max 0 (1- *repl-values-kept*)) *repl-value-keys*)))
+    (when (cdr old)
+      (dolist (gone (cdr old)) (remhash gone *repl-values*))
+      (setf (cdr old) nil))))
+
+(defun repl-value (key &optional (index 0))
+  "The INDEXth value (from 0) of the REPL evaluation KEY, the job id of the
+REPL's asynchronous call.  The values of the last *REPL-VALUES-KEPT*
+evaluations are kept; an older one is an error."
+  (multiple-value-bind (values found) (gethash key *repl-values*)
+    (unless found
+      (error "The values of REPL evaluation ~A are no longer kept (only the last ~D are)."
+             key *repl-values-kept*))
+    (unless (< -1 index (length values))
+      (error "REPL evaluation ~A returned ~D value~:P; there is no value ~A." key (length values) index))
+    (nth index values)))
 
 (defun call-tool-handler (function arguments output-limit)
   "Call FUNCTION, the Lisp handler of a tool, with ARGUMENTS (a hash table

@@ -19,8 +19,9 @@
   "The last failure of eval_form or compile_form: a plist (:tool :form :text), or NIL.")
 
 (defun clear-repl-records ()
-  "Forget the REPL history and the last error (reset_session)."
-  (setf *repl-history* '() *last-error-record* nil))
+  "Forget the REPL history, the REPL buffer's values and the last error (reset_session)."
+  (clrhash *repl-values*)
+  (setf *repl-history* '() *repl-value-keys* '() *last-error-record* nil))
 
 (defun record-history (tool form success text)
   (push (make-history-entry tool form success text) *repl-history*)

@@ -133,18 +133,19 @@ cannot be replaced."
   (when (string= tool "load_system")
     "The files compiled so far are kept in ASDF's cache: load_system again goes on from there."))
 
-(defun run-job (tool arguments code package flags output-limit timeout-ms)
+(defun run-job (tool arguments code package flags output-limit timeout-ms interactive-key)
   "Run one job: an evaluation, or a call of the Lisp-handled tool TOOL.
-Returns true and the result text, or NIL and the [ERROR] text."
+Returns true and the result text, or NIL and the [ERROR] text.
+INTERACTIVE-KEY: see EVALUATE-STRING."
   (if (string= tool "evaluate_lisp")
-      (run-evaluate-job code package flags output-limit timeout-ms)
+      (run-evaluate-job code package flags output-limit timeout-ms interactive-key)
       (let ((handler (job-handler tool)))
         (if handler
             (guarded-job (timeout-ms (tool-abort-note tool)) (call-tool-handler handler arguments output-limit))
             (values nil (format nil "[ERROR] UNKNOWN-TOOL~%No Lisp handler for the tool ~S." tool))))))
 
-(defun run-evaluate-job (code package flags output-limit timeout-ms)
-  (guarded-job (timeout-ms) (evaluate-string code package (logbitp 0 flags) output-limit)))
+(defun run-evaluate-job (code package flags output-limit timeout-ms interactive-key)
+  (guarded-job (timeout-ms) (evaluate-string code package (logbitp 0 flags) output-limit interactive-key)))
 
 (defun escaped-job-text ()
   "Called by the host when a non-local exit unwound past WORKER-LOOP while
@@ -191,12 +192,13 @@ the limits or the output streams in any state."
       (restore-limits)
       (rotate-capture-streams))
     (loop
-      (multiple-value-bind (id tool code package flags output-limit timeout-ms heap-limit arguments) (%next-job)
+      (multiple-value-bind (id tool code package flags output-limit timeout-ms heap-limit arguments interactive-key)
+          (%next-job)
         (unless id (return))
         (when heap-limit (ignore-errors (set-heap-limit heap-limit)))
         (multiple-value-bind (success text)
             (catch '%worker-top
-              (run-job tool arguments code package flags output-limit timeout-ms))
+              (run-job tool arguments code package flags output-limit timeout-ms interactive-key))
           ;; Before the job ends: the caller's next call reads it.
           (publish-hooks)
           (when (%finish-job id success text)

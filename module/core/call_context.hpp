@@ -36,6 +36,17 @@ class CallContext {
   // cancellation names (Runtime::cancel), from any thread.
   virtual void job_queued(std::uint64_t job_id) { (void)job_id; }
 
+  // Nonzero when the caller follows the evaluation interactively (the REPL):
+  // what it writes is handed to output() as it is written, and left out of
+  // the result; its values are kept in the session under this key
+  // (AGENT-Q::REPL-VALUE).  Zero, the usual: output is in the result.
+  virtual std::uint64_t interactive_key() const { return 0; }
+
+  // Output of an interactive evaluation (see interactive_key), in order,
+  // every few milliseconds while it runs and the rest before the call
+  // returns.  Runs on the calling thread.
+  virtual void output(const std::string& text) { (void)text; }
+
   // Evaluates FORM (Elisp source text) for the running job, which waits for
   // the answer: Lisp asking Emacs.  Runs on the calling thread, the one
   // that started the call.  A context with no Emacs behind it refuses.

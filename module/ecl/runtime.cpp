@@ -36,6 +36,7 @@
 #include <gc/gc.h>
 
 #include "core/cpu_quota.hpp"
+#include "core/utf8.hpp"
 #include "ecl/child_pipes.hpp"
 #include "ecl/child_signals.hpp"
 #include "ecl/ecl_api.hpp"
@@ -59,6 +60,13 @@ enum class JobState : int { Queued, Running, Done };
 enum class BootState : int { None, Booting, Running, Failed, Stopped };
 enum class Interrupt : int { Quit, Timeout, Cancel };
 
+// What an interactive evaluation wrote and its owner has not taken yet:
+// filled by the worker (%STREAM-OUTPUT), emptied by the owner's wait.
+struct OutputSink {
+  std::mutex mutex;
+  std::string text;  // UTF-8, whole characters
+};
+
 // Work a running job asks of its owner, the caller waiting for it; run on
 // the owner's thread with the owner's context.
 using OwnerWork = std::function<void(CallContext&)>;
@@ -74,6 +82,8 @@ struct Job {
   // Set by Runtime::cancel from any thread; the owner's wait stops the job
   // as it stops it for C-g or a timeout.
   std::atomic<bool> cancel_requested{false};
+  // Set for an interactive evaluation (EvalRequest::interactive_key).
+  std::shared_ptr<OutputSink> output;
 };
 
 // A request of Lisp code to the host (eval-in-emacs), answered by the job's
@@ -306,6 +316,22 @@ struct Runtime::Impl {
   // replaces the worker if it still has not unwound.  False on C-g.
   bool settle_abandoned(CallContext& context);
 
+  // Hands what JOB wrote since the last time to its owner's context.
+  static void deliver_output(Job& job, CallContext& context) {
+    if (!job.output) return;
+    std::string text;
+    {
+      std::lock_guard lock(job.output->mutex);
+      text.swap(job.output->text);
+    }
+    if (text.empty()) return;
+    try {
+      context.output(text);
+    } catch (...) {
+      // The owner reports its own failures; the output is lost, not the call.
+    }
+  }
+
   // Sleeps up to SLICE unless JOB finishes or work is posted.
   void sleep_slice(const Job& job, Clock::duration slice) {
     std::unique_lock lock(mutex);
@@ -345,6 +371,10 @@ thread_local int t_waiting_for_lisp = 0;
 // This thread's worker generation (0: never a worker).
 thread_local std::uint64_t t_worker_generation = 0;
 
+// On the worker: where the running job's output goes (null: the job keeps
+// its output in its result, as usual).  Set by %NEXT-JOB.
+thread_local std::shared_ptr<OutputSink> t_output;
+
 bool current_worker() {
   return t_worker_generation != 0 && t_worker_generation == g_impl->worker_generation.load(std::memory_order_acquire);
 }
@@ -353,10 +383,11 @@ bool current_worker() {
 // Functions called from Lisp on the worker / watchdog threads.
 
 // (%NEXT-JOB) → id tool code package flags output-limit timeout-ms
-// heap-limit arguments, or NIL to stop (the runtime stops, or this thread
+// heap-limit arguments interactive-key, or NIL to stop (the runtime stops, or this thread
 // is no longer the worker).  TOOL names the job's handler ("evaluate_lisp"
 // for an evaluation); ARGUMENTS are another tool's, as Lisp data.
-// HEAP-LIMIT is a new limit to apply first, or NIL.
+// HEAP-LIMIT is a new limit to apply first, or NIL.  INTERACTIVE-KEY: an
+// integer for an interactive evaluation (see EvalRequest), else NIL.
 // A worker that finds itself on the caller's CPU, with another CPU allowed,
 // moves off it (this thread's affinity only: Emacs's threads keep theirs).
 // Yielding to each other on the shared CPU (see kNoCpu) kept such a process
@@ -416,6 +447,7 @@ cl_object next_job() {
   }
   // No locks held from here: allocation may unwind (storage exhaustion).
   if (!job) return one_value(ECL_NIL);
+  if (job->output || t_output) t_output = job->output;  // no reference counting per usual job
   cl_env_ptr env = ecl_process_env();
   const EvalRequest& request = job->request;
   std::size_t heap_limit = impl.pending_heap_limit.exchange(0);
@@ -426,6 +458,7 @@ cl_object next_job() {
   cl_object package = request.package.empty() ? ECL_NIL : make_lisp_string(request.package);
   cl_object heap = heap_limit ? ecl_make_unsigned_integer(heap_limit) : ECL_NIL;
   cl_object arguments = evaluation ? ECL_NIL : json_to_lisp(request.arguments);
+  cl_object interactive = request.interactive_key ? ecl_make_unsigned_integer(request.interactive_key) : ECL_NIL;
   env->values[0] = id;
   env->values[1] = tool;
   env->values[2] = code;
@@ -435,7 +468,8 @@ cl_object next_job() {
   env->values[6] = ecl_make_fixnum(static_cast<cl_fixnum>(request.timeout.count()));
   env->values[7] = heap;
   env->values[8] = arguments;
-  env->nvalues = 9;
+  env->values[9] = interactive;
+  env->nvalues = 10;
   return id;
 }
 
@@ -612,6 +646,43 @@ cl_object forget_host_request(cl_object ticket) {
   return one_value(ECL_NIL);
 }
 
+// (%STREAM-OUTPUT output start end) → T when OUTPUT (a string's characters
+// from START to END, or a character) went to the owner of the running
+// interactive evaluation; NIL on any other thread (one evaluated code
+// started, a retired worker) or for any other job: the caller then keeps
+// the output in the result as usual.
+cl_object stream_output(cl_object output, cl_object start, cl_object end) {
+  OutputSink* sink = t_output.get();
+  if (!sink || !current_worker()) return one_value(ECL_NIL);
+  std::size_t from = 0, to = 0, length = 0;
+  const bool base = ECL_BASE_STRING_P(output);
+  if (ECL_CHARACTERP(output)) {
+    to = 1;
+  } else if (base || ecl_t_of(output) == t_string) {
+    length = base ? output->base_string.fillp : output->string.fillp;
+    if (!ECL_FIXNUMP(start) || !ECL_FIXNUMP(end)) return one_value(ECL_NIL);
+    from = static_cast<std::size_t>(std::max<cl_fixnum>(0, ecl_fixnum(start)));
+    to = static_cast<std::size_t>(std::max<cl_fixnum>(0, ecl_fixnum(end)));
+    to = std::min(to, length);
+    if (from > to) from = to;
+  } else {
+    return one_value(ECL_NIL);
+  }
+  bool sent = outside_lisp([&] {
+    std::string text;
+    if (ECL_CHARACTERP(output)) {
+      utf8::append(text, static_cast<char32_t>(ECL_CHAR_CODE(output)));
+    } else {
+      text.reserve(to - from);
+      for (std::size_t i = from; i < to; ++i)
+        utf8::append(text, base ? output->base_string.self[i] : static_cast<char32_t>(output->string.self[i]));
+    }
+    std::lock_guard lock(sink->mutex);
+    sink->text += text;
+  });
+  return one_value(sent ? ECL_T : ECL_NIL);
+}
+
 // (%GC-TIME-MS) → milliseconds spent in full collections so far.
 cl_object gc_time_ms() {
   return one_value(ecl_make_unsigned_integer(GC_get_full_gc_total_time()));
@@ -676,6 +747,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%FINISH-JOB", finish_job);
     define_lisp_function("%NEXT-INTERRUPT", next_interrupt);
     define_lisp_function("%GC-TIME-MS", gc_time_ms);
+    define_lisp_function("%STREAM-OUTPUT", stream_output);
     define_lisp_function("%CURRENT-JOB", current_job);
     define_lisp_function("%SET-WATCHDOG", set_watchdog);
     define_lisp_function("%RUNTIME-PROCESS-P", runtime_process_p);
@@ -1026,6 +1098,7 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
   auto job = std::make_shared<Job>();
   job->id = impl.next_id.fetch_add(1);
   job->request = request;
+  if (request.interactive_key) job->output = std::make_shared<OutputSink>();
   auto start = Clock::now();
   auto deadline = Clock::time_point::max();
   if (request.timeout.count() > 0 && request.timeout < std::chrono::hours(24 * 365))
@@ -1047,6 +1120,13 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
     Job& job;
     ~CloseRequests() { impl.close_requests(job); }
   } close_requests{impl, *job};
+  // An interactive evaluation's last output reaches its owner before the
+  // result, however the call ends.
+  struct DeliverOutput {
+    Job& job;
+    CallContext& context;
+    ~DeliverOutput() { Impl::deliver_output(job, context); }
+  } deliver_output{*job, context};
 
   // Spin while the worker is known to be on a CPU: polling for this job
   // (it picks it up within kPickupSpin) or running it.  Yield while a worker
@@ -1073,6 +1153,7 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
   while (job->state.load(std::memory_order_acquire) != JobState::Done) {
     auto serving = Clock::now();
     impl.serve_requests(*job, context);
+    Impl::deliver_output(*job, context);
     // The time Emacs spent on the job's own requests (a prompt waiting on
     // the person) does not count against its limit.
     if (deadline != Clock::time_point::max()) deadline += Clock::now() - serving;

@@ -33,6 +33,9 @@ struct EvalRequest {
   bool capture_time = false;
   std::chrono::milliseconds timeout{30000};
   std::size_t output_limit = 1000000;  // characters kept per output section
+  // Nonzero: an interactive evaluation (CallContext::interactive_key), whose
+  // output goes to CallContext::output as it is written.
+  std::uint64_t interactive_key = 0;
 };
 
 struct EvalOutcome {

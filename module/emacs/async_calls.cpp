@@ -26,6 +26,8 @@ struct Batch {
   emacs_value approval = nullptr;  // global refs, freed by serve()
   emacs_value hooks = nullptr;
   bool has_hooks = false;
+  bool interactive = false;  // its evaluations' output is handed over as it comes
+  std::string output;        // guarded by State::mutex: not handed over yet
   std::atomic<bool> cancelled{false};
   std::atomic<std::uint64_t> lisp_job{0};  // the runtime's job of the call running now, or 0
   std::vector<ToolResult> results;
@@ -88,6 +90,17 @@ class AsyncCallContext final : public CallContext {
   bool cancelled() const override { return batch_.cancelled.load(); }
   bool interrupt_is_cancel() const override { return true; }
   void job_queued(std::uint64_t job_id) override { batch_.lisp_job = job_id; }
+  std::uint64_t interactive_key() const override { return batch_.interactive ? batch_.id : 0; }
+  void output(const std::string& text) override {
+    bool first;
+    {
+      std::lock_guard lock(state().mutex);
+      first = batch_.output.empty();
+      batch_.output += text;
+    }
+    // One byte while output waits: the filter takes all there is.
+    if (first) notify_main();
+  }
   HostAnswer eval_in_host(const std::string& form) override {
     HostAnswer answer{false, "the call was cancelled"};
     try {
@@ -171,9 +184,11 @@ void set_channel(int fd) {
 
 bool has_channel() { return state().fd.load() >= 0; }
 
-std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks) {
+std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks,
+                     bool interactive) {
   State& s = state();
   auto batch = std::make_shared<Batch>();
+  batch->interactive = interactive;
   batch->calls = std::move(calls);
   batch->approval = approval;
   batch->hooks = hooks;
@@ -273,9 +288,16 @@ emacs_value serve(const Env& env) {
 
 namespace {
 
+// (ID :output TEXT), for the output of batch ID.
+emacs_value output_entry(const Env& env, std::uint64_t id, const std::string& text) {
+  emacs_value entry[] = {env.integer(static_cast<std::intmax_t>(id)), env.intern(":output"), env.str(text)};
+  return env.call(Env::sym().list, 3, entry);
+}
+
 emacs_value serve_queues(const Env& env, bool finished_too) {
   State& s = state();
   std::vector<emacs_value> done;
+  std::string output;  // of the batch popped from the finished ones
   for (;;) {
     std::shared_ptr<MainWork> item;
     std::shared_ptr<Batch> batch;
@@ -288,6 +310,7 @@ emacs_value serve_queues(const Env& env, bool finished_too) {
       } else if (finished_too && !s.finished.empty()) {
         batch = std::move(s.finished.front());
         s.finished.pop_front();
+        output.swap(batch->output);
       } else {
         break;
       }
@@ -318,6 +341,9 @@ emacs_value serve_queues(const Env& env, bool finished_too) {
       s.done_cv.notify_all();
       continue;
     }
+    // Its output came before its results.
+    if (!output.empty()) done.push_back(output_entry(env, batch->id, output));
+    output.clear();
     std::vector<emacs_value> results;
     for (const ToolResult& result : batch->results) results.push_back(result_to_plist(env, result));
     emacs_value list = env.call(Env::sym().list, static_cast<ptrdiff_t>(results.size()), results.data());
@@ -325,6 +351,17 @@ emacs_value serve_queues(const Env& env, bool finished_too) {
     done.push_back(env.call(env.intern("cons"), 2, pair));
     env.raw()->free_global_ref(env.raw(), batch->approval);
     env.raw()->free_global_ref(env.raw(), batch->hooks);
+  }
+  if (finished_too) {
+    // The running batch's output so far.  Taken after the finished ones:
+    // a batch that finished meanwhile hands its output over with its results.
+    std::shared_ptr<Batch> running;
+    {
+      std::lock_guard lock(s.mutex);
+      running = s.running;
+      if (running) output.swap(running->output);
+    }
+    if (!output.empty()) done.push_back(output_entry(env, running->id, output));
   }
   return env.call(Env::sym().list, static_cast<ptrdiff_t>(done.size()), done.data());
 }

@@ -35,15 +35,21 @@ bool has_channel();
 
 // Queues a batch.  APPROVAL and HOOKS are the approval function and the
 // hook list at submission, as global refs the batch now owns (freed by
-// serve() when the batch is handed back).  Returns the job id.
-std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks);
+// serve() when the batch is handed back).  INTERACTIVE: its evaluations
+// are interactive (CallContext::interactive_key, with the job id as the
+// key), their output handed back by serve() as it comes.  Returns the job
+// id.
+std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks,
+                     bool interactive = false);
 
 // Cancels job ID: a running Lisp evaluation is interrupted, calls not yet
 // run fail with INTERRUPTED.  False when no such job is queued or running.
 bool cancel(std::uint64_t id);
 
 // On the main thread (the pipe's filter): runs the queued work, then
-// returns ((ID . RESULTS) …) for the batches finished since the last call.
+// returns ((ID . RESULTS) …) for the batches finished since the last call,
+// each preceded by (ID :output TEXT) when an interactive batch wrote
+// output not handed back yet; the running batch's output comes last.
 emacs_value serve(const Env& env);
 
 // On the main thread, inside a synchronous call that waits for Lisp: runs

@@ -28,7 +28,7 @@ namespace {
 
 // Bumped when the Elisp ⇄ module interface changes; the Elisp side refuses
 // a module of another version (a stale build).
-constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 6";
+constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 7";
 
 app::Services& core() { return app::services(); }
 // For what looks tools up or lists them: the Lisp-defined tools are there.
@@ -290,15 +290,17 @@ emacs_value open_channel(const Env& env, ptrdiff_t, emacs_value* args) {
   return Env::sym().t;
 }
 
-// (sly-agent-q--module-submit CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS) → job id.
-emacs_value submit(const Env& env, ptrdiff_t, emacs_value* args) {
+// (sly-agent-q--module-submit CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS
+// &optional INTERACTIVE) → job id.
+emacs_value submit(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
   std::vector<PendingCall> calls;
   for (emacs_value value : call_values(env, args[0]))
     calls.push_back(read_call(env, [&](std::optional<std::string>& id) { return to_tool_call(env, value, id); }));
   emacs_value approval = env.raw()->make_global_ref(env.raw(), args[1]);
   emacs_value hooks = env.raw()->make_global_ref(env.raw(), args[2]);
-  std::uint64_t id = async::submit(std::move(calls), approval, hooks, !env.is_nil(args[2]));
+  bool interactive = nargs > 3 && !env.is_nil(args[3]);
+  std::uint64_t id = async::submit(std::move(calls), approval, hooks, !env.is_nil(args[2]), interactive);
   return env.integer(static_cast<std::intmax_t>(id));
 }
 
@@ -464,12 +466,14 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-list-tools", 0, 0, entry<list_tools>, "Sorted names of the registered tools.");
   defun(raw, "sly-agent-q--module-open-channel", 1, 1, entry<open_channel>,
         "Serve asynchronous calls through PIPE-PROCESS's filter.\n\n(fn PIPE-PROCESS)");
-  defun(raw, "sly-agent-q--module-submit", 3, 3, entry<submit>,
-        "Queue tool CALLS to run without blocking Emacs; return the job id.\n\n"
-        "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)");
+  defun(raw, "sly-agent-q--module-submit", 3, 4, entry<submit>,
+        "Queue tool CALLS to run without blocking Emacs; return the job id.\n"
+        "INTERACTIVE non-nil: evaluations hand their output over as it comes.\n\n"
+        "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS &optional INTERACTIVE)");
   defun(raw, "sly-agent-q--module-cancel", 1, 1, entry<cancel>, "Cancel the asynchronous job JOB.\n\n(fn JOB)");
   defun(raw, "sly-agent-q--module-async-serve", 0, 0, entry<async_serve>,
-        "Run what asynchronous calls need of Emacs; return finished jobs as ((ID . RESULTS) ...).");
+        "Run what asynchronous calls need of Emacs; return finished jobs as ((ID . RESULTS) ...),\n"
+        "with (ID :output TEXT) for output of interactive jobs.");
   defun(raw, "sly-agent-q--module-tools-schema", 3, 3, entry<tools_schema>,
         "Tool schemas for a provider.\n\n(fn FORMAT MAX-SAFETY-LEVEL CATEGORIES)");
   defun(raw, "sly-agent-q--module-mcp-request", 3, 3, entry<mcp_request>,

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "ecl/runtime.hpp"
 
@@ -377,6 +378,67 @@ TEST(Jobs, CancelByIdFromAnotherThread) {
   EXPECT_FALSE(Runtime::instance().cancel(running_context.id));  // done: nothing to cancel
   expect_alive();
 }
+
+// An interactive evaluation's output reaches the context while it runs.
+struct OutputContext final : CallContext {
+  std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> pieces;
+  std::uint64_t interactive_key() const override { return 4242; }
+  void output(const std::string& text) override { pieces.emplace_back(text, std::chrono::steady_clock::now()); }
+};
+
+TEST(Interactive, OutputComesWhileTheEvaluationRunsAndIsLeftOutOfTheResult) {
+  EvalRequest request;
+  request.code = "(dotimes (i 3) (print i) (format *error-output* \"e~D\" i) (sleep 0.2)) \"λ\"";
+  request.interactive_key = 4242;
+  OutputContext context;
+  EvalOutcome outcome = Runtime::instance().evaluate(request, context);
+  auto returned = std::chrono::steady_clock::now();
+  ASSERT_TRUE(outcome.success) << outcome.text;
+  EXPECT_EQ(outcome.text, "=> \"λ\"");
+  std::string all;
+  for (const auto& piece : context.pieces) all += piece.first;
+  EXPECT_EQ(all, "\n0 e0\n1 e1\n2 e2");  // both streams, in the order written
+  ASSERT_GE(context.pieces.size(), 3u);
+  EXPECT_LT(context.pieces.front().second, returned);
+  // The values are kept under the key.
+  EXPECT_EQ(eval("(agent-q::repl-value 4242 0)").text, "=> \"λ\"");
+  // The next, usual evaluation keeps its output in the result again.
+  EXPECT_EQ(eval("(progn (princ 1) 2)").text, "[stdout]\n1\n\n=> 2");
+}
+
+TEST(Interactive, OutputOfOtherThreadsAndPastTheLimitStaysInTheResult) {
+  EvalRequest request;
+  request.code =
+      "(let ((out *standard-output*)) (mp:process-join (mp:process-run-function \"w\" (lambda () (princ :thread out)))))"
+      " (princ \"0123456789abc\") :done";
+  request.interactive_key = 4243;
+  request.output_limit = 10;
+  OutputContext context;
+  EvalOutcome outcome = Runtime::instance().evaluate(request, context);
+  std::string all;
+  for (const auto& piece : context.pieces) all += piece.first;
+  EXPECT_EQ(all, "0123456789");
+  EXPECT_EQ(outcome.text,
+            "[stdout]\nTHREAD\n[... output truncated: 3 more characters not shown (limit 10) ...]\n\n=> :DONE")
+      << outcome.text;
+  expect_alive();
+}
+
+TEST(Interactive, AnInterruptKeepsTheOutputWrittenSoFar) {
+  EvalRequest request;
+  request.code = "(progn (princ :before) (loop))";
+  request.interactive_key = 4244;
+  request.timeout = 300ms;
+  OutputContext context;
+  EvalOutcome outcome = Runtime::instance().evaluate(request, context);
+  EXPECT_EQ(outcome.text.rfind("[ERROR] TIMEOUT", 0), 0u) << outcome.text;
+  EXPECT_EQ(outcome.text.find("BEFORE"), std::string::npos) << outcome.text;
+  std::string all;
+  for (const auto& piece : context.pieces) all += piece.first;
+  EXPECT_EQ(all, "BEFORE");
+  expect_alive();
+}
+
 
 }  // namespace
 }  // namespace agentq::ecl
