@@ -9,6 +9,7 @@
 
 ;;; Code:
 
+(require 'cl-lib)
 (require 'sly-agent-q-runtime)
 
 (declare-function sly-agent-q--module-restart-worker "sly-agent-q-module" ())
@@ -55,9 +56,26 @@ What is not whole is not sent to Lisp, as SLY does."
                t)
       (scan-error nil))))
 
+(defvar sly-agent-q-evaluation-functions nil
+  "Abnormal hook run when an evaluation a command started ends.
+Each function gets the CODE, the RESULT plist and a SOURCE text (the
+buffer the code came from, or \"minibuffer\").  The REPL, once opened,
+writes them there: one history of what was evaluated.")
+
+(defvar sly-agent-q--result-ticket 0
+  "The number of the last evaluation a command started.
+See `sly-agent-q--show-result'.")
+
+(defvar sly-agent-q--shown-ticket 0
+  "The number of the evaluation whose result is shown now.")
+
+(defun sly-agent-q--take-ticket ()
+  "Number a command's evaluation, in the order they are started."
+  (cl-incf sly-agent-q--result-ticket))
+
 (defun sly-agent-q--show-result (result)
   "Show RESULT of an evaluation in the echo area or a buffer."
-  (let ((text (plist-get result :content)))
+  (let ((text (or (plist-get result :content) (plist-get result :error) "")))
     (if (and (not (string-search "\n" text)) (< (length text) (frame-width)))
         (message "%s" text)
       (with-current-buffer (get-buffer-create "*sly-agent-q result*")
@@ -68,6 +86,31 @@ What is not whole is not sent to Lisp, as SLY does."
           (special-mode))
         (display-buffer (current-buffer))))
     text))
+
+(defun sly-agent-q--show-evaluation (result ticket code source)
+  "Show RESULT of the evaluation of CODE, from SOURCE, numbered TICKET.
+CODE and RESULT go to `sly-agent-q-evaluation-functions' (the REPL).
+RESULT is shown (`sly-agent-q--show-result') unless the result of an
+evaluation started later already is: TICKET, from
+`sly-agent-q--take-ticket' when the evaluation started, is older than
+the one shown (this one waited behind a slower one and ended after it)."
+  (run-hook-with-args 'sly-agent-q-evaluation-functions code result source)
+  (if (< ticket sly-agent-q--shown-ticket)
+      (or (plist-get result :content) (plist-get result :error) "")
+    (setq sly-agent-q--shown-ticket ticket)
+    (sly-agent-q--show-result result)))
+
+(defun sly-agent-q--evaluate-showing (code package source)
+  "Evaluate CODE in PACKAGE, waiting, and show the result as SOURCE's.
+\\[keyboard-quit] interrupts it; the REPL then gets a line saying so."
+  (let ((ticket (sly-agent-q--take-ticket)))
+    (condition-case nil
+        (sly-agent-q--show-evaluation (sly-agent-q--evaluate code package) ticket code source)
+      (quit
+       (run-hook-with-args 'sly-agent-q-evaluation-functions code
+                           (list :success nil :content "; Interrupted (C-g): the session is still alive.")
+                           source)
+       (signal 'quit nil)))))
 
 (defvar sly-agent-q--last-async-job nil
   "The job of the last background evaluation started by a command.")
@@ -96,11 +139,12 @@ result is shown when the evaluation is done, and
        (user-error "The form is not complete (unbalanced parentheses or string): nothing was sent"))
      (list code package current-prefix-arg)))
   (if (not async)
-      (sly-agent-q--show-result (sly-agent-q--evaluate code package))
+      (sly-agent-q--evaluate-showing code package "the minibuffer")
     (setq sly-agent-q--last-async-job
-          (sly-agent-q-execute-tool-calls-async
-           (list (sly-agent-q--evaluate-call code package))
-           (lambda (results) (sly-agent-q--show-result (car results)))))
+          (let ((ticket (sly-agent-q--take-ticket)))
+            (sly-agent-q-execute-tool-calls-async
+             (list (sly-agent-q--evaluate-call code package))
+             (lambda (results) (sly-agent-q--show-evaluation (car results) ticket code "the minibuffer")))))
     (message "sly-agent-q: evaluating in the background (M-x sly-agent-q-cancel-last to stop)")
     sly-agent-q--last-async-job))
 
@@ -117,9 +161,9 @@ result is shown when the evaluation is done, and
 They are read and evaluated in the buffer's package at START, as
 `sly-agent-q-evaluate' says."
   (interactive "r")
-  (sly-agent-q--show-result
-   (sly-agent-q--evaluate (buffer-substring-no-properties start end)
-                          (sly-agent-q--buffer-package start))))
+  (sly-agent-q--evaluate-showing (buffer-substring-no-properties start end)
+                                 (sly-agent-q--buffer-package start)
+                                 (buffer-name)))
 
 ;;;###autoload
 (defun sly-agent-q--defun-bounds ()

@@ -49,16 +49,32 @@ puts one under /usr/share/doc/hyperspec)."
 
 ;;;; Asking the session
 
+(defvar sly-agent-q-lisp--jobs nil
+  "The jobs started from Lisp buffers that have not finished, newest first.")
+
 (defun sly-agent-q-lisp--call (tool arguments callback)
-  "Run TOOL with ARGUMENTS without blocking; call CALLBACK with its result."
+  "Run TOOL with ARGUMENTS without blocking; call CALLBACK with its result.
+Returns the job id."
   (cl-incf sly-agent-q-lisp--running)
   (force-mode-line-update t)
-  (sly-agent-q-execute-tool-calls-async
-   (list (list :id "lisp-mode" :name tool :arguments arguments))
-   (lambda (results)
-     (setq sly-agent-q-lisp--running (max 0 (1- sly-agent-q-lisp--running)))
-     (force-mode-line-update t)
-     (funcall callback (car results)))))
+  (let ((job nil))
+    (setq job (sly-agent-q-execute-tool-calls-async
+               (list (list :id "lisp-mode" :name tool :arguments arguments))
+               (lambda (results)
+                 (setq sly-agent-q-lisp--running (max 0 (1- sly-agent-q-lisp--running))
+                       sly-agent-q-lisp--jobs (delq job sly-agent-q-lisp--jobs))
+                 (force-mode-line-update t)
+                 (funcall callback (car results)))))
+    (push job sly-agent-q-lisp--jobs)
+    job))
+
+(defun sly-agent-q-interrupt ()
+  "Interrupt the evaluations started from Lisp buffers, as SLY's C-c C-b.
+Each ends with an [ERROR] INTERRUPTED result (in the REPL too, when it is
+open); the session keeps its definitions."
+  (interactive)
+  (let ((cancelled (cl-count-if #'sly-agent-q-cancel sly-agent-q-lisp--jobs)))
+    (message (if (> cancelled 0) "Interrupting..." "Nothing is being evaluated from Lisp buffers"))))
 
 (defun sly-agent-q-lisp--package-arguments (arguments &optional position)
   "ARGUMENTS with the buffer's package at POSITION, when it has one."
@@ -71,12 +87,16 @@ puts one under /usr/share/doc/hyperspec)."
     (user-error "The form is not complete (unbalanced parentheses or string): nothing was sent")))
 
 (defun sly-agent-q-lisp--evaluate (text position)
-  "Evaluate TEXT, from the buffer at POSITION, and show the result."
+  "Evaluate TEXT, from the buffer at POSITION, and show the result.
+It is shown unless a later evaluation's result already is, and written in
+the REPL when that is open."
   (sly-agent-q-lisp--check-balanced text)
   (sly-agent-q-lisp--remember-definitions text position)
-  (sly-agent-q-lisp--call "evaluate_lisp"
-                          (sly-agent-q-lisp--package-arguments (list :code text) position)
-                          #'sly-agent-q--show-result))
+  (let ((ticket (sly-agent-q--take-ticket))
+        (source (buffer-name)))
+    (sly-agent-q-lisp--call "evaluate_lisp"
+                            (sly-agent-q-lisp--package-arguments (list :code text) position)
+                            (lambda (result) (sly-agent-q--show-evaluation result ticket text source)))))
 
 ;;;; Evaluating and compiling
 
@@ -326,6 +346,7 @@ A list of (KIND FILE LINE)."
     (define-key map (kbd "C-c C-k") #'sly-agent-q-compile-and-load-file)
     (define-key map (kbd "C-c C-l") #'sly-agent-q-load-file)
     (define-key map (kbd "C-c C-z") #'sly-agent-q-switch-to-repl)
+    (define-key map (kbd "C-c C-b") #'sly-agent-q-interrupt)
     (define-key map (kbd "C-c C-d d") #'sly-agent-q-describe-symbol)
     (define-key map (kbd "C-c C-d a") #'sly-agent-q-apropos)
     (define-key map (kbd "C-c C-d h") #'sly-agent-q-hyperspec-lookup)

@@ -11,8 +11,14 @@
 ;; stand-in (a pipe process that runs nothing): input is evaluated with
 ;; `sly-agent-q-execute-tool-calls-async', so Emacs stays responsive, and
 ;; the value comes back at the process mark followed by the next prompt,
-;; "PACKAGE> ".  RET on an incomplete form inserts a newline instead of
-;; sending it; C-c C-c interrupts the evaluation, keeping the session.
+;; "PACKAGE> ".  What the evaluation prints comes into the buffer as it
+;; prints it (the job is interactive: see
+;; `sly-agent-q-execute-tool-calls-async'), before the value; each value
+;; is a button that inspects it.  RET on an incomplete form inserts a
+;; newline instead of sending it; C-c C-c interrupts the evaluation,
+;; keeping the session; C-c C-o clears the last output; `,' at an empty
+;; prompt offers the REPL's shortcuts.  Evaluations made from Lisp
+;; buffers and the minibuffer are written here too, with their results.
 
 ;;; Code:
 
@@ -39,6 +45,14 @@
   :type 'string
   :group 'sly-agent-q-repl)
 
+(defface sly-agent-q-repl-output '((t :inherit font-lock-string-face))
+  "Face of what evaluations print in the REPL."
+  :group 'sly-agent-q-repl)
+
+(defface sly-agent-q-repl-note '((t :inherit font-lock-comment-face))
+  "Face of the REPL's own lines (an evaluation from a Lisp buffer, output cleared)."
+  :group 'sly-agent-q-repl)
+
 (defvar-local sly-agent-q-repl--job nil
   "The evaluation the REPL waits for, or nil.")
 
@@ -60,29 +74,112 @@ would make itself the last one)."
           (name name))
       sly-agent-q-repl--package)))
 
+(defun sly-agent-q-repl--fresh-line ()
+  "\"\n\" unless the process mark is at the start of a line, else \"\"."
+  (let ((pmark (process-mark (get-buffer-process (current-buffer)))))
+    (if (or (= pmark (point-min)) (eq (char-before pmark) ?\n)) "" "\n")))
+
 (defun sly-agent-q-repl--output (text)
-  "Insert TEXT at the REPL's process mark, then a fresh prompt."
+  "Insert TEXT at the REPL's process mark on a line of its own, then a prompt."
   (let ((process (get-buffer-process (current-buffer))))
     (setq sly-agent-q-repl--package (sly-agent-q-repl--session-package))
-    (comint-output-filter process (concat text (if (string-suffix-p "\n" text) "" "\n")
+    (comint-output-filter process (concat (sly-agent-q-repl--fresh-line)
+                                          text (if (or (string-empty-p text) (string-suffix-p "\n" text)) "" "\n")
                                           sly-agent-q-repl--package "> "))))
 
+(defun sly-agent-q-repl--insert-output (text &optional face)
+  "Insert TEXT, output of the running evaluation, at the process mark.
+It goes before anything typed after the mark; a point at the mark stays
+after it.  FACE defaults to `sly-agent-q-repl-output'."
+  (let* ((process (get-buffer-process (current-buffer)))
+         (pmark (process-mark process))
+         (inhibit-read-only t)
+         (moving (= (point) pmark)))
+    (save-excursion
+      (goto-char pmark)
+      (insert (propertize text
+                          'font-lock-face (or face 'sly-agent-q-repl-output)
+                          'field 'output 'inhibit-line-move-field-capture t
+                          'front-sticky '(field inhibit-line-move-field-capture) 'rear-nonsticky t))
+      (set-marker pmark (point)))
+    (when moving (goto-char pmark))))
+
+(defun sly-agent-q-repl--value-buttons (start end job)
+  "Make each value printed between START and END a button inspecting it.
+The values are the \"=> \" lines (with their continuation lines) of the
+evaluation JOB, whose values the session keeps (`agent-q::repl-value')."
+  (save-excursion
+    (goto-char start)
+    (let ((index 0) (starts nil))
+      (while (re-search-forward "^=> " end t)
+        (push (point) starts))
+      (setq starts (nreverse starts))
+      (while starts
+        (let* ((from (car starts))
+               (to (save-excursion
+                     (goto-char (if (cadr starts) (- (cadr starts) 3) end))
+                     (skip-chars-backward "\n")
+                     (point))))
+          (when (< from to)
+            (make-text-button from to
+                              'action #'sly-agent-q-repl--inspect-button
+                              'sly-agent-q-repl-value (cons job index)
+                              'follow-link t
+                              'help-echo "mouse-2, RET: inspect this value")))
+        (setq index (1+ index) starts (cdr starts))))))
+
+(declare-function sly-agent-q-inspect "sly-agent-q-lisp-mode" (form))
+
+(defun sly-agent-q-repl-inspect-value (job index)
+  "Inspect the INDEXth value (from 0) of the REPL evaluation JOB.
+The session keeps the values of the REPL's last 100 evaluations.
+Inspecting is an evaluation of its own, made with `sly-agent-q-inspect'."
+  (require 'sly-agent-q-lisp-mode)
+  (sly-agent-q-inspect (format "(agent-q::repl-value %d %d)" job index)))
+
+(defun sly-agent-q-repl--inspect-button (button)
+  "Inspect the value BUTTON stands for."
+  (let ((value (button-get button 'sly-agent-q-repl-value)))
+    (sly-agent-q-repl-inspect-value (car value) (cdr value))))
+
+(defun sly-agent-q-repl--prompt-start ()
+  "Where the line of the process mark (the prompt, when idle) starts."
+  (save-excursion
+    (goto-char (process-mark (get-buffer-process (current-buffer))))
+    (forward-line 0)                    ; not `line-beginning-position': fields
+    (point)))
+
+(defun sly-agent-q-repl--result (result job)
+  "Insert RESULT of the REPL evaluation JOB, then a fresh prompt."
+  (let* ((process (get-buffer-process (current-buffer)))
+         (start (copy-marker (process-mark process))))
+    (sly-agent-q-repl--output (or (plist-get result :content) (plist-get result :error) ""))
+    (when (plist-get result :success)
+      (let ((end (sly-agent-q-repl--prompt-start)))
+        (let ((inhibit-read-only t))
+          (sly-agent-q-repl--value-buttons start end job))))
+    (set-marker start nil)))
+
 (defun sly-agent-q-repl--send (_process input)
-  "Evaluate INPUT in the session; its value comes back at the process mark."
+  "Evaluate INPUT in the session; its value comes back at the process mark.
+What it prints comes as it prints it."
   (let ((buffer (current-buffer))
-        (code (string-trim input)))
+        (code (string-trim input))
+        (job nil))
     (if (string-empty-p code)
         (sly-agent-q-repl--output "")
-      (setq sly-agent-q-repl--job
-            (sly-agent-q-execute-tool-calls-async
-             (list (list :id "repl" :name "evaluate_lisp" :arguments (list :code code)))
-             (lambda (results)
-               (when (buffer-live-p buffer)
-                 (with-current-buffer buffer
-                   (setq sly-agent-q-repl--job nil)
-                   (let ((result (car results)))
-                     (sly-agent-q-repl--output
-                      (or (plist-get result :content) (plist-get result :error) ""))))))))
+      (setq job (sly-agent-q-execute-tool-calls-async
+                 (list (list :id "repl" :name "evaluate_lisp" :arguments (list :code code)))
+                 (lambda (results)
+                   (when (buffer-live-p buffer)
+                     (with-current-buffer buffer
+                       (setq sly-agent-q-repl--job nil)
+                       (sly-agent-q-repl--result (car results) job))))
+                 (lambda (text)
+                   (when (buffer-live-p buffer)
+                     (with-current-buffer buffer
+                       (sly-agent-q-repl--insert-output text)))))
+            sly-agent-q-repl--job job)
       (when sly-agent-q-repl-history-file
         (ignore-errors
           (make-directory (file-name-directory sly-agent-q-repl-history-file) t)
@@ -107,12 +204,110 @@ would make itself the last one)."
       (message "Interrupting...")
     (message "Nothing is being evaluated")))
 
+(defun sly-agent-q-repl-clear-output ()
+  "Delete what the last evaluation printed and returned, as SLY's C-c C-o.
+A line says that it was cleared; the prompt and what is typed after it stay."
+  (interactive)
+  (let ((start (marker-position comint-last-input-end))
+        (end (sly-agent-q-repl--prompt-start)))
+    (cond (sly-agent-q-repl--job (user-error "The REPL is still evaluating: C-c C-c interrupts it"))
+          ((or (null start) (>= start end)) (message "No output to clear"))
+          (t (let ((inhibit-read-only t))
+               (delete-region start end)
+               (save-excursion
+                 (goto-char start)
+                 (insert (propertize "; output cleared\n"
+                                     'font-lock-face 'sly-agent-q-repl-note 'field 'output
+                                     'rear-nonsticky t))))))))
+
+(defun sly-agent-q-repl--note (text)
+  "Write TEXT (lines ending with a newline) in the REPL above the prompt.
+While an evaluation runs, it goes with its output instead.  What is
+typed at the prompt stays."
+  (if sly-agent-q-repl--job
+      (sly-agent-q-repl--insert-output (concat (sly-agent-q-repl--fresh-line) text) 'default)
+    (let ((inhibit-read-only t)
+          (start (sly-agent-q-repl--prompt-start))
+          (moving (= (point) (process-mark (get-buffer-process (current-buffer))))))
+      (save-excursion
+        (goto-char start)
+        (insert (propertize text 'field 'output 'rear-nonsticky t)))
+      (when moving (goto-char (process-mark (get-buffer-process (current-buffer))))))))
+
+(defun sly-agent-q-repl--record-evaluation (code result source)
+  "Write CODE, evaluated from SOURCE, and its RESULT in the REPL.
+On `sly-agent-q-evaluation-functions': one history of what was
+evaluated.  The code also goes into the REPL's input history."
+  (let ((buffer (get-buffer sly-agent-q-repl-buffer-name)))
+    (when (and (buffer-live-p buffer) (comint-check-proc buffer))
+      (with-current-buffer buffer
+        (let ((text (string-trim-right (or (plist-get result :content) (plist-get result :error) ""))))
+          (sly-agent-q-repl--note
+           (concat (propertize (format "; From %s:\n" (or source "Emacs")) 'font-lock-face 'sly-agent-q-repl-note)
+                   (string-trim code) "\n" text "\n"))
+          (comint-add-to-input-history (string-trim code)))))))
+
+;;;; Shortcuts: `,' at an empty prompt
+
+(defcustom sly-agent-q-repl-shortcuts
+  '(("change-package" . sly-agent-q-repl-change-package)
+    ("clear-output" . sly-agent-q-repl-clear-output)
+    ("clear" . comint-clear-buffer)
+    ("interrupt" . sly-agent-q-repl-interrupt)
+    ("restart-worker" . sly-agent-q-repl-restart-worker)
+    ("quit" . sly-agent-q-repl-quit))
+  "The REPL's shortcuts, offered by `,' at an empty prompt: (NAME . COMMAND)."
+  :type '(alist :key-type string :value-type function)
+  :group 'sly-agent-q-repl)
+
+(defun sly-agent-q-repl-shortcut (name)
+  "Run the REPL shortcut NAME (see `sly-agent-q-repl-shortcuts')."
+  (interactive (list (completing-read "REPL command: " sly-agent-q-repl-shortcuts nil t)))
+  (let ((command (cdr (assoc name sly-agent-q-repl-shortcuts))))
+    (unless command (user-error "No REPL shortcut named %s" name))
+    (call-interactively command)))
+
+(defun sly-agent-q-repl-comma ()
+  "At an empty prompt offer the REPL's shortcuts; elsewhere insert a comma."
+  (interactive)
+  (let ((pmark (process-mark (get-buffer-process (current-buffer)))))
+    (if (and (= (point) pmark) (string-blank-p (buffer-substring-no-properties pmark (point-max)))
+             (not sly-agent-q-repl--job))
+        (call-interactively #'sly-agent-q-repl-shortcut)
+      (call-interactively #'self-insert-command))))
+
+(defun sly-agent-q-repl-change-package (package)
+  "Make PACKAGE the session's package: type (in-package PACKAGE) and send it."
+  (interactive (list (read-string "Package: " nil nil sly-agent-q-repl--package)))
+  (goto-char (point-max))
+  (delete-region (process-mark (get-buffer-process (current-buffer))) (point-max))
+  (insert (format "(in-package %S)" (upcase package)))
+  (sly-agent-q-repl-return))
+
+(defun sly-agent-q-repl-restart-worker ()
+  "Give the session a fresh worker thread, saying so in the REPL.
+See `sly-agent-q-restart-worker'."
+  (interactive)
+  (sly-agent-q-restart-worker)
+  (sly-agent-q-repl--note
+   (propertize "; The Lisp session continues on a fresh worker thread, every definition kept.\n"
+               'font-lock-face 'sly-agent-q-repl-note)))
+
+(defun sly-agent-q-repl-quit ()
+  "Close the REPL buffer; the Lisp session and its definitions stay."
+  (interactive)
+  (when sly-agent-q-repl--job (sly-agent-q-cancel sly-agent-q-repl--job))
+  (let ((kill-buffer-query-functions nil))
+    (kill-buffer (current-buffer))))
+
 (defvar sly-agent-q-repl-mode-map
   (let ((map (make-sparse-keymap)))
     (set-keymap-parent map comint-mode-map)
     (define-key map (kbd "RET") #'sly-agent-q-repl-return)
     (define-key map (kbd "C-j") #'newline-and-indent)
     (define-key map (kbd "C-c C-c") #'sly-agent-q-repl-interrupt)
+    (define-key map (kbd "C-c C-o") #'sly-agent-q-repl-clear-output)
+    (define-key map "," #'sly-agent-q-repl-comma)
     (define-key map (kbd "TAB") #'completion-at-point)
     map)
   "Keymap of `sly-agent-q-repl-mode'.")
@@ -120,7 +315,10 @@ would make itself the last one)."
 (define-derived-mode sly-agent-q-repl-mode comint-mode "Agent-Q REPL"
   "A Common Lisp REPL on the ECL inside this Emacs.
 \\[sly-agent-q-repl-return] evaluates a whole form (and opens a new line
-in an incomplete one), \\[sly-agent-q-repl-interrupt] interrupts,
+in an incomplete one); what it prints shows as it prints it, and each
+value is a button that inspects it.  \\[sly-agent-q-repl-interrupt] interrupts,
+\\[sly-agent-q-repl-clear-output] clears the last output, `,' at an empty
+prompt offers shortcuts (`sly-agent-q-repl-shortcuts'),
 \\[comint-previous-input] and \\[comint-next-input] walk the history,
 which is kept in `sly-agent-q-repl-history-file'.  `*', `**', `***',
 `+' and `/' are bound as in any Common Lisp REPL.
@@ -146,6 +344,7 @@ which is kept in `sly-agent-q-repl-history-file'.  `*', `**', `***',
   "Show the REPL on the embedded ECL, starting it if needed."
   (interactive)
   (let ((buffer (get-buffer-create sly-agent-q-repl-buffer-name)))
+    (add-hook 'sly-agent-q-evaluation-functions #'sly-agent-q-repl--record-evaluation)
     (with-current-buffer buffer
       (unless (comint-check-proc buffer)
         (sly-agent-q-repl-mode)
