@@ -271,8 +271,9 @@ evaluated.  The code also goes into the REPL's input history."
   "At an empty prompt offer the REPL's shortcuts; elsewhere insert a comma."
   (interactive)
   (let ((pmark (process-mark (get-buffer-process (current-buffer)))))
-    (if (and (= (point) pmark) (string-blank-p (buffer-substring-no-properties pmark (point-max)))
-             (not sly-agent-q-repl--job))
+    ;; A comma cannot start a form: at an empty prompt it means a shortcut
+    ;; (while an evaluation runs too: `interrupt').
+    (if (and (= (point) pmark) (string-blank-p (buffer-substring-no-properties pmark (point-max))))
         (call-interactively #'sly-agent-q-repl-shortcut)
       (call-interactively #'self-insert-command))))
 
