@@ -473,6 +473,10 @@ cl_object next_job() {
   return id;
 }
 
+// The mask ECL gives the threads the boot worker starts (see
+// replacement_main).
+void* g_boot_sigmask = nullptr;
+
 // The worker's binding and frame stacks at boot, in entries as ECL keeps
 // them: evaluated code may shrink them (EXT:SET-LIMIT), and the worker
 // needs them back.
@@ -864,6 +868,7 @@ void* worker_main(void*) {
   GC_start_performance_measurement();
 
   cl_env_ptr env = ecl_process_env();
+  g_boot_sigmask = env->default_sigmask;
   g_boot_bds_size = env->bds_size;
   g_boot_frs_size = env->frs_size;
   cl_object failure = load_lisp_side(env, impl.heap_limit);
@@ -903,6 +908,17 @@ void* replacement_main(void* generation) {
     return nullptr;
   }
   cl_env_ptr env = ecl_process_env();
+  // What cl_boot does for the boot worker, ECL 21.2's
+  // ecl_import_current_thread does not: let in the thread interrupt signal
+  // (else C-g and timeouts never stop a job here, each is abandoned after
+  // its grace, and MP:PROCESS-JOIN, woken by that signal, never returns),
+  // and give the mask threads started here begin with (else
+  // MP:PROCESS-ENABLE copies it from a null pointer: a segfault).
+  sigset_t interrupt;
+  sigemptyset(&interrupt);
+  sigaddset(&interrupt, kInterruptSignal);
+  pthread_sigmask(SIG_UNBLOCK, &interrupt, nullptr);
+  if (env->default_sigmask == nullptr) env->default_sigmask = g_boot_sigmask;
   serve_jobs(env, reinterpret_cast<std::uintptr_t>(generation), true);
   bool stopping = current_worker();
   if (stopping)

@@ -440,5 +440,18 @@ TEST(Interactive, AnInterruptKeepsTheOutputWrittenSoFar) {
 }
 
 
+TEST(Jobs, AReplacementWorkerIsInterruptibleAndStartsThreads) {
+  Runtime::instance().restart_worker();
+  std::uint64_t replaced = Runtime::instance().status().replaced_workers;
+  // Interrupted where it runs, not abandoned: no further replacement.
+  EvalOutcome outcome = eval("(loop)", 500ms);
+  EXPECT_EQ(outcome.text.rfind("[ERROR] TIMEOUT\nEvaluation did not finish within 0.5 seconds and was interrupted.", 0),
+            0u)
+      << outcome.text;
+  EXPECT_EQ(Runtime::instance().status().replaced_workers, replaced);
+  EXPECT_EQ(eval("(mp:process-join (mp:process-run-function \"t\" (lambda () (+ 40 2))))", 10s).text, "=> 42");
+  expect_alive();
+}
+
 }  // namespace
 }  // namespace agentq::ecl

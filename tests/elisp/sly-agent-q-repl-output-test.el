@@ -238,9 +238,7 @@ Return where the answer starts."
     (should (equal (agentq-test-content "*agentq-output-kept*") "=> 12"))))
 
 (ert-deftest sly-agent-q-repl-output/restart-worker-shortcut ()
-  ;; In a child Emacs: a session on a replacement worker cannot start Lisp
-  ;; threads (ECL 21.2 faults in MP:PROCESS-ENABLE there), which later
-  ;; tests of this Emacs do.
+  ;; In a child Emacs: the session of this one keeps its worker.
   (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
                (agentq-test-run-emacs
                 '((require 'sly-agent-q-repl)
