@@ -174,6 +174,45 @@
       (let ((next (agentq-dbg-send "(+ 1 2)")))
         (should (equal (agentq-dbg-wait-output repl next) "=> 3"))))))
 
+(ert-deftest sly-agent-q-debugger/break-and-cerror-continue ()
+  (agentq-dbg-with-repl
+    (let* ((repl (current-buffer))
+           (start (agentq-dbg-send "(list (break \"agentq hi\") (cerror \"Go on anyway\" \"agentq cerror\") :after)"))
+           (debugger (agentq-dbg-wait-debugger)))
+      (with-current-buffer debugger
+        (should (string-match-p "\\`SIMPLE-CONDITION: agentq hi" (buffer-string)))
+        (should (string-match-p "^ 0: \\[CONTINUE\\] Return from BREAK" (buffer-string)))
+        (sly-agent-q-debugger-invoke-restart 0))
+      (setq debugger (agentq-dbg-wait-debugger))
+      (with-current-buffer debugger
+        (should (string-match-p "^ 0: \\[CONTINUE\\] Go on anyway$" (buffer-string)))
+        (sly-agent-q-debugger-invoke-restart 0))
+      (should (equal (agentq-dbg-wait-output repl start) "=> (NIL NIL :AFTER)")))))
+
+(ert-deftest sly-agent-q-debugger/the-time-limit-waits-for-the-person ()
+  ;; A 1 s limit; the person takes 1.5 s to choose: no TIMEOUT, the
+  ;; evaluation goes on with the value.
+  (unwind-protect
+      (agentq-dbg-with-repl
+        (let ((sly-agent-q-eval-timeout 1))
+          (sly-agent-q--sync-options))
+        ;; The limit is in force: Lisp's own 1.5 s is too long.
+        (let ((start (agentq-dbg-send "(sleep 1.5)")))
+          (should (string-match-p "TIMEOUT" (agentq-dbg-wait-output (current-buffer) start))))
+        (let* ((repl (current-buffer))
+               (start (agentq-dbg-send "(progn (defun agentq-dbg-inner (x) (+ x agentq-dbg-late))
+  (defun agentq-dbg-outer (x) (* 2 (agentq-dbg-inner x)))
+  (agentq-dbg-outer 1))"))
+               (debugger (agentq-dbg-wait-debugger)))
+          (let ((deadline (+ (float-time) 1.5)))
+            (while (< (float-time) deadline) (accept-process-output nil 0.05)))
+          (with-current-buffer debugger
+            ;; The frames of the user's functions, innermost first.
+            (should (string-match-p "Backtrace:\n  0: (AGENTQ-DBG-INNER)\n  1: (AGENTQ-DBG-OUTER)" (buffer-string)))
+            (sly-agent-q-debugger-invoke-restart (agentq-dbg-restart-index debugger "[USE-VALUE]") "20"))
+          (should (equal (agentq-dbg-wait-output repl start) "=> 42"))))
+    (sly-agent-q--sync-options)))
+
 (provide 'sly-agent-q-debugger-test)
 
 ;;; sly-agent-q-debugger-test.el ends here
