@@ -103,7 +103,22 @@ LINE is the line of the compiled text the compiler named, or nil."
             (when (re-search-forward (concat "\\_<" (sly-agent-q-notes--name-regexp variable))
                                      (cdr definition) t)
               (cons (match-beginning 0) (match-end 0))))))
-       (line (sly-agent-q-notes--form-at-line line start end))))))
+       (line
+        (let ((form (sly-agent-q-notes--form-at-line line start end)))
+          ;; Within the form the compiler named, the call or the variable
+          ;; the message names.
+          (or (cond ((string-match "\\`Wrong number of arguments for function \\([^ ]+\\)" message)
+                     (goto-char (car form))
+                     (when (re-search-forward (concat "(" (sly-agent-q-notes--name-regexp (match-string 1 message)))
+                                              (cdr form) t)
+                       (let ((beg (match-beginning 0)))
+                         (cons beg (or (ignore-errors (scan-sexps beg 1)) (match-end 0))))))
+                    ((string-match "\\`Variable \\([^ ]+\\) was undefined" message)
+                     (goto-char (car form))
+                     (when (re-search-forward (concat "\\_<" (sly-agent-q-notes--name-regexp (match-string 1 message)))
+                                              (cdr form) t)
+                       (cons (match-beginning 0) (match-end 0)))))
+              form)))))))
 
 (defun sly-agent-q-notes-clear (&optional start end)
   "Remove the compiler notes between START and END (the whole buffer by default)."

@@ -105,6 +105,25 @@
     (should (equal (mapcar #'car (agentq-notes-here))
                    '("agentq-notes-unused" "(agentq-notes-no-such-function x)")))))
 
+(ert-deftest sly-agent-q-notes/wrong-argument-count-and-undefined-variable ()
+  (with-temp-buffer
+    (insert ";; a header\n\n(defun agentq-notes-argc (x)\n  (list x)\n  (car x 1))\n\n(defun agentq-notes-uv ()\n  (list agentq-notes-nowhere))\n")
+    (lisp-mode)
+    (goto-char (point-min))
+    (search-forward "(list x)")
+    (agentq-notes-wait-compiled #'sly-agent-q-compile-defun)
+    (let ((notes (agentq-notes-here)))
+      (should (equal (mapcar #'car notes) '("(car x 1)")))
+      (should (string-match-p "\\`ERROR: Wrong number of arguments for function CAR" (cdar notes)))
+      (should (eq (get-char-property (1+ (overlay-start (car (sly-agent-q-notes--overlays)))) 'face)
+                  'sly-agent-q-note-warning-face)))
+    (search-forward "agentq-notes-nowhere")
+    (agentq-notes-wait-compiled #'sly-agent-q-compile-defun)
+    ;; The other form's note stays; this one gets its own.
+    (should (equal (mapcar #'car (agentq-notes-here)) '("(car x 1)" "agentq-notes-nowhere")))
+    (should (string-match-p "STYLE-WARNING: Variable AGENTQ-NOTES-NOWHERE was undefined"
+                            (cdr (nth 1 (agentq-notes-here)))))))
+
 (ert-deftest sly-agent-q-notes/find-definition-of-ecls-own-function ()
   (with-temp-buffer
     (lisp-mode)
