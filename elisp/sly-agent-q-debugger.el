@@ -21,6 +21,7 @@
 (require 'cl-lib)
 
 (declare-function sly-agent-q--module-answer-later "sly-agent-q-module" (key ok text))
+(declare-function sly-agent-q--module-later-pending-p "sly-agent-q-module" (key))
 
 (defgroup sly-agent-q-debugger nil
   "The REPL's debugger of sly-agent-q."
@@ -56,6 +57,32 @@
 
 (defvar-local sly-agent-q-debugger--return-window nil
   "The window that was selected when the debugger appeared (the REPL's).")
+
+(defvar sly-agent-q-debugger--watch-timer nil
+  "The timer that closes the debugger once nothing waits for it.")
+
+(defun sly-agent-q-debugger--watch ()
+  "Close the debugger when its evaluation stopped waiting (interrupted).
+C-c C-c in the REPL, or `sly-agent-q-cancel', ends the wait from outside."
+  (let ((buffer (get-buffer sly-agent-q-debugger-buffer-name)))
+    (if (not (and buffer (buffer-local-value 'sly-agent-q-debugger--key buffer)))
+        (sly-agent-q-debugger--stop-watching)
+      (unless (sly-agent-q--module-later-pending-p (buffer-local-value 'sly-agent-q-debugger--key buffer))
+        (sly-agent-q-debugger--stop-watching)
+        (with-current-buffer buffer
+          (setq sly-agent-q-debugger--key nil)
+          (let ((window sly-agent-q-debugger--return-window))
+            (when (get-buffer-window buffer)
+              (quit-window t (get-buffer-window buffer)))
+            (when (buffer-live-p buffer) (kill-buffer buffer))
+            (when (window-live-p window) (select-window window))))
+        (message "The evaluation in the debugger was interrupted")))))
+
+(defun sly-agent-q-debugger--stop-watching ()
+  "Stop `sly-agent-q-debugger--watch'."
+  (when (timerp sly-agent-q-debugger--watch-timer)
+    (cancel-timer sly-agent-q-debugger--watch-timer))
+  (setq sly-agent-q-debugger--watch-timer nil))
 
 (defun sly-agent-q-debugger--abort-index ()
   "The index of the REPL's own ABORT restart (the last ABORT), or nil."
@@ -100,6 +127,8 @@ a value.  NOTE, when non-nil, says why the last choice failed.  Returns
       (goto-char (point-min))
       (forward-line (if note 4 2)))
     (pop-to-buffer buffer)
+    (unless (timerp sly-agent-q-debugger--watch-timer)
+      (setq sly-agent-q-debugger--watch-timer (run-with-timer 0.5 0.5 #'sly-agent-q-debugger--watch)))
     (cons :agent-q-answer-later key)))
 
 (defun sly-agent-q-debugger--answer (text)

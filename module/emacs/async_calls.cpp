@@ -253,6 +253,13 @@ bool answer_later(std::uint64_t key, HostAnswer answer) {
   return true;
 }
 
+bool later_pending(std::uint64_t key) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = s.later.find(key);
+  return it != s.later.end() && !it->second;
+}
+
 void run_on_main(const std::function<void(const Env&)>& work) {
   if (const Env* env = current_env()) {
     work(*env);

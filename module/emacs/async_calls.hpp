@@ -46,6 +46,9 @@ std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs
 // (its batch was cancelled, or the key is unknown).
 bool answer_later(std::uint64_t key, HostAnswer answer);
 
+// True while a request waits for its later answer under KEY.
+bool later_pending(std::uint64_t key);
+
 // Cancels job ID: a running Lisp evaluation is interrupted, calls not yet
 // run fail with INTERRUPTED.  False when no such job is queued or running.
 bool cancel(std::uint64_t id);

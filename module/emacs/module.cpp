@@ -311,6 +311,10 @@ emacs_value answer_later(const Env& env, ptrdiff_t, emacs_value* args) {
   return env.boolean(async::answer_later(static_cast<std::uint64_t>(env.to_integer(args[0])), std::move(answer)));
 }
 
+emacs_value later_pending(const Env& env, ptrdiff_t, emacs_value* args) {
+  return env.boolean(async::later_pending(static_cast<std::uint64_t>(env.to_integer(args[0]))));
+}
+
 emacs_value cancel(const Env& env, ptrdiff_t, emacs_value* args) {
   return env.boolean(async::cancel(static_cast<std::uint64_t>(env.to_integer(args[0]))));
 }
@@ -480,6 +484,8 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-answer-later", 3, 3, entry<answer_later>,
         "Give Lisp the answer to its request that Emacs answered with (later . KEY).\n"
         "Return nil when nothing waits for KEY.\n\n(fn KEY OK TEXT)");
+  defun(raw, "sly-agent-q--module-later-pending-p", 1, 1, entry<later_pending>,
+        "Non-nil while Lisp waits for the later answer KEY.\n\n(fn KEY)");
   defun(raw, "sly-agent-q--module-cancel", 1, 1, entry<cancel>, "Cancel the asynchronous job JOB.\n\n(fn JOB)");
   defun(raw, "sly-agent-q--module-async-serve", 0, 0, entry<async_serve>,
         "Run what asynchronous calls need of Emacs; return finished jobs as ((ID . RESULTS) ...).");
