@@ -146,6 +146,13 @@ a value.  NOTE, when non-nil, says why the last choice failed.  Returns
         (select-window window))
       (unless taken (message "The evaluation no longer waits (it was interrupted)")))))
 
+(defun sly-agent-q-debugger--restart-on-line ()
+  "The index of the restart on the line at point, or nil."
+  (or (get-text-property (point) 'sly-agent-q-restart)
+      (let ((at (next-single-property-change (line-beginning-position) 'sly-agent-q-restart
+                                             nil (line-end-position))))
+        (and at (get-text-property at 'sly-agent-q-restart)))))
+
 (defun sly-agent-q-debugger-invoke-restart (index &optional value-form)
   "Invoke the restart number INDEX.
 A restart that takes a value (USE-VALUE, STORE-VALUE) gets VALUE-FORM, a
@@ -156,7 +163,7 @@ point."
    (let* ((digit (and (characterp last-command-event)
                       (<= ?0 last-command-event ?9)
                       (- last-command-event ?0)))
-          (index (or digit (get-text-property (point) 'sly-agent-q-restart)
+          (index (or digit (sly-agent-q-debugger--restart-on-line)
                      (user-error "No restart here: type its number")))
           (restart (nth index sly-agent-q-debugger--restarts)))
      (unless restart (user-error "There is no restart %d" index))

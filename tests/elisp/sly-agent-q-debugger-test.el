@@ -130,7 +130,12 @@
         ;; Neither USE-VALUE nor STORE-VALUE: no unbound variable here;
         ;; nor the runtime's restarts outside the form.
         (should (= (length sly-agent-q-debugger--restarts) 3))
-        (let ((last-command-event ?1)) (call-interactively (key-binding "1"))))
+        ;; RET anywhere on a restart's line chooses it.
+        (goto-char (point-min))
+        (search-forward " 1: ")
+        (beginning-of-line)
+        (should (= (sly-agent-q-debugger--restart-on-line) 1))
+        (let ((last-command-event ?\r)) (call-interactively (key-binding (kbd "RET")))))
       (should (equal (agentq-dbg-wait-output repl start) "=> (:OTHER)")))))
 
 (ert-deftest sly-agent-q-debugger/never-for-a-tool-call ()
@@ -184,7 +189,8 @@
       (with-current-buffer debugger
         (should (string-match-p "\\`SIMPLE-CONDITION: agentq hi" (buffer-string)))
         (should (string-match-p "^ 0: \\[CONTINUE\\] Return from BREAK" (buffer-string)))
-        (sly-agent-q-debugger-invoke-restart 0))
+        ;; The digit 0, as typed.
+        (let ((last-command-event ?0)) (call-interactively (key-binding "0"))))
       (setq debugger (agentq-dbg-wait-debugger))
       (with-current-buffer debugger
         (should (string-match-p "^ 0: \\[CONTINUE\\] Go on anyway$" (buffer-string)))
