@@ -25,7 +25,7 @@
 ;; the call fails with the message as its content, as written, where any
 ;; other error gives "Tool error: MESSAGE".
 
-(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 6"
+(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 7"
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -161,6 +161,7 @@ Called from Lisp by load_system; entries that are not strings are left out."
                   (approval hooks id name &rest arguments))
 (declare-function sly-agent-q--module-open-channel "sly-agent-q-module" (process))
 (declare-function sly-agent-q--module-submit "sly-agent-q-module" (calls approval hooks))
+(declare-function sly-agent-q--module-mcp-submit "sly-agent-q-module" (json approval hooks))
 (declare-function sly-agent-q--module-cancel "sly-agent-q-module" (job))
 (declare-function sly-agent-q--module-async-serve "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-mcp-request "sly-agent-q-module" (json approval hooks))
@@ -474,6 +475,29 @@ Returns the response as a JSON string, or nil for a notification."
     (sly-agent-q--calling-module
       (sly-agent-q--module-mcp-request json-string sly-agent-q-approval-function
                                        sly-agent-q-tool-execution-functions))))
+
+(defun sly-agent-q-mcp-request-async (json-string callback)
+  "Handle the MCP JSON-RPC 2.0 message JSON-STRING without blocking Emacs.
+Return the job id at once.  CALLBACK is called later on the main thread,
+from a process filter, with the response as a JSON string (nil when
+nothing is to be answered, as for a notification).  The message runs as
+the jobs of `sly-agent-q-execute-tool-calls-async' do, in turn with
+them: dangerous calls ask `sly-agent-q-approval-function' when reached,
+with `sly-agent-q-call-origin' \"MCP\" unless it is bound to a more
+precise text now.  `sly-agent-q-cancel' stops the job: its calls answer
+[ERROR] INTERRUPTED, and CALLBACK still gets the response."
+  (sly-agent-q--async-channel)
+  (sly-agent-q--sync-options)
+  (let* ((origin (or sly-agent-q-call-origin "MCP"))
+         (approve sly-agent-q-approval-function)
+         (approval (and approve
+                        (lambda (name args)
+                          (let ((sly-agent-q-call-origin origin))
+                            (funcall approve name args)))))
+         (job (sly-agent-q--module-mcp-submit json-string approval
+                                              sly-agent-q-tool-execution-functions)))
+    (puthash job callback sly-agent-q--async-callbacks)
+    job))
 
 (defun sly-agent-q-runtime-status ()
   "A plist describing the embedded Lisp runtime."

@@ -28,7 +28,7 @@ namespace {
 
 // Bumped when the Elisp ⇄ module interface changes; the Elisp side refuses
 // a module of another version (a stale build).
-constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 6";
+constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 7";
 
 app::Services& core() { return app::services(); }
 // For what looks tools up or lists them: the Lisp-defined tools are there.
@@ -302,6 +302,16 @@ emacs_value submit(const Env& env, ptrdiff_t, emacs_value* args) {
   return env.integer(static_cast<std::intmax_t>(id));
 }
 
+// (sly-agent-q--module-mcp-submit JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS) → job id.
+emacs_value mcp_submit(const Env& env, ptrdiff_t, emacs_value* args) {
+  if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
+  std::string message = env.to_string(args[0]);
+  emacs_value approval = env.raw()->make_global_ref(env.raw(), args[1]);
+  emacs_value hooks = env.raw()->make_global_ref(env.raw(), args[2]);
+  std::uint64_t id = async::submit_mcp(std::move(message), approval, hooks, !env.is_nil(args[2]));
+  return env.integer(static_cast<std::intmax_t>(id));
+}
+
 emacs_value cancel(const Env& env, ptrdiff_t, emacs_value* args) {
   return env.boolean(async::cancel(static_cast<std::uint64_t>(env.to_integer(args[0]))));
 }
@@ -467,6 +477,10 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-submit", 3, 3, entry<submit>,
         "Queue tool CALLS to run without blocking Emacs; return the job id.\n\n"
         "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)");
+  defun(raw, "sly-agent-q--module-mcp-submit", 3, 3, entry<mcp_submit>,
+        "Queue one JSON-RPC message to run without blocking Emacs; return the job id.\n"
+        "The job's result is the response text, or nil.\n\n"
+        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)");
   defun(raw, "sly-agent-q--module-cancel", 1, 1, entry<cancel>, "Cancel the asynchronous job JOB.\n\n(fn JOB)");
   defun(raw, "sly-agent-q--module-async-serve", 0, 0, entry<async_serve>,
         "Run what asynchronous calls need of Emacs; return finished jobs as ((ID . RESULTS) ...).");
