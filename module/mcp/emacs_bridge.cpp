@@ -124,7 +124,16 @@ void EmacsBridge::on_client_line(const Line& line) {
   // Unreadable: Emacs's dispatcher answers the parse error (id null).
   std::vector<json> ids = message ? request_ids(*message) : std::vector<json>{};
   const bool expects_answer = !message || !ids.empty();
+  const std::string method = message && message->is_object() && message->contains("method") &&
+                                     (*message)["method"].is_string()
+                                 ? (*message)["method"].get<std::string>()
+                                 : std::string();
+  auto answer_here = [&] {
+    if (auto response = local_server_.handle(line.text, ExecutionOptions{})) respond(*response);
+  };
+  if (method == "ping" && !ids.empty()) return answer_here();
   if (!connect()) {
+    if (method == "initialize" && !ids.empty()) return answer_here();
     if (!expects_answer) return;  // a notification: nobody to tell
     const std::string text = not_serving(connect_error_);
     if (!message) respond_error(nullptr, bridge_error::kNotServing, text);

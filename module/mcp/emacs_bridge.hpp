@@ -11,6 +11,10 @@
 // as long as Emacs is alive, and a stuck Emacs costs at most the timeout.
 // A late answer to a request already answered is dropped.  After an error
 // the next request connects again.
+//
+// The bridge answers ping itself (the client asks whether its server
+// lives), and initialize when Emacs is not there, so that an agent started
+// before Emacs still connects: with the core's dispatcher, over no tools.
 #pragma once
 
 #include <chrono>
@@ -21,6 +25,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/executor.hpp"
+#include "core/jsonrpc.hpp"
+#include "core/registry.hpp"
 #include "mcp/line_splitter.hpp"
 #include "mcp/line_writer.hpp"
 #include "mcp/unique_fd.hpp"
@@ -68,6 +75,9 @@ class EmacsBridge {
   std::string not_serving(const std::string& why) const;
 
   BridgeOptions options_;
+  Registry local_registry_;  // empty: the local answers need no tool
+  Executor local_executor_{local_registry_};
+  McpServer local_server_{local_executor_};
   int in_fd_;
   LineWriter& out_;
   bool client_open_ = true;

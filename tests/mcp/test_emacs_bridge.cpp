@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -213,6 +214,14 @@ class Bridge {
     }
   }
 
+  // The process's thread count, from /proc (0 when unknown).
+  int threads() const {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+    return 0;
+  }
+
   int wait_exit(std::chrono::milliseconds timeout = 10000ms) {
     auto until = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < until) {
@@ -319,7 +328,13 @@ TEST(EmacsBridgeBinary, NoEmacsListeningEveryRequestGetsAClearErrorAndTheBinaryG
   TempDir dir;
   const std::string socket = dir.path + "/mcp.sock";
   Bridge bridge({"--emacs", socket});
-  bridge.send(request(1, "initialize"));
+  // The client connects (initialize, ping), and hears why no tool is there.
+  bridge.send(request(0, "initialize"));
+  json initialized = bridge.response();
+  EXPECT_EQ(initialized["result"]["serverInfo"]["name"], "sly-agent-q") << initialized.dump();
+  // No Lisp was booted: ECL would have started threads of its own.
+  EXPECT_EQ(bridge.threads(), 1);
+  bridge.send(request(1, "tools/list"));
   json error = bridge.response();
   EXPECT_EQ(error["id"], 1) << error.dump();
   EXPECT_EQ(error["error"]["code"], bridge_error::kNotServing);
@@ -329,7 +344,11 @@ TEST(EmacsBridgeBinary, NoEmacsListeningEveryRequestGetsAClearErrorAndTheBinaryG
   // A notification is not answered; the next request is.
   bridge.send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
   bridge.send(request("two", "ping"));
-  EXPECT_EQ(bridge.response()["id"], "two");
+  json pong = bridge.response();
+  EXPECT_EQ(pong["id"], "two");
+  EXPECT_EQ(pong["result"], json::object());
+  bridge.send(call(3));
+  EXPECT_EQ(bridge.response()["error"]["code"], bridge_error::kNotServing);
   bridge.close_stdin();
   EXPECT_EQ(bridge.wait_exit(), 0);
 }
@@ -359,10 +378,11 @@ TEST(EmacsBridgeBinary, RequestsAndAnswersAreForwardedAndAReconnectFollowsALostE
 
   // Emacs back: the next request connects again.
   emacs.listen();
-  bridge.send(request(9, "ping"));
-  json pong = bridge.response();
-  EXPECT_EQ(pong["id"], 9) << pong.dump();
-  EXPECT_EQ(pong["result"], json::object());
+  bridge.send(request(9, "tools/list"));
+  auto list = emacs.next();
+  ASSERT_TRUE(list);
+  emacs.answer(*list, {{"tools", json::array()}});
+  EXPECT_EQ(bridge.response()["id"], 9);
   EXPECT_EQ(emacs.connections.load(), 2);
 }
 
@@ -404,7 +424,10 @@ TEST(EmacsBridgeBinary, AStuckEmacsCostsTheTimeoutThenALateAnswerIsDropped) {
   // Emacs wakes up and answers: the client already has its one answer.
   emacs.answer(*forwarded);
   emacs.answer_pings = true;
-  bridge.send(request(2, "ping"));
+  bridge.send(request(2, "tools/list"));
+  auto list = emacs.next();
+  ASSERT_TRUE(list);
+  emacs.answer(*list, {{"tools", json::array()}});
   json next = bridge.response();
   EXPECT_EQ(next["id"], 2) << next.dump();
 }
