@@ -201,60 +201,66 @@ Returns the socket's file name."
   (prin1-to-string id))
 
 (defun sly-agent-q--mcp-route (line)
-  "How to handle LINE: `:now', (:queue . ID-KEY) or (:cancel . ID-KEY).
-Never signals: what cannot be read is `:now', answered by the dispatcher."
+  "How to handle LINE: `:now', (:queue ID) or (:cancel ID).
+ID is the request's id as parsed (nil for a batch).  Never signals:
+what cannot be read is `:now', answered by the dispatcher."
   (let ((message (condition-case nil
                      (sly-agent-q--module-parse-json line)
                    (error nil))))
-    (cond ((vectorp message) (cons :queue nil)) ; a batch
+    (cond ((vectorp message) (list :queue nil)) ; a batch
           ((not (hash-table-p message)) :now)
           (t
            (let ((method (gethash "method" message))
                  (id (gethash "id" message 'absent)))
              (cond ((and (equal method "tools/call") (not (eq id 'absent)))
-                    (cons :queue (and (or (stringp id) (numberp id))
-                                      (sly-agent-q--mcp-id-key id))))
+                    (list :queue id))
                    ((and (equal method "notifications/cancelled") (eq id 'absent))
                     (let* ((params (gethash "params" message))
                            (request (and (hash-table-p params)
                                          (gethash "requestId" params))))
                       (if (or (stringp request) (numberp request))
-                          (cons :cancel (sly-agent-q--mcp-id-key request))
+                          (list :cancel request)
                         :now)))
                    (t :now)))))))
 
+(defun sly-agent-q--mcp-error (id code text)
+  "A JSON-RPC error response to request ID (:null for none): CODE, TEXT."
+  (sly-agent-q--module-json-text
+   `(("jsonrpc" . "2.0") ("id" . ,id)
+     ("error" . (("code" . ,code) ("message" . ,text))))))
+
 (defun sly-agent-q--mcp-handle (client line)
   "Handle LINE, one JSON-RPC message from CLIENT."
-  (let ((route (sly-agent-q--mcp-route line))
-        (jobs (process-get client 'sly-agent-q-mcp-jobs)))
-    (pcase route
-      (`(:cancel . ,key)
-       (let ((job (gethash key jobs)))
+  (let ((jobs (process-get client 'sly-agent-q-mcp-jobs)))
+    (pcase (sly-agent-q--mcp-route line)
+      (`(:cancel ,id)
+       (let ((job (gethash (sly-agent-q--mcp-id-key id) jobs)))
          (when job (sly-agent-q-cancel job))))
-      (`(:queue . ,key)
-       (let ((job nil))
-         (setq job (sly-agent-q-mcp-request-async
-                    line
-                    (lambda (response)
-                      (when (and key (eql (gethash key jobs) job))
-                        (remhash key jobs))
-                      (sly-agent-q--mcp-send client response))))
-         (when key (puthash key job jobs))))
+      (`(:queue ,id)
+       (let ((key (and (or (stringp id) (numberp id)) (sly-agent-q--mcp-id-key id)))
+             (job nil))
+         (condition-case err
+             (progn
+               (setq job (sly-agent-q-mcp-request-async
+                          line
+                          (lambda (response)
+                            (when (and key (eql (gethash key jobs) job))
+                              (remhash key jobs))
+                            (sly-agent-q--mcp-send client response))))
+               (when key (puthash key job jobs)))
+           (error
+            ;; Still the one answer the request is owed.
+            (sly-agent-q--mcp-send
+             client (sly-agent-q--mcp-error (or id :null) -32603
+                                            (concat "Internal error: " (error-message-string err))))))))
       (_
        (sly-agent-q--mcp-send
         client
         (condition-case err
             (sly-agent-q-mcp-request line)
           (error
-           (format "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":%s}}"
-                   (sly-agent-q--mcp-json-string
-                    (concat "Parse error: " (error-message-string err)))))))))))
-
-(defun sly-agent-q--mcp-json-string (text)
-  "TEXT as a JSON string literal."
-  (let ((object (sly-agent-q--module-json-text (list (cons "s" text)))))
-    ;; {"s":"…"} → "…"
-    (substring object 5 -1)))
+           ;; Text Emacs cannot hand over (such as invalid UTF-8).
+           (sly-agent-q--mcp-error :null -32700 (concat "Parse error: " (error-message-string err))))))))))
 
 (when sly-agent-q-mcp-server-start-on-load
   (with-demoted-errors "sly-agent-q: MCP server not started: %S"

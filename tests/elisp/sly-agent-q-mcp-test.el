@@ -181,6 +181,26 @@
       (agentq-mcp-test-send client "{\"jsonrpc\":")
       (should (equal (agentq-test-get (agentq-mcp-test-answer client :null) "error" "code") -32700))
       (should (agentq-mcp-test-request client 3 "ping"))
+      ;; Invalid UTF-8: one parse error too.
+      (set-process-coding-system client 'binary 'binary)
+      (process-send-string client "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}\n")
+      (should (equal (agentq-test-get (agentq-mcp-test-answer client :null) "error" "code") -32700))
+      (set-process-coding-system client 'utf-8-unix 'utf-8-unix)
+      (should (agentq-mcp-test-request client 5 "ping"))
+      (delete-process client))))
+
+(ert-deftest sly-agent-q-mcp/a-batch-is-answered-with-a-batch ()
+  (agentq-mcp-test-with-server
+    (let ((client (agentq-mcp-test-connect socket)))
+      (agentq-mcp-test-send client "[{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\",\"params\":{\"name\":\"evaluate_lisp\",\"arguments\":{\"code\":\"(+ 1 1)\"}}},{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"},{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"ping\"}]")
+      (let ((end (+ (float-time) 20)))
+        (while (and (null (process-get client 'lines)) (< (float-time) end))
+          (accept-process-output nil 0.01)))
+      (let ((batch (car (process-get client 'lines))))
+        (should (vectorp batch))
+        (should (= (length batch) 2))
+        (should (equal (agentq-test-get batch 0 "result" "content" 0 "text") "=> 2"))
+        (should (equal (agentq-test-get batch 1 "id") "b")))
       (delete-process client))))
 
 (ert-deftest sly-agent-q-mcp/tools-call-runs-without-blocking-emacs ()
