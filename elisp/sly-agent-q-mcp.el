@@ -131,6 +131,8 @@ Returns the socket's file name."
                :log #'sly-agent-q--mcp-accept)))
       (set-file-modes file #o600 'nofollow)
       (process-put sly-agent-q--mcp-server 'sly-agent-q-mcp-file file)
+      ;; No socket left behind for the bridge to find.
+      (add-hook 'kill-emacs-hook #'sly-agent-q-mcp-server-stop)
       (when (called-interactively-p 'interactive)
         (message "sly-agent-q: MCP server listening at %s" file)))
     file))
@@ -161,6 +163,8 @@ Returns the socket's file name."
   ;; A client inherits the server's plist: its own table of calls.
   (process-put client 'sly-agent-q-mcp-jobs (make-hash-table :test 'equal))
   (process-put client 'sly-agent-q-mcp-partial nil)
+  ;; Quitting Emacs does not ask about an agent's connection.
+  (set-process-query-on-exit-flag client nil)
   (push client sly-agent-q--mcp-clients))
 
 (defun sly-agent-q--mcp-forget (client)
@@ -178,16 +182,21 @@ Returns the socket's file name."
 
 (defun sly-agent-q--mcp-filter (client output)
   "Handle each complete line of OUTPUT from CLIENT."
-  (let* ((text (concat (process-get client 'sly-agent-q-mcp-partial) output))
-         (start 0)
-         newline)
-    (while (setq newline (string-search "\n" text start))
-      (let ((line (string-trim-right (substring text start newline) "\r")))
-        (setq start (1+ newline))
-        (unless (string-blank-p line)
-          (sly-agent-q--mcp-handle client line))))
-    (process-put client 'sly-agent-q-mcp-partial
-                 (and (< start (length text)) (substring text start)))))
+  (if (not (string-search "\n" output))
+      ;; Pieces of a long line are kept as a list: joined once, when it ends.
+      (push output (process-get client 'sly-agent-q-mcp-partial))
+    (let* ((pieces (process-get client 'sly-agent-q-mcp-partial))
+           (text (if pieces (apply #'concat (nreverse (cons output pieces))) output))
+           (start 0)
+           newline)
+      (process-put client 'sly-agent-q-mcp-partial nil)
+      (while (setq newline (string-search "\n" text start))
+        (let ((line (string-trim-right (substring text start newline) "\r")))
+          (setq start (1+ newline))
+          (unless (string-blank-p line)
+            (sly-agent-q--mcp-handle client line))))
+      (when (< start (length text))
+        (process-put client 'sly-agent-q-mcp-partial (list (substring text start)))))))
 
 (defun sly-agent-q--mcp-send (client response)
   "Send RESPONSE, a JSON text or nil, to CLIENT if it is still connected."

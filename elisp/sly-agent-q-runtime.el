@@ -418,6 +418,18 @@ is put off until the minibuffer exits."
           (error (message "sly-agent-q: the callback of job %d failed: %s"
                           (car finished) (error-message-string err))))))))
 
+(defun sly-agent-q--async-approval (approve origin)
+  "The approval function APPROVE as an asynchronous job calls it.
+The question is asked from a process filter, where `inhibit-quit' is t:
+C-g is let quit it (which denies), as it does a synchronous call's.
+`sly-agent-q-call-origin' is ORIGIN, the door the job came through,
+unless nil."
+  (and approve
+       (lambda (name args)
+         (let ((inhibit-quit nil)
+               (sly-agent-q-call-origin (or origin sly-agent-q-call-origin)))
+           (funcall approve name args)))))
+
 (defun sly-agent-q-execute-tool-calls-async (calls callback)
   "Run the tool CALLS without blocking Emacs; return the job id at once.
 CALLBACK is called later on the main thread, from a process filter,
@@ -426,8 +438,10 @@ have returned.  Jobs run one after another, in the order submitted;
 the approval function and hooks are those in force now, and an approval
 is asked when its call is reached.  `sly-agent-q-cancel' stops a job."
   (sly-agent-q--async-channel)
-  (let ((job (sly-agent-q--module-submit calls sly-agent-q-approval-function
-                                         sly-agent-q-tool-execution-functions)))
+  (let ((job (sly-agent-q--module-submit
+              calls (sly-agent-q--async-approval sly-agent-q-approval-function
+                                                 sly-agent-q-call-origin)
+              sly-agent-q-tool-execution-functions)))
     (puthash job callback sly-agent-q--async-callbacks)
     job))
 
@@ -488,14 +502,11 @@ precise text now.  `sly-agent-q-cancel' stops the job: its calls answer
 [ERROR] INTERRUPTED, and CALLBACK still gets the response."
   (sly-agent-q--async-channel)
   (sly-agent-q--sync-options)
-  (let* ((origin (or sly-agent-q-call-origin "MCP"))
-         (approve sly-agent-q-approval-function)
-         (approval (and approve
-                        (lambda (name args)
-                          (let ((sly-agent-q-call-origin origin))
-                            (funcall approve name args)))))
-         (job (sly-agent-q--module-mcp-submit json-string approval
-                                              sly-agent-q-tool-execution-functions)))
+  (let ((job (sly-agent-q--module-mcp-submit
+              json-string
+              (sly-agent-q--async-approval sly-agent-q-approval-function
+                                           (or sly-agent-q-call-origin "MCP"))
+              sly-agent-q-tool-execution-functions)))
     (puthash job callback sly-agent-q--async-callbacks)
     job))
 

@@ -238,7 +238,8 @@
            (answer :approved)
            (sly-agent-q-approval-function
             (lambda (tool args)
-              (push (list tool (gethash "path" args) sly-agent-q-call-origin) asked)
+              ;; Asked from a process filter, yet C-g may quit the question.
+              (push (list tool (gethash "path" args) sly-agent-q-call-origin inhibit-quit) asked)
               answer))
            (client (agentq-mcp-test-connect socket)))
       (sly-agent-q-define-tool name "Dangerous." '((:name "path" :type :string))
@@ -246,7 +247,7 @@
                                :handler (lambda (args) (format "ran %s" (gethash "path" args))))
       (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 1 name '(:path "/tmp/a")))
                      "ran /tmp/a"))
-      (should (equal asked `((,name "/tmp/a" "MCP"))))
+      (should (equal asked `((,name "/tmp/a" "MCP" nil))))
       (setq answer '(:denied "not today"))
       (let ((denied (agentq-mcp-test-call client 2 name '(:path "/tmp/b"))))
         (should (eq (agentq-test-get denied "result" "isError") t))
