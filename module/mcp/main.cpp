@@ -54,6 +54,11 @@ int bridge(const Options& options) {
     return 1;
   }
   log(LogLevel::Info, "sly-agent-q-mcp " + std::string(kVersion) + ": forwarding to Emacs at " + options.emacs_socket);
+  // Emacs decides those: its approval function, its allowed directories.
+  if (options.allow_dangerous)
+    log(LogLevel::Warn, "--allow-dangerous does nothing with --emacs: Emacs asks you (sly-agent-q-approval-function)");
+  if (!options.roots.empty())
+    log(LogLevel::Warn, "--root does nothing with --emacs: Emacs has sly-agent-q-allowed-directories");
   BridgeOptions bridge_options;
   bridge_options.socket = options.emacs_socket;
   bridge_options.timeout = std::chrono::milliseconds(static_cast<long long>(options.emacs_timeout_s * 1000));
