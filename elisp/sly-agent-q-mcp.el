@@ -31,8 +31,9 @@
 (defcustom sly-agent-q-mcp-socket "sly-agent-q/mcp.sock"
   "The local socket `sly-agent-q-mcp-server-start' listens on.
 A relative name is under the user's runtime directory: $XDG_RUNTIME_DIR,
-or else a directory of the user's own under `temporary-file-directory'
-\(sly-agent-q-UID).  `sly-agent-q-mcp --emacs' uses the same default.
+or else sly-agent-q-UID, a directory of the user's own under the
+variable `temporary-file-directory'.  `sly-agent-q-mcp --emacs' uses the
+same default.
 The directory holding the socket must belong to the user and not be
 writable by others; it is made (mode 0700) when missing."
   :type 'string
@@ -87,7 +88,7 @@ symbolic link is refused too."
 
 (defun sly-agent-q--mcp-prepare-socket (file)
   "Check the directories FILE goes in, and remove a stale socket at FILE.
-Refuses when another server listens there."
+Refuse when another server listens there."
   (let ((runtime (sly-agent-q--mcp-runtime-directory)))
     ;; The per-user temporary directory is ours to check as well.
     (when (and (not (getenv "XDG_RUNTIME_DIR"))
