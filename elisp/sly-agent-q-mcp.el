@@ -25,7 +25,7 @@
 (require 'subr-x)
 (require 'sly-agent-q-runtime)
 
-(declare-function sly-agent-q--module-parse-json "sly-agent-q-module" (text))
+(declare-function sly-agent-q--module-mcp-route "sly-agent-q-module" (json))
 (declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
 
 (defcustom sly-agent-q-mcp-socket "sly-agent-q/mcp.sock"
@@ -210,29 +210,6 @@ Returns the socket's file name."
   "The key of request ID in a client's table: 1 and \"1\" differ."
   (prin1-to-string id))
 
-(defun sly-agent-q--mcp-route (line)
-  "How to handle LINE: `:now', (:queue ID) or (:cancel ID).
-ID is the request's id as parsed (nil for a batch).  Never signals:
-what cannot be read is `:now', answered by the dispatcher."
-  (let ((message (condition-case nil
-                     (sly-agent-q--module-parse-json line)
-                   (error nil))))
-    (cond ((vectorp message) (list :queue nil)) ; a batch
-          ((not (hash-table-p message)) :now)
-          (t
-           (let ((method (gethash "method" message))
-                 (id (gethash "id" message 'absent)))
-             (cond ((and (equal method "tools/call") (not (eq id 'absent)))
-                    (list :queue id))
-                   ((and (equal method "notifications/cancelled") (eq id 'absent))
-                    (let* ((params (gethash "params" message))
-                           (request (and (hash-table-p params)
-                                         (gethash "requestId" params))))
-                      (if (or (stringp request) (numberp request))
-                          (list :cancel request)
-                        :now)))
-                   (t :now)))))))
-
 (defun sly-agent-q--mcp-error (id code text)
   "A JSON-RPC error response to request ID (:null for none): CODE, TEXT."
   (sly-agent-q--module-json-text
@@ -242,7 +219,11 @@ what cannot be read is `:now', answered by the dispatcher."
 (defun sly-agent-q--mcp-handle (client line)
   "Handle LINE, one JSON-RPC message from CLIENT."
   (let ((jobs (process-get client 'sly-agent-q-mcp-jobs)))
-    (pcase (sly-agent-q--mcp-route line)
+    ;; :now, (:queue ID) or (:cancel ID); what cannot be read is :now, and
+    ;; the dispatcher answers it.
+    (pcase (condition-case nil
+               (sly-agent-q--module-mcp-route line)
+             (error :now))
       (`(:cancel ,id)
        (let ((job (gethash (sly-agent-q--mcp-id-key id) jobs)))
          (when job (sly-agent-q-cancel job))))

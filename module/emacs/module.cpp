@@ -14,6 +14,7 @@
 
 #include "app/services.hpp"
 #include "core/json_limits.hpp"
+#include "core/mcp_route.hpp"
 #include "core/schema.hpp"
 #include "ecl/evaluate_tool.hpp"
 #include "ecl/runtime.hpp"
@@ -351,6 +352,27 @@ emacs_value mcp_request(const Env& env, ptrdiff_t, emacs_value* args) {
   return response ? env.str(*response) : Env::sym().nil;
 }
 
+// (sly-agent-q--module-mcp-route JSON-STRING) → :now, (:queue ID) or
+// (:cancel ID): how the socket server in Emacs handles the message (ID as
+// parsed; nil for a batch).  Parsing here costs microseconds where Emacs
+// hash tables would cost far more, for every message.
+emacs_value mcp_route(const Env& env, ptrdiff_t, emacs_value* args) {
+  mcp::Route route = mcp::route_message(env.to_string(args[0]));
+  auto tagged = [&](const char* tag, const json& id) {
+    emacs_value items[] = {env.intern(tag), id.is_null() ? Env::sym().nil : from_json(env, id)};
+    return env.call(Env::sym().list, 2, items);
+  };
+  switch (route.kind) {
+    case mcp::Route::Kind::Queue:
+      return tagged(":queue", route.id);
+    case mcp::Route::Kind::Cancel:
+      return tagged(":cancel", route.request_id);
+    case mcp::Route::Kind::Answer:
+      break;
+  }
+  return env.intern(":now");
+}
+
 // (sly-agent-q--module-configure KEY VALUE)
 emacs_value configure(const Env& env, ptrdiff_t, emacs_value* args) {
   std::string key = to_json(env, args[0]).get<std::string>();
@@ -489,6 +511,8 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-mcp-request", 3, 3, entry<mcp_request>,
         "Handle one JSON-RPC message; return the response text or nil.\n\n"
         "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)");
+  defun(raw, "sly-agent-q--module-mcp-route", 1, 1, entry<mcp_route>,
+        "How to handle one JSON-RPC message: :now, (:queue ID) or (:cancel ID).\n\n(fn JSON-STRING)");
   defun(raw, "sly-agent-q--module-configure", 2, 2, entry<configure>,
         "Set a runtime setting: eval-timeout, output-limit or heap-limit.\n\n(fn KEY VALUE)");
   defun(raw, "sly-agent-q--module-status", 0, 0, entry<status>, "Plist describing the Lisp runtime.");
