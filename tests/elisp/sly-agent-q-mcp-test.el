@@ -216,18 +216,18 @@
             (progn
               (agentq-mcp-test-send client '(:jsonrpc "2.0" :id "slow" :method "tools/call"
                                                       :params (:name "evaluate_lisp"
-                                                               :arguments (:code "(progn (sleep 1) :slept)"))))
+                                                               :arguments (:code "(progn (sleep 2) :slept)"))))
               ;; A ping is answered while the call runs.
               (should (agentq-mcp-test-request client "p" "ping"))
-              (should (< (- (float-time) start) 0.5))
+              (should (< (- (float-time) start) 1.5)) ; not the 2 s of the call
               (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client "slow")) "=> :SLEPT")))
           (cancel-timer timer))
         (should (> ticks 10)))
       ;; The method written with a JSON escape is still a tools/call: queued.
       (let ((start (float-time)))
-        (agentq-mcp-test-send client "{\"jsonrpc\":\"2.0\",\"id\":\"esc\",\"method\":\"tools\\/call\",\"params\":{\"name\":\"evaluate_lisp\",\"arguments\":{\"code\":\"(progn (sleep 1) :escaped)\"}}}")
+        (agentq-mcp-test-send client "{\"jsonrpc\":\"2.0\",\"id\":\"esc\",\"method\":\"tools\\/call\",\"params\":{\"name\":\"evaluate_lisp\",\"arguments\":{\"code\":\"(progn (sleep 2) :escaped)\"}}}")
         (should (agentq-mcp-test-request client "p2" "ping"))
-        (should (< (- (float-time) start) 0.5))
+        (should (< (- (float-time) start) 1.5)) ; not the 2 s of the call
         (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client "esc")) "=> :ESCAPED")))
       ;; A tool that fails is a result with isError, as the dispatcher has it.
       (let ((failed (agentq-mcp-test-call client 2 "evaluate_lisp" '(:code "(error \"boom\")"))))

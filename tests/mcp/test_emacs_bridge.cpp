@@ -390,12 +390,12 @@ TEST(EmacsBridgeBinary, ACallWaitsPastTheTimeoutWhileEmacsAnswersPings) {
   TempDir dir;
   const std::string socket = dir.path + "/mcp.sock";
   FakeEmacs emacs(socket);
-  Bridge bridge({"--emacs", socket, "--emacs-timeout", "0.6"});
+  Bridge bridge({"--emacs", socket, "--emacs-timeout", "1"});
   bridge.send(call("approval"));
   auto forwarded = emacs.next();
   ASSERT_TRUE(forwarded);
-  // An approval the person takes 2 s over: Emacs answers the bridge's pings.
-  EXPECT_TRUE(bridge.response(2000ms).is_null()) << "answered before Emacs did";
+  // An approval the person takes 2.5 s over: Emacs answers the bridge's pings.
+  EXPECT_TRUE(bridge.response(2500ms).is_null()) << "answered before Emacs did";
   EXPECT_GE(emacs.pings.load(), 2);
   emacs.answer(*forwarded, {{"content", json::array()}, {"isError", false}});
   json answer = bridge.response();
