@@ -25,7 +25,7 @@
 ;; the call fails with the message as its content, as written, where any
 ;; other error gives "Tool error: MESSAGE".
 
-(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 6"
+(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 8"
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -161,6 +161,7 @@ Called from Lisp by load_system; entries that are not strings are left out."
                   (approval hooks id name &rest arguments))
 (declare-function sly-agent-q--module-open-channel "sly-agent-q-module" (process))
 (declare-function sly-agent-q--module-submit "sly-agent-q-module" (calls approval hooks &optional with-debugger))
+(declare-function sly-agent-q--module-mcp-submit "sly-agent-q-module" (json approval hooks))
 (declare-function sly-agent-q--module-cancel "sly-agent-q-module" (job))
 (declare-function sly-agent-q--module-async-serve "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-mcp-request "sly-agent-q-module" (json approval hooks))
@@ -421,6 +422,18 @@ is put off until the minibuffer exits."
           (error (message "sly-agent-q: the callback of job %d failed: %s"
                           (car finished) (error-message-string err))))))))
 
+(defun sly-agent-q--async-approval (approve origin)
+  "The approval function APPROVE as an asynchronous job calls it.
+The question is asked from a process filter, where `inhibit-quit' is t:
+C-g is let quit it (which denies), as it does a synchronous call's.
+`sly-agent-q-call-origin' is ORIGIN, the door the job came through,
+unless nil."
+  (and approve
+       (lambda (name args)
+         (let ((inhibit-quit nil)
+               (sly-agent-q-call-origin (or origin sly-agent-q-call-origin)))
+           (funcall approve name args)))))
+
 (defun sly-agent-q-execute-tool-calls-async (calls callback &optional with-debugger)
   "Run the tool CALLS without blocking Emacs; return the job id at once.
 CALLBACK is called later on the main thread, from a process filter,
@@ -432,9 +445,11 @@ WITH-DEBUGGER non-nil (the REPL's own evaluations, never a model's calls):
 an unhandled error in an evaluate_lisp call shows the debugger, where the
 person chooses a restart, instead of ending the call with [ERROR]."
   (sly-agent-q--async-channel)
-  (let ((job (sly-agent-q--module-submit calls sly-agent-q-approval-function
-                                         sly-agent-q-tool-execution-functions
-                                         with-debugger)))
+  (let ((job (sly-agent-q--module-submit
+              calls (sly-agent-q--async-approval sly-agent-q-approval-function
+                                                 sly-agent-q-call-origin)
+              sly-agent-q-tool-execution-functions
+              with-debugger)))
     (puthash job callback sly-agent-q--async-callbacks)
     job))
 
@@ -482,6 +497,26 @@ Returns the response as a JSON string, or nil for a notification."
     (sly-agent-q--calling-module
       (sly-agent-q--module-mcp-request json-string sly-agent-q-approval-function
                                        sly-agent-q-tool-execution-functions))))
+
+(defun sly-agent-q-mcp-request-async (json-string callback)
+  "Handle the MCP JSON-RPC 2.0 message JSON-STRING without blocking Emacs.
+Return the job id at once.  CALLBACK is called later on the main thread,
+from a process filter, with the response as a JSON string (nil when
+nothing is to be answered, as for a notification).  The message runs as
+the jobs of `sly-agent-q-execute-tool-calls-async' do, in turn with
+them: dangerous calls ask `sly-agent-q-approval-function' when reached,
+with `sly-agent-q-call-origin' \"MCP\" unless it is bound to a more
+precise text now.  `sly-agent-q-cancel' stops the job: its calls answer
+[ERROR] INTERRUPTED, and CALLBACK still gets the response."
+  (sly-agent-q--async-channel)
+  (sly-agent-q--sync-options)
+  (let ((job (sly-agent-q--module-mcp-submit
+              json-string
+              (sly-agent-q--async-approval sly-agent-q-approval-function
+                                           (or sly-agent-q-call-origin "MCP"))
+              sly-agent-q-tool-execution-functions)))
+    (puthash job callback sly-agent-q--async-callbacks)
+    job))
 
 (defun sly-agent-q-runtime-status ()
   "A plist describing the embedded Lisp runtime."

@@ -31,6 +31,9 @@ struct Batch {
   std::atomic<bool> cancelled{false};
   std::atomic<std::uint64_t> lisp_job{0};  // the runtime's job of the call running now, or 0
   std::vector<ToolResult> results;
+  // An MCP message instead of CALLS (submit_mcp), and its response.
+  std::optional<std::string> mcp_message;
+  std::optional<std::string> mcp_response;
 };
 
 struct MainWork {
@@ -149,6 +152,12 @@ void run_batch(const std::shared_ptr<Batch>& batch) {
             for (const Hook& hook : elisp_hooks(env, batch->hooks)) hook(phase, name, args, result);
           });
         });
+  if (batch->mcp_message) {
+    // A cancelled message still runs: its calls fail as interrupted, and
+    // the client gets its one response.
+    batch->mcp_response = app::services_with_tools().server.handle(*batch->mcp_message, options);
+    return;
+  }
   for (PendingCall& pending : batch->calls) {
     if (!pending.call)
       batch->results.push_back(pending.invalid);
@@ -195,12 +204,10 @@ void set_channel(int fd) {
 
 bool has_channel() { return state().fd.load() >= 0; }
 
-std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks,
-                     bool debugger) {
+namespace {
+
+std::uint64_t queue_batch(std::shared_ptr<Batch> batch, emacs_value approval, emacs_value hooks, bool has_hooks) {
   State& s = state();
-  auto batch = std::make_shared<Batch>();
-  batch->debugger = debugger;
-  batch->calls = std::move(calls);
   batch->approval = approval;
   batch->hooks = hooks;
   batch->has_hooks = has_hooks;
@@ -220,6 +227,22 @@ std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs
   }
   s.runner_cv.notify_one();
   return batch->id;
+}
+
+}  // namespace
+
+std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks,
+                     bool debugger) {
+  auto batch = std::make_shared<Batch>();
+  batch->debugger = debugger;
+  batch->calls = std::move(calls);
+  return queue_batch(std::move(batch), approval, hooks, has_hooks);
+}
+
+std::uint64_t submit_mcp(std::string message, emacs_value approval, emacs_value hooks, bool has_hooks) {
+  auto batch = std::make_shared<Batch>();
+  batch->mcp_message = std::move(message);
+  return queue_batch(std::move(batch), approval, hooks, has_hooks);
 }
 
 bool cancel(std::uint64_t id) {
@@ -364,9 +387,14 @@ emacs_value serve_queues(const Env& env, bool finished_too) {
       s.done_cv.notify_all();
       continue;
     }
-    std::vector<emacs_value> results;
-    for (const ToolResult& result : batch->results) results.push_back(result_to_plist(env, result));
-    emacs_value list = env.call(Env::sym().list, static_cast<ptrdiff_t>(results.size()), results.data());
+    emacs_value list;
+    if (batch->mcp_message) {
+      list = batch->mcp_response ? env.str(*batch->mcp_response) : Env::sym().nil;
+    } else {
+      std::vector<emacs_value> results;
+      for (const ToolResult& result : batch->results) results.push_back(result_to_plist(env, result));
+      list = env.call(Env::sym().list, static_cast<ptrdiff_t>(results.size()), results.data());
+    }
     emacs_value pair[] = {env.integer(static_cast<std::intmax_t>(batch->id)), list};
     done.push_back(env.call(env.intern("cons"), 2, pair));
     env.raw()->free_global_ref(env.raw(), batch->approval);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
@@ -48,6 +49,12 @@ bool answer_later(std::uint64_t key, HostAnswer answer);
 
 // True while a request waits for its later answer under KEY.
 bool later_pending(std::uint64_t key);
+
+// Queues one MCP message (JSON-RPC 2.0 text: a tools/call request, a
+// batch…) to run on the runner through the dispatcher (McpServer::handle)
+// with APPROVAL and HOOKS as for submit().  serve() hands it back as
+// (ID . RESPONSE-TEXT), RESPONSE-TEXT nil when nothing is to be answered.
+std::uint64_t submit_mcp(std::string message, emacs_value approval, emacs_value hooks, bool has_hooks);
 
 // Cancels job ID: a running Lisp evaluation is interrupted, calls not yet
 // run fail with INTERRUPTED.  False when no such job is queued or running.
