@@ -28,6 +28,7 @@
 (require 'sly-agent-q-runtime)
 (require 'sly-agent-q-commands)
 (require 'sly-agent-q-completion)
+(require 'sly-agent-q-debugger)
 
 (defgroup sly-agent-q-repl nil
   "The REPL buffer of sly-agent-q."
@@ -175,6 +176,8 @@ What it prints comes as it prints it."
                      (with-current-buffer buffer
                        (setq sly-agent-q-repl--job nil)
                        (sly-agent-q-repl--result (car results) job))))
+                 ;; An error stops in the debugger (sly-agent-q-debugger.el).
+                 t
                  (lambda (text)
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer

@@ -25,7 +25,7 @@
 ;; the call fails with the message as its content, as written, where any
 ;; other error gives "Tool error: MESSAGE".
 
-(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 7"
+(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 9"
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -160,7 +160,9 @@ Called from Lisp by load_system; entries that are not strings are left out."
 (declare-function sly-agent-q--module-execute-call "sly-agent-q-module"
                   (approval hooks id name &rest arguments))
 (declare-function sly-agent-q--module-open-channel "sly-agent-q-module" (process))
-(declare-function sly-agent-q--module-submit "sly-agent-q-module" (calls approval hooks &optional interactive))
+(declare-function sly-agent-q--module-submit "sly-agent-q-module"
+                  (calls approval hooks &optional with-debugger interactive))
+(declare-function sly-agent-q--module-mcp-submit "sly-agent-q-module" (json approval hooks))
 (declare-function sly-agent-q--module-cancel "sly-agent-q-module" (job))
 (declare-function sly-agent-q--module-async-serve "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-mcp-request "sly-agent-q-module" (json approval hooks))
@@ -238,8 +240,10 @@ Returns nil when the call may go on, or the text it fails with."
 
 (defun sly-agent-q--eval-for-lisp (text)
   "Evaluate TEXT, one Emacs Lisp form sent by `agent-q:eval-in-emacs'.
-Returns (t . PRINTED-VALUE) or (nil . ERROR-MESSAGE).  A quit is not
-caught: C-g here quits the evaluation that asked."
+Returns (t . PRINTED-VALUE) or (nil . ERROR-MESSAGE), or (later . KEY)
+when the form returned (:agent-q-answer-later . KEY): the person answers
+later, with `sly-agent-q--module-answer-later' (the REPL's debugger).  A
+quit is not caught: C-g here quits the evaluation that asked."
   (condition-case err
       (let* ((read (read-from-string text))
              (rest (substring text (cdr read))))
@@ -250,7 +254,9 @@ caught: C-g here quits the evaluation that asked."
               (print-escape-newlines nil) (print-escape-control-characters nil)
               (print-escape-nonascii nil) (print-escape-multibyte nil)
               (print-length nil) (print-level nil) (print-circle nil))
-          (cons t (prin1-to-string value))))
+          (if (and (eq (car-safe value) :agent-q-answer-later) (natnump (cdr value)))
+              (cons 'later (cdr value))
+            (cons t (prin1-to-string value)))))
     (error (cons nil (error-message-string err)))))
 
 ;;;; What Lisp's `agent-q:execute-tool-calls' asks of Emacs
@@ -416,7 +422,7 @@ is put off until the minibuffer exits."
 (defun sly-agent-q--serve-async ()
   "Run the work asynchronous calls queued for Emacs and finished jobs' callbacks."
   (dolist (finished (sly-agent-q--module-async-serve))
-    (if (eq (cadr finished) :output)
+    (if (and (consp (cdr finished)) (eq (cadr finished) :output))
         (sly-agent-q--async-output (car finished) (nth 2 finished))
       (remhash (car finished) sly-agent-q--async-output-functions)
       (sly-agent-q--async-finished finished))))
@@ -436,13 +442,28 @@ is put off until the minibuffer exits."
         (error (message "sly-agent-q: the callback of job %d failed: %s"
                         (car finished) (error-message-string err)))))))
 
-(defun sly-agent-q-execute-tool-calls-async (calls callback &optional on-output)
+(defun sly-agent-q--async-approval (approve origin)
+  "The approval function APPROVE as an asynchronous job calls it.
+The question is asked from a process filter, where `inhibit-quit' is t:
+C-g is let quit it (which denies), as it does a synchronous call's.
+`sly-agent-q-call-origin' is ORIGIN, the door the job came through,
+unless nil."
+  (and approve
+       (lambda (name args)
+         (let ((inhibit-quit nil)
+               (sly-agent-q-call-origin (or origin sly-agent-q-call-origin)))
+           (funcall approve name args)))))
+
+(defun sly-agent-q-execute-tool-calls-async (calls callback &optional with-debugger on-output)
   "Run the tool CALLS without blocking Emacs; return the job id at once.
 CALLBACK is called later on the main thread, from a process filter,
 with the list of results that `sly-agent-q-execute-tool-calls' would
 have returned.  Jobs run one after another, in the order submitted;
 the approval function and hooks are those in force now, and an approval
 is asked when its call is reached.  `sly-agent-q-cancel' stops a job.
+WITH-DEBUGGER non-nil (the REPL's own evaluations, never a model's calls):
+an unhandled error in an evaluate_lisp call shows the debugger, where the
+person chooses a restart, instead of ending the call with [ERROR].
 
 ON-OUTPUT non-nil makes the job's evaluate_lisp calls interactive, as
 the REPL's are: ON-OUTPUT is called on the main thread with each piece
@@ -454,9 +475,11 @@ was cut, past `sly-agent-q-output-limit' characters), and their values
 are kept in the session: (agent-q::repl-value JOB N) is the Nth value,
 from 0, of the last evaluation of job JOB (the last 100 such jobs)."
   (sly-agent-q--async-channel)
-  (let ((job (sly-agent-q--module-submit calls sly-agent-q-approval-function
-                                         sly-agent-q-tool-execution-functions
-                                         (and on-output t))))
+  (let ((job (sly-agent-q--module-submit
+              calls (sly-agent-q--async-approval sly-agent-q-approval-function
+                                                 sly-agent-q-call-origin)
+              sly-agent-q-tool-execution-functions
+              with-debugger (and on-output t))))
     (puthash job callback sly-agent-q--async-callbacks)
     (when on-output
       (puthash job on-output sly-agent-q--async-output-functions))
@@ -506,6 +529,26 @@ Returns the response as a JSON string, or nil for a notification."
     (sly-agent-q--calling-module
       (sly-agent-q--module-mcp-request json-string sly-agent-q-approval-function
                                        sly-agent-q-tool-execution-functions))))
+
+(defun sly-agent-q-mcp-request-async (json-string callback)
+  "Handle the MCP JSON-RPC 2.0 message JSON-STRING without blocking Emacs.
+Return the job id at once.  CALLBACK is called later on the main thread,
+from a process filter, with the response as a JSON string (nil when
+nothing is to be answered, as for a notification).  The message runs as
+the jobs of `sly-agent-q-execute-tool-calls-async' do, in turn with
+them: dangerous calls ask `sly-agent-q-approval-function' when reached,
+with `sly-agent-q-call-origin' \"MCP\" unless it is bound to a more
+precise text now.  `sly-agent-q-cancel' stops the job: its calls answer
+[ERROR] INTERRUPTED, and CALLBACK still gets the response."
+  (sly-agent-q--async-channel)
+  (sly-agent-q--sync-options)
+  (let ((job (sly-agent-q--module-mcp-submit
+              json-string
+              (sly-agent-q--async-approval sly-agent-q-approval-function
+                                           (or sly-agent-q-call-origin "MCP"))
+              sly-agent-q-tool-execution-functions)))
+    (puthash job callback sly-agent-q--async-callbacks)
+    job))
 
 (defun sly-agent-q-runtime-status ()
   "A plist describing the embedded Lisp runtime."

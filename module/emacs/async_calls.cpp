@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -26,11 +27,15 @@ struct Batch {
   emacs_value approval = nullptr;  // global refs, freed by serve()
   emacs_value hooks = nullptr;
   bool has_hooks = false;
+  bool debugger = false;
   bool interactive = false;  // its evaluations' output is handed over as it comes
   std::string output;        // guarded by State::mutex: not handed over yet
   std::atomic<bool> cancelled{false};
   std::atomic<std::uint64_t> lisp_job{0};  // the runtime's job of the call running now, or 0
   std::vector<ToolResult> results;
+  // An MCP message instead of CALLS (submit_mcp), and its response.
+  std::optional<std::string> mcp_message;
+  std::optional<std::string> mcp_response;
 };
 
 struct MainWork {
@@ -48,6 +53,8 @@ struct State {
   std::shared_ptr<Batch> running;
   std::deque<std::shared_ptr<MainWork>> main_work;
   std::deque<std::shared_ptr<Batch>> finished;
+  // Requests Emacs answered with (later . KEY): the answer once given.
+  std::map<std::uint64_t, std::optional<HostAnswer>> later;
   std::atomic<int> fd{-1};
   std::atomic<bool> work_queued{false};  // main_work is not empty
   bool runner_started = false;
@@ -90,6 +97,7 @@ class AsyncCallContext final : public CallContext {
   bool cancelled() const override { return batch_.cancelled.load(); }
   bool interrupt_is_cancel() const override { return true; }
   void job_queued(std::uint64_t job_id) override { batch_.lisp_job = job_id; }
+  bool wants_debugger() const override { return batch_.debugger; }
   std::uint64_t interactive_key() const override { return batch_.interactive ? batch_.id : 0; }
   void output(const std::string& text) override {
     bool first;
@@ -107,15 +115,34 @@ class AsyncCallContext final : public CallContext {
       run_on_main([&](const Env& env) {
         bool quit = false;
         answer = eval_elisp_for_lisp(env, form, quit);
+        if (answer.later) {
+          // Registered before the filter returns, so before any command
+          // of the person can answer.
+          std::lock_guard lock(state().mutex);
+          state().later[answer.later].reset();
+        }
         if (quit) throw NonLocalExit();  // serve() cancels the batch
       });
     } catch (const NotServed& e) {
       answer = {false, e.what()};
     }
+    if (answer.later) answer = wait_later(answer.later);
     return answer;
   }
 
  private:
+  // The person answers through a command (answer_later), so Emacs is free
+  // meanwhile.  This thread is the job's owner serving its request: the
+  // job's time limit stays paused; a cancellation ends the wait.
+  HostAnswer wait_later(std::uint64_t key) {
+    State& s = state();
+    std::unique_lock lock(s.mutex);
+    s.done_cv.wait(lock, [&] { return s.later[key].has_value() || batch_.cancelled.load(); });
+    HostAnswer given = s.later[key].value_or(HostAnswer{false, "the call was cancelled"});
+    s.later.erase(key);
+    return given;
+  }
+
   Batch& batch_;
 };
 
@@ -138,6 +165,12 @@ void run_batch(const std::shared_ptr<Batch>& batch) {
             for (const Hook& hook : elisp_hooks(env, batch->hooks)) hook(phase, name, args, result);
           });
         });
+  if (batch->mcp_message) {
+    // A cancelled message still runs: its calls fail as interrupted, and
+    // the client gets its one response.
+    batch->mcp_response = app::services_with_tools().server.handle(*batch->mcp_message, options);
+    return;
+  }
   for (PendingCall& pending : batch->calls) {
     if (!pending.call)
       batch->results.push_back(pending.invalid);
@@ -184,12 +217,10 @@ void set_channel(int fd) {
 
 bool has_channel() { return state().fd.load() >= 0; }
 
-std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks,
-                     bool interactive) {
+namespace {
+
+std::uint64_t queue_batch(std::shared_ptr<Batch> batch, emacs_value approval, emacs_value hooks, bool has_hooks) {
   State& s = state();
-  auto batch = std::make_shared<Batch>();
-  batch->interactive = interactive;
-  batch->calls = std::move(calls);
   batch->approval = approval;
   batch->hooks = hooks;
   batch->has_hooks = has_hooks;
@@ -211,6 +242,23 @@ std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs
   return batch->id;
 }
 
+}  // namespace
+
+std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks,
+                     bool debugger, bool interactive) {
+  auto batch = std::make_shared<Batch>();
+  batch->debugger = debugger;
+  batch->interactive = interactive;
+  batch->calls = std::move(calls);
+  return queue_batch(std::move(batch), approval, hooks, has_hooks);
+}
+
+std::uint64_t submit_mcp(std::string message, emacs_value approval, emacs_value hooks, bool has_hooks) {
+  auto batch = std::make_shared<Batch>();
+  batch->mcp_message = std::move(message);
+  return queue_batch(std::move(batch), approval, hooks, has_hooks);
+}
+
 bool cancel(std::uint64_t id) {
   State& s = state();
   bool found = false;
@@ -227,6 +275,26 @@ bool cancel(std::uint64_t id) {
   }
   s.done_cv.notify_all();  // the runner may be waiting for the main thread
   return found;
+}
+
+bool answer_later(std::uint64_t key, HostAnswer answer) {
+  State& s = state();
+  {
+    std::lock_guard lock(s.mutex);
+    auto it = s.later.find(key);
+    if (it == s.later.end() || it->second) return false;
+    answer.later = 0;
+    it->second = std::move(answer);
+  }
+  s.done_cv.notify_all();
+  return true;
+}
+
+bool later_pending(std::uint64_t key) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = s.later.find(key);
+  return it != s.later.end() && !it->second;
 }
 
 void run_on_main(const std::function<void(const Env&)>& work) {
@@ -344,9 +412,14 @@ emacs_value serve_queues(const Env& env, bool finished_too) {
     // Its output came before its results.
     if (!output.empty()) done.push_back(output_entry(env, batch->id, output));
     output.clear();
-    std::vector<emacs_value> results;
-    for (const ToolResult& result : batch->results) results.push_back(result_to_plist(env, result));
-    emacs_value list = env.call(Env::sym().list, static_cast<ptrdiff_t>(results.size()), results.data());
+    emacs_value list;
+    if (batch->mcp_message) {
+      list = batch->mcp_response ? env.str(*batch->mcp_response) : Env::sym().nil;
+    } else {
+      std::vector<emacs_value> results;
+      for (const ToolResult& result : batch->results) results.push_back(result_to_plist(env, result));
+      list = env.call(Env::sym().list, static_cast<ptrdiff_t>(results.size()), results.data());
+    }
     emacs_value pair[] = {env.integer(static_cast<std::intmax_t>(batch->id)), list};
     done.push_back(env.call(env.intern("cons"), 2, pair));
     env.raw()->free_global_ref(env.raw(), batch->approval);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
@@ -35,12 +36,27 @@ bool has_channel();
 
 // Queues a batch.  APPROVAL and HOOKS are the approval function and the
 // hook list at submission, as global refs the batch now owns (freed by
-// serve() when the batch is handed back).  INTERACTIVE: its evaluations
-// are interactive (CallContext::interactive_key, with the job id as the
-// key), their output handed back by serve() as it comes.  Returns the job
-// id.
+// serve() when the batch is handed back).  DEBUGGER: an error in its
+// evaluations stops in the REPL's debugger (the REPL's own calls only).
+// INTERACTIVE: its evaluations are interactive (CallContext::interactive_key,
+// with the job id as the key), their output handed back by serve() as it
+// comes.  Returns the job id.
 std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks,
-                     bool interactive = false);
+                     bool debugger = false, bool interactive = false);
+
+// The person's later answer (the REPL's debugger) to the request that
+// Emacs answered with (later . KEY).  False when nothing waits for KEY
+// (its batch was cancelled, or the key is unknown).
+bool answer_later(std::uint64_t key, HostAnswer answer);
+
+// True while a request waits for its later answer under KEY.
+bool later_pending(std::uint64_t key);
+
+// Queues one MCP message (JSON-RPC 2.0 text: a tools/call request, a
+// batch…) to run on the runner through the dispatcher (McpServer::handle)
+// with APPROVAL and HOOKS as for submit().  serve() hands it back as
+// (ID . RESPONSE-TEXT), RESPONSE-TEXT nil when nothing is to be answered.
+std::uint64_t submit_mcp(std::string message, emacs_value approval, emacs_value hooks, bool has_hooks);
 
 // Cancels job ID: a running Lisp evaluation is interrupted, calls not yet
 // run fail with INTERRUPTED.  False when no such job is queued or running.

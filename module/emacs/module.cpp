@@ -14,6 +14,7 @@
 
 #include "app/services.hpp"
 #include "core/json_limits.hpp"
+#include "core/mcp_route.hpp"
 #include "core/schema.hpp"
 #include "ecl/evaluate_tool.hpp"
 #include "ecl/runtime.hpp"
@@ -28,7 +29,7 @@ namespace {
 
 // Bumped when the Elisp ⇄ module interface changes; the Elisp side refuses
 // a module of another version (a stale build).
-constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 7";
+constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 9";
 
 app::Services& core() { return app::services(); }
 // For what looks tools up or lists them: the Lisp-defined tools are there.
@@ -291,7 +292,7 @@ emacs_value open_channel(const Env& env, ptrdiff_t, emacs_value* args) {
 }
 
 // (sly-agent-q--module-submit CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS
-// &optional INTERACTIVE) → job id.
+// &optional DEBUGGER INTERACTIVE) → job id.
 emacs_value submit(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
   std::vector<PendingCall> calls;
@@ -299,8 +300,31 @@ emacs_value submit(const Env& env, ptrdiff_t nargs, emacs_value* args) {
     calls.push_back(read_call(env, [&](std::optional<std::string>& id) { return to_tool_call(env, value, id); }));
   emacs_value approval = env.raw()->make_global_ref(env.raw(), args[1]);
   emacs_value hooks = env.raw()->make_global_ref(env.raw(), args[2]);
-  bool interactive = nargs > 3 && !env.is_nil(args[3]);
-  std::uint64_t id = async::submit(std::move(calls), approval, hooks, !env.is_nil(args[2]), interactive);
+  bool debugger = nargs > 3 && !env.is_nil(args[3]);
+  bool interactive = nargs > 4 && !env.is_nil(args[4]);
+  std::uint64_t id = async::submit(std::move(calls), approval, hooks, !env.is_nil(args[2]), debugger, interactive);
+  return env.integer(static_cast<std::intmax_t>(id));
+}
+
+// (sly-agent-q--module-answer-later KEY OK TEXT) → t, or nil when nothing
+// waits for KEY: the person's answer to a request Emacs answered with
+// (later . KEY), the REPL's debugger.
+emacs_value answer_later(const Env& env, ptrdiff_t, emacs_value* args) {
+  HostAnswer answer{!env.is_nil(args[1]), env.to_string(args[2])};
+  return env.boolean(async::answer_later(static_cast<std::uint64_t>(env.to_integer(args[0])), std::move(answer)));
+}
+
+emacs_value later_pending(const Env& env, ptrdiff_t, emacs_value* args) {
+  return env.boolean(async::later_pending(static_cast<std::uint64_t>(env.to_integer(args[0]))));
+}
+
+// (sly-agent-q--module-mcp-submit JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS) → job id.
+emacs_value mcp_submit(const Env& env, ptrdiff_t, emacs_value* args) {
+  if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
+  std::string message = env.to_string(args[0]);
+  emacs_value approval = env.raw()->make_global_ref(env.raw(), args[1]);
+  emacs_value hooks = env.raw()->make_global_ref(env.raw(), args[2]);
+  std::uint64_t id = async::submit_mcp(std::move(message), approval, hooks, !env.is_nil(args[2]));
   return env.integer(static_cast<std::intmax_t>(id));
 }
 
@@ -341,6 +365,27 @@ emacs_value mcp_request(const Env& env, ptrdiff_t, emacs_value* args) {
   std::optional<std::string> response = tools().server.handle(message, options);
   if (env.exit_pending()) throw NonLocalExit();
   return response ? env.str(*response) : Env::sym().nil;
+}
+
+// (sly-agent-q--module-mcp-route JSON-STRING) → :now, (:queue ID) or
+// (:cancel ID): how the socket server in Emacs handles the message (ID as
+// parsed; nil for a batch).  Parsing here costs microseconds where Emacs
+// hash tables would cost far more, for every message.
+emacs_value mcp_route(const Env& env, ptrdiff_t, emacs_value* args) {
+  mcp::Route route = mcp::route_message(env.to_string(args[0]));
+  auto tagged = [&](const char* tag, const json& id) {
+    emacs_value items[] = {env.intern(tag), id.is_null() ? Env::sym().nil : from_json(env, id)};
+    return env.call(Env::sym().list, 2, items);
+  };
+  switch (route.kind) {
+    case mcp::Route::Kind::Queue:
+      return tagged(":queue", route.id);
+    case mcp::Route::Kind::Cancel:
+      return tagged(":cancel", route.request_id);
+    case mcp::Route::Kind::Answer:
+      break;
+  }
+  return env.intern(":now");
 }
 
 // (sly-agent-q--module-configure KEY VALUE)
@@ -466,10 +511,20 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-list-tools", 0, 0, entry<list_tools>, "Sorted names of the registered tools.");
   defun(raw, "sly-agent-q--module-open-channel", 1, 1, entry<open_channel>,
         "Serve asynchronous calls through PIPE-PROCESS's filter.\n\n(fn PIPE-PROCESS)");
-  defun(raw, "sly-agent-q--module-submit", 3, 4, entry<submit>,
+  defun(raw, "sly-agent-q--module-submit", 3, 5, entry<submit>,
         "Queue tool CALLS to run without blocking Emacs; return the job id.\n"
+        "DEBUGGER non-nil: an error in its evaluations stops in the REPL's debugger.\n"
         "INTERACTIVE non-nil: evaluations hand their output over as it comes.\n\n"
-        "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS &optional INTERACTIVE)");
+        "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS &optional DEBUGGER INTERACTIVE)");
+  defun(raw, "sly-agent-q--module-answer-later", 3, 3, entry<answer_later>,
+        "Give Lisp the answer to its request that Emacs answered with (later . KEY).\n"
+        "Return nil when nothing waits for KEY.\n\n(fn KEY OK TEXT)");
+  defun(raw, "sly-agent-q--module-later-pending-p", 1, 1, entry<later_pending>,
+        "Non-nil while Lisp waits for the later answer KEY.\n\n(fn KEY)");
+  defun(raw, "sly-agent-q--module-mcp-submit", 3, 3, entry<mcp_submit>,
+        "Queue one JSON-RPC message to run without blocking Emacs; return the job id.\n"
+        "The job's result is the response text, or nil.\n\n"
+        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)");
   defun(raw, "sly-agent-q--module-cancel", 1, 1, entry<cancel>, "Cancel the asynchronous job JOB.\n\n(fn JOB)");
   defun(raw, "sly-agent-q--module-async-serve", 0, 0, entry<async_serve>,
         "Run what asynchronous calls need of Emacs; return finished jobs as ((ID . RESULTS) ...),\n"
@@ -479,6 +534,8 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-mcp-request", 3, 3, entry<mcp_request>,
         "Handle one JSON-RPC message; return the response text or nil.\n\n"
         "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)");
+  defun(raw, "sly-agent-q--module-mcp-route", 1, 1, entry<mcp_route>,
+        "How to handle one JSON-RPC message: :now, (:queue ID) or (:cancel ID).\n\n(fn JSON-STRING)");
   defun(raw, "sly-agent-q--module-configure", 2, 2, entry<configure>,
         "Set a runtime setting: eval-timeout, output-limit or heap-limit.\n\n(fn KEY VALUE)");
   defun(raw, "sly-agent-q--module-status", 0, 0, entry<status>, "Plist describing the Lisp runtime.");

@@ -3,6 +3,7 @@
 // dispatcher as the Emacs module (app/services).
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -12,6 +13,7 @@
 #include "app/services.hpp"
 #include "ecl/runtime.hpp"
 #include "mcp/approval.hpp"
+#include "mcp/emacs_bridge.hpp"
 #include "mcp/line_reader.hpp"
 #include "mcp/line_writer.hpp"
 #include "mcp/log.hpp"
@@ -40,7 +42,34 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
+// --emacs: forward to Emacs; no Lisp boots in this process.
+int bridge(const Options& options) {
+  set_log_level(options.log_level);
+  block_sigpipe();
+  ProtocolFds fds;
+  try {
+    fds = take_protocol_fds();
+  } catch (const std::exception& e) {
+    log(LogLevel::Error, e.what());
+    return 1;
+  }
+  log(LogLevel::Info, "sly-agent-q-mcp " + std::string(kVersion) + ": forwarding to Emacs at " + options.emacs_socket);
+  // Emacs decides those: its approval function, its allowed directories.
+  if (options.allow_dangerous)
+    log(LogLevel::Warn, "--allow-dangerous does nothing with --emacs: Emacs asks you (sly-agent-q-approval-function)");
+  if (!options.roots.empty())
+    log(LogLevel::Warn, "--root does nothing with --emacs: Emacs has sly-agent-q-allowed-directories");
+  BridgeOptions bridge_options;
+  bridge_options.socket = options.emacs_socket;
+  bridge_options.timeout = std::chrono::milliseconds(static_cast<long long>(options.emacs_timeout_s * 1000));
+  LineWriter out(fds.out.get());
+  EmacsBridge(bridge_options, fds.in.get(), out).run();
+  log(LogLevel::Info, "done");
+  return 0;
+}
+
 int serve(const Options& options) {
+  if (options.emacs) return bridge(options);
   set_log_level(options.log_level);
   block_sigpipe();
   ProtocolFds fds;

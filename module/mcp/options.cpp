@@ -1,5 +1,8 @@
 #include "mcp/options.hpp"
 
+#include "mcp/emacs_socket.hpp"
+
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
@@ -64,6 +67,22 @@ CommandLine parse_command_line(std::span<const std::string> args) {
       std::string root;
       if (!resolve_root(value, root)) return fail(root);
       result.options.roots.push_back(std::move(root));
+    } else if (name == "--emacs") {
+      result.options.emacs = true;
+      // The socket is optional: the next argument, unless it is an option.
+      if (has_value) {
+        if (value.empty()) return fail("--emacs= needs a socket file name");
+        result.options.emacs_socket = value;
+      } else if (i + 1 < args.size() && !args[i + 1].starts_with("-")) {
+        result.options.emacs_socket = args[++i];
+      }
+    } else if (name == "--emacs-timeout") {
+      if (!take_value()) return fail("--emacs-timeout needs a number of seconds");
+      char* end = nullptr;
+      double seconds = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(seconds > 0) || seconds > 86400)
+        return fail("--emacs-timeout " + value + ": expected a number of seconds, more than 0 and at most 86400");
+      result.options.emacs_timeout_s = seconds;
     } else if (name == "--log-level") {
       if (!take_value()) return fail("--log-level needs one of error, warn, info, debug");
       auto level = parse_log_level(value);
@@ -73,22 +92,38 @@ CommandLine parse_command_line(std::span<const std::string> args) {
       return fail("unknown argument " + arg);
     }
   }
+  if (result.options.emacs && result.options.emacs_socket.empty())
+    result.options.emacs_socket = default_emacs_socket();
   return result;
 }
 
 std::string usage() {
   return R"(Usage: sly-agent-q-mcp [OPTION]...
+       sly-agent-q-mcp --emacs [SOCKET] [--emacs-timeout SECONDS]
 An MCP server over stdio (newline-delimited JSON-RPC 2.0 on stdin and
 stdout) with its own Common Lisp session (ECL) and the Lisp-side tools of
 sly-agent-q: evaluate_lisp, the introspection tools, load_system and the
 rest.  The tools defined in Emacs (read_file, write_file, read_buffer, ...)
 are not available: no Emacs runs here.
 
+With --emacs, the tools run in your Emacs instead: start the server there
+with M-x sly-agent-q-mcp-server-start, and this program forwards each
+request to it (no Lisp runs in this process).  Every tool is there, the
+Emacs ones too, and dangerous calls are approved in Emacs's minibuffer.
+
 Options:
   --allow-dangerous    run dangerous tools without asking; by default they
                        are denied, since nobody is there to approve them
   --root DIR           a directory file tools may use (repeatable); kept
                        for the file tools, none of which runs headless yet
+  --emacs [SOCKET]     forward requests to the Emacs serving MCP on the local
+                       socket SOCKET (default: sly-agent-q/mcp.sock under
+                       $XDG_RUNTIME_DIR, else under /tmp/sly-agent-q-UID;
+                       the default of Emacs's sly-agent-q-mcp-socket)
+  --emacs-timeout SECONDS
+                       answer a request with an error when Emacs has said
+                       nothing for this long (default 30); a call waiting
+                       for your approval waits as long as Emacs answers
   --log-level LEVEL    error, warn (the default), info or debug; the log
                        goes to stderr
   --help               this text

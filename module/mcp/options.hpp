@@ -13,6 +13,10 @@ struct Options {
   bool allow_dangerous = false;    // --allow-dangerous: dangerous tools run without asking
   std::vector<std::string> roots;  // --root DIR…: absolute, existing directories, in order given
   LogLevel log_level = LogLevel::Warn;
+  // --emacs [SOCKET]: forward to the Emacs serving MCP there (no Lisp here).
+  bool emacs = false;
+  std::string emacs_socket;   // the default socket when --emacs names none
+  double emacs_timeout_s = 30;  // --emacs-timeout SECONDS
 };
 
 struct CommandLine {

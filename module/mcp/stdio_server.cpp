@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "mcp/log.hpp"
-#include "mcp/route.hpp"
+#include "core/mcp_route.hpp"
 
 namespace agentq::mcp {
 

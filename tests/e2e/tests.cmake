@@ -16,3 +16,5 @@ add_test(NAME e2e_lisp_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/lisp-tmux
 set_tests_properties(e2e_lisp_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 add_test(NAME e2e_repl_output_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/repl-output-tmux.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(e2e_repl_output_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+add_test(NAME e2e_mcp_emacs_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/mcp-emacs-tmux.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(e2e_mcp_emacs_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)

@@ -60,6 +60,7 @@ Return where the answer starts."
      (list (list :id "o" :name "evaluate_lisp"
                  :arguments (list :code "(dotimes (i 3) (print i) (sleep 0.3)) :done")))
      (lambda (results) (push (cons :result (car results)) events) (setq done t))
+     nil
      (lambda (text) (push (cons :output text) events)))
     (should (agentq-output-wait (lambda () done)))
     (setq events (nreverse events))
@@ -75,16 +76,17 @@ Return where the answer starts."
 
 (ert-deftest sly-agent-q-repl-output/streamed-output-is-bounded ()
   (agentq-test-with-custom ((sly-agent-q-output-limit 100))
-                           (let ((text "") (result nil))
-                             (sly-agent-q-execute-tool-calls-async
-                              (list (list :id "o" :name "evaluate_lisp"
-                                          :arguments (list :code "(dotimes (i 100) (write-string \"0123456789\")) (values)")))
-                              (lambda (results) (setq result (car results)))
-                              (lambda (chunk) (setq text (concat text chunk))))
-                             (should (agentq-output-wait (lambda () result)))
-                             (should (= (length text) 100))
-                             (should (string-match-p "\\[stdout\\]\n\\[\\.\\.\\. output truncated: 900 more characters not shown (limit 100)"
-                                                     (plist-get result :content))))))
+    (let ((text "") (result nil))
+      (sly-agent-q-execute-tool-calls-async
+       (list (list :id "o" :name "evaluate_lisp"
+                   :arguments (list :code "(dotimes (i 100) (write-string \"0123456789\")) (values)")))
+       (lambda (results) (setq result (car results)))
+       nil
+       (lambda (chunk) (setq text (concat text chunk))))
+      (should (agentq-output-wait (lambda () result)))
+      (should (= (length text) 100))
+      (should (string-match-p "\\[stdout\\]\n\\[\\.\\.\\. output truncated: 900 more characters not shown (limit 100)"
+                              (plist-get result :content))))))
 
 (ert-deftest sly-agent-q-repl-output/repl-shows-output-as-it-comes ()
   (agentq-output-with-repl

@@ -4,10 +4,12 @@
 # tests/mcp/node_modules first when it is not there (npm ci: the versions
 # of package-lock.json).  Exit 77 ("skipped" for ctest) without node or npm.
 #
-#   bash tests/mcp/run-sdk-client.sh [BINARY]     (default: build/sly-agent-q-mcp)
+#   bash tests/mcp/run-sdk-client.sh [BINARY [TEST-FILE]]
+#     (defaults: build/sly-agent-q-mcp, sdk-client.test.mjs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 binary=$(realpath "${1:-$here/../../build/sly-agent-q-mcp}")
+test_file=${2:-sdk-client.test.mjs}
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "mcp sdk client: skipped (node or npm not found)"
@@ -19,9 +21,9 @@ fi
 
 tap=$(mktemp)
 trap 'rm -f "$tap"' EXIT
-SLY_AGENT_Q_MCP="$binary" node --test --test-reporter=tap "$here/sdk-client.test.mjs" | tee "$tap"
+SLY_AGENT_Q_MCP="$binary" node --test --test-reporter=tap "$here/$test_file" | tee "$tap"
 status=${PIPESTATUS[0]}
 passed=$(sed -n 's/^# pass //p' "$tap")
 failed=$(sed -n 's/^# fail //p' "$tap")
-echo "mcp sdk client: ${passed:-0} passed, ${failed:-?} failed"
+echo "mcp sdk client ($test_file): ${passed:-0} passed, ${failed:-?} failed"
 exit "$status"

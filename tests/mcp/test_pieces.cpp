@@ -22,7 +22,7 @@
 #include "mcp/line_reader.hpp"
 #include "mcp/line_writer.hpp"
 #include "mcp/options.hpp"
-#include "mcp/route.hpp"
+#include "core/mcp_route.hpp"
 #include "mcp/stdio_server.hpp"
 #include "mcp/unique_fd.hpp"
 

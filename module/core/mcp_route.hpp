@@ -1,5 +1,7 @@
-// Where a message goes: answered at once by the reading thread, queued
-// for the worker (tools/call, batches), or a cancellation.
+// Where an MCP message goes: answered at once by whoever reads it, queued
+// for a worker (tools/call, batches: they may run for long), or a
+// cancellation.  Shared by the headless server's reading thread and the
+// socket server in Emacs (sly-agent-q--module-mcp-route).
 #pragma once
 
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "mcp/route.hpp"
+#include "core/mcp_route.hpp"
 
 #include "core/json_limits.hpp"
 

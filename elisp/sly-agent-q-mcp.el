@@ -1,0 +1,262 @@
+;;; sly-agent-q-mcp.el --- Serve the tools to outside MCP clients -*- lexical-binding: t; -*-
+
+;; This file is part of sly-agent-q; see sly-agent-q.el.
+
+;;; Commentary:
+
+;; `M-x sly-agent-q-mcp-server-start' makes this Emacs an MCP server on a
+;; local (Unix) socket, `sly-agent-q-mcp-socket'.  An outside agent
+;; (Claude Code, Cursor...) starts `sly-agent-q-mcp --emacs', which
+;; forwards its requests here: every tool runs in this Emacs — its Lisp
+;; session, its buffers and files — and dangerous calls are approved in
+;; its minibuffer, as any call is.
+;;
+;; Each connection carries newline-delimited JSON-RPC 2.0.  The quick
+;; methods (initialize, ping, tools/list) are answered at once; tools/call
+;; (and batches) run without blocking Emacs, through
+;; `sly-agent-q-mcp-request-async'.  The dispatcher that shapes every
+;; answer is the module's, the same as for the headless server.
+;; notifications/cancelled cancels the running call it names; a client
+;; that goes away cancels its calls.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'sly-agent-q-runtime)
+
+(declare-function sly-agent-q--module-mcp-route "sly-agent-q-module" (json))
+(declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
+
+(defcustom sly-agent-q-mcp-socket "sly-agent-q/mcp.sock"
+  "The local socket `sly-agent-q-mcp-server-start' listens on.
+A relative name is under the user's runtime directory: $XDG_RUNTIME_DIR,
+or else sly-agent-q-UID, a directory of the user's own under the
+variable `temporary-file-directory'.  `sly-agent-q-mcp --emacs' uses the
+same default.
+The directory holding the socket must belong to the user and not be
+writable by others; it is made (mode 0700) when missing."
+  :type 'string
+  :group 'sly-agent-q)
+
+(defcustom sly-agent-q-mcp-server-start-on-load nil
+  "Non-nil means start the MCP server when sly-agent-q is loaded.
+Set it in the init file before sly-agent-q is loaded."
+  :type 'boolean
+  :group 'sly-agent-q)
+
+(defvar sly-agent-q--mcp-server nil
+  "The listening process of the MCP server, or nil.")
+
+(defvar sly-agent-q--mcp-clients nil
+  "The live client connections of the MCP server.")
+
+;;;; Where the socket is
+
+(defun sly-agent-q--mcp-runtime-directory ()
+  "The user's runtime directory: $XDG_RUNTIME_DIR or a per-user temporary one."
+  (let ((xdg (getenv "XDG_RUNTIME_DIR")))
+    (if (and xdg (file-name-absolute-p xdg))
+        (file-name-as-directory xdg)
+      (file-name-as-directory
+       (expand-file-name (format "sly-agent-q-%d" (user-uid)) temporary-file-directory)))))
+
+(defun sly-agent-q-mcp-socket-file ()
+  "The absolute file name of the socket, from `sly-agent-q-mcp-socket'."
+  (expand-file-name sly-agent-q-mcp-socket (sly-agent-q--mcp-runtime-directory)))
+
+(defun sly-agent-q--mcp-check-directory (directory)
+  "Make DIRECTORY (mode 0700) if missing; refuse it unless it is the user's own.
+The user must own it, and neither group nor others may write to it; a
+symbolic link is refused too."
+  (let ((directory (directory-file-name directory)))
+    (unless (file-exists-p directory)
+      (with-file-modes #o700
+        (make-directory directory t)))
+    (let ((attributes (file-attributes directory 'integer)))
+      (cond ((stringp (file-attribute-type attributes))
+             (user-error "sly-agent-q: %s is a symbolic link; the MCP socket needs a directory of your own"
+                         directory))
+            ((not (eq (file-attribute-type attributes) t))
+             (user-error "sly-agent-q: %s is not a directory" directory))
+            ((/= (file-attribute-user-id attributes) (user-uid))
+             (user-error "sly-agent-q: %s belongs to another user; the MCP socket needs a directory of your own"
+                         directory))
+            ((/= 0 (logand (file-modes directory 'nofollow) #o022))
+             (user-error "sly-agent-q: others may write to %s (mode %o); make it private (chmod 700) or choose another `sly-agent-q-mcp-socket'"
+                         directory (file-modes directory 'nofollow)))))))
+
+(defun sly-agent-q--mcp-prepare-socket (file)
+  "Check the directories FILE goes in, and remove a stale socket at FILE.
+Refuse when another server listens there."
+  (let ((runtime (sly-agent-q--mcp-runtime-directory)))
+    ;; The per-user temporary directory is ours to check as well.
+    (when (and (not (getenv "XDG_RUNTIME_DIR"))
+               (string-prefix-p runtime (file-name-directory file)))
+      (sly-agent-q--mcp-check-directory runtime)))
+  (sly-agent-q--mcp-check-directory (file-name-directory file))
+  (when (file-exists-p file)
+    (let ((listening (condition-case nil
+                         (let ((probe (make-network-process
+                                       :name "sly-agent-q-mcp-probe" :family 'local
+                                       :service file :noquery t)))
+                           (delete-process probe)
+                           t)
+                       (file-error nil))))
+      (when listening
+        (user-error "sly-agent-q: an MCP server already listens at %s" file))
+      (delete-file file))))
+
+;;;; The server
+
+;;;###autoload
+(defun sly-agent-q-mcp-server-start ()
+  "Serve sly-agent-q's tools to MCP clients on `sly-agent-q-mcp-socket'.
+Outside agents reach it through `sly-agent-q-mcp --emacs' (see the
+README).  Every tool runs in this Emacs; dangerous calls ask
+`sly-agent-q-approval-function', which prompts in the minibuffer.
+Returns the socket's file name."
+  (interactive)
+  (let ((file (sly-agent-q-mcp-socket-file)))
+    (if (process-live-p sly-agent-q--mcp-server)
+        (when (called-interactively-p 'interactive)
+          (message "sly-agent-q: the MCP server already listens at %s" file))
+      (sly-agent-q--mcp-prepare-socket file)
+      (setq sly-agent-q--mcp-server
+            (with-file-modes #o600
+              (make-network-process
+               :name "sly-agent-q-mcp" :family 'local :service file :server t
+               :noquery t :coding 'utf-8-unix :buffer nil
+               :filter #'sly-agent-q--mcp-filter
+               :sentinel #'sly-agent-q--mcp-sentinel
+               :log #'sly-agent-q--mcp-accept)))
+      (set-file-modes file #o600 'nofollow)
+      (process-put sly-agent-q--mcp-server 'sly-agent-q-mcp-file file)
+      ;; No socket left behind for the bridge to find.
+      (add-hook 'kill-emacs-hook #'sly-agent-q-mcp-server-stop)
+      (when (called-interactively-p 'interactive)
+        (message "sly-agent-q: MCP server listening at %s" file)))
+    file))
+
+;;;###autoload
+(defun sly-agent-q-mcp-server-stop ()
+  "Stop the MCP server: close its clients (cancelling their calls) and its socket."
+  (interactive)
+  (dolist (client sly-agent-q--mcp-clients)
+    (sly-agent-q--mcp-forget client)
+    (delete-process client))
+  (setq sly-agent-q--mcp-clients nil)
+  (when sly-agent-q--mcp-server
+    (let ((file (process-get sly-agent-q--mcp-server 'sly-agent-q-mcp-file)))
+      (delete-process sly-agent-q--mcp-server)
+      (setq sly-agent-q--mcp-server nil)
+      (when (and file (file-exists-p file))
+        (delete-file file))
+      (when (called-interactively-p 'interactive)
+        (message "sly-agent-q: MCP server stopped")))))
+
+(defun sly-agent-q-mcp-server-running-p ()
+  "Non-nil when the MCP server listens."
+  (process-live-p sly-agent-q--mcp-server))
+
+(defun sly-agent-q--mcp-accept (_server client _message)
+  "Set up the new connection CLIENT."
+  ;; A client inherits the server's plist: its own table of calls.
+  (process-put client 'sly-agent-q-mcp-jobs (make-hash-table :test 'equal))
+  (process-put client 'sly-agent-q-mcp-partial nil)
+  ;; Quitting Emacs does not ask about an agent's connection.
+  (set-process-query-on-exit-flag client nil)
+  (push client sly-agent-q--mcp-clients))
+
+(defun sly-agent-q--mcp-forget (client)
+  "Cancel the calls CLIENT is waiting for, and drop it."
+  (let ((jobs (process-get client 'sly-agent-q-mcp-jobs)))
+    (when jobs
+      (maphash (lambda (_key job) (sly-agent-q-cancel job)) jobs)
+      (clrhash jobs)))
+  (setq sly-agent-q--mcp-clients (delq client sly-agent-q--mcp-clients)))
+
+(defun sly-agent-q--mcp-sentinel (process _event)
+  "A connection PROCESS closed: cancel its calls."
+  (unless (or (process-live-p process) (eq process sly-agent-q--mcp-server))
+    (sly-agent-q--mcp-forget process)))
+
+(defun sly-agent-q--mcp-filter (client output)
+  "Handle each complete line of OUTPUT from CLIENT."
+  (if (not (string-search "\n" output))
+      ;; Pieces of a long line are kept as a list: joined once, when it ends.
+      (push output (process-get client 'sly-agent-q-mcp-partial))
+    (let* ((pieces (process-get client 'sly-agent-q-mcp-partial))
+           (text (if pieces (apply #'concat (nreverse (cons output pieces))) output))
+           (start 0)
+           newline)
+      (process-put client 'sly-agent-q-mcp-partial nil)
+      (while (setq newline (string-search "\n" text start))
+        (let ((line (string-trim-right (substring text start newline) "\r")))
+          (setq start (1+ newline))
+          (unless (string-blank-p line)
+            (sly-agent-q--mcp-handle client line))))
+      (when (< start (length text))
+        (process-put client 'sly-agent-q-mcp-partial (list (substring text start)))))))
+
+(defun sly-agent-q--mcp-send (client response)
+  "Send RESPONSE, a JSON text or nil, to CLIENT if it is still connected."
+  (when (and response (process-live-p client))
+    (condition-case nil
+        (process-send-string client (concat response "\n"))
+      (error nil))))
+
+(defun sly-agent-q--mcp-id-key (id)
+  "The key of request ID in a client's table: 1 and \"1\" differ."
+  (prin1-to-string id))
+
+(defun sly-agent-q--mcp-error (id code text)
+  "A JSON-RPC error response to request ID (:null for none): CODE, TEXT."
+  (sly-agent-q--module-json-text
+   `(("jsonrpc" . "2.0") ("id" . ,id)
+     ("error" . (("code" . ,code) ("message" . ,text))))))
+
+(defun sly-agent-q--mcp-handle (client line)
+  "Handle LINE, one JSON-RPC message from CLIENT."
+  (let ((jobs (process-get client 'sly-agent-q-mcp-jobs)))
+    ;; :now, (:queue ID) or (:cancel ID); what cannot be read is :now, and
+    ;; the dispatcher answers it.
+    (pcase (condition-case nil
+               (sly-agent-q--module-mcp-route line)
+             (error :now))
+      (`(:cancel ,id)
+       (let ((job (gethash (sly-agent-q--mcp-id-key id) jobs)))
+         (when job (sly-agent-q-cancel job))))
+      (`(:queue ,id)
+       (let ((key (and (or (stringp id) (numberp id)) (sly-agent-q--mcp-id-key id)))
+             (job nil))
+         (condition-case err
+             (progn
+               (setq job (sly-agent-q-mcp-request-async
+                          line
+                          (lambda (response)
+                            (when (and key (eql (gethash key jobs) job))
+                              (remhash key jobs))
+                            (sly-agent-q--mcp-send client response))))
+               (when key (puthash key job jobs)))
+           (error
+            ;; Still the one answer the request is owed.
+            (sly-agent-q--mcp-send
+             client (sly-agent-q--mcp-error (or id :null) -32603
+                                            (concat "Internal error: " (error-message-string err))))))))
+      (_
+       (sly-agent-q--mcp-send
+        client
+        (condition-case err
+            (sly-agent-q-mcp-request line)
+          (error
+           ;; Text Emacs cannot hand over (such as invalid UTF-8).
+           (sly-agent-q--mcp-error :null -32700 (concat "Parse error: " (error-message-string err))))))))))
+
+(when sly-agent-q-mcp-server-start-on-load
+  (with-demoted-errors "sly-agent-q: MCP server not started: %S"
+    (sly-agent-q-mcp-server-start)))
+
+(provide 'sly-agent-q-mcp)
+
+;;; sly-agent-q-mcp.el ends here

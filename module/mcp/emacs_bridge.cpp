@@ -1,0 +1,313 @@
+#include "mcp/emacs_bridge.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/json_limits.hpp"
+#include "core/jsonrpc.hpp"
+#include "mcp/emacs_socket.hpp"
+#include "mcp/log.hpp"
+
+namespace agentq::mcp {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::string_view kPingPrefix = "sly-agent-q-mcp-bridge-ping-";
+// Emacs's answers may be long (a file read whole): more than a request.
+constexpr std::size_t kMaxResponseBytes = kMaxLineBytes * 16;
+
+bool blank(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
+}
+
+// The ids of the requests in MESSAGE (an object or a batch) that expect
+// an answer: those with an id member that is a string, a number or null.
+std::vector<json> request_ids(const json& message) {
+  std::vector<json> ids;
+  auto one = [&](const json& element) {
+    if (!element.is_object()) return;
+    auto id = element.find("id");
+    auto method = element.find("method");
+    if (id == element.end() || method == element.end() || !method->is_string()) return;
+    if (id->is_string() || id->is_number() || id->is_null()) ids.push_back(*id);
+  };
+  if (message.is_array())
+    for (const json& element : message) one(element);
+  else
+    one(message);
+  return ids;
+}
+
+std::string error_text(const json& id, int code, const std::string& message) {
+  json response = json::object();
+  response["jsonrpc"] = "2.0";
+  response["id"] = id;
+  response["error"] = {{"code", code}, {"message", message}};
+  return response.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+EmacsBridge::EmacsBridge(BridgeOptions options, int in_fd, LineWriter& out)
+    : options_(std::move(options)),
+      in_fd_(in_fd),
+      out_(out),
+      from_client_(kMaxLineBytes),
+      from_emacs_(kMaxResponseBytes) {
+  if (options_.ping_interval > options_.timeout / 3) options_.ping_interval = options_.timeout / 3;
+  if (options_.ping_interval < std::chrono::milliseconds(20)) options_.ping_interval = std::chrono::milliseconds(20);
+}
+
+std::string EmacsBridge::not_serving(const std::string& why) const {
+  return "Emacs is not serving MCP at " + options_.socket + " (" + why +
+         "): start it with M-x sly-agent-q-mcp-server-start";
+}
+
+void EmacsBridge::respond(std::string_view text) {
+  if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "-> " + shortened(text));
+  if (!out_.write_line(text)) log(LogLevel::Warn, "stdout is closed: response dropped");
+}
+
+void EmacsBridge::respond_error(const json& id, int code, const std::string& message) {
+  respond(error_text(id, code, message));
+}
+
+bool EmacsBridge::connect() {
+  if (emacs_) return true;
+  std::string error;
+  emacs_ = connect_emacs_socket(options_.socket, error);
+  if (!emacs_) {
+    connect_error_ = error;
+    log(LogLevel::Info, not_serving(error));
+    return false;
+  }
+  log(LogLevel::Info, "connected to Emacs at " + options_.socket);
+  from_emacs_.clear();
+  to_emacs_.clear();
+  last_heard_ = Clock::now();
+  ping_pending_ = false;
+  return true;
+}
+
+void EmacsBridge::lost(const std::string& why) {
+  log(LogLevel::Warn, not_serving(why));
+  emacs_.reset();
+  to_emacs_.clear();
+  from_emacs_.clear();
+  ping_pending_ = false;
+  auto outstanding = std::exchange(outstanding_, {});
+  for (auto& [key, request] : outstanding) respond_error(request.id, bridge_error::kNotServing, not_serving(why));
+}
+
+void EmacsBridge::on_client_line(const Line& line) {
+  if (line.too_long) {
+    respond_error(nullptr, jsonrpc_error::kParseError,
+                  "Parse error: the message is " + std::to_string(line.bytes) + " bytes long, more than the " +
+                      std::to_string(from_client_.max_bytes()) + " bytes this server reads; it was skipped");
+    return;
+  }
+  if (blank(line.text)) return;
+  if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "<- " + shortened(line.text));
+  std::optional<json> message;
+  try {
+    message = parse_json_bounded(line.text);
+  } catch (...) {
+  }
+  // Unreadable: Emacs's dispatcher answers the parse error (id null).
+  std::vector<json> ids = message ? request_ids(*message) : std::vector<json>{};
+  const bool expects_answer = !message || !ids.empty();
+  const std::string method = message && message->is_object() && message->contains("method") &&
+                                     (*message)["method"].is_string()
+                                 ? (*message)["method"].get<std::string>()
+                                 : std::string();
+  auto answer_here = [&] {
+    if (auto response = local_server_.handle(line.text, ExecutionOptions{})) respond(*response);
+  };
+  if (method == "ping" && !ids.empty()) return answer_here();
+  if (!connect()) {
+    if (method == "initialize" && !ids.empty()) return answer_here();
+    if (!expects_answer) return;  // a notification: nobody to tell
+    const std::string text = not_serving(connect_error_);
+    if (!message) respond_error(nullptr, bridge_error::kNotServing, text);
+    for (const json& id : ids) respond_error(id, bridge_error::kNotServing, text);
+    return;
+  }
+  const Clock::time_point now = Clock::now();
+  for (const json& id : ids) outstanding_.insert_or_assign(id.dump(), Outstanding{id, now});
+  to_emacs_.append(line.text);
+  to_emacs_ += '\n';
+  flush_emacs();
+}
+
+void EmacsBridge::on_emacs_line(const Line& line) {
+  last_heard_ = Clock::now();
+  if (line.too_long) {
+    lost("it sent an answer of " + std::to_string(line.bytes) + " bytes, more than the " +
+         std::to_string(kMaxResponseBytes) + " this bridge reads");
+    return;
+  }
+  if (blank(line.text)) return;
+  std::optional<json> message;
+  try {
+    message = parse_json_bounded(line.text);
+  } catch (...) {
+  }
+  if (!message) {
+    log(LogLevel::Warn, "Emacs sent a line that is not JSON, dropped: " + shortened(line.text));
+    return;
+  }
+  auto forget = [&](const json& element) -> bool {  // true: the client waits for it
+    if (!element.is_object()) return false;
+    auto id = element.find("id");
+    if (id == element.end()) return true;  // not an answer: pass it on
+    if (element.contains("method")) return true;
+    if (id->is_string() && id->get_ref<const std::string&>().starts_with(kPingPrefix)) {
+      ping_pending_ = false;
+      return false;
+    }
+    if (outstanding_.erase(id->dump()) > 0) return true;
+    return id->is_null();  // a parse error's answer
+  };
+  if (message->is_array()) {
+    bool any = false;
+    for (const json& element : *message) any = forget(element) || any;
+    if (any) respond(line.text);
+    return;
+  }
+  if (forget(*message)) {
+    respond(line.text);
+  } else if (!message->contains("id") || !(*message)["id"].is_string() ||
+             !(*message)["id"].get_ref<const std::string&>().starts_with(kPingPrefix)) {
+    log(LogLevel::Info, "a late answer (its request was answered already), dropped: " + shortened(line.text));
+  }
+}
+
+void EmacsBridge::flush_emacs() {
+  while (emacs_ && !to_emacs_.empty()) {
+    ssize_t n = ::send(emacs_.get(), to_emacs_.data(), to_emacs_.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      to_emacs_.erase(0, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // poll says when
+    lost(std::string("it went away: ") + std::strerror(errno));
+    return;
+  }
+}
+
+void EmacsBridge::read_client() {
+  char chunk[65536];
+  ssize_t n = ::read(in_fd_, chunk, sizeof chunk);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  if (n <= 0) {
+    client_open_ = false;
+    if (auto last = from_client_.finish()) on_client_line(*last);
+    log(LogLevel::Info, "end of input: answering the requests already read, then exiting");
+    return;
+  }
+  from_client_.feed(std::string_view(chunk, static_cast<std::size_t>(n)), [&](Line& line) { on_client_line(line); });
+}
+
+void EmacsBridge::read_emacs() {
+  char chunk[65536];
+  ssize_t n = ::recv(emacs_.get(), chunk, sizeof chunk, 0);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  if (n <= 0) {
+    lost(n == 0 ? "it went away" : std::string("it went away: ") + std::strerror(errno));
+    return;
+  }
+  from_emacs_.feed(std::string_view(chunk, static_cast<std::size_t>(n)), [&](Line& line) {
+    if (emacs_) on_emacs_line(line);
+  });
+}
+
+void EmacsBridge::expire(Clock::time_point now) {
+  // While the client is there, a request waits as long as Emacs answers
+  // (pings included): it may be asking the person.  After the end of
+  // input, each request has the timeout from when it was sent.
+  for (auto it = outstanding_.begin(); it != outstanding_.end();) {
+    Clock::time_point since = client_open_ ? std::max(it->second.sent, last_heard_) : it->second.sent;
+    if (now - since < options_.timeout) {
+      ++it;
+      continue;
+    }
+    const auto seconds = std::chrono::duration_cast<std::chrono::duration<double>>(options_.timeout).count();
+    char bound[32];
+    std::snprintf(bound, sizeof bound, "%g", seconds);
+    respond_error(it->second.id, bridge_error::kTimeout,
+                  std::string("Emacs did not answer within ") + bound +
+                      " s (it is busy or stuck; see --emacs-timeout): the request was abandoned");
+    it = outstanding_.erase(it);
+  }
+}
+
+EmacsBridge::Clock::time_point EmacsBridge::next_ping() const {
+  // A ping never answered (Emacs was stuck when it came) is given up
+  // after the timeout, and another one sent.
+  return ping_pending_ ? ping_sent_ + options_.timeout : std::max(last_heard_, ping_sent_) + options_.ping_interval;
+}
+
+void EmacsBridge::ping(Clock::time_point now) {
+  if (!emacs_ || outstanding_.empty() || now < next_ping()) return;
+  json message = {{"jsonrpc", "2.0"}, {"id", std::string(kPingPrefix) + std::to_string(++pings_)}, {"method", "ping"}};
+  to_emacs_ += message.dump();
+  to_emacs_ += '\n';
+  ping_pending_ = true;
+  ping_sent_ = now;
+  flush_emacs();
+}
+
+EmacsBridge::Clock::time_point EmacsBridge::next_wakeup(Clock::time_point now) const {
+  Clock::time_point next = now + std::chrono::seconds(60);
+  for (const auto& [key, request] : outstanding_) {
+    Clock::time_point since = client_open_ ? std::max(request.sent, last_heard_) : request.sent;
+    next = std::min(next, since + options_.timeout);
+  }
+  if (emacs_ && !outstanding_.empty()) next = std::min(next, next_ping());
+  return std::max(next, now);
+}
+
+void EmacsBridge::run() {
+  while (client_open_ || !outstanding_.empty()) {
+    Clock::time_point now = Clock::now();
+    expire(now);
+    ping(now);
+    if (!client_open_ && outstanding_.empty()) break;
+    pollfd fds[2];
+    nfds_t count = 0;
+    int client_index = -1, emacs_index = -1;
+    if (client_open_) {
+      client_index = static_cast<int>(count);
+      fds[count++] = {in_fd_, POLLIN, 0};
+    }
+    if (emacs_) {
+      emacs_index = static_cast<int>(count);
+      fds[count++] = {emacs_.get(), static_cast<short>(POLLIN | (to_emacs_.empty() ? 0 : POLLOUT)), 0};
+    }
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_wakeup(now) - now).count() + 1;
+    int ready = ::poll(fds, count, static_cast<int>(wait));
+    if (ready < 0 && errno != EINTR) {
+      log(LogLevel::Error, std::string("poll: ") + std::strerror(errno));
+      break;
+    }
+    if (ready <= 0) continue;
+    if (emacs_index >= 0 && fds[emacs_index].revents) {
+      if (fds[emacs_index].revents & (POLLIN | POLLHUP | POLLERR)) read_emacs();
+      if (emacs_ && (fds[emacs_index].revents & POLLOUT)) flush_emacs();
+    }
+    if (client_index >= 0 && (fds[client_index].revents & (POLLIN | POLLHUP | POLLERR))) read_client();
+  }
+  // Requests left after a poll failure still get their one answer.
+  if (!outstanding_.empty()) lost("the bridge stopped");
+}
+
+}  // namespace agentq::mcp

@@ -1,0 +1,96 @@
+// sly-agent-q-mcp --emacs: the client's requests (stdin) go to the Emacs
+// that serves MCP on a local socket, and its responses come back (stdout).
+// No Lisp runs here.  One thread, poll(): nothing the client or Emacs does
+// can make it stop answering.
+//
+// Exactly one response per request.  While requests are outstanding the
+// bridge pings Emacs (ids of its own, never passed on).  A request is
+// answered by the bridge itself, with an error, when Emacs is not serving,
+// goes away before answering, or has said nothing at all (not even to a
+// ping) for the timeout: so a call waiting for the person's approval waits
+// as long as Emacs is alive, and a stuck Emacs costs at most the timeout.
+// A late answer to a request already answered is dropped.  After an error
+// the next request connects again.
+//
+// The bridge answers ping itself (the client asks whether its server
+// lives), and initialize when Emacs is not there, so that an agent started
+// before Emacs still connects: with the core's dispatcher, over no tools.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/executor.hpp"
+#include "core/jsonrpc.hpp"
+#include "core/registry.hpp"
+#include "mcp/line_splitter.hpp"
+#include "mcp/line_writer.hpp"
+#include "mcp/unique_fd.hpp"
+
+namespace agentq::mcp {
+
+namespace bridge_error {
+inline constexpr int kNotServing = -32000;  // no Emacs at the socket, or it went away
+inline constexpr int kTimeout = -32001;     // Emacs said nothing for the timeout
+}  // namespace bridge_error
+
+struct BridgeOptions {
+  std::string socket;                          // the local socket Emacs listens on
+  std::chrono::milliseconds timeout{30000};    // --emacs-timeout
+  std::chrono::milliseconds ping_interval{1000};
+};
+
+class EmacsBridge {
+ public:
+  EmacsBridge(BridgeOptions options, int in_fd, LineWriter& out);
+
+  // Until stdin ends and every request read has been answered.
+  void run();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Outstanding {
+    nlohmann::json id;
+    Clock::time_point sent;
+  };
+
+  void read_client();
+  void read_emacs();
+  void flush_emacs();
+  void on_client_line(const Line& line);
+  void on_emacs_line(const Line& line);
+  bool connect();
+  void lost(const std::string& why);
+  void expire(Clock::time_point now);
+  void ping(Clock::time_point now);
+  Clock::time_point next_ping() const;
+  Clock::time_point next_wakeup(Clock::time_point now) const;
+  void respond(std::string_view text);
+  void respond_error(const nlohmann::json& id, int code, const std::string& message);
+  std::string not_serving(const std::string& why) const;
+
+  BridgeOptions options_;
+  Registry local_registry_;  // empty: the local answers need no tool
+  Executor local_executor_{local_registry_};
+  McpServer local_server_{local_executor_};
+  int in_fd_;
+  LineWriter& out_;
+  bool client_open_ = true;
+  LineSplitter from_client_;
+  LineSplitter from_emacs_;
+  UniqueFd emacs_;
+  std::string to_emacs_;  // bytes not written yet
+  std::string connect_error_;  // why the last connection failed
+  std::map<std::string, Outstanding> outstanding_;  // by the id's JSON text
+  Clock::time_point last_heard_{};  // the last line from Emacs
+  std::uint64_t pings_ = 0;
+  bool ping_pending_ = false;
+  Clock::time_point ping_sent_{};
+};
+
+}  // namespace agentq::mcp

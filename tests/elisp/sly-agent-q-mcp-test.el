@@ -1,0 +1,316 @@
+;;; sly-agent-q-mcp-test.el --- The MCP server in Emacs, over its socket -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; `sly-agent-q-mcp-server-start' with the real module and ECL, driven by
+;; real connections to its local socket made from this Emacs: the
+;; socket's mode and directory, the quick methods, tools/call without
+;; blocking Emacs, approvals, cancellation, clients going away, several
+;; clients at once.  tests/mcp/sdk-client-emacs.test.mjs drives the same
+;; server through sly-agent-q-mcp --emacs with the official SDK.
+
+;;; Code:
+
+(require 'sly-agent-q-test-helpers)
+(require 'sly-agent-q-mcp)
+
+(defmacro agentq-mcp-test-with-directory (var &rest body)
+  "Run BODY with VAR a fresh private directory, removed afterwards."
+  (declare (indent 1))
+  `(let ((,var (file-name-as-directory (make-temp-file "agentq-mcp-" t))))
+     (unwind-protect
+         (progn (set-file-modes ,var #o700) ,@body)
+       (ignore-errors (sly-agent-q-mcp-server-stop))
+       (delete-directory ,var t))))
+
+(defmacro agentq-mcp-test-with-server (&rest body)
+  "Run BODY with the MCP server listening on a socket in a fresh directory.
+`socket' is bound to the socket's file name in BODY."
+  (declare (indent 0))
+  (let ((dir (make-symbol "dir")))
+    `(agentq-mcp-test-with-directory ,dir
+       (let* ((sly-agent-q-mcp-socket (expand-file-name "mcp.sock" ,dir))
+              (socket (sly-agent-q-mcp-server-start)))
+         (ignore socket)
+         ,@body))))
+
+(defun agentq-mcp-test-connect (socket)
+  "A client connection to SOCKET; its answers collect in its `lines' property."
+  (let ((client (make-network-process
+                 :name "agentq-mcp-test-client" :family 'local :service socket
+                 :coding 'utf-8-unix :noquery t :buffer nil
+                 :filter (lambda (process output)
+                           (let ((text (concat (process-get process 'partial) output)))
+                             (while (string-match "\n" text)
+                               (process-put process 'lines
+                                            (append (process-get process 'lines)
+                                                    (list (agentq-test-json (substring text 0 (match-beginning 0))))))
+                               (setq text (substring text (match-end 0))))
+                             (process-put process 'partial text))))))
+    client))
+
+(defun agentq-mcp-test-send (client message)
+  "Send MESSAGE (a string, or data for `json-serialize') to CLIENT."
+  (process-send-string client (concat (if (stringp message) message (json-serialize message)) "\n")))
+
+(defun agentq-mcp-test-answer (client id &optional seconds)
+  "Wait for CLIENT's answer with ID (SECONDS, default 20); return it, removed."
+  (let ((end (+ (float-time) (or seconds 20)))
+        found)
+    (while (and (not found) (< (float-time) end))
+      (setq found (cl-find id (process-get client 'lines)
+                           :key (lambda (m) (gethash "id" m)) :test #'equal))
+      (unless found (accept-process-output nil 0.01)))
+    (should found)
+    (process-put client 'lines (delq found (process-get client 'lines)))
+    found))
+
+(defun agentq-mcp-test-request (client id method &optional params)
+  "Send request ID METHOD PARAMS on CLIENT and return its answer."
+  (agentq-mcp-test-send client `(:jsonrpc "2.0" :id ,id :method ,method
+                                          :params ,(or params (make-hash-table))))
+  (agentq-mcp-test-answer client id))
+
+(defun agentq-mcp-test-call (client id name arguments)
+  "tools/call NAME with ARGUMENTS (a plist) on CLIENT as request ID; the answer."
+  (agentq-mcp-test-request client id "tools/call" `(:name ,name :arguments ,arguments)))
+
+(defun agentq-mcp-test-text (answer)
+  "The text of the tools/call ANSWER."
+  (agentq-test-get answer "result" "content" 0 "text"))
+
+;;;; The socket
+
+(ert-deftest sly-agent-q-mcp/socket-is-private-and-goes-when-stopped ()
+  (agentq-mcp-test-with-server
+    (should (sly-agent-q-mcp-server-running-p))
+    (should (equal (file-modes socket) #o600))
+    (should (eq (file-attribute-type (file-attributes socket)) nil)) ; not a file or directory…
+    (sly-agent-q-mcp-server-stop)
+    (should-not (sly-agent-q-mcp-server-running-p))
+    (should-not (file-exists-p socket))))
+
+(ert-deftest sly-agent-q-mcp/the-default-socket-is-under-the-runtime-directory ()
+  (let ((sly-agent-q-mcp-socket "sly-agent-q/mcp.sock")
+        (process-environment (cons "XDG_RUNTIME_DIR=/run/user/4242" process-environment)))
+    (should (equal (sly-agent-q-mcp-socket-file) "/run/user/4242/sly-agent-q/mcp.sock")))
+  (let ((sly-agent-q-mcp-socket "sly-agent-q/mcp.sock")
+        (temporary-file-directory "/var/tmp/")
+        (process-environment (cons "XDG_RUNTIME_DIR" process-environment)))
+    (should (equal (sly-agent-q-mcp-socket-file)
+                   (format "/var/tmp/sly-agent-q-%d/sly-agent-q/mcp.sock" (user-uid))))))
+
+(ert-deftest sly-agent-q-mcp/a-missing-directory-is-made-private ()
+  (agentq-mcp-test-with-directory dir
+    (let ((sly-agent-q-mcp-socket (expand-file-name "a/b/mcp.sock" dir)))
+      (sly-agent-q-mcp-server-start)
+      (should (equal (file-modes (expand-file-name "a/b" dir)) #o700))
+      (should (equal (file-modes sly-agent-q-mcp-socket) #o600)))))
+
+(ert-deftest sly-agent-q-mcp/refuses-a-directory-others-may-write ()
+  (agentq-mcp-test-with-directory dir
+    (let ((sly-agent-q-mcp-socket (expand-file-name "mcp.sock" dir)))
+      (dolist (mode '(#o777 #o770 #o702))
+        (set-file-modes dir mode)
+        (let ((err (should-error (sly-agent-q-mcp-server-start) :type 'user-error)))
+          (should (string-match-p "others may write to" (cadr err))))
+        (should-not (sly-agent-q-mcp-server-running-p))
+        (should-not (file-exists-p sly-agent-q-mcp-socket)))
+      (set-file-modes dir #o700))))
+
+(ert-deftest sly-agent-q-mcp/refuses-a-directory-of-another-user ()
+  (agentq-mcp-test-with-directory dir
+    ;; Root owns /usr; root itself gives a directory away to nobody (65534).
+    (let ((theirs (if (/= (user-uid) 0)
+                      "/usr"
+                    (let ((given (expand-file-name "theirs" dir)))
+                      (make-directory given)
+                      (set-file-modes given #o755)
+                      (should (= 0 (call-process "chown" nil nil nil "65534" given)))
+                      given))))
+      (let* ((sly-agent-q-mcp-socket (expand-file-name "mcp.sock" theirs))
+             (err (should-error (sly-agent-q-mcp-server-start) :type 'user-error)))
+        (should (string-match-p "belongs to another user" (cadr err)))
+        (should-not (sly-agent-q-mcp-server-running-p))))))
+
+(ert-deftest sly-agent-q-mcp/refuses-a-symbolic-link ()
+  (agentq-mcp-test-with-directory dir
+    (let ((link (expand-file-name "link" dir)))
+      (make-directory (expand-file-name "real" dir))
+      (make-symbolic-link (expand-file-name "real" dir) link)
+      (let* ((sly-agent-q-mcp-socket (expand-file-name "mcp.sock" link))
+             (err (should-error (sly-agent-q-mcp-server-start) :type 'user-error)))
+        (should (string-match-p "symbolic link" (cadr err)))))))
+
+(ert-deftest sly-agent-q-mcp/a-stale-socket-is-replaced-a-live-one-refused ()
+  (agentq-mcp-test-with-directory dir
+    (let* ((sly-agent-q-mcp-socket (expand-file-name "mcp.sock" dir))
+           (other (make-network-process :name "agentq-other-server" :family 'local
+                                        :service sly-agent-q-mcp-socket :server t :noquery t)))
+      (unwind-protect
+          (let ((err (should-error (sly-agent-q-mcp-server-start) :type 'user-error)))
+            (should (string-match-p "already listens" (cadr err))))
+        (delete-process other))
+      ;; The socket file stays behind with nobody listening: a stale one.
+      (should (file-exists-p sly-agent-q-mcp-socket))
+      (sly-agent-q-mcp-server-start)
+      (let ((client (agentq-mcp-test-connect sly-agent-q-mcp-socket)))
+        (should (= 0 (hash-table-count (agentq-test-get (agentq-mcp-test-request client 1 "ping")
+                                                        "result"))))
+        (delete-process client)))))
+
+;;;; The protocol over a connection
+
+(ert-deftest sly-agent-q-mcp/initialize-and-tools-list-with-the-emacs-tools ()
+  (agentq-mcp-test-with-server
+    (let ((client (agentq-mcp-test-connect socket)))
+      (let ((init (agentq-mcp-test-request
+                   client 1 "initialize"
+                   '(:protocolVersion "2025-03-26" :capabilities #s(hash-table)
+                                      :clientInfo (:name "ert" :version "1")))))
+        (should (equal (agentq-test-get init "result" "protocolVersion") "2025-03-26"))
+        (should (equal (agentq-test-get init "result" "serverInfo" "name") "sly-agent-q")))
+      (agentq-mcp-test-send client '(:jsonrpc "2.0" :method "notifications/initialized"))
+      (let* ((list (agentq-mcp-test-request client 2 "tools/list"))
+             (names (mapcar (lambda (tool) (gethash "name" tool))
+                            (agentq-test-get list "result" "tools"))))
+        (dolist (name '("evaluate_lisp" "read_file" "write_file" "read_buffer"
+                        "search_in_buffer" "propose_file_edit"))
+          (should (member name names))))
+      ;; Unreadable JSON: one parse error; the connection goes on.
+      (agentq-mcp-test-send client "{\"jsonrpc\":")
+      (should (equal (agentq-test-get (agentq-mcp-test-answer client :null) "error" "code") -32700))
+      (should (agentq-mcp-test-request client 3 "ping"))
+      ;; Invalid UTF-8: one parse error too.
+      (set-process-coding-system client 'binary 'binary)
+      (process-send-string client "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}\n")
+      (should (equal (agentq-test-get (agentq-mcp-test-answer client :null) "error" "code") -32700))
+      (set-process-coding-system client 'utf-8-unix 'utf-8-unix)
+      (should (agentq-mcp-test-request client 5 "ping"))
+      (delete-process client))))
+
+(ert-deftest sly-agent-q-mcp/a-batch-is-answered-with-a-batch ()
+  (agentq-mcp-test-with-server
+    (let ((client (agentq-mcp-test-connect socket)))
+      (agentq-mcp-test-send client "[{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\",\"params\":{\"name\":\"evaluate_lisp\",\"arguments\":{\"code\":\"(+ 1 1)\"}}},{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"},{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"ping\"}]")
+      (let ((end (+ (float-time) 20)))
+        (while (and (null (process-get client 'lines)) (< (float-time) end))
+          (accept-process-output nil 0.01)))
+      (let ((batch (car (process-get client 'lines))))
+        (should (vectorp batch))
+        (should (= (length batch) 2))
+        (should (equal (agentq-test-get batch 0 "result" "content" 0 "text") "=> 2"))
+        (should (equal (agentq-test-get batch 1 "id") "b")))
+      (delete-process client))))
+
+(ert-deftest sly-agent-q-mcp/tools-call-runs-without-blocking-emacs ()
+  (agentq-mcp-test-with-server
+    (let ((client (agentq-mcp-test-connect socket)))
+      (should (equal (agentq-mcp-test-text
+                      (agentq-mcp-test-call client 1 "evaluate_lisp" '(:code "(+ 1 2)")))
+                     "=> 3"))
+      (let* ((ticks 0)
+             (timer (run-at-time 0.05 0.05 (lambda () (cl-incf ticks))))
+             (start (float-time)))
+        (unwind-protect
+            (progn
+              (agentq-mcp-test-send client '(:jsonrpc "2.0" :id "slow" :method "tools/call"
+                                                      :params (:name "evaluate_lisp"
+                                                               :arguments (:code "(progn (sleep 2) :slept)"))))
+              ;; A ping is answered while the call runs.
+              (should (agentq-mcp-test-request client "p" "ping"))
+              (should (< (- (float-time) start) 1.5)) ; not the 2 s of the call
+              (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client "slow")) "=> :SLEPT")))
+          (cancel-timer timer))
+        (should (> ticks 10)))
+      ;; The method written with a JSON escape is still a tools/call: queued.
+      (let ((start (float-time)))
+        (agentq-mcp-test-send client "{\"jsonrpc\":\"2.0\",\"id\":\"esc\",\"method\":\"tools\\/call\",\"params\":{\"name\":\"evaluate_lisp\",\"arguments\":{\"code\":\"(progn (sleep 2) :escaped)\"}}}")
+        (should (agentq-mcp-test-request client "p2" "ping"))
+        (should (< (- (float-time) start) 1.5)) ; not the 2 s of the call
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client "esc")) "=> :ESCAPED")))
+      ;; A tool that fails is a result with isError, as the dispatcher has it.
+      (let ((failed (agentq-mcp-test-call client 2 "evaluate_lisp" '(:code "(error \"boom\")"))))
+        (should (eq (agentq-test-get failed "result" "isError") t))
+        (should (string-prefix-p "[ERROR] SIMPLE-ERROR" (agentq-mcp-test-text failed))))
+      (let ((unknown (agentq-mcp-test-call client 3 "no_such_tool" '(:x 1))))
+        (should (equal (agentq-test-get unknown "error" "code") -32602)))
+      (delete-process client))))
+
+(ert-deftest sly-agent-q-mcp/dangerous-calls-ask-the-approval-function ()
+  (agentq-mcp-test-with-server
+    (let* ((name (agentq-test-fresh-name "agentq_mcp_danger"))
+           (asked nil)
+           (answer :approved)
+           (sly-agent-q-approval-function
+            (lambda (tool args)
+              ;; Asked from a process filter, yet C-g may quit the question.
+              (push (list tool (gethash "path" args) sly-agent-q-call-origin inhibit-quit) asked)
+              answer))
+           (client (agentq-mcp-test-connect socket)))
+      (sly-agent-q-define-tool name "Dangerous." '((:name "path" :type :string))
+                               :safety-level :dangerous
+                               :handler (lambda (args) (format "ran %s" (gethash "path" args))))
+      (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 1 name '(:path "/tmp/a")))
+                     "ran /tmp/a"))
+      (should (equal asked `((,name "/tmp/a" "MCP" nil))))
+      (setq answer '(:denied "not today"))
+      (let ((denied (agentq-mcp-test-call client 2 name '(:path "/tmp/b"))))
+        (should (eq (agentq-test-get denied "result" "isError") t))
+        (should (string-match-p "not today" (agentq-mcp-test-text denied))))
+      (should (equal (length asked) 2))
+      (delete-process client))))
+
+(ert-deftest sly-agent-q-mcp/notifications-cancelled-interrupts-the-call ()
+  (agentq-mcp-test-with-server
+    (let ((client (agentq-mcp-test-connect socket))
+          (start nil))
+      (agentq-mcp-test-send client '(:jsonrpc "2.0" :id 41 :method "tools/call"
+                                              :params (:name "evaluate_lisp" :arguments (:code "(loop)" :timeout 30))))
+      (sleep-for 0.3)
+      (setq start (float-time))
+      (agentq-mcp-test-send client '(:jsonrpc "2.0" :method "notifications/cancelled"
+                                              :params (:requestId 41 :reason "test")))
+      (let ((answer (agentq-mcp-test-answer client 41 10)))
+        (should (< (- (float-time) start) 3))
+        (should (string-prefix-p "[ERROR] INTERRUPTED" (agentq-mcp-test-text answer))))
+      (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 42 "evaluate_lisp" '(:code "(+ 40 2)")))
+                     "=> 42"))
+      (delete-process client))))
+
+(ert-deftest sly-agent-q-mcp/a-client-going-away-cancels-its-calls ()
+  (agentq-mcp-test-with-server
+    (let ((client (agentq-mcp-test-connect socket))
+          (other (agentq-mcp-test-connect socket)))
+      (agentq-mcp-test-send client '(:jsonrpc "2.0" :id 1 :method "tools/call"
+                                              :params (:name "evaluate_lisp" :arguments (:code "(loop)" :timeout 30))))
+      (sleep-for 0.3)
+      (should (= (hash-table-count sly-agent-q--async-callbacks) 1))
+      (delete-process client)
+      ;; The other client's call runs at once: the loop was interrupted.
+      (let ((start (float-time)))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-call other 2 "evaluate_lisp" '(:code "(+ 1 1)")))
+                       "=> 2"))
+        (should (< (- (float-time) start) 3)))
+      (should (= (hash-table-count sly-agent-q--async-callbacks) 0))
+      (should (= (length sly-agent-q--mcp-clients) 1))
+      (delete-process other))))
+
+(ert-deftest sly-agent-q-mcp/several-clients-at-once ()
+  (agentq-mcp-test-with-server
+    (let ((clients (list (agentq-mcp-test-connect socket)
+                         (agentq-mcp-test-connect socket)
+                         (agentq-mcp-test-connect socket))))
+      ;; The same id on each: answers go to the connection that asked.
+      (cl-loop for client in clients for n from 1
+               do (agentq-mcp-test-send client `(:jsonrpc "2.0" :id 1 :method "tools/call"
+                                                          :params (:name "evaluate_lisp"
+                                                                   :arguments (:code ,(format "(* %d 10)" n))))))
+      (cl-loop for client in clients for n from 1
+               do (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client 1))
+                                 (format "=> %d" (* n 10))))
+               (delete-process client)))))
+
+(provide 'sly-agent-q-mcp-test)
+
+;;; sly-agent-q-mcp-test.el ends here

@@ -1,0 +1,197 @@
+// sly-agent-q-mcp --emacs SOCKET driven by the official TypeScript SDK's
+// client, against a batch Emacs serving MCP (tests/mcp/serve-emacs.el:
+// the real module, M-x sly-agent-q-mcp-server-start, a scripted approval).
+//
+//   SLY_AGENT_Q_MCP=build/sly-agent-q-mcp SLY_AGENT_Q_MODULE=build/sly-agent-q-module.so \
+//     node --test tests/mcp/sdk-client-emacs.test.mjs
+//
+// (run-sdk-client.sh runs it for ctest as mcp_sdk_client_emacs.)
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.join(here, '../..');
+const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(root, 'build/sly-agent-q-mcp');
+
+const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit'];
+const LISP_TOOLS = ['evaluate_lisp', 'describe_symbol', 'load_system', 'reset_session'];
+
+let dir;
+let socket;
+let emacs;
+let client;
+const received = [];
+const sent = [];
+const clientErrors = [];
+
+// A batch Emacs serving MCP on SOCKET; resolves once the socket is there.
+function startEmacs() {
+  // A killed Emacs leaves its socket behind (the new one replaces it).
+  fs.rmSync(socket, { force: true });
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.env.EMACS ?? 'emacs',
+      ['-Q', '--batch', '-L', path.join(root, 'elisp'), '-l', path.join(here, 'serve-emacs.el')],
+      { env: { ...process.env, AGENTQ_MCP_SOCKET: socket }, stdio: ['ignore', 'inherit', 'inherit'] });
+    const start = Date.now();
+    const poll = setInterval(() => {
+      if (fs.existsSync(socket)) {
+        clearInterval(poll);
+        resolve(child);
+      } else if (child.exitCode !== null || Date.now() - start > 60000) {
+        clearInterval(poll);
+        reject(new Error(`Emacs did not start serving MCP at ${socket} (exit code ${child.exitCode})`));
+      }
+    }, 20);
+  });
+}
+
+function textOf(result) {
+  assert.equal(result.content.length, 1);
+  assert.equal(result.content[0].type, 'text');
+  return result.content[0].text;
+}
+
+async function evaluate(code, options) {
+  return client.callTool({ name: 'evaluate_lisp', arguments: { code } }, undefined, options);
+}
+
+before(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentq-sdk-emacs-'));
+  fs.chmodSync(dir, 0o700);
+  socket = path.join(dir, 'mcp.sock');
+  emacs = await startEmacs();
+  const transport = new StdioClientTransport({
+    command: binary, args: ['--emacs', socket, '--emacs-timeout', '10'], stderr: 'inherit',
+  });
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    sent.push(message);
+    return send(message, options);
+  };
+  let handler;
+  Object.defineProperty(transport, 'onmessage', {
+    configurable: true,
+    get: () => handler && ((message, extra) => {
+      received.push(message);
+      handler(message, extra);
+    }),
+    set: (h) => { handler = h; },
+  });
+  client = new Client({ name: 'sly-agent-q-sdk-emacs-test', version: '1.0.0' });
+  client.onerror = (error) => clientErrors.push(error);
+  await client.connect(transport);
+});
+
+after(async () => {
+  await client?.close();
+  if (emacs && emacs.exitCode === null) emacs.kill('SIGKILL');
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('initialize: answered by the Emacs serving MCP', () => {
+  const info = client.getServerVersion();
+  assert.equal(info.name, 'sly-agent-q');
+  assert.deepEqual(client.getServerCapabilities().tools, { listChanged: false });
+});
+
+test('listTools: the Lisp tools, the Emacs tools and one defined in that Emacs', async () => {
+  const names = (await client.listTools()).tools.map((t) => t.name);
+  for (const name of [...LISP_TOOLS, ...EMACS_TOOLS, 'sdk_emacs_dangerous']) {
+    assert.ok(names.includes(name), `${name} is listed`);
+  }
+});
+
+test('evaluate_lisp runs in the Emacs session, which persists', async () => {
+  assert.equal(textOf(await evaluate('(+ 1 2)')), '=> 3');
+  assert.equal(textOf(await evaluate('(defvar *sdk-emacs* 41)')), '=> *SDK-EMACS*');
+  assert.equal(textOf(await evaluate('(1+ *sdk-emacs*)')), '=> 42');
+});
+
+test('read_buffer reads a buffer of that Emacs', async () => {
+  const result = await client.callTool({ name: 'read_buffer', arguments: { buffer: 'agentq-sdk-buffer' } });
+  assert.equal(result.isError, false, textOf(result));
+  assert.match(textOf(result), /only this Emacs has this text/);
+});
+
+test('a dangerous tool approved in Emacs runs, asked as from MCP', async () => {
+  const result = await client.callTool({ name: 'sdk_emacs_dangerous', arguments: { path: 'approve-me' } });
+  assert.equal(result.isError, false, textOf(result));
+  assert.equal(textOf(result), 'ran in Emacs for approve-me, asked as MCP');
+});
+
+test('a dangerous tool denied in Emacs fails with the reason', async () => {
+  const result = await client.callTool({ name: 'sdk_emacs_dangerous', arguments: { path: 'deny-me' } });
+  assert.equal(result.isError, true);
+  assert.match(textOf(result), /the test's approval function says no/);
+});
+
+test('cancelling (loop) through an AbortSignal interrupts it in Emacs', async () => {
+  const controller = new AbortController();
+  const looping = evaluate('(loop)', { signal: controller.signal, timeout: 60000 });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const aborted = Date.now();
+  controller.abort('the test cancels it');
+  await assert.rejects(looping);
+  const request = sent.findLast((m) => m.method === 'tools/call' && m.params?.arguments?.code === '(loop)');
+  let answer;
+  while (!(answer = received.find((m) => m.id === request.id)) && Date.now() - aborted < 5000) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  assert.ok(answer, 'the interrupted call was answered');
+  assert.match(answer.result.content[0].text, /^\[ERROR\] INTERRUPTED/);
+  assert.equal(textOf(await evaluate('(+ 40 2)')), '=> 42');
+});
+
+test('Emacs killed: a clear error, and the binary still answers ping', async () => {
+  const exited = new Promise((resolve) => emacs.on('exit', resolve));
+  emacs.kill('SIGKILL');
+  await exited;
+  await assert.rejects(evaluate('(+ 1 2)'), (error) => {
+    assert.ok(error instanceof McpError, String(error));
+    assert.equal(error.code, -32000);
+    assert.match(error.message, /Emacs is not serving MCP at .*mcp\.sock/);
+    assert.match(error.message, /M-x sly-agent-q-mcp-server-start/);
+    return true;
+  });
+  assert.deepEqual(await client.ping(), {});
+});
+
+test('Emacs started again: the next call reaches it', async () => {
+  emacs = await startEmacs();
+  assert.equal(textOf(await evaluate('(* 6 7)')), '=> 42');
+});
+
+test('stdout carried only JSON-RPC messages; no answer for an unknown id but the cancelled one', () => {
+  for (const message of received) assert.equal(message.jsonrpc, '2.0');
+  for (const error of clientErrors) assert.match(String(error), /unknown message ID/, String(error));
+});
+
+test('no Emacs listening: the client connects, and every call says how to start Emacs serving', async () => {
+  const nowhere = path.join(dir, 'nobody-here.sock');
+  const other = new Client({ name: 'sly-agent-q-sdk-emacs-absent', version: '1.0.0' });
+  await other.connect(new StdioClientTransport({ command: binary, args: ['--emacs', nowhere], stderr: 'ignore' }));
+  try {
+    assert.equal(other.getServerVersion().name, 'sly-agent-q');
+    assert.deepEqual(await other.ping(), {});
+    for (const attempt of [() => other.listTools(), () => other.callTool({ name: 'evaluate_lisp', arguments: { code: '1' } })]) {
+      await assert.rejects(attempt(), (error) => {
+        assert.equal(error.code, -32000);
+        assert.ok(error.message.includes(`Emacs is not serving MCP at ${nowhere}`), error.message);
+        assert.match(error.message, /M-x sly-agent-q-mcp-server-start/);
+        return true;
+      });
+    }
+  } finally {
+    await other.close();
+  }
+});

@@ -1,0 +1,448 @@
+// sly-agent-q-mcp --emacs: its pieces, and the binary against a real local
+// socket peer standing in for Emacs (a thread that accepts, reads lines and
+// answers as the test says), or against nothing at all.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mcp/emacs_bridge.hpp"
+#include "mcp/emacs_socket.hpp"
+#include "mcp/line_splitter.hpp"
+#include "mcp/options.hpp"
+#include "mcp/unique_fd.hpp"
+
+extern char** environ;
+
+using json = nlohmann::json;
+using namespace agentq::mcp;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<Line> split(LineSplitter& splitter, std::initializer_list<std::string_view> pieces) {
+  std::vector<Line> lines;
+  for (std::string_view piece : pieces) splitter.feed(piece, [&](Line& line) { lines.push_back(line); });
+  return lines;
+}
+
+// A private temporary directory, removed at the end.
+struct TempDir {
+  TempDir() {
+    char name[] = "/tmp/agentq-bridge-XXXXXX";
+    path = ::mkdtemp(name);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string path;
+};
+
+// A stand-in for Emacs serving MCP on a local socket: answers pings by
+// itself (unless told not to) and queues every other line for the test.
+class FakeEmacs {
+ public:
+  explicit FakeEmacs(std::string path) : path_(std::move(path)) { listen(); }
+  ~FakeEmacs() { stop(); }
+
+  void listen() {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path_.c_str());
+    ::unlink(path_.c_str());
+    listener_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    ASSERT_EQ(::listen(listener_.get(), 4), 0);
+    stopping_ = false;
+    thread_ = std::thread([this] { serve(); });
+  }
+
+  // Closes the connection and the socket, as an Emacs that is killed.
+  void stop() {
+    stopping_ = true;
+    if (thread_.joinable()) thread_.join();
+    std::lock_guard lock(mutex_);
+    connection_.reset();
+    listener_.reset();
+    ::unlink(path_.c_str());
+  }
+
+  std::optional<json> next(std::chrono::milliseconds timeout = 10000ms) {
+    std::unique_lock lock(mutex_);
+    if (!arrived_.wait_for(lock, timeout, [&] { return !lines_.empty(); })) return std::nullopt;
+    json message = std::move(lines_.front());
+    lines_.pop_front();
+    return message;
+  }
+
+  void send(const json& message) {
+    std::lock_guard lock(mutex_);
+    std::string text = message.dump() + "\n";
+    ASSERT_EQ(::send(connection_.get(), text.data(), text.size(), MSG_NOSIGNAL), static_cast<ssize_t>(text.size()));
+  }
+
+  void answer(const json& request, json result = json::object()) {
+    send({{"jsonrpc", "2.0"}, {"id", request["id"]}, {"result", std::move(result)}});
+  }
+
+  std::atomic<bool> answer_pings{true};
+  std::atomic<int> pings{0};
+  std::atomic<int> connections{0};
+
+ private:
+  void serve() {
+    std::string buffer;
+    while (!stopping_) {
+      pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {-1, POLLIN, 0}};
+      {
+        std::lock_guard lock(mutex_);
+        fds[1].fd = connection_ ? connection_.get() : -1;
+      }
+      if (::poll(fds, 2, 20) <= 0) continue;
+      if (fds[0].revents & POLLIN) {
+        std::lock_guard lock(mutex_);
+        connection_.reset(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        buffer.clear();
+        ++connections;
+      }
+      if (fds[1].fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP))) {
+        char chunk[4096];
+        ssize_t n = ::recv(fds[1].fd, chunk, sizeof chunk, 0);
+        if (n <= 0) {
+          std::lock_guard lock(mutex_);
+          connection_.reset();
+          continue;
+        }
+        buffer.append(chunk, static_cast<std::size_t>(n));
+        for (std::size_t nl; (nl = buffer.find('\n')) != std::string::npos;) {
+          json message = json::parse(buffer.substr(0, nl), nullptr, false);
+          buffer.erase(0, nl + 1);
+          if (message.is_object() && message.value("method", "") == "ping") {
+            ++pings;
+            if (answer_pings) answer(message);
+            continue;
+          }
+          std::lock_guard lock(mutex_);
+          lines_.push_back(std::move(message));
+          arrived_.notify_all();
+        }
+      }
+    }
+  }
+
+  std::string path_;
+  UniqueFd listener_, connection_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::deque<json> lines_;
+};
+
+// sly-agent-q-mcp --emacs SOCKET …, with pipes for stdin and stdout.
+class Bridge {
+ public:
+  explicit Bridge(std::vector<std::string> args) {
+    int in[2], out[2];
+    EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
+    EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    args.insert(args.begin(), AGENTQ_MCP_BINARY);
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    EXPECT_EQ(::posix_spawn(&pid_, AGENTQ_MCP_BINARY, &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(in[0]);
+    ::close(out[1]);
+    in_.reset(in[1]);
+    out_.reset(out[0]);
+  }
+  ~Bridge() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  void send(const json& message) {
+    std::string text = message.dump() + "\n";
+    ASSERT_EQ(::write(in_.get(), text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  }
+  void close_stdin() { in_.reset(); }
+
+  // The next response, or null after TIMEOUT.
+  json response(std::chrono::milliseconds timeout = 10000ms) {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
+        json value = json::parse(buffer_.substr(0, nl), nullptr, false);
+        EXPECT_FALSE(value.is_discarded()) << buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        return value;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left <= 0ms) return nullptr;
+      pollfd fd{out_.get(), POLLIN, 0};
+      if (::poll(&fd, 1, static_cast<int>(left.count())) <= 0) continue;
+      char chunk[65536];
+      ssize_t n = ::read(out_.get(), chunk, sizeof chunk);
+      if (n <= 0) return nullptr;
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+
+  // The process's thread count, from /proc (0 when unknown).
+  int threads() const {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+    return 0;
+  }
+
+  int wait_exit(std::chrono::milliseconds timeout = 10000ms) {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  UniqueFd in_, out_;
+  std::string buffer_;
+};
+
+json request(const json& id, const std::string& method) {
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", json::object()}};
+}
+
+json call(const json& id) {
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+          {"params", {{"name", "evaluate_lisp"}, {"arguments", {{"code", "(+ 1 2)"}}}}}};
+}
+
+}  // namespace
+
+TEST(LineSplitter, LinesArriveInPieces) {
+  LineSplitter splitter(100);
+  auto lines = split(splitter, {"ab", "c\r\nde", "f\n\ng"});
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].text, "abc");
+  EXPECT_EQ(lines[1].text, "def");
+  EXPECT_EQ(lines[2].text, "");
+  auto last = splitter.finish();
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->text, "g");
+  EXPECT_FALSE(splitter.finish());
+}
+
+TEST(LineSplitter, ALineOverTheLimitIsReportedNotKept) {
+  LineSplitter splitter(4);
+  auto lines = split(splitter, {"abc", "defgh", "ij\nok\n"});
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(lines[0].too_long);
+  EXPECT_EQ(lines[0].bytes, 10u);
+  EXPECT_TRUE(lines[0].text.empty());
+  EXPECT_EQ(lines[1].text, "ok");
+}
+
+TEST(EmacsSocket, TheDefaultIsUnderTheRuntimeDirectoryAsInEmacs) {
+  const char* saved_xdg = std::getenv("XDG_RUNTIME_DIR");
+  std::string xdg = saved_xdg ? saved_xdg : "";
+  ::setenv("XDG_RUNTIME_DIR", "/run/user/4242/", 1);
+  EXPECT_EQ(default_emacs_socket(), "/run/user/4242/sly-agent-q/mcp.sock");
+  ::unsetenv("XDG_RUNTIME_DIR");
+  ::setenv("TMPDIR", "/var/tmp/", 1);
+  EXPECT_EQ(default_emacs_socket(), "/var/tmp/sly-agent-q-" + std::to_string(::getuid()) + "/sly-agent-q/mcp.sock");
+  ::unsetenv("TMPDIR");
+  EXPECT_EQ(default_emacs_socket(), "/tmp/sly-agent-q-" + std::to_string(::getuid()) + "/sly-agent-q/mcp.sock");
+  if (saved_xdg) ::setenv("XDG_RUNTIME_DIR", xdg.c_str(), 1);
+}
+
+TEST(EmacsSocket, NobodyListeningIsAnErrorWithTheReason) {
+  TempDir dir;
+  std::string error;
+  UniqueFd fd = connect_emacs_socket(dir.path + "/none.sock", error);
+  EXPECT_FALSE(fd);
+  EXPECT_NE(error.find("No such file"), std::string::npos) << error;
+  EXPECT_FALSE(connect_emacs_socket("/" + std::string(200, 'x'), error));
+  EXPECT_NE(error.find("longer than"), std::string::npos) << error;
+}
+
+TEST(CommandLine, EmacsModeAndItsOptions) {
+  std::vector<std::string> plain{"--emacs"};
+  CommandLine line = parse_command_line(plain);
+  EXPECT_EQ(line.action, CommandLine::Action::Serve);
+  EXPECT_TRUE(line.options.emacs);
+  EXPECT_EQ(line.options.emacs_socket, default_emacs_socket());
+  EXPECT_EQ(line.options.emacs_timeout_s, 30);
+
+  std::vector<std::string> named{"--emacs", "/tmp/x.sock", "--emacs-timeout", "2.5", "--log-level", "debug"};
+  line = parse_command_line(named);
+  EXPECT_EQ(line.options.emacs_socket, "/tmp/x.sock");
+  EXPECT_EQ(line.options.emacs_timeout_s, 2.5);
+  EXPECT_EQ(line.options.log_level, LogLevel::Debug);
+
+  std::vector<std::string> option_after{"--emacs", "--log-level", "info"};
+  line = parse_command_line(option_after);
+  EXPECT_EQ(line.options.emacs_socket, default_emacs_socket());
+
+  for (std::string bad : {"0", "-1", "soon", "", "1e9"}) {
+    std::vector<std::string> args{"--emacs", "--emacs-timeout", bad};
+    line = parse_command_line(args);
+    EXPECT_EQ(line.action, CommandLine::Action::Fail) << bad;
+    EXPECT_NE(line.error.find("--emacs-timeout"), std::string::npos) << line.error;
+  }
+}
+
+TEST(EmacsBridgeBinary, NoEmacsListeningEveryRequestGetsAClearErrorAndTheBinaryGoesOn) {
+  TempDir dir;
+  const std::string socket = dir.path + "/mcp.sock";
+  Bridge bridge({"--emacs", socket});
+  // The client connects (initialize, ping), and hears why no tool is there.
+  bridge.send(request(0, "initialize"));
+  json initialized = bridge.response();
+  EXPECT_EQ(initialized["result"]["serverInfo"]["name"], "sly-agent-q") << initialized.dump();
+  // No Lisp was booted: ECL would have started threads of its own.
+  EXPECT_EQ(bridge.threads(), 1);
+  bridge.send(request(1, "tools/list"));
+  json error = bridge.response();
+  EXPECT_EQ(error["id"], 1) << error.dump();
+  EXPECT_EQ(error["error"]["code"], bridge_error::kNotServing);
+  const std::string message = error["error"]["message"];
+  EXPECT_NE(message.find("Emacs is not serving MCP at " + socket), std::string::npos) << message;
+  EXPECT_NE(message.find("M-x sly-agent-q-mcp-server-start"), std::string::npos) << message;
+  // A notification is not answered; the next request is.
+  bridge.send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+  bridge.send(request("two", "ping"));
+  json pong = bridge.response();
+  EXPECT_EQ(pong["id"], "two");
+  EXPECT_EQ(pong["result"], json::object());
+  bridge.send(call(3));
+  EXPECT_EQ(bridge.response()["error"]["code"], bridge_error::kNotServing);
+  bridge.close_stdin();
+  EXPECT_EQ(bridge.wait_exit(), 0);
+}
+
+TEST(EmacsBridgeBinary, RequestsAndAnswersAreForwardedAndAReconnectFollowsALostEmacs) {
+  TempDir dir;
+  const std::string socket = dir.path + "/mcp.sock";
+  FakeEmacs emacs(socket);
+  Bridge bridge({"--emacs", socket});
+  bridge.send(call(7));
+  auto forwarded = emacs.next();
+  ASSERT_TRUE(forwarded);
+  EXPECT_EQ((*forwarded)["params"]["name"], "evaluate_lisp");
+  emacs.answer(*forwarded, {{"content", json::array({{{"type", "text"}, {"text", "=> 3"}}})}, {"isError", false}});
+  json answer = bridge.response();
+  EXPECT_EQ(answer["id"], 7);
+  EXPECT_EQ(answer["result"]["content"][0]["text"], "=> 3");
+
+  // Emacs goes away mid-call: the call gets the error, not silence.
+  bridge.send(call(8));
+  ASSERT_TRUE(emacs.next());
+  emacs.stop();
+  json lost = bridge.response();
+  EXPECT_EQ(lost["id"], 8) << lost.dump();
+  EXPECT_EQ(lost["error"]["code"], bridge_error::kNotServing);
+  EXPECT_NE(lost["error"]["message"].get<std::string>().find("went away"), std::string::npos) << lost.dump();
+
+  // Emacs back: the next request connects again.
+  emacs.listen();
+  bridge.send(request(9, "tools/list"));
+  auto list = emacs.next();
+  ASSERT_TRUE(list);
+  emacs.answer(*list, {{"tools", json::array()}});
+  EXPECT_EQ(bridge.response()["id"], 9);
+  EXPECT_EQ(emacs.connections.load(), 2);
+}
+
+TEST(EmacsBridgeBinary, ACallWaitsPastTheTimeoutWhileEmacsAnswersPings) {
+  TempDir dir;
+  const std::string socket = dir.path + "/mcp.sock";
+  FakeEmacs emacs(socket);
+  Bridge bridge({"--emacs", socket, "--emacs-timeout", "1"});
+  bridge.send(call("approval"));
+  auto forwarded = emacs.next();
+  ASSERT_TRUE(forwarded);
+  // An approval the person takes 2.5 s over: Emacs answers the bridge's pings.
+  EXPECT_TRUE(bridge.response(2500ms).is_null()) << "answered before Emacs did";
+  EXPECT_GE(emacs.pings.load(), 2);
+  emacs.answer(*forwarded, {{"content", json::array()}, {"isError", false}});
+  json answer = bridge.response();
+  EXPECT_EQ(answer["id"], "approval") << answer.dump();
+  EXPECT_TRUE(answer.contains("result"));
+  // The pings' answers never reached the client.
+  EXPECT_TRUE(bridge.response(300ms).is_null());
+}
+
+TEST(EmacsBridgeBinary, AStuckEmacsCostsTheTimeoutThenALateAnswerIsDropped) {
+  TempDir dir;
+  const std::string socket = dir.path + "/mcp.sock";
+  FakeEmacs emacs(socket);
+  emacs.answer_pings = false;
+  Bridge bridge({"--emacs", socket, "--emacs-timeout", "0.5"});
+  auto start = std::chrono::steady_clock::now();
+  bridge.send(call(1));
+  auto forwarded = emacs.next();
+  ASSERT_TRUE(forwarded);
+  json timeout = bridge.response(5000ms);
+  auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(timeout["id"], 1) << timeout.dump();
+  EXPECT_EQ(timeout["error"]["code"], bridge_error::kTimeout);
+  EXPECT_NE(timeout["error"]["message"].get<std::string>().find("did not answer within 0.5 s"), std::string::npos);
+  EXPECT_GE(waited, 450ms);
+  // Emacs wakes up and answers: the client already has its one answer.
+  emacs.answer(*forwarded);
+  emacs.answer_pings = true;
+  bridge.send(request(2, "tools/list"));
+  auto list = emacs.next();
+  ASSERT_TRUE(list);
+  emacs.answer(*list, {{"tools", json::array()}});
+  json next = bridge.response();
+  EXPECT_EQ(next["id"], 2) << next.dump();
+}
+
+TEST(EmacsBridgeBinary, EndOfInputWaitsForTheAnswersThenExits) {
+  TempDir dir;
+  const std::string socket = dir.path + "/mcp.sock";
+  FakeEmacs emacs(socket);
+  Bridge bridge({"--emacs", socket});
+  bridge.send(call(1));
+  auto forwarded = emacs.next();
+  ASSERT_TRUE(forwarded);
+  bridge.close_stdin();
+  std::this_thread::sleep_for(200ms);
+  emacs.answer(*forwarded);
+  EXPECT_EQ(bridge.response()["id"], 1);
+  EXPECT_EQ(bridge.wait_exit(), 0);
+}
