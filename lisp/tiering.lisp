@@ -434,6 +434,8 @@ image's."
           ((or (null entry) (not (eq (tiered-bytecodes entry) function)))
            "bytecodes: not defined by a top-level DEFUN of the session (not compiled in the background)")
           ((eq (tiered-state entry) :waiting) "bytecodes, waiting for the native compiler")
+          ((eq (tiered-state entry) :replaced)
+           "bytecodes: its definition was replaced while it waited for the native compiler (TRACE, say); evaluate the DEFUN again")
           (t (format nil "bytecodes: ~A" (or (tiered-reason entry) "not compiled"))))))
 
 (defun tiering-status ()
