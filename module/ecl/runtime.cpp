@@ -526,6 +526,11 @@ cl_object set_watchdog(cl_object process) {
   return one_value(ECL_NIL);
 }
 
+// (%WORKER-BUSY-P) → true while the worker runs a job (any thread).
+cl_object worker_busy_p() {
+  return one_value(g_impl->current_id.load(std::memory_order_acquire) != 0 ? ECL_T : ECL_NIL);
+}
+
 // (%SET-COMPILER-THREAD process): the background compiler, known before
 // its thread runs; it runs at nice 10, which the gcc it starts inherits.
 cl_object set_compiler_thread(cl_object process) {
@@ -699,6 +704,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%CURRENT-JOB", current_job);
     define_lisp_function("%SET-WATCHDOG", set_watchdog);
     define_lisp_function("%SET-COMPILER-THREAD", set_compiler_thread);
+    define_lisp_function("%WORKER-BUSY-P", worker_busy_p);
     define_lisp_function("%LOWER-THREAD-PRIORITY", lower_thread_priority);
     define_lisp_function("%RUNTIME-PROCESS-P", runtime_process_p);
     define_lisp_function("%RUNTIME-THREAD-P", runtime_thread_p);

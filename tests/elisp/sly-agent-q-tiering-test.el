@@ -86,12 +86,31 @@
   (should (string-prefix-p "[ERROR] SIMPLE-ERROR\nboom 3\n"
                            (agentq-test-eval-fails "(agentq-tier-fails 3)"))))
 
+(ert-deftest sly-agent-q-tiering/recursion-is-direct-unless-notinline ()
+  (skip-unless (agentq-tiering-gcc-p))
+  ;; As after COMPILE, a native function's calls of itself are direct; a
+  ;; name proclaimed NOTINLINE keeps going through its global definition.
+  (agentq-test-eval-ok "(defun agentq-tier-rec (n) (if (zerop n) :base (agentq-tier-rec (1- n))))
+(declaim (notinline agentq-tier-nrec))
+(defun agentq-tier-nrec (n) (if (zerop n) :base (agentq-tier-nrec (1- n))))")
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-kind "agentq-tier-rec") "NATIVE"))
+  (should (equal (agentq-tiering-kind "agentq-tier-nrec") "NATIVE"))
+  (should (equal (agentq-test-eval-ok "(let ((rec #'agentq-tier-rec) (nrec #'agentq-tier-nrec))
+  (setf (fdefinition 'agentq-tier-rec) (lambda (n) (declare (ignore n)) :redefined)
+        (fdefinition 'agentq-tier-nrec) (lambda (n) (declare (ignore n)) :redefined))
+  (list (funcall rec 3) (funcall nrec 3)))")
+                 "=> (:BASE :REDEFINED)")))
+
 (ert-deftest sly-agent-q-tiering/redefinition-during-compile-wins ()
   (skip-unless (agentq-tiering-gcc-p))
   ;; The second definition comes while the first is being compiled (the
-  ;; batch waits for a quiet moment, then gcc takes a few hundred ms).
+  ;; compiler waits up to 1 s for a busy worker, then gcc takes a few
+  ;; hundred ms).
   (agentq-test-eval-ok "(defun agentq-tier-redef () :old)")
-  (agentq-test-eval-ok "(sleep 0.1)")
+  (should (equal (agentq-test-eval-ok "(loop repeat 1000 until agent-q::*tiering-compiling* do (sleep 0.005)
+  finally (return agent-q::*tiering-compiling*))")
+                 "=> T"))
   (agentq-test-eval-ok "(defun agentq-tier-redef () :new)")
   (should (equal (agentq-test-eval-ok "(agentq-tier-redef)") "=> :NEW"))
   (agentq-tiering-wait)
