@@ -96,11 +96,8 @@ those too)."
 (defun closure-with-environment-p (function)
   (and (bytecodes-function-p function) (si:bc-split function) t))
 
-(defun tiering-possible-p ()
-  "True when Emacs did not turn tiering off and a C compiler is on PATH."
-  (and (%tiering-enabled-p) (c-compiler-on-path-p)))
-
 (defun c-compiler-on-path-p ()
+  "True when a C compiler is on PATH (looked for again when PATH changes)."
   (let ((path (ext:getenv "PATH")))
     (unless (equal path (car *path-compiler*))
       (setf *path-compiler* (cons path (and (c-compiler-available-p) t))))
