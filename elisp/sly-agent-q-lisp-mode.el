@@ -21,6 +21,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'xref)
+(require 'sly-agent-q-notes)
 (require 'sly-agent-q-runtime)
 (require 'sly-agent-q-commands)
 (require 'sly-agent-q-repl)
@@ -101,33 +102,43 @@ puts one under /usr/share/doc/hyperspec)."
 (defun sly-agent-q-compile-defun ()
   "Compile the top-level form around point (compile_form) and show the notes.
 Warnings and style warnings (undefined function, unused variable, wrong
-argument count) are listed in *sly-agent-q compilation*."
+argument count) are shown on the forms they concern (\\[sly-agent-q-next-note]
+and \\[sly-agent-q-previous-note] move between them) and listed in
+*sly-agent-q compilation*."
   (interactive)
   (let* ((bounds (sly-agent-q--defun-bounds))
-         (text (buffer-substring-no-properties (car bounds) (cdr bounds)))
-         (buffer (current-buffer))
-         (line (line-number-at-pos (car bounds))))
+         (text (buffer-substring-no-properties (car bounds) (cdr bounds))))
     (sly-agent-q-lisp--check-balanced text)
     (sly-agent-q-lisp--remember-definitions text (car bounds))
-    (sly-agent-q-lisp--call "compile_form"
-                            (sly-agent-q-lisp--package-arguments (list :form text) (car bounds))
-                            (lambda (result) (sly-agent-q-lisp--show-compilation result buffer line)))))
+    (sly-agent-q-lisp--compile (car bounds) (cdr bounds)
+                               (sly-agent-q-lisp--package-arguments (list :form text) (car bounds)))))
 
-(defun sly-agent-q-lisp--show-compilation (result buffer line)
-  "Show compile_form's RESULT for the form of BUFFER at LINE."
-  (let ((text (or (plist-get result :content) "")))
-    (if (and (plist-get result :success) (not (string-match-p "WARNING" text)))
-        (message "Compiled: %s" (car (split-string text "\n")))
-      (with-current-buffer (get-buffer-create "*sly-agent-q compilation*")
-        (let ((inhibit-read-only t)
-              (file (or (buffer-file-name buffer) (buffer-name buffer))))
-          (erase-buffer)
-          (insert (format "%s:%d: %s\n" file line (car (split-string text "\n")))
-                  (mapconcat (lambda (l) (concat "  " l)) (cdr (split-string text "\n")) "\n")
-                  "\n")
-          (compilation-mode)
-          (display-buffer (current-buffer))))
-      (message "%s" (car (split-string text "\n"))))))
+(defun sly-agent-q-lisp--compile (start end arguments &optional then)
+  "Compile the buffer's text from START to END: compile_form with ARGUMENTS.
+Its notes go on the forms; THEN, if non-nil, is called with the result."
+  (let ((buffer (current-buffer))
+        (start (copy-marker start))
+        (end (copy-marker end t)))
+    (sly-agent-q-notes-clear start end)
+    (sly-agent-q-lisp--call "compile_form" arguments
+                            (lambda (result)
+                              (when (buffer-live-p buffer)
+                                (sly-agent-q-lisp--show-compilation result buffer start end))
+                              (when then (funcall then result))))))
+
+(defun sly-agent-q-lisp--show-compilation (result buffer start end)
+  "Show compile_form's RESULT for the text of BUFFER from START to END."
+  (let* ((text (or (plist-get result :content) (plist-get result :error) ""))
+         (notes (sly-agent-q-notes-show text buffer start end))
+         (summary (car (last (split-string (string-trim text) "\n")))))
+    (cond (notes
+           (sly-agent-q-notes-list notes buffer)
+           (display-buffer "*sly-agent-q compilation*")
+           (message "%d compiler note%s (%s): %s" (length notes) (if (cdr notes) "s" "")
+                    (substitute-command-keys "\\<sly-agent-q-lisp-mode-map>\\[sly-agent-q-next-note] goes to the next")
+                    (nth 1 (car notes))))
+          ((plist-get result :success) (message "Compiled: %s" summary))
+          (t (message "%s" (car (split-string text "\n")))))))
 
 (defun sly-agent-q-load-file (file)
   "Load the Lisp FILE into ECL (saving its buffer first)."
@@ -146,11 +157,25 @@ argument count) are listed in *sly-agent-q compilation*."
                               (sly-agent-q--show-result result)))))
 
 (defun sly-agent-q-compile-and-load-file (file)
-  "Save and load FILE, showing the warnings about its definitions.
-ECL evaluates what it loads from source; undefined functions and unused
-variables are checked form by form as `compile_form' checks them."
+  "Save FILE, compile it with ECL's compiler and load it, showing the notes.
+The compiler's warnings go on the forms they concern, as with
+`sly-agent-q-compile-defun'; the file's definitions are indexed for
+\\[xref-find-definitions]."
   (interactive (list (or buffer-file-name (user-error "This buffer visits no file"))))
-  (sly-agent-q-load-file file))
+  (let ((buffer (or (find-buffer-visiting file) (find-file-noselect file))))
+    (with-current-buffer buffer
+      (when (buffer-modified-p) (save-buffer))
+      (let ((text (buffer-substring-no-properties (point-min) (point-max)))
+            (file (expand-file-name file)))
+        (message "Compiling %s..." file)
+        (sly-agent-q-lisp--compile
+         (point-min) (point-max) (list :form text :package "CL-USER")
+         (lambda (result)
+           (when (plist-get result :success)
+             ;; Indexed for M-. and who-calls, as C-c C-l does.
+             (sly-agent-q-lisp--call "evaluate_lisp"
+                                     (list :code (format "(agent-q::xref-index-file %S t)" file))
+                                     #'ignore))))))))
 
 ;;;; Documentation
 
@@ -271,14 +296,27 @@ LISP non-nil: the text is Lisp code, fontified as such."
                          sly-agent-q-lisp--definitions)))))))))
 
 (defun sly-agent-q-lisp--file-definitions (name package)
-  "Where the session's index says NAME (read in PACKAGE) is defined in files.
-A list of (KIND FILE LINE)."
+  "Where the session says NAME (read in PACKAGE) is defined in files.
+A list of (KIND FILE LINE) from the session's index, else the source
+file ECL recorded for the function (with LINE nil and a character
+POSITION as fourth element), else (:ecl PACKAGE) for a function of ECL's
+own of which ECL recorded no source, or nil."
   (let* ((code (format "(let ((s (let ((*package* (or (find-package %S) *package*))) (ignore-errors (read-from-string %S)))))
-  (loop for d in (and s (gethash s agent-q::*xref-defined*))
-        when (agent-q::xref-definition-file d)
-        collect (list (string-downcase (symbol-name (agent-q::xref-definition-kind d)))
-                      (namestring (agent-q::xref-definition-file d))
-                      (or (agent-q::xref-definition-line d) 1))))"
+  (or (loop for d in (and s (gethash s agent-q::*xref-defined*))
+            when (agent-q::xref-definition-file d)
+            collect (list (string-downcase (symbol-name (agent-q::xref-definition-kind d)))
+                          (namestring (agent-q::xref-definition-file d))
+                          (or (agent-q::xref-definition-line d) 1)))
+      (and s (symbolp s) (fboundp s)
+           (multiple-value-bind (file position)
+               (ignore-errors (si::compiled-function-file (or (macro-function s) (fdefinition s))))
+             (if (and file (ignore-errors (probe-file file)))
+                 (list (list \"function\" (namestring (truename file)) nil (max 0 (or position 0))))
+                 (and (symbol-package s)
+                      (member (package-name (symbol-package s))
+                              '(\"COMMON-LISP\" \"SYSTEM\" \"EXT\" \"MP\" \"CLOS\" \"GRAY\" \"FFI\" \"C\" \"SB-BSD-SOCKETS\")
+                              :test #'string=)
+                      (list :ecl (package-name (symbol-package s)))))))))"
                        (or package "CL-USER") name))
          (result (car (sly-agent-q-execute-tool-calls
                        (list (list :id "xref" :name "evaluate_lisp" :arguments (list :code code :timeout 2))))))
@@ -296,6 +334,14 @@ A list of (KIND FILE LINE)."
 (cl-defmethod xref-backend-identifier-at-point ((_backend (eql sly-agent-q)))
   (sly-agent-q-lisp--symbol-at-point))
 
+(defun sly-agent-q-lisp--file-location (entry)
+  "The xref location of ENTRY, (KIND FILE LINE [POSITION])."
+  (if (nth 2 entry)
+      (xref-make-file-location (nth 1 entry) (nth 2 entry) 0)
+    (let ((buffer (find-file-noselect (nth 1 entry))))
+      (xref-make-buffer-location buffer (with-current-buffer buffer
+                                          (min (point-max) (1+ (nth 3 entry))))))))
+
 (cl-defmethod xref-backend-definitions ((_backend (eql sly-agent-q)) identifier)
   (let* ((name (upcase (car (last (split-string identifier ":" t)))))
          (package (sly-agent-q--buffer-package))
@@ -304,13 +350,27 @@ A list of (KIND FILE LINE)."
                                      (xref-make (format "%s (evaluated from %s)" identifier (buffer-name (marker-buffer marker)))
                                                 (xref-make-buffer-location (marker-buffer marker) (marker-position marker)))))
                                  (gethash name sly-agent-q-lisp--definitions))))
-         (files (mapcar (lambda (entry)
-                          (xref-make (format "(%s %s)" (nth 0 entry) identifier)
-                                     (xref-make-file-location (nth 1 entry) (nth 2 entry) 0)))
-                        (sly-agent-q-lisp--file-definitions identifier package))))
-    (or (append here files)
-        (user-error "No source known for %s: it was not loaded from a file or evaluated from a buffer in this session"
-                    identifier))))
+         (found (and (null here)
+                     (if (sly-agent-q-lisp--busy-p)
+                         ;; Asking would wait behind the running evaluation.
+                         (user-error "Lisp is busy (an evaluation is running): M-. can look %s up when it is done"
+                                     identifier)
+                       (sly-agent-q-lisp--file-definitions identifier package))))
+         (files (and (consp (car found))
+                     (mapcar (lambda (entry)
+                               (xref-make (format "(%s %s)" (nth 0 entry) identifier)
+                                          (sly-agent-q-lisp--file-location entry)))
+                             found))))
+    (cond ((or here files) (append here files))
+          ((and (symbolp (car found)) (string= (upcase (symbol-name (car found))) ":ECL"))
+           (user-error "%s is part of ECL itself (package %s): ECL records no source location for its built-in functions, and the Debian ecl package ships no Lisp sources; C-c C-d d describes it"
+                       identifier (cadr found)))
+          (t (user-error "No source known for %s: it was not loaded from a file or evaluated from a buffer in this session"
+                         identifier)))))
+
+(defun sly-agent-q-lisp--busy-p ()
+  "Non-nil while an asynchronous call (an evaluation, the REPL) holds Lisp."
+  (> (hash-table-count sly-agent-q--async-callbacks) 0))
 
 (cl-defmethod xref-backend-identifier-completion-table ((_backend (eql sly-agent-q)))
   nil)
@@ -334,6 +394,8 @@ A list of (KIND FILE LINE)."
     (define-key map (kbd "C-c C-w c") #'sly-agent-q-who-calls)
     (define-key map (kbd "C-c C-w r") #'sly-agent-q-who-references)
     (define-key map (kbd "C-c I") #'sly-agent-q-inspect)
+    (define-key map (kbd "M-n") #'sly-agent-q-next-note)
+    (define-key map (kbd "M-p") #'sly-agent-q-previous-note)
     map)
   "Keymap of `sly-agent-q-lisp-mode': SLY's keys.")
 

@@ -22,6 +22,7 @@
 (require 'sly-agent-q-runtime)
 (require 'sly-agent-q-commands)
 (require 'sly-agent-q-completion)
+(require 'sly-agent-q-debugger)
 
 (defgroup sly-agent-q-repl nil
   "The REPL buffer of sly-agent-q."
@@ -82,7 +83,9 @@ would make itself the last one)."
                    (setq sly-agent-q-repl--job nil)
                    (let ((result (car results)))
                      (sly-agent-q-repl--output
-                      (or (plist-get result :content) (plist-get result :error) ""))))))))
+                      (or (plist-get result :content) (plist-get result :error) ""))))))
+             ;; An error stops in the debugger (sly-agent-q-debugger.el).
+             t))
       (when sly-agent-q-repl-history-file
         (ignore-errors
           (make-directory (file-name-directory sly-agent-q-repl-history-file) t)

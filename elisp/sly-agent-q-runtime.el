@@ -173,7 +173,7 @@ Called from Lisp by load_system; entries that are not strings are left out."
 (declare-function sly-agent-q--module-execute-call "sly-agent-q-module"
                   (approval hooks id name &rest arguments))
 (declare-function sly-agent-q--module-open-channel "sly-agent-q-module" (process))
-(declare-function sly-agent-q--module-submit "sly-agent-q-module" (calls approval hooks))
+(declare-function sly-agent-q--module-submit "sly-agent-q-module" (calls approval hooks &optional with-debugger))
 (declare-function sly-agent-q--module-cancel "sly-agent-q-module" (job))
 (declare-function sly-agent-q--module-async-serve "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-mcp-request "sly-agent-q-module" (json approval hooks))
@@ -251,8 +251,10 @@ Returns nil when the call may go on, or the text it fails with."
 
 (defun sly-agent-q--eval-for-lisp (text)
   "Evaluate TEXT, one Emacs Lisp form sent by `agent-q:eval-in-emacs'.
-Returns (t . PRINTED-VALUE) or (nil . ERROR-MESSAGE).  A quit is not
-caught: C-g here quits the evaluation that asked."
+Returns (t . PRINTED-VALUE) or (nil . ERROR-MESSAGE), or (later . KEY)
+when the form returned (:agent-q-answer-later . KEY): the person answers
+later, with `sly-agent-q--module-answer-later' (the REPL's debugger).  A
+quit is not caught: C-g here quits the evaluation that asked."
   (condition-case err
       (let* ((read (read-from-string text))
              (rest (substring text (cdr read))))
@@ -263,7 +265,9 @@ caught: C-g here quits the evaluation that asked."
               (print-escape-newlines nil) (print-escape-control-characters nil)
               (print-escape-nonascii nil) (print-escape-multibyte nil)
               (print-length nil) (print-level nil) (print-circle nil))
-          (cons t (prin1-to-string value))))
+          (if (and (eq (car-safe value) :agent-q-answer-later) (natnump (cdr value)))
+              (cons 'later (cdr value))
+            (cons t (prin1-to-string value)))))
     (error (cons nil (error-message-string err)))))
 
 ;;;; What Lisp's `agent-q:execute-tool-calls' asks of Emacs
@@ -430,16 +434,20 @@ is put off until the minibuffer exits."
           (error (message "sly-agent-q: the callback of job %d failed: %s"
                           (car finished) (error-message-string err))))))))
 
-(defun sly-agent-q-execute-tool-calls-async (calls callback)
+(defun sly-agent-q-execute-tool-calls-async (calls callback &optional with-debugger)
   "Run the tool CALLS without blocking Emacs; return the job id at once.
 CALLBACK is called later on the main thread, from a process filter,
 with the list of results that `sly-agent-q-execute-tool-calls' would
 have returned.  Jobs run one after another, in the order submitted;
 the approval function and hooks are those in force now, and an approval
-is asked when its call is reached.  `sly-agent-q-cancel' stops a job."
+is asked when its call is reached.  `sly-agent-q-cancel' stops a job.
+WITH-DEBUGGER non-nil (the REPL's own evaluations, never a model's calls):
+an unhandled error in an evaluate_lisp call shows the debugger, where the
+person chooses a restart, instead of ending the call with [ERROR]."
   (sly-agent-q--async-channel)
   (let ((job (sly-agent-q--module-submit calls sly-agent-q-approval-function
-                                         sly-agent-q-tool-execution-functions)))
+                                         sly-agent-q-tool-execution-functions
+                                         with-debugger)))
     (puthash job callback sly-agent-q--async-callbacks)
     job))
 

@@ -15,6 +15,13 @@ reports this text.")
   "The condition that made the last failed evaluation (or tool handler)
 fail, or NIL; reset_session clears it.")
 (defconstant +backtrace-frames+ 20)
+(defvar *repl-debugger* nil
+  "True while an evaluation typed in the REPL runs: an unhandled serious
+condition asks the person for a restart (REPL-DEBUG) instead of failing.")
+(defvar *in-repl-debugger* nil "True while the REPL's debugger asks the person.")
+(defvar *outer-restarts* '()
+  "The restarts in force when the REPL's form started: not the form's own.")
+
 
 (defun safe-princ (object)
   (handler-case (let ((*print-length* 100) (*print-level* 10) (*print-readably* nil))
@@ -132,6 +139,7 @@ package."
 (defun fail (condition &optional note)
   "Handler for serious conditions: describe CONDITION where it was
 signalled, then unwind out of the evaluation."
+  (maybe-repl-debug condition)         ; debugger.lisp: returns unless a restart was chosen
   (let ((text (error-text condition note)))
     (setf *last-error* condition)
     (when (typep condition 'ext:stack-overflow)

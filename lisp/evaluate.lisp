@@ -113,7 +113,9 @@ form's values and the package in force at the end."
       (loop for form = (read in nil eof)
             until (eq form eof)
             do (setf - form
-                     values (multiple-value-list (eval-form form))
+                     values (if *repl-debugger*
+                                (repl-eval-form form) ; debugger.lisp: with restarts
+                                (multiple-value-list (eval-form form)))
                      any t)
                ;; Definitions go into the who-calls index (xref.lisp).
                (xref-note form)

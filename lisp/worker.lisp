@@ -144,7 +144,9 @@ Returns true and the result text, or NIL and the [ERROR] text."
             (values nil (format nil "[ERROR] UNKNOWN-TOOL~%No Lisp handler for the tool ~S." tool))))))
 
 (defun run-evaluate-job (code package flags output-limit timeout-ms)
-  (guarded-job (timeout-ms) (evaluate-string code package (logbitp 0 flags) output-limit)))
+  ;; FLAGS: bit 0 capture time, bit 1 the REPL's debugger (debugger.lisp).
+  (let ((*repl-debugger* (logbitp 1 flags)))
+    (guarded-job (timeout-ms) (evaluate-string code package (logbitp 0 flags) output-limit))))
 
 (defun escaped-job-text ()
   "Called by the host when a non-local exit unwound past WORKER-LOOP while

@@ -12,6 +12,9 @@ namespace agentq {
 struct HostAnswer {
   bool ok = false;
   std::string text;  // the printed value, or what went wrong
+  // Nonzero: Emacs will answer later, under this key, from a command of
+  // the person (the REPL's debugger); only an asynchronous call can wait.
+  std::uint64_t later = 0;
 };
 
 class CallContext {
@@ -35,6 +38,11 @@ class CallContext {
   // The runtime queued a job for this call, with this id: what a
   // cancellation names (Runtime::cancel), from any thread.
   virtual void job_queued(std::uint64_t job_id) { (void)job_id; }
+
+  // True when an error in this call's evaluation may stop in the REPL's
+  // debugger (the person chooses a restart) instead of failing the call:
+  // only for the REPL's own evaluations, never for a model's tool call.
+  virtual bool wants_debugger() const { return false; }
 
   // Evaluates FORM (Elisp source text) for the running job, which waits for
   // the answer: Lisp asking Emacs.  Runs on the calling thread, the one

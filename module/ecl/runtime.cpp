@@ -433,7 +433,7 @@ cl_object next_job() {
   env->values[1] = tool;
   env->values[2] = code;
   env->values[3] = package;
-  env->values[4] = ecl_make_fixnum(request.capture_time ? 1 : 0);
+  env->values[4] = ecl_make_fixnum((request.capture_time ? 1 : 0) | (request.debugger ? 2 : 0));
   env->values[5] = ecl_make_fixnum(static_cast<cl_fixnum>(request.output_limit));
   env->values[6] = ecl_make_fixnum(static_cast<cl_fixnum>(request.timeout.count()));
   env->values[7] = heap;

@@ -31,6 +31,7 @@ struct EvalRequest {
   std::string code;
   std::string package;  // empty ⇒ the session's package
   bool capture_time = false;
+  bool debugger = false;  // an error stops in the REPL's debugger (CallContext::wants_debugger)
   std::chrono::milliseconds timeout{30000};
   std::size_t output_limit = 1000000;  // characters kept per output section
 };

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -26,6 +27,7 @@ struct Batch {
   emacs_value approval = nullptr;  // global refs, freed by serve()
   emacs_value hooks = nullptr;
   bool has_hooks = false;
+  bool debugger = false;
   std::atomic<bool> cancelled{false};
   std::atomic<std::uint64_t> lisp_job{0};  // the runtime's job of the call running now, or 0
   std::vector<ToolResult> results;
@@ -46,6 +48,8 @@ struct State {
   std::shared_ptr<Batch> running;
   std::deque<std::shared_ptr<MainWork>> main_work;
   std::deque<std::shared_ptr<Batch>> finished;
+  // Requests Emacs answered with (later . KEY): the answer once given.
+  std::map<std::uint64_t, std::optional<HostAnswer>> later;
   std::atomic<int> fd{-1};
   std::atomic<bool> work_queued{false};  // main_work is not empty
   bool runner_started = false;
@@ -88,21 +92,41 @@ class AsyncCallContext final : public CallContext {
   bool cancelled() const override { return batch_.cancelled.load(); }
   bool interrupt_is_cancel() const override { return true; }
   void job_queued(std::uint64_t job_id) override { batch_.lisp_job = job_id; }
+  bool wants_debugger() const override { return batch_.debugger; }
   HostAnswer eval_in_host(const std::string& form) override {
     HostAnswer answer{false, "the call was cancelled"};
     try {
       run_on_main([&](const Env& env) {
         bool quit = false;
         answer = eval_elisp_for_lisp(env, form, quit);
+        if (answer.later) {
+          // Registered before the filter returns, so before any command
+          // of the person can answer.
+          std::lock_guard lock(state().mutex);
+          state().later[answer.later].reset();
+        }
         if (quit) throw NonLocalExit();  // serve() cancels the batch
       });
     } catch (const NotServed& e) {
       answer = {false, e.what()};
     }
+    if (answer.later) answer = wait_later(answer.later);
     return answer;
   }
 
  private:
+  // The person answers through a command (answer_later), so Emacs is free
+  // meanwhile.  This thread is the job's owner serving its request: the
+  // job's time limit stays paused; a cancellation ends the wait.
+  HostAnswer wait_later(std::uint64_t key) {
+    State& s = state();
+    std::unique_lock lock(s.mutex);
+    s.done_cv.wait(lock, [&] { return s.later[key].has_value() || batch_.cancelled.load(); });
+    HostAnswer given = s.later[key].value_or(HostAnswer{false, "the call was cancelled"});
+    s.later.erase(key);
+    return given;
+  }
+
   Batch& batch_;
 };
 
@@ -171,9 +195,11 @@ void set_channel(int fd) {
 
 bool has_channel() { return state().fd.load() >= 0; }
 
-std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks) {
+std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks,
+                     bool debugger) {
   State& s = state();
   auto batch = std::make_shared<Batch>();
+  batch->debugger = debugger;
   batch->calls = std::move(calls);
   batch->approval = approval;
   batch->hooks = hooks;
@@ -212,6 +238,26 @@ bool cancel(std::uint64_t id) {
   }
   s.done_cv.notify_all();  // the runner may be waiting for the main thread
   return found;
+}
+
+bool answer_later(std::uint64_t key, HostAnswer answer) {
+  State& s = state();
+  {
+    std::lock_guard lock(s.mutex);
+    auto it = s.later.find(key);
+    if (it == s.later.end() || it->second) return false;
+    answer.later = 0;
+    it->second = std::move(answer);
+  }
+  s.done_cv.notify_all();
+  return true;
+}
+
+bool later_pending(std::uint64_t key) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = s.later.find(key);
+  return it != s.later.end() && !it->second;
 }
 
 void run_on_main(const std::function<void(const Env&)>& work) {

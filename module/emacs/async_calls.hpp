@@ -35,8 +35,19 @@ bool has_channel();
 
 // Queues a batch.  APPROVAL and HOOKS are the approval function and the
 // hook list at submission, as global refs the batch now owns (freed by
-// serve() when the batch is handed back).  Returns the job id.
-std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks);
+// serve() when the batch is handed back).  DEBUGGER: an error in its
+// evaluations stops in the REPL's debugger (the REPL's own calls only).
+// Returns the job id.
+std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks,
+                     bool debugger = false);
+
+// The person's later answer (the REPL's debugger) to the request that
+// Emacs answered with (later . KEY).  False when nothing waits for KEY
+// (its batch was cancelled, or the key is unknown).
+bool answer_later(std::uint64_t key, HostAnswer answer);
+
+// True while a request waits for its later answer under KEY.
+bool later_pending(std::uint64_t key);
 
 // Cancels job ID: a running Lisp evaluation is interrupted, calls not yet
 // run fail with INTERRUPTED.  False when no such job is queued or running.

@@ -41,13 +41,22 @@ bool EmacsCallContext::poll() {
 
 HostAnswer EmacsCallContext::eval_in_host(const std::string& form) {
   if (quit_ || env_.exit_pending()) return {false, "the Emacs call waiting for this evaluation is quitting"};
-  return eval_elisp_for_lisp(env_, form, quit_);
+  HostAnswer answer = eval_elisp_for_lisp(env_, form, quit_);
+  // Nothing here could wait for a later answer: the main thread waits.
+  if (answer.later) return {false, "the answer would come later, which only an asynchronous call can wait for"};
+  return answer;
 }
 
 HostAnswer eval_elisp_for_lisp(const Env& env, const std::string& form, bool& quit) {
   const Symbols& s = Env::sym();
   try {
     emacs_value answer = env.call(s.eval_for_lisp, {env.str(form)});
+    // (later . KEY): the person answers later (sly-agent-q--module-answer-later).
+    if (env.eq(env.call(s.car, {answer}), env.intern("later"))) {
+      HostAnswer later{false, {}};
+      later.later = static_cast<std::uint64_t>(env.to_integer(env.call(s.cdr, {answer})));
+      return later;
+    }
     bool ok = !env.is_nil(env.call(s.car, {answer}));
     return {ok, env.to_string(env.call(s.cdr, {answer}))};
   } catch (const NonLocalExit&) {

@@ -292,15 +292,28 @@ emacs_value open_channel(const Env& env, ptrdiff_t, emacs_value* args) {
 }
 
 // (sly-agent-q--module-submit CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS) → job id.
-emacs_value submit(const Env& env, ptrdiff_t, emacs_value* args) {
+emacs_value submit(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
   std::vector<PendingCall> calls;
   for (emacs_value value : call_values(env, args[0]))
     calls.push_back(read_call(env, [&](std::optional<std::string>& id) { return to_tool_call(env, value, id); }));
   emacs_value approval = env.raw()->make_global_ref(env.raw(), args[1]);
   emacs_value hooks = env.raw()->make_global_ref(env.raw(), args[2]);
-  std::uint64_t id = async::submit(std::move(calls), approval, hooks, !env.is_nil(args[2]));
+  bool debugger = nargs > 3 && !env.is_nil(args[3]);
+  std::uint64_t id = async::submit(std::move(calls), approval, hooks, !env.is_nil(args[2]), debugger);
   return env.integer(static_cast<std::intmax_t>(id));
+}
+
+// (sly-agent-q--module-answer-later KEY OK TEXT) → t, or nil when nothing
+// waits for KEY: the person's answer to a request Emacs answered with
+// (later . KEY), the REPL's debugger.
+emacs_value answer_later(const Env& env, ptrdiff_t, emacs_value* args) {
+  HostAnswer answer{!env.is_nil(args[1]), env.to_string(args[2])};
+  return env.boolean(async::answer_later(static_cast<std::uint64_t>(env.to_integer(args[0])), std::move(answer)));
+}
+
+emacs_value later_pending(const Env& env, ptrdiff_t, emacs_value* args) {
+  return env.boolean(async::later_pending(static_cast<std::uint64_t>(env.to_integer(args[0]))));
 }
 
 emacs_value cancel(const Env& env, ptrdiff_t, emacs_value* args) {
@@ -480,9 +493,15 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-list-tools", 0, 0, entry<list_tools>, "Sorted names of the registered tools.");
   defun(raw, "sly-agent-q--module-open-channel", 1, 1, entry<open_channel>,
         "Serve asynchronous calls through PIPE-PROCESS's filter.\n\n(fn PIPE-PROCESS)");
-  defun(raw, "sly-agent-q--module-submit", 3, 3, entry<submit>,
-        "Queue tool CALLS to run without blocking Emacs; return the job id.\n\n"
-        "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)");
+  defun(raw, "sly-agent-q--module-submit", 3, 4, entry<submit>,
+        "Queue tool CALLS to run without blocking Emacs; return the job id.\n"
+        "DEBUGGER non-nil: an error in its evaluations stops in the REPL's debugger.\n\n"
+        "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS &optional DEBUGGER)");
+  defun(raw, "sly-agent-q--module-answer-later", 3, 3, entry<answer_later>,
+        "Give Lisp the answer to its request that Emacs answered with (later . KEY).\n"
+        "Return nil when nothing waits for KEY.\n\n(fn KEY OK TEXT)");
+  defun(raw, "sly-agent-q--module-later-pending-p", 1, 1, entry<later_pending>,
+        "Non-nil while Lisp waits for the later answer KEY.\n\n(fn KEY)");
   defun(raw, "sly-agent-q--module-cancel", 1, 1, entry<cancel>, "Cancel the asynchronous job JOB.\n\n(fn JOB)");
   defun(raw, "sly-agent-q--module-async-serve", 0, 0, entry<async_serve>,
         "Run what asynchronous calls need of Emacs; return finished jobs as ((ID . RESULTS) ...).");

@@ -3,7 +3,8 @@
 # private tmux server: in a .lisp file, C-c C-c on a defun that calls an
 # undefined function lists the warning, C-x C-e shows => value; C-c C-z
 # opens the REPL, where (+ 1 2) gives => 3, C-c C-c interrupts a (loop),
-# and the session answers again.
+# and the session answers again; an error shows the debugger, where
+# USE-VALUE goes on with a value and q aborts.
 #
 #   bash tests/e2e/lisp-tmux.sh [BUILD_DIR]
 #
@@ -57,6 +58,26 @@ wait_for 'INTERRUPTED' 10 screen || fail "C-c C-c did not interrupt (loop)"
 tmux_ send-keys -t "$session" -l "(list (* 2 21))"
 tmux_ send-keys -t "$session" Enter
 wait_for '(^|\|)=> \(42\)$' 10 screen || fail "the session did not answer after the interrupt"
+
+# An error stops in the debugger: USE-VALUE asks for a value and the
+# evaluation goes on with it; another error, q, and the session goes on.
+tmux_ send-keys -t "$session" -l "(+ e2e-unbound 1)"
+tmux_ send-keys -t "$session" Enter
+wait_for 'UNBOUND-VARIABLE: The variable E2E-UNBOUND is unbound' 10 screen || fail "no debugger for an unbound variable"
+wait_for '0: \[USE-VALUE\]' 5 screen || fail "the debugger does not offer USE-VALUE"
+tmux_ send-keys -t "$session" 0
+wait_for '\[USE-VALUE\] value \(a Lisp form' 5 screen || fail "USE-VALUE did not ask for a value"
+tmux_ send-keys -t "$session" -l "41"
+tmux_ send-keys -t "$session" Enter
+wait_for '(^|\|)=> 42$' 10 screen || fail "the evaluation did not go on with the value"
+tmux_ send-keys -t "$session" -l "(error \"e2e boom\")"
+tmux_ send-keys -t "$session" Enter
+wait_for 'SIMPLE-ERROR: e2e boom' 10 screen || fail "no debugger for (error ...)"
+tmux_ send-keys -t "$session" q
+wait_for 'Evaluation aborted on SIMPLE-ERROR' 10 screen || fail "q did not abort to the prompt"
+tmux_ send-keys -t "$session" -l "(* 3 3)"
+tmux_ send-keys -t "$session" Enter
+wait_for '(^|\|)=> 9$' 10 screen || fail "the session did not answer after q"
 
 echo "----- the REPL, as the screen shows it -----"
 pane

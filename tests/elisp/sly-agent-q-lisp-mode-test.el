@@ -91,7 +91,9 @@
       (should (derived-mode-p 'compilation-mode))
       (should (string-match-p "AGENTQ-LM-NO-SUCH-FUNCTION" (buffer-string)))
       (should (string-match-p "UNUSED" (buffer-string)))
-      (should (string-match-p ":1: " (buffer-string))))))
+      ;; Each note at its own line: the unused variable's, the call's.
+      (should (string-match-p ":2:[0-9]+: warning: STYLE-WARNING: The variable UNUSED" (buffer-string)))
+      (should (string-match-p ":3:[0-9]+: warning: STYLE-WARNING: Undefined function" (buffer-string))))))
 
 (ert-deftest sly-agent-q-lisp-mode/find-definition ()
   ;; Evaluated from a buffer: M-. goes to the buffer and position.

@@ -63,7 +63,18 @@ Return what the REPL printed before it."
 
 (ert-deftest sly-agent-q-repl/errors-interrupt-and-history ()
   (agentq-repl-with
-    (should (string-match-p "\\[ERROR\\] UNBOUND-VARIABLE" (agentq-repl-type "agentq-repl-no-such-variable")))
+    ;; An error stops in the debugger (see sly-agent-q-debugger-test.el):
+    ;; q goes back to the prompt.
+    (goto-char (point-max))
+    (insert "agentq-repl-no-such-variable")
+    (sly-agent-q-repl-return)
+    (let ((deadline (+ (float-time) 20)))
+      (while (and (not (get-buffer sly-agent-q-debugger-buffer-name)) (< (float-time) deadline))
+        (accept-process-output nil 0.02)))
+    (with-current-buffer sly-agent-q-debugger-buffer-name (sly-agent-q-debugger-abort))
+    (let ((deadline (+ (float-time) 20)))
+      (while (and sly-agent-q-repl--job (< (float-time) deadline)) (accept-process-output nil 0.02)))
+    (should (string-match-p "; Evaluation aborted on UNBOUND-VARIABLE" (buffer-string)))
     ;; C-c C-c interrupts a running evaluation; the session goes on.
     (goto-char (point-max))
     (insert "(loop)")

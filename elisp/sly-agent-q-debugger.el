@@ -1,0 +1,225 @@
+;;; sly-agent-q-debugger.el --- The REPL's debugger: restarts, as SLY's sldb -*- lexical-binding: t; -*-
+
+;; This file is part of sly-agent-q; see sly-agent-q.el.
+
+;;; Commentary:
+
+;; When an evaluation typed in the REPL signals an error nothing handles,
+;; the Lisp job stays where the error was signalled and Lisp asks Emacs
+;; (`agent-q:eval-in-emacs') to show `*sly-agent-q debugger*': the
+;; condition, its restarts and the backtrace.  Emacs answers "later": the
+;; filter that showed the buffer returns at once, so Emacs is not blocked,
+;; and the person's choice goes back with `sly-agent-q--module-answer-later'.
+;; A digit (or RET on a restart) invokes a restart, `q' aborts to the
+;; REPL's prompt; USE-VALUE and STORE-VALUE ask for a form in the
+;; minibuffer, which Lisp evaluates and hands to the restart.  The job's
+;; time limit is paused meanwhile.  A model's evaluate_lisp never gets
+;; here: only the REPL submits its evaluations with the debugger on.
+
+;;; Code:
+
+(require 'cl-lib)
+
+(declare-function sly-agent-q--module-answer-later "sly-agent-q-module" (key ok text))
+(declare-function sly-agent-q--module-later-pending-p "sly-agent-q-module" (key))
+
+(defgroup sly-agent-q-debugger nil
+  "The REPL's debugger of sly-agent-q."
+  :group 'sly-agent-q
+  :prefix "sly-agent-q-debugger-")
+
+(defcustom sly-agent-q-debugger-buffer-name "*sly-agent-q debugger*"
+  "The name of the debugger's buffer."
+  :type 'string
+  :group 'sly-agent-q-debugger)
+
+(defface sly-agent-q-debugger-condition-face
+  '((t :inherit error))
+  "Face of the condition's text in the debugger."
+  :group 'sly-agent-q-debugger)
+
+(defface sly-agent-q-debugger-restart-face
+  '((t :inherit font-lock-function-name-face))
+  "Face of a restart's name in the debugger."
+  :group 'sly-agent-q-debugger)
+
+(defvar sly-agent-q-debugger--next-key 0
+  "The last key given to a question of the debugger.")
+
+(defvar-local sly-agent-q-debugger--key nil
+  "The key Lisp's waiting question has, or nil once answered.")
+
+(defvar-local sly-agent-q-debugger--restarts nil
+  "The restarts shown: a list of (LINE . WANTS-VALUE).")
+
+(defvar-local sly-agent-q-debugger--condition nil
+  "The condition shown, as (TYPE . MESSAGE).")
+
+(defvar-local sly-agent-q-debugger--return-window nil
+  "The window that was selected when the debugger appeared (the REPL's).")
+
+(defvar sly-agent-q-debugger--watch-timer nil
+  "The timer that closes the debugger once nothing waits for it.")
+
+(defun sly-agent-q-debugger--watch ()
+  "Close the debugger when its evaluation stopped waiting (interrupted).
+C-c C-c in the REPL, or `sly-agent-q-cancel', ends the wait from outside."
+  (let ((buffer (get-buffer sly-agent-q-debugger-buffer-name)))
+    (if (not (and buffer (buffer-local-value 'sly-agent-q-debugger--key buffer)))
+        (sly-agent-q-debugger--stop-watching)
+      (unless (sly-agent-q--module-later-pending-p (buffer-local-value 'sly-agent-q-debugger--key buffer))
+        (sly-agent-q-debugger--stop-watching)
+        (with-current-buffer buffer
+          (setq sly-agent-q-debugger--key nil)
+          (let ((window sly-agent-q-debugger--return-window))
+            (when (get-buffer-window buffer)
+              (quit-window t (get-buffer-window buffer)))
+            (when (buffer-live-p buffer) (kill-buffer buffer))
+            (when (window-live-p window) (select-window window))))
+        (message "The evaluation in the debugger was interrupted")))))
+
+(defun sly-agent-q-debugger--stop-watching ()
+  "Stop `sly-agent-q-debugger--watch'."
+  (when (timerp sly-agent-q-debugger--watch-timer)
+    (cancel-timer sly-agent-q-debugger--watch-timer))
+  (setq sly-agent-q-debugger--watch-timer nil))
+
+(defun sly-agent-q-debugger--abort-index ()
+  "The index of the REPL's own ABORT restart (the last ABORT), or nil."
+  (cl-loop for (line . _) in sly-agent-q-debugger--restarts
+           for index from 0
+           when (string-prefix-p "[ABORT]" line) maximize index))
+
+(defun sly-agent-q--debugger-enter (type message restarts wants-value frames note)
+  "Show the condition TYPE with MESSAGE, its RESTARTS and the backtrace FRAMES.
+Called by Lisp (debugger.lisp) through `agent-q:eval-in-emacs'.  RESTARTS
+are lines \"[NAME] report\", WANTS-VALUE says for each whether it takes
+a value.  NOTE, when non-nil, says why the last choice failed.  Returns
+\(:agent-q-answer-later . KEY): the person's choice is sent later."
+  (let ((key (cl-incf sly-agent-q-debugger--next-key))
+        (buffer (get-buffer-create sly-agent-q-debugger-buffer-name))
+        (window (selected-window)))
+    (with-current-buffer buffer
+      (unless (derived-mode-p 'sly-agent-q-debugger-mode)
+        (sly-agent-q-debugger-mode)
+        (setq sly-agent-q-debugger--return-window window))
+      (setq sly-agent-q-debugger--key key
+            sly-agent-q-debugger--restarts (cl-mapcar #'cons restarts wants-value)
+            sly-agent-q-debugger--condition (cons type message))
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (propertize (format "%s: %s" type message) 'face 'sly-agent-q-debugger-condition-face)
+                "\n")
+        (when note
+          (insert "\n" (propertize note 'face 'warning) "\n"))
+        (insert "\nRestarts (a digit or RET chooses, q aborts):\n")
+        (cl-loop for line in restarts
+                 for index from 0
+                 do (insert (format "%2d: " index))
+                    (insert-text-button line 'action #'sly-agent-q-debugger--button-action
+                                        'face 'sly-agent-q-debugger-restart-face
+                                        'sly-agent-q-restart index
+                                        'help-echo "Invoke this restart")
+                    (insert "\n"))
+        (insert "\nBacktrace:\n")
+        (dolist (frame frames)
+          (insert "  " frame "\n")))
+      (goto-char (point-min))
+      (forward-line (if note 4 2)))
+    (pop-to-buffer buffer)
+    (unless (timerp sly-agent-q-debugger--watch-timer)
+      (setq sly-agent-q-debugger--watch-timer (run-with-timer 0.5 0.5 #'sly-agent-q-debugger--watch)))
+    (cons :agent-q-answer-later key)))
+
+(defun sly-agent-q-debugger--answer (text)
+  "Send TEXT, the person's choice, to the waiting Lisp job; close the buffer."
+  (let ((key sly-agent-q-debugger--key)
+        (buffer (current-buffer))
+        (window sly-agent-q-debugger--return-window))
+    (unless key (user-error "No evaluation waits in this debugger"))
+    (setq sly-agent-q-debugger--key nil)
+    (let ((taken (sly-agent-q--module-answer-later key t text)))
+      (when (get-buffer-window buffer)
+        (quit-window t (get-buffer-window buffer)))
+      (when (buffer-live-p buffer) (kill-buffer buffer))
+      (when (and (window-live-p window) (not (eq window (selected-window))))
+        (select-window window))
+      (unless taken (message "The evaluation no longer waits (it was interrupted)")))))
+
+(defun sly-agent-q-debugger--restart-on-line ()
+  "The index of the restart on the line at point, or nil."
+  (or (get-text-property (point) 'sly-agent-q-restart)
+      (let ((at (next-single-property-change (line-beginning-position) 'sly-agent-q-restart
+                                             nil (line-end-position))))
+        (and at (get-text-property at 'sly-agent-q-restart)))))
+
+(defun sly-agent-q-debugger-invoke-restart (index &optional value-form)
+  "Invoke the restart number INDEX.
+A restart that takes a value (USE-VALUE, STORE-VALUE) gets VALUE-FORM, a
+Lisp form as text that Lisp evaluates; interactively it is read in the
+minibuffer.  Interactively INDEX is the digit typed, or the restart at
+point."
+  (interactive
+   (let* ((digit (and (characterp last-command-event)
+                      (<= ?0 last-command-event ?9)
+                      (- last-command-event ?0)))
+          (index (or digit (sly-agent-q-debugger--restart-on-line)
+                     (user-error "No restart here: type its number")))
+          (restart (nth index sly-agent-q-debugger--restarts)))
+     (unless restart (user-error "There is no restart %d" index))
+     (list index (and (cdr restart)
+                      (read-from-minibuffer (format "%s value (a Lisp form, evaluated): "
+                                                    (car (split-string (car restart))))
+                                            nil nil nil 'read-expression-history)))))
+  (let ((restart (nth index sly-agent-q-debugger--restarts)))
+    (unless restart (user-error "There is no restart %d" index))
+    (when (and (cdr restart) (not value-form))
+      (user-error "The restart %s needs a value" (car restart)))
+    (sly-agent-q-debugger--answer (if (cdr restart) (format "%d %s" index value-form) (format "%d" index)))))
+
+(defun sly-agent-q-debugger--button-action (button)
+  "Invoke the restart of BUTTON, as its digit would."
+  (goto-char (button-start button))
+  (call-interactively #'sly-agent-q-debugger-invoke-restart))
+
+(defun sly-agent-q-debugger-abort ()
+  "Leave the evaluation and return to the REPL's prompt; the session is kept."
+  (interactive)
+  (let ((index (sly-agent-q-debugger--abort-index)))
+    (if index
+        (sly-agent-q-debugger-invoke-restart index)
+      (sly-agent-q-debugger--answer "-1"))))
+
+(defun sly-agent-q-debugger--killed ()
+  "A debugger buffer killed unanswered aborts its evaluation."
+  (when sly-agent-q-debugger--key
+    (let ((index (sly-agent-q-debugger--abort-index)))
+      (ignore-errors
+        (sly-agent-q--module-answer-later sly-agent-q-debugger--key t (format "%d" (or index -1)))))
+    (setq sly-agent-q-debugger--key nil)))
+
+(defvar sly-agent-q-debugger-mode-map
+  (let ((map (make-sparse-keymap)))
+    (set-keymap-parent map special-mode-map)
+    (dotimes (digit 10)
+      (define-key map (kbd (number-to-string digit)) #'sly-agent-q-debugger-invoke-restart))
+    (define-key map (kbd "q") #'sly-agent-q-debugger-abort)
+    (define-key map (kbd "a") #'sly-agent-q-debugger-abort)
+    (define-key map (kbd "RET") #'sly-agent-q-debugger-invoke-restart)
+    (define-key map (kbd "TAB") #'forward-button)
+    (define-key map (kbd "<backtab>") #'backward-button)
+    map)
+  "Keymap of `sly-agent-q-debugger-mode'.")
+
+(define-derived-mode sly-agent-q-debugger-mode special-mode "Agent-Q Debugger"
+  "The REPL's debugger: an error's condition, restarts and backtrace.
+A digit or \\[sly-agent-q-debugger-invoke-restart] on a restart invokes
+it, \\[sly-agent-q-debugger-abort] aborts to the REPL's prompt.
+\\{sly-agent-q-debugger-mode-map}"
+  :group 'sly-agent-q-debugger
+  (setq truncate-lines t)
+  (add-hook 'kill-buffer-hook #'sly-agent-q-debugger--killed nil t))
+
+(provide 'sly-agent-q-debugger)
+
+;;; sly-agent-q-debugger.el ends here

@@ -1,0 +1,153 @@
+;;;; debugger.lisp — the REPL's debugger: an unhandled error in an
+;;;; evaluation typed in the REPL stops where it was signalled while the
+;;;; person chooses a restart in Emacs (*sly-agent-q debugger*).
+;;;;
+;;;; Only evaluations the REPL submits with its debugger flag get here
+;;;; (*REPL-DEBUGGER*); a model's evaluate_lisp keeps its [ERROR] text.  The
+;;;; question goes to Emacs through EVAL-IN-EMACS; Emacs shows the buffer and
+;;;; answers later, from the person's command, so Emacs is not blocked and
+;;;; the job's time limit is paused while the person thinks.
+;;;;
+;;;; ECL signals UNBOUND-VARIABLE and UNDEFINED-FUNCTION where they cannot
+;;;; be continued, so the REPL establishes USE-VALUE and STORE-VALUE around
+;;;; each form it evaluates: they evaluate the form again, with the value.
+
+(in-package "AGENT-Q")
+
+(defun abort-text (condition)
+  (format nil "; Evaluation aborted on ~A: ~A" (type-name condition)
+          (without-object-addresses (one-line (condition-message condition)))))
+
+(defun repl-eval-form (form)
+  "Evaluate FORM, typed in the REPL, and return the list of its values.
+Establishes ABORT (back to the prompt) and, for an unbound variable or an
+undefined function, USE-VALUE and STORE-VALUE, which evaluate FORM again."
+  (let ((bindings '()) (functions '()) (outer (compute-restarts)))
+    (loop
+      (let ((cell nil) (condition nil))
+        (restart-case
+            (return
+              (let ((*outer-restarts* outer))
+                (handler-bind ((serious-condition (lambda (c)
+                                                    (setf condition c)
+                                                    (when (typep c 'cell-error) (setf cell c)))))
+                  (progv (mapcar #'car bindings) (mapcar #'cdr bindings)
+                    (if functions
+                        ;; USE-VALUE for a function: the global definition,
+                        ;; for this evaluation only.
+                        (let ((saved (loop for (name) in functions
+                                           collect (and (fboundp name) (fdefinition name)))))
+                          (unwind-protect
+                               (progn
+                                 (loop for (name . function) in functions
+                                       do (setf (fdefinition name) function))
+                                 (multiple-value-list (eval-form form)))
+                            (loop for (name) in functions
+                                  for old in saved
+                                  do (if old (setf (fdefinition name) old) (fmakunbound name)))))
+                        (multiple-value-list (eval-form form)))))))
+          (use-value (value)
+            :test (lambda (c) (restart-applies-p c cell))
+            :report (lambda (stream)
+                      (format stream "Use a value for ~:[the function~;the variable~] ~S, evaluating the form again"
+                              (typep cell 'unbound-variable) (and cell (cell-error-name cell))))
+            (if (typep cell 'unbound-variable)
+                (push (cons (cell-error-name cell) value) bindings)
+                (push (cons (cell-error-name cell) (coerce-function value)) functions)))
+          (store-value (value)
+            :test (lambda (c) (restart-applies-p c cell))
+            :report (lambda (stream)
+                      (format stream "Set ~:[the function~;the variable~] ~S to a value for good, evaluating the form again"
+                              (typep cell 'unbound-variable) (and cell (cell-error-name cell))))
+            (if (typep cell 'unbound-variable)
+                (setf (symbol-value (cell-error-name cell)) value)
+                (setf (fdefinition (cell-error-name cell)) (coerce-function value))))
+          (abort ()
+            :report "Return to the REPL's prompt (the session keeps its definitions)"
+            (throw '%evaluation-failed (abort-text condition))))))))
+
+(defun restart-applies-p (condition cell)
+  "The :TEST of USE-VALUE and STORE-VALUE: CONDITION is CELL, an unbound
+variable or undefined function.  With no condition, true: ECL's
+INVOKE-RESTART looks the restart up without one."
+  (or (null condition)
+      (and (eq condition cell) (cell-error-restartable-p condition))))
+
+(defun cell-error-restartable-p (condition)
+  (and (typep condition '(or unbound-variable undefined-function))
+       (symbolp (cell-error-name condition))))
+
+(defun coerce-function (value)
+  (if (functionp value) value (fdefinition value)))
+
+(defun job-restarts (condition)
+  "CONDITION's restarts established inside the REPL's form, innermost first."
+  (remove-if (lambda (restart) (member restart *outer-restarts*))
+             (compute-restarts condition)))
+
+(defun restart-line (restart)
+  (let ((*package* (printing-package)))
+    (format nil "[~A] ~A" (prin1-to-string (restart-name restart))
+            (without-object-addresses (one-line (safe-princ restart))))))
+
+(defun restart-wants-value-p (restart)
+  (member (restart-name restart) '(use-value store-value)))
+
+(defun repl-debug (condition)
+  "Show CONDITION in the REPL's debugger and do what the person chooses:
+invoke a restart (which does not return here) or, when Emacs cannot ask
+or the person's choice failed to be made, return to let the error fail
+the evaluation as usual."
+  (let ((restarts (job-restarts condition))
+        (frames (capture-backtrace))
+        (note nil)
+        (*in-repl-debugger* t))
+    (when (null restarts)
+      (return-from repl-debug nil))
+    (loop
+      (let ((answer (handler-case
+                        (eval-in-emacs
+                         (list 'sly-agent-q--debugger-enter
+                               (type-name condition)
+                               (without-object-addresses (condition-message condition))
+                               (list 'quote (mapcar #'restart-line restarts))
+                               (list 'quote (mapcar (lambda (restart) (if (restart-wants-value-p restart) t nil))
+                                                    restarts))
+                               (list 'quote (or frames '("(no user frames)")))
+                               note))
+                      (serious-condition () (return-from repl-debug nil)))))
+        ;; ANSWER: "INDEX" or "INDEX VALUE-FORM".
+        (multiple-value-bind (index end) (parse-integer answer :junk-allowed t)
+          ;; -1: no restart to abort with (the error came outside the
+          ;; forms, as the code was read): fail as usual.
+          (when (or (null restarts) (eql index -1))
+            (return-from repl-debug nil))
+          (let ((restart (and index (< -1 index (length restarts)) (nth index restarts)))
+                (value-text (string-trim '(#\Space #\Newline #\Tab) (subseq answer end))))
+            (setf note
+                  (cond ((null restart) (format nil "There is no restart ~A." answer))
+                        ((restart-wants-value-p restart)
+                         (multiple-value-bind (value problem) (read-and-evaluate-value value-text)
+                           (or problem (invoke-restart restart value))))
+                        (t
+                         (handler-case (invoke-restart restart)
+                           (serious-condition (c)
+                             (format nil "Invoking ~A failed: ~A" (restart-name restart)
+                                     (one-line (condition-message c))))))))))))))
+
+(defun read-and-evaluate-value (text)
+  "The value of the form in TEXT, or NIL and what went wrong."
+  (handler-case
+      (let ((*read-eval* t))
+        (multiple-value-bind (form end) (read-from-string text)
+          (declare (ignore end))
+          (values (eval-form form) nil)))
+    (serious-condition (c)
+      (values nil (format nil "The value could not be had (~A): ~A" (type-name c)
+                          (one-line (condition-message c)))))))
+
+(defun maybe-repl-debug (condition)
+  "Enter the REPL's debugger for CONDITION when this evaluation has one."
+  (when (and *repl-debugger* (not *in-repl-debugger*)
+             (not (typep condition '(or ext:stack-overflow ext:storage-exhausted))))
+    (repl-debug condition)))

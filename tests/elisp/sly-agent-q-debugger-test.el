@@ -1,0 +1,226 @@
+;;; sly-agent-q-debugger-test.el --- The REPL's debugger: restarts -*- lexical-binding: t; -*-
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'sly-agent-q-test-helpers)
+(require 'sly-agent-q-repl)
+(require 'sly-agent-q-debugger)
+
+(defmacro agentq-dbg-with-repl (&rest body)
+  "Run BODY in a fresh REPL buffer with a temporary history file."
+  (declare (indent 0) (debug (body)))
+  `(let* ((history (make-temp-file "agentq-dbg-history"))
+          (sly-agent-q-repl-history-file history))
+     (unwind-protect
+         (save-window-excursion
+           (with-current-buffer (sly-agent-q-repl)
+             ,@body))
+       (when (get-buffer sly-agent-q-debugger-buffer-name)
+         (let ((kill-buffer-query-functions nil)) (kill-buffer sly-agent-q-debugger-buffer-name)))
+       (when (get-buffer sly-agent-q-repl-buffer-name)
+         (let ((kill-buffer-query-functions nil)) (kill-buffer sly-agent-q-repl-buffer-name)))
+       (agentq-test-eval-ok "(in-package :cl-user)")
+       (delete-file history))))
+
+(defun agentq-dbg-send (text)
+  "Type TEXT at the REPL's prompt and press RET; return where its output starts."
+  (goto-char (point-max))
+  (insert text)
+  (prog1 (point-max)
+    (sly-agent-q-repl-return)
+    (should sly-agent-q-repl--job)))
+
+(defun agentq-dbg-wait-debugger ()
+  "Wait for the debugger to ask; return its buffer."
+  (let ((deadline (+ (float-time) 20)) buffer)
+    (while (and (not (and (setq buffer (get-buffer sly-agent-q-debugger-buffer-name))
+                          (buffer-local-value 'sly-agent-q-debugger--key buffer)))
+                (< (float-time) deadline))
+      (accept-process-output nil 0.02))
+    (should (buffer-live-p buffer))
+    (should (buffer-local-value 'sly-agent-q-debugger--key buffer))
+    buffer))
+
+(defun agentq-dbg-wait-output (repl start)
+  "Wait for REPL's evaluation to end; return what it printed from START."
+  (with-current-buffer repl
+    (let ((deadline (+ (float-time) 20)))
+      (while (and sly-agent-q-repl--job (< (float-time) deadline))
+        (accept-process-output nil 0.02)))
+    (should-not sly-agent-q-repl--job)
+    (string-trim (replace-regexp-in-string "[^ \n>]*> \\'" ""
+                                           (buffer-substring-no-properties (min start (point-max)) (point-max))))))
+
+(defun agentq-dbg-restart-index (buffer name)
+  "The index of the restart NAME (\"[USE-VALUE]\"…) shown in BUFFER."
+  (cl-position-if (lambda (restart) (string-prefix-p name (car restart)))
+                  (buffer-local-value 'sly-agent-q-debugger--restarts buffer)))
+
+(ert-deftest sly-agent-q-debugger/use-value-for-an-unbound-variable ()
+  (agentq-dbg-with-repl
+    (let* ((repl (current-buffer))
+           (start (agentq-dbg-send "(+ agentq-dbg-unbound 1)"))
+           (debugger (agentq-dbg-wait-debugger)))
+      (with-current-buffer debugger
+        (should (derived-mode-p 'sly-agent-q-debugger-mode))
+        (should (string-match-p "\\`UNBOUND-VARIABLE: The variable AGENTQ-DBG-UNBOUND is unbound" (buffer-string)))
+        (should (string-match-p "^Backtrace:" (buffer-string)))
+        ;; The REPL's own restarts, ABORT last.
+        (should (agentq-dbg-restart-index debugger "[USE-VALUE]"))
+        (should (agentq-dbg-restart-index debugger "[STORE-VALUE]"))
+        (should (equal (sly-agent-q-debugger--abort-index)
+                       (1- (length sly-agent-q-debugger--restarts))))
+        ;; Emacs is not blocked meanwhile: this very loop runs, and the
+        ;; REPL still waits.
+        (should (buffer-local-value 'sly-agent-q-repl--job repl))
+        (sly-agent-q-debugger-invoke-restart (agentq-dbg-restart-index debugger "[USE-VALUE]") "(* 6 7)"))
+      (should-not (buffer-live-p debugger))
+      (should (equal (agentq-dbg-wait-output repl start) "=> 43"))
+      ;; USE-VALUE was for that evaluation only.
+      (should (equal (agentq-test-content "(boundp 'agentq-dbg-unbound)") "=> NIL")))))
+
+(ert-deftest sly-agent-q-debugger/store-value-and-a-failing-value ()
+  (agentq-dbg-with-repl
+    (let* ((repl (current-buffer))
+           (start (agentq-dbg-send "(list agentq-dbg-stored)"))
+           (debugger (agentq-dbg-wait-debugger)))
+      ;; A value whose form fails: the debugger asks again, saying why.
+      (with-current-buffer debugger
+        (sly-agent-q-debugger-invoke-restart (agentq-dbg-restart-index debugger "[STORE-VALUE]") "(car 5)"))
+      (setq debugger (agentq-dbg-wait-debugger))
+      (with-current-buffer debugger
+        (should (string-match-p "The value could not be had (SIMPLE-TYPE-ERROR)" (buffer-string)))
+        (sly-agent-q-debugger-invoke-restart (agentq-dbg-restart-index debugger "[STORE-VALUE]") ":kept"))
+      (should (equal (agentq-dbg-wait-output repl start) "=> (:KEPT)"))
+      (should (equal (agentq-test-content "agentq-dbg-stored") "=> :KEPT"))
+      (agentq-test-eval-ok "(makunbound 'agentq-dbg-stored)"))))
+
+(ert-deftest sly-agent-q-debugger/q-aborts-and-the-session-goes-on ()
+  (agentq-dbg-with-repl
+    (agentq-test-eval-ok "(defvar *agentq-dbg-kept* 17)")
+    (let* ((repl (current-buffer))
+           (start (agentq-dbg-send "(progn (print :before) (agentq-dbg-no-such-function 1))"))
+           (debugger (agentq-dbg-wait-debugger)))
+      (with-current-buffer debugger
+        (should (string-match-p "\\`UNDEFINED-FUNCTION" (buffer-string)))
+        (call-interactively (key-binding "q")))
+      (should-not (buffer-live-p debugger))
+      (let ((output (agentq-dbg-wait-output repl start)))
+        (should (string-match-p "; Evaluation aborted on UNDEFINED-FUNCTION" output))
+        ;; What the form printed before the error is kept.
+        (should (string-match-p ":BEFORE" output)))
+      (with-current-buffer repl
+        (let ((next (agentq-dbg-send "(+ *agentq-dbg-kept* 1)")))
+          (should (equal (agentq-dbg-wait-output repl next) "=> 18")))))))
+
+(ert-deftest sly-agent-q-debugger/the-codes-own-restarts-and-a-digit ()
+  (agentq-dbg-with-repl
+    (let* ((repl (current-buffer))
+           (start (agentq-dbg-send "(restart-case (error \"agentq boom\")
+  (agentq-try-again () :report \"Agentq's own restart\" (list :seven))
+  (agentq-other () :report \"Another\" (list :other)))"))
+           (debugger (agentq-dbg-wait-debugger)))
+      (with-current-buffer debugger
+        (should (string-match-p "\\`SIMPLE-ERROR: agentq boom" (buffer-string)))
+        (should (string-match-p "^ 0: \\[AGENTQ-TRY-AGAIN\\] Agentq's own restart$" (buffer-string)))
+        (should (string-match-p "^ 1: \\[AGENTQ-OTHER\\] Another$" (buffer-string)))
+        (should (string-match-p "^ 2: \\[ABORT\\] Return to the REPL's prompt" (buffer-string)))
+        ;; Neither USE-VALUE nor STORE-VALUE: no unbound variable here;
+        ;; nor the runtime's restarts outside the form.
+        (should (= (length sly-agent-q-debugger--restarts) 3))
+        ;; RET anywhere on a restart's line chooses it.
+        (goto-char (point-min))
+        (search-forward " 1: ")
+        (beginning-of-line)
+        (should (= (sly-agent-q-debugger--restart-on-line) 1))
+        (let ((last-command-event ?\r)) (call-interactively (key-binding (kbd "RET")))))
+      (should (equal (agentq-dbg-wait-output repl start) "=> (:OTHER)")))))
+
+(ert-deftest sly-agent-q-debugger/never-for-a-tool-call ()
+  ;; evaluate_lisp called as a tool (synchronously, asynchronously as the
+  ;; chat calls it, and over MCP) keeps the contract's [ERROR] text.
+  (when (get-buffer sly-agent-q-debugger-buffer-name) (kill-buffer sly-agent-q-debugger-buffer-name))
+  (should (string-prefix-p "[ERROR] UNBOUND-VARIABLE" (agentq-test-content "agentq-dbg-tool-unbound")))
+  (let ((results nil))
+    (sly-agent-q-execute-tool-calls-async
+     (list (list :id "t" :name "evaluate_lisp" :arguments (list :code "(agentq-dbg-tool-undefined)")))
+     (lambda (r) (setq results r)))
+    (let ((deadline (+ (float-time) 20)))
+      (while (and (null results) (< (float-time) deadline)) (accept-process-output nil 0.02)))
+    (should (string-prefix-p "[ERROR] UNDEFINED-FUNCTION" (plist-get (car results) :content))))
+  (let ((response (json-parse-string
+                   (sly-agent-q-mcp-request
+                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"evaluate_lisp\",\"arguments\":{\"code\":\"(error \\\"agentq mcp\\\")\"}}}")
+                   :object-type 'plist)))
+    (should (eq (plist-get (plist-get response :result) :isError) t)))
+  (should-not (get-buffer sly-agent-q-debugger-buffer-name)))
+
+(ert-deftest sly-agent-q-debugger/killing-the-buffer-aborts ()
+  (agentq-dbg-with-repl
+    (let* ((repl (current-buffer))
+           (start (agentq-dbg-send "(error \"agentq killed\")"))
+           (debugger (agentq-dbg-wait-debugger)))
+      (let ((kill-buffer-query-functions nil)) (kill-buffer debugger))
+      (should (string-match-p "; Evaluation aborted on SIMPLE-ERROR: agentq killed"
+                              (agentq-dbg-wait-output repl start))))))
+
+(ert-deftest sly-agent-q-debugger/interrupting-the-repl-while-it-asks ()
+  (agentq-dbg-with-repl
+    (let* ((repl (current-buffer))
+           (start (agentq-dbg-send "(error \"agentq waiting\")")))
+      (agentq-dbg-wait-debugger)
+      (sly-agent-q-repl-interrupt)
+      (should (string-match-p "agentq waiting\\|INTERRUPTED" (agentq-dbg-wait-output repl start)))
+      ;; The debugger closes: nothing waits for it any more.
+      (let ((deadline (+ (float-time) 5)))
+        (while (and (get-buffer sly-agent-q-debugger-buffer-name) (< (float-time) deadline))
+          (accept-process-output nil 0.05)))
+      (should-not (get-buffer sly-agent-q-debugger-buffer-name))
+      (let ((next (agentq-dbg-send "(+ 1 2)")))
+        (should (equal (agentq-dbg-wait-output repl next) "=> 3"))))))
+
+(ert-deftest sly-agent-q-debugger/break-and-cerror-continue ()
+  (agentq-dbg-with-repl
+    (let* ((repl (current-buffer))
+           (start (agentq-dbg-send "(list (break \"agentq hi\") (cerror \"Go on anyway\" \"agentq cerror\") :after)"))
+           (debugger (agentq-dbg-wait-debugger)))
+      (with-current-buffer debugger
+        (should (string-match-p "\\`SIMPLE-CONDITION: agentq hi" (buffer-string)))
+        (should (string-match-p "^ 0: \\[CONTINUE\\] Return from BREAK" (buffer-string)))
+        ;; The digit 0, as typed.
+        (let ((last-command-event ?0)) (call-interactively (key-binding "0"))))
+      (setq debugger (agentq-dbg-wait-debugger))
+      (with-current-buffer debugger
+        (should (string-match-p "^ 0: \\[CONTINUE\\] Go on anyway$" (buffer-string)))
+        (sly-agent-q-debugger-invoke-restart 0))
+      (should (equal (agentq-dbg-wait-output repl start) "=> (NIL NIL :AFTER)")))))
+
+(ert-deftest sly-agent-q-debugger/the-time-limit-waits-for-the-person ()
+  ;; A 1 s limit; the person takes 1.5 s to choose: no TIMEOUT, the
+  ;; evaluation goes on with the value.
+  (unwind-protect
+      (agentq-dbg-with-repl
+        (let ((sly-agent-q-eval-timeout 1))
+          (sly-agent-q--sync-options))
+        ;; The limit is in force: Lisp's own 1.5 s is too long.
+        (let ((start (agentq-dbg-send "(sleep 1.5)")))
+          (should (string-match-p "TIMEOUT" (agentq-dbg-wait-output (current-buffer) start))))
+        (let* ((repl (current-buffer))
+               (start (agentq-dbg-send "(progn (defun agentq-dbg-inner (x) (+ x agentq-dbg-late))
+  (defun agentq-dbg-outer (x) (* 2 (agentq-dbg-inner x)))
+  (agentq-dbg-outer 1))"))
+               (debugger (agentq-dbg-wait-debugger)))
+          (let ((deadline (+ (float-time) 1.5)))
+            (while (< (float-time) deadline) (accept-process-output nil 0.05)))
+          (with-current-buffer debugger
+            ;; The frames of the user's functions, innermost first.
+            (should (string-match-p "Backtrace:\n  0: (AGENTQ-DBG-INNER)\n  1: (AGENTQ-DBG-OUTER)" (buffer-string)))
+            (sly-agent-q-debugger-invoke-restart (agentq-dbg-restart-index debugger "[USE-VALUE]") "20"))
+          (should (equal (agentq-dbg-wait-output repl start) "=> 42"))))
+    (sly-agent-q--sync-options)))
+
+(provide 'sly-agent-q-debugger-test)
+
+;;; sly-agent-q-debugger-test.el ends here
