@@ -35,6 +35,18 @@ echo "== completion and eldoc in a Lisp buffer, 10,000 more symbols in the image
 emacs -Q --batch -L elisp -l bench/completion.el 2>/dev/null | grep '^bench:' || echo "bench: completion failed"
 echo "== the chat: a 200 KB answer streamed through curl from a local fake provider"
 emacs -Q --batch -L elisp -L tests/elisp -l bench/chat-stream.el 2>/dev/null | grep '^bench:' || echo "bench: chat_stream_200kb failed"
+echo "== native tiering: (fib 30) as bytecodes, tiered, compiled explicitly; SBCL"
+emacs -Q --batch -L elisp -l bench/tiering.el fib 2>/dev/null | grep '^bench:' || echo "bench: tiering_fib30 failed"
+if command -v sbcl >/dev/null; then
+  sbcl --noinform --non-interactive --no-userinit --eval '(progn (defun fib (n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2))))) (let ((best nil)) (dotimes (i 3) (let ((start (get-internal-real-time))) (fib 30) (let ((ms (/ (* 1000.0 (- (get-internal-real-time) start)) internal-time-units-per-second))) (setf best (if best (min best ms) ms))))) (format t "bench: tiering_fib30_peer sbcl_ms=~,1F~%" best)))' 2>/dev/null | grep '^bench:'
+else
+  echo "bench: tiering_fib30_peer sbcl not installed (bench/install-peers.sh installs it)"
+fi
+echo "== load_system of alexandria: fasl cache empty, then filled (a fresh session each)"
+fasl_home=$(mktemp -d)
+XDG_CACHE_HOME=$fasl_home emacs -Q --batch -L elisp -l bench/tiering.el cold 2>/dev/null | grep '^bench:' || echo "bench: load_system_alexandria_cold failed"
+XDG_CACHE_HOME=$fasl_home emacs -Q --batch -L elisp -l bench/tiering.el cached 2>/dev/null | grep '^bench:' || echo "bench: load_system_alexandria_cached failed"
+rm -rf "$fasl_home"
 echo "== peer: Emacs -> SLIME -> SBCL"
 peer=$(emacs -Q --batch -l bench/slime-peer.el 2>/dev/null | grep '^peer:')
 echo "$peer"

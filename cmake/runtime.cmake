@@ -25,6 +25,7 @@ set(LISP_SOURCES
   ${CMAKE_SOURCE_DIR}/lisp/execution.lisp
   ${CMAKE_SOURCE_DIR}/lisp/introspection.lisp
   ${CMAKE_SOURCE_DIR}/lisp/xref.lisp
+  ${CMAKE_SOURCE_DIR}/lisp/tiering.lisp
   ${CMAKE_SOURCE_DIR}/lisp/systems.lisp
   ${CMAKE_SOURCE_DIR}/lisp/repl-tools.lisp)
 set(LISP_BUILD_DIR ${CMAKE_BINARY_DIR}/lisp)
