@@ -41,7 +41,7 @@ wait_for '^=> #\\A$' 15 || fail "(char-upcase #\\a) at the prompt did not show =
 # A result with output goes to a buffer; the progress message goes away.
 run_command sly-agent-q-evaluate '^Evaluate Lisp \(ECL\):' '(progn (format t "out~%") (sleep 1.6) 42)'
 wait_for 'Lisp is working' 3 || fail "no progress message during a 1.6 s evaluation"
-wait_for '=> 42' 5 screen || fail "the result buffer did not show => 42"
+wait_for '=> 42' 15 screen || fail "the result buffer did not show => 42"
 sleep 0.3
 pane | grep -q 'Lisp is working' && fail "the progress message stayed after the result"
 
