@@ -80,6 +80,7 @@ fuzz: deps-fuzz
 #     turn a stack overflow (guard page) into a Lisp condition;
 #   detect_stack_use_after_return=0: the GC scans the C stack for roots,
 #     and ASan's fake stack frames would hide them from it.
+# (module/ecl is compiled without UBSan's alignment check: cmake/runtime.cmake.)
 # The ERT and tmux tests, and the Node SDK test, are left out: they run the
 # module inside an Emacs that was not built with ASan.
 ASAN_OPTIONS_ECL = detect_leaks=0:handle_segv=0:allow_user_segv_handler=1:detect_stack_use_after_return=0:abort_on_error=1
