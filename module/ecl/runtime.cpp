@@ -36,6 +36,7 @@
 #include <gc/gc.h>
 
 #include "core/cpu_quota.hpp"
+#include "core/lisp_nesting.hpp"
 #include "ecl/child_pipes.hpp"
 #include "ecl/child_signals.hpp"
 #include "ecl/ecl_api.hpp"
@@ -933,6 +934,29 @@ std::size_t worker_stack_size() {
 
 }  // namespace
 
+// ECL's reader recurses in C without checking its stack: code nested
+// 100,000 deep ran off the end of it and killed the process.  So the code,
+// and every string argument of a Lisp tool (which may read it), is
+// measured first.
+namespace {
+std::optional<std::string> too_deep_to_read(const EvalRequest& request) {
+  bool deep = lisp_nesting_exceeds(request.code);
+  if (!deep && request.arguments.is_object()) {
+    for (const auto& [key, value] : request.arguments.items()) {
+      if (value.is_string() && lisp_nesting_exceeds(value.get_ref<const std::string&>())) {
+        deep = true;
+        break;
+      }
+    }
+  }
+  if (!deep) return std::nullopt;
+  return "[ERROR] READER-ERROR\nThe code nests lists, vectors or quotes more than " +
+         std::to_string(kMaxLispNesting) +
+         " levels deep, more than the Lisp reader can read without overflowing its stack; it was not read. "
+         "The session is still alive.";
+}
+}  // namespace
+
 // ----------------------------------------------------------------------------
 // Runtime
 
@@ -1036,6 +1060,7 @@ void Runtime::restart_worker() {
 }
 
 EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) {
+  if (auto refused = too_deep_to_read(request)) return {false, std::move(*refused)};
   ensure_booted();
   Impl& impl = *impl_;
   // A call made while this thread already waits for Lisp (from a wait
