@@ -35,6 +35,41 @@ echo "== completion and eldoc in a Lisp buffer, 10,000 more symbols in the image
 emacs -Q --batch -L elisp -l bench/completion.el 2>/dev/null | grep '^bench:' || echo "bench: completion failed"
 echo "== the chat: a 200 KB answer streamed through curl from a local fake provider"
 emacs -Q --batch -L elisp -L tests/elisp -l bench/chat-stream.el 2>/dev/null | grep '^bench:' || echo "bench: chat_stream_200kb failed"
+echo "== native tiering: (fib 30) as bytecodes, tiered, compiled explicitly; SBCL"
+emacs -Q --batch -L elisp -l bench/tiering.el fib 2>/dev/null | grep '^bench:' || echo "bench: tiering_fib30 failed"
+if command -v sbcl >/dev/null; then
+  sbcl --noinform --non-interactive --no-userinit --eval '(progn (defun fib (n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2))))) (let ((best nil)) (dotimes (i 3) (let ((start (get-internal-real-time))) (fib 30) (let ((ms (/ (* 1000.0 (- (get-internal-real-time) start)) internal-time-units-per-second))) (setf best (if best (min best ms) ms))))) (format t "bench: tiering_fib30_peer sbcl_ms=~,1F~%" best)))' 2>/dev/null | grep '^bench:'
+else
+  echo "bench: tiering_fib30_peer sbcl not installed (bench/install-peers.sh installs it)"
+fi
+echo "== load_system of alexandria: fasl cache empty, then filled (a fresh session each)"
+fasl_home=$(mktemp -d)
+XDG_CACHE_HOME=$fasl_home emacs -Q --batch -L elisp -l bench/tiering.el cold 2>/dev/null | grep '^bench:' || echo "bench: load_system_alexandria_cold failed"
+XDG_CACHE_HOME=$fasl_home emacs -Q --batch -L elisp -l bench/tiering.el cached 2>/dev/null | grep '^bench:' || echo "bench: load_system_alexandria_cached failed"
+rm -rf "$fasl_home"
+echo "== MCP: tools/call evaluate_lisp (+ 1 2) through sly-agent-q-mcp over pipes"
+# One client (bench/mcp_roundtrip.cpp) times the server and, in the same
+# run, bench/null_responder, which answers each line with a fixed result:
+# the pipe-and-client floor.  Three processes of each, alternating.
+mcp_runs=$(
+  for _ in 1 2 3; do
+    echo "floor $("$build/mcp_roundtrip" 20000 "$build/null_responder" 2>/dev/null || echo failed)"
+    echo "server $("$build/mcp_roundtrip" 20000 "$build/sly-agent-q-mcp" 2>/dev/null || echo failed)"
+  done
+)
+awk '{ printf "bench: mcp_roundtrip %-6s %s\n", $1, substr($0, length($1) + 2) }' <<<"$mcp_runs"
+median_p50() {  # KIND: the median of the runs' p50
+  sed -n "s/^$1 p50_us=\([0-9.]*\).*/\1/p" <<<"$mcp_runs" | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+}
+floor_p50=$(median_p50 floor)
+server_p50=$(median_p50 server)
+if [ -n "$floor_p50" ] && [ -n "$server_p50" ]; then
+  awk -v s="$server_p50" -v f="$floor_p50" 'BEGIN { printf "ratio: mcp server_p50 / floor_p50 = %.2f (server %.1f us, floor %.1f us, server-side %.1f us; target <= 1.3)\n", s / f, s, f, s - f }'
+else
+  echo "ratio: mcp unavailable"
+fi
+echo "== soak: 100,000 evaluate_lisp calls from Elisp"
+emacs -Q --batch -L elisp -l bench/soak.el 2>/dev/null | grep '^bench:' || echo "bench: soak failed"
 echo "== peer: Emacs -> SLIME -> SBCL"
 peer=$(emacs -Q --batch -l bench/slime-peer.el 2>/dev/null | grep '^peer:')
 echo "$peer"

@@ -14,6 +14,7 @@
 
 (declare-function sly-agent-q--module-restart-worker "sly-agent-q-module" ())
 (require 'sly-agent-q-tools)
+(require 'sly-agent-q-log)
 
 (defvar sly-agent-q-evaluate-history nil
   "Minibuffer history of `sly-agent-q-evaluate'.")
@@ -205,9 +206,22 @@ time limit are replaced this way by themselves, after a grace of 3 s."
                            (t "not booted yet (boots on first use)"))
                      (plist-get status :boot-ms) (plist-get status :jobs)))
       (princ (format "Heap limit: %s bytes\n" (plist-get status :heap-limit)))
-      (princ (format "Worker threads replaced: %d (%d abandoned ones still running)\n\nTools:\n"
+      (princ (format "Worker threads replaced: %d (%d abandoned ones still running)\n"
                      (or (plist-get status :replaced-workers) 0)
                      (or (plist-get status :abandoned-threads) 0)))
+      (sly-agent-q-log-runtime-notes)
+      (princ (format "Native tiering: %s; definitions waiting %d, compiled %d, left as bytecodes %d\n"
+                     (cond ((not (plist-get status :native-tiering)) "off")
+                           ((not (executable-find "gcc")) "off (no gcc on PATH)")
+                           (t "on"))
+                     (or (plist-get status :tiering-waiting) 0)
+                     (or (plist-get status :tiering-native) 0)
+                     (or (plist-get status :tiering-bytecodes) 0)))
+      (let ((cache (sly-agent-q--fasl-cache-directory)))
+        (princ (format "Fasl cache: %s, %s\n\nTools:\n" cache
+                       (if (file-directory-p cache)
+                           (file-size-human-readable (sly-agent-q--directory-size cache))
+                           "empty"))))
       (let ((stats (sly-agent-q-tool-stats)))
         (dolist (name (sly-agent-q-list-tools))
           (let ((row (cdr (assoc name stats))))
@@ -217,6 +231,31 @@ time limit are replaced this way by themselves, after a grace of 3 s."
                                        (plist-get row :calls) (plist-get row :failures)
                                        (plist-get row :total-ms))
                              "not called yet")))))))))
+
+(defun sly-agent-q--fasl-cache-directory ()
+  "Where load_system keeps compiled files: $XDG_CACHE_HOME/sly-agent-q/fasl/."
+  (let ((xdg (getenv "XDG_CACHE_HOME")))
+    (expand-file-name "sly-agent-q/fasl/"
+                      (if (and xdg (file-name-absolute-p xdg)) xdg "~/.cache"))))
+
+(defun sly-agent-q--directory-size (directory)
+  "Bytes of the files under DIRECTORY."
+  (let ((total 0))
+    (dolist (file (directory-files-recursively directory "" nil) total)
+      (setq total (+ total (or (file-attribute-size (file-attributes file)) 0))))))
+
+;;;###autoload
+(defun sly-agent-q-clear-fasl-cache ()
+  "Delete the compiled files load_system keeps between sessions.
+The next load_system of each system compiles it again.  Systems already
+loaded in the session stay loaded."
+  (interactive)
+  (let ((cache (sly-agent-q--fasl-cache-directory)))
+    (if (not (file-directory-p cache))
+        (message "sly-agent-q: the fasl cache is empty")
+      (let ((size (sly-agent-q--directory-size cache)))
+        (delete-directory cache t)
+        (message "sly-agent-q: deleted the fasl cache (%s)" (file-size-human-readable size))))))
 
 ;;;###autoload
 (declare-function sly-agent-q-mode "sly-agent-q-mode" (&optional arg))

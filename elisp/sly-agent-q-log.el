@@ -8,6 +8,8 @@
 ;; (and so every approval decision) is written to the buffer
 ;; *Agent-Q Log*: time, tool, short arguments, decision, duration and
 ;; outcome; optionally also to a file.  Safe calls are not logged.
+;; The Lisp runtime's own notes go there too, such as a definition the
+;; background native compiler could not compile (it stays bytecodes).
 
 ;;; Code:
 
@@ -63,21 +65,41 @@ A function of `sly-agent-q-tool-execution-functions': PHASE, TOOL-NAME,
 ARGS and RESULT are as that hook gives them."
   (when (and (memq phase '(:after :error)) result
              (member (plist-get (plist-get result :metadata) :safety_level) '("cautious" "dangerous")))
-    (let ((line (sly-agent-q--log-line tool-name args result)))
-      (with-current-buffer (get-buffer-create sly-agent-q--log-buffer-name)
-        (unless (derived-mode-p 'special-mode) (special-mode))
-        (let ((inhibit-read-only t))
-          (save-excursion
-            (goto-char (point-max))
-            (insert line "\n")
-            (when (> (count-lines (point-min) (point-max)) sly-agent-q-log-max-lines)
-              (goto-char (point-min))
-              (forward-line (- (count-lines (point-min) (point-max)) sly-agent-q-log-max-lines))
-              (delete-region (point-min) (point))))))
-      (when sly-agent-q-log-file
-        (condition-case err
-            (write-region (concat line "\n") nil sly-agent-q-log-file t 'silent)
-          (error (message "sly-agent-q: cannot write the log file: %s" (error-message-string err))))))))
+    (sly-agent-q--log-insert (sly-agent-q--log-line tool-name args result))))
+
+(defun sly-agent-q--log-insert (line)
+  "Append LINE to the log buffer, and to `sly-agent-q-log-file' if set."
+  (with-current-buffer (get-buffer-create sly-agent-q--log-buffer-name)
+    (unless (derived-mode-p 'special-mode) (special-mode))
+    (let ((inhibit-read-only t))
+      (save-excursion
+        (goto-char (point-max))
+        (insert line "\n")
+        (when (> (count-lines (point-min) (point-max)) sly-agent-q-log-max-lines)
+          (goto-char (point-min))
+          (forward-line (- (count-lines (point-min) (point-max)) sly-agent-q-log-max-lines))
+          (delete-region (point-min) (point))))))
+  (when sly-agent-q-log-file
+    (condition-case err
+        (write-region (concat line "\n") nil sly-agent-q-log-file t 'silent)
+      (error (message "sly-agent-q: cannot write the log file: %s" (error-message-string err))))))
+
+(declare-function sly-agent-q--module-take-notes "sly-agent-q-module" ())
+
+(defun sly-agent-q-log-runtime-notes ()
+  "Move the Lisp runtime's notes into the log; return how many there were.
+The runtime leaves them for Emacs as they happen (a definition the
+background native compiler failed on, say); a timer collects them every
+few seconds, and `sly-agent-q-describe-runtime' does too."
+  (let ((notes (and (featurep 'sly-agent-q-module) (sly-agent-q--module-take-notes))))
+    (dolist (note notes)
+      (sly-agent-q--log-insert (format "%s %-18s %s" (format-time-string "%F %T") "runtime" note)))
+    (length notes)))
+
+(defvar sly-agent-q--notes-timer nil "The timer that runs `sly-agent-q-log-runtime-notes'.")
+
+(unless (or sly-agent-q--notes-timer (bound-and-true-p byte-compile-current-file))
+  (setq sly-agent-q--notes-timer (run-with-timer 3 3 #'sly-agent-q-log-runtime-notes)))
 
 (defun sly-agent-q-show-log ()
   "Show the audit log of cautious and dangerous tool calls."

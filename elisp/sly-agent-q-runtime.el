@@ -25,7 +25,7 @@
 ;; the call fails with the message as its content, as written, where any
 ;; other error gives "Tool error: MESSAGE".
 
-(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 9"
+(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 10"
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -38,7 +38,8 @@
   (defconst sly-agent-q--module-options
     '((sly-agent-q-eval-timeout . "eval-timeout")
       (sly-agent-q-output-limit . "output-limit")
-      (sly-agent-q-heap-limit . "heap-limit"))
+      (sly-agent-q-heap-limit . "heap-limit")
+      (sly-agent-q-native-tiering . "native-tiering"))
     "The options the module keeps, each with the module's name for it.
 The one list of them: adding an option here is all the Elisp side needs."))
 
@@ -49,6 +50,7 @@ The one list of them: adding an option here is all the Elisp side needs."))
 (defvar sly-agent-q-eval-timeout)
 (defvar sly-agent-q-output-limit)
 (defvar sly-agent-q-heap-limit)
+(defvar sly-agent-q-native-tiering)
 
 (defun sly-agent-q--give-options ()
   "Give the module the options whose values it does not have yet."
@@ -109,6 +111,17 @@ STORAGE-CONDITION error instead of exhausting Emacs's memory."
   "Characters of each output section an evaluation may return.
 Longer output is cut with a visible \"output truncated\" marker."
   :type 'integer
+  :set #'sly-agent-q--set-option)
+
+(defcustom sly-agent-q-native-tiering t
+  "Whether the session's functions are compiled natively in the background.
+A DEFUN evaluated at top level (evaluate_lisp, eval_form, the REPL, the
+evaluate commands) runs at once as ECL bytecodes; with this on, a
+background Lisp thread then compiles it with ECL's C compiler (gcc) and
+swaps the native function in, unless it was redefined meanwhile.
+Nothing waits for it.  Without a C compiler on PATH it is off whatever
+this says.  describe_symbol says how a function runs."
+  :type 'boolean
   :set #'sly-agent-q--set-option)
 
 (declare-function sly-agent-q-approve "sly-agent-q-approval" (tool-name args))

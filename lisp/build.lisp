@@ -5,7 +5,7 @@
 
 (require :cmp)
 
-(defparameter *files* '("package" "capture" "guards" "errors" "process-guard" "evaluate" "worker" "session" "emacs" "debugger" "tools" "execution" "introspection" "xref" "systems" "repl-tools")
+(defparameter *files* '("package" "capture" "guards" "errors" "process-guard" "evaluate" "worker" "session" "emacs" "debugger" "tools" "execution" "introspection" "xref" "tiering" "systems" "repl-tools")
   "In load order: each is loaded before the next is compiled.")
 
 (let ((objects '()))

@@ -84,7 +84,7 @@ time, for a model and for a test."
 (defun frame-name (index)
   (let ((fun (si::ihs-fun index)))
     (cond ((symbolp fun) fun)
-          ((functionp fun) (si::compiled-function-name fun))
+          ((functionp fun) (or (si::compiled-function-name fun) (native-function-name fun)))
           (t fun))))
 
 (defparameter *internal-frame-names*

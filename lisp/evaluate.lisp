@@ -119,6 +119,8 @@ form's values and the package in force at the end."
                      any t)
                ;; Definitions go into the who-calls index (xref.lisp).
                (xref-note form)
+               ;; A DEFUN goes to the background native compiler (tiering.lisp).
+               (tiering-note form)
                ;; The REPL's history, as a listener keeps it.
                (setf +++ ++ ++ + + form
                      /// // // / / values

@@ -135,6 +135,9 @@ and a sentence saying what was not found and what is similar."
 (defun lambda-list-text (function-name)
   "FUNCTION-NAME's lambda list as SLY shows it: \"(test sequence &key key)\"."
   (multiple-value-bind (list found) (ignore-errors (ext:function-lambda-list function-name))
+    ;; ECL knows no lambda list of a function the background compiler made.
+    (unless found
+      (multiple-value-setq (list found) (tiered-lambda-list function-name)))
     (if found
         (handler-case (let ((*print-length* 50) (*print-level* 6) (*print-readably* nil)
                             (*print-pretty* nil) (*print-case* :downcase))
@@ -190,6 +193,8 @@ and a sentence saying what was not found and what is similar."
                            (qualified-name symbol) kinds)
                    (when (and (fboundp symbol) (not (special-operator-p symbol)))
                      (format out "~%Lambda list: ~A" (lambda-list-text symbol)))
+                   (let ((runs (tiering-state-text symbol)))
+                     (when runs (format out "~%Runs as: ~A" runs)))
                    (when (and (fboundp symbol) (typep (fdefinition symbol) 'generic-function))
                      (format out "~%Methods: ~D" (length (clos:generic-function-methods (fdefinition symbol)))))
                    (when (and (boundp symbol) (not (keywordp symbol)))

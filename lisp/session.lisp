@@ -54,6 +54,8 @@ given, sorted by name."
 (defun definition-lambda-list (symbol)
   (let ((*package* (printing-package)) (*print-length* 100) (*print-level* 10))
     (multiple-value-bind (list found) (ignore-errors (ext:function-lambda-list symbol))
+      (unless found                     ; natively compiled in the background
+        (multiple-value-setq (list found) (tiered-lambda-list symbol)))
       (if found (format nil "~:[()~;~:*~S~]" list) "(…)"))))
 
 (defun list-definitions (arguments)
@@ -112,6 +114,7 @@ given, sorted by name."
         *last-error* nil
         - nil + nil ++ nil +++ nil * nil ** nil *** nil / nil // nil /// nil)
   (clear-repl-records)
+  (forget-tiering)
   (xref-forget-session)
   ;; CL-USER has the tool API again (evaluated code may have uninterned it).
   (import-tool-api (printing-package))

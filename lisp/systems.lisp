@@ -46,6 +46,69 @@ does nothing then: an ASDF:LOAD-SYSTEM in evaluate_lisp is not tracked).")
   ;; NIL once Emacs could not be reached: no more progress messages.
   (emacs t))
 
+;;;; The fasl cache
+;;;;
+;;;; Compiled files go under $XDG_CACHE_HOME/sly-agent-q/fasl/ (else
+;;;; ~/.cache/…), in a directory named for the implementation and its
+;;;; version (ASDF's :IMPLEMENTATION), then the source's own path; each
+;;;; file's name carries a hash of the source's content.  An edited
+;;;; source is compiled again even when its time stamp says otherwise
+;;;; (two writes within one second); the same source is loaded from the
+;;;; cache in any later session.
+
+(defun fasl-cache-root ()
+  "The fasl cache's directory, as a string ending in /."
+  (let ((xdg (ext:getenv "XDG_CACHE_HOME")))
+    (concatenate 'string
+                 (if (and xdg (plusp (length xdg)) (char= (char xdg 0) #\/))
+                     (string-right-trim "/" xdg)
+                     (concatenate 'string (string-right-trim "/" (namestring (user-homedir-pathname))) "/.cache"))
+                 "/sly-agent-q/fasl/")))
+
+(defvar *content-hashes* (make-hash-table :test 'equal)
+  "Source namestring → (write-date size hash), so a file is read once.")
+
+(defun content-hash (file)
+  "16 hex digits of a hash of FILE's bytes (two 32-bit FNV-1a hashes)."
+  (let* ((name (namestring file))
+         (date (file-write-date file))
+         (cached (gethash name *content-hashes*)))
+    (with-open-file (in file :element-type '(unsigned-byte 8))
+      (let ((size (file-length in)))
+        (if (and cached (eql (first cached) date) (eql (second cached) size))
+            (third cached)
+            (let ((buffer (make-array size :element-type '(unsigned-byte 8)))
+                  (a 2166136261) (b 3735928559))
+              (declare (type (unsigned-byte 32) a b))
+              (read-sequence buffer in)
+              (loop for byte of-type (unsigned-byte 8) across buffer
+                    do (setf a (logand #xffffffff (* (logxor a byte) 16777619))
+                             b (logand #xffffffff (* (logxor b byte) 16777619))))
+              (let ((hash (format nil "~(~8,'0x~8,'0x~)" a b)))
+                (setf (gethash name *content-hashes*) (list date size hash))
+                hash)))))))
+
+(defun hashed-output-files (files source)
+  "FILES, the compiled files of SOURCE, named with SOURCE's content hash
+when they lie in the fasl cache."
+  (let ((root (fasl-cache-root))
+        (hash (ignore-errors (content-hash source))))
+    (if (null hash)
+        files
+        (mapcar (lambda (file)
+                  (let ((name (namestring file)))
+                    (if (and (> (length name) (length root)) (string= root name :end2 (length root)))
+                        (make-pathname :name (format nil "~A-~A" (pathname-name file) hash) :defaults file)
+                        file)))
+                files))))
+
+(defun configure-fasl-cache ()
+  "Send ASDF's compiled files to the fasl cache (see above)."
+  (asdf-call "INITIALIZE-OUTPUT-TRANSLATIONS"
+             `(:output-translations
+               (t (,(fasl-cache-root) :implementation))
+               :ignore-inherited-configuration)))
+
 ;;;; ASDF, looked up at run time
 
 (defun asdf-symbol (name &optional (package "ASDF"))
@@ -72,7 +135,7 @@ method that reports progress and sorts the packages a load makes."
     (let ((packages (list-all-packages))
           (required-here (not (member "ASDF" *modules* :test #'string-equal))))
       (let ((*load-verbose* nil) (*load-print* nil) (*compile-verbose* nil) (*compile-print* nil))
-        (require "ASDF"))
+        (mp:with-lock (*require-lock*) (require "ASDF")))
       (dolist (package (list-all-packages))
         (unless (member package packages)
           (push package *image-packages*)))
@@ -85,6 +148,16 @@ method that reports progress and sorts the packages a load makes."
       (eval `(defmethod ,(asdf-symbol "PERFORM") :around
                  ((operation ,(asdf-symbol "OPERATION")) (component ,(asdf-symbol "COMPONENT")))
                (tracked-perform operation component (lambda () (call-next-method)))))
+      ;; Compiled files named with their source's content hash.
+      (eval `(defmethod ,(asdf-symbol "OUTPUT-FILES") :around
+                 ((operation ,(asdf-symbol "COMPILE-OP")) (component ,(asdf-symbol "CL-SOURCE-FILE")))
+               (multiple-value-bind (files translated) (call-next-method)
+                 (let ((source (ignore-errors (,(asdf-symbol "COMPONENT-PATHNAME") component))))
+                   (values (if (and source translated (probe-file source))
+                               (hashed-output-files files source)
+                               files)
+                           translated)))))
+      (configure-fasl-cache)
       (setf *asdf-ready* t))))
 
 ;;;; The user's system directories, asked of Emacs
@@ -170,8 +243,9 @@ a new .asd in a tree is found, and DIRECTORIES may differ each time."
 (defun install-compiler (bytecodes)
   "Make COMPILE, COMPILE-FILE and friends ECL's bytecodes compiler, or its
 C compiler, unless they already are."
-  (unless (eq bytecodes (bytecodes-compiler-p))
-    (if bytecodes (ext:install-bytecodes-compiler) (ext:install-c-compiler))))
+  (mp:with-lock (*require-lock*)        ; not while the background compiler loads CMP
+    (unless (eq bytecodes (bytecodes-compiler-p))
+      (if bytecodes (ext:install-bytecodes-compiler) (ext:install-c-compiler)))))
 
 (defmacro with-load-compiler ((bytecodes) &body body)
   "Run BODY with the compiler BYTECODES says, and give the session back

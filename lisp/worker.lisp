@@ -71,7 +71,7 @@ MP:WITHOUT-INTERRUPTS."
 (defun only-our-threads-p ()
   "True when the worker and the watchdog are the only Lisp threads: nobody
 else can hold (and use) the streams an evaluation was given."
-  (<= (length (mp:all-processes)) 2))
+  (<= (length (mp:all-processes)) (if *compiler-process* 3 2)))
 
 (defun rotate-capture-streams ()
   "Give the next evaluation fresh output streams.  Threads started by
@@ -172,6 +172,7 @@ on; any other thread ends."
       (funcall *exit-process*)))
 
 (defvar *tool-execution-hooks*)         ; execution.lisp
+(defvar *compiler-process*)             ; tiering.lisp
 (defvar *hooks-published* nil
   "Whether the host was last told that *TOOL-EXECUTION-HOOKS* has hooks.")
 

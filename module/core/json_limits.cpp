@@ -60,7 +60,8 @@ bool value_nesting_exceeds(const json& value, int limit) {
 }
 
 std::optional<json> parse_json_bounded(std::string_view text) {
-  if (text_nesting_exceeds(text)) return std::nullopt;
+  // A NUL would end nlohmann's input early (see jsonrpc.cpp).
+  if (text_nesting_exceeds(text) || text.find('\0') != std::string_view::npos) return std::nullopt;
   try {
     json value = json::parse(text, nullptr, false);
     if (value.is_discarded()) return std::nullopt;

@@ -185,6 +185,11 @@ std::optional<std::string> McpServer::handle(std::string_view message, const Exe
                                  "Parse error: nested deeper than " + std::to_string(kMaxDepth) + " levels",
                                  nullptr));
     }
+    // nlohmann's lexer takes a NUL byte for the end of the input and would
+    // ignore whatever follows it; no JSON text holds a raw NUL anyway.
+    if (message.find('\0') != std::string_view::npos) {
+      return dump(error_response(kParseError, "Parse error: a NUL byte in the message", nullptr));
+    }
     json parsed;
     try {
       parsed = json::parse(message.begin(), message.end());

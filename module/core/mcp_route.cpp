@@ -20,6 +20,7 @@ Route route_message(std::string_view text) {
     if (!message) return route;
     if (message->is_array()) {
       route.kind = Route::Kind::Queue;
+      route.message = std::move(*message);
       return route;
     }
     if (!message->is_object()) return route;
@@ -28,6 +29,7 @@ Route route_message(std::string_view text) {
       if (has_method(*message, "tools/call")) {
         route.kind = Route::Kind::Queue;
         route.id = *id;
+        route.message = std::move(*message);
       }
       return route;
     }

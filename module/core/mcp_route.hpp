@@ -19,6 +19,7 @@ struct Route {
   Kind kind = Kind::Answer;
   nlohmann::json id;          // Queue: the request's id (null for a batch, which cannot be cancelled)
   nlohmann::json request_id;  // Cancel: params.requestId, a string or a number
+  nlohmann::json message;     // Queue: the message, parsed (so that it is parsed once)
 };
 
 // Never throws; a message it cannot read is Answer (the dispatcher then

@@ -36,6 +36,7 @@
 #include <gc/gc.h>
 
 #include "core/cpu_quota.hpp"
+#include "core/lisp_nesting.hpp"
 #include "core/utf8.hpp"
 #include "ecl/child_pipes.hpp"
 #include "ecl/child_signals.hpp"
@@ -47,6 +48,7 @@
 #include "ecl/lisp_string.hpp"
 #include "ecl/process_functions.hpp"
 #include "ecl/signals.hpp"
+#include "ecl/tiering.hpp"
 
 extern "C" void init_agentq_lisp(cl_object);  // the compiled lisp/ files
 
@@ -357,10 +359,12 @@ struct LispRoots {
   cl_object escaped_job_text = ECL_NIL;  // AGENT-Q::ESCAPED-JOB-TEXT
   cl_object worker = ECL_NIL;            // the worker's MP:PROCESS
   cl_object watchdog = ECL_NIL;          // the watchdog's MP:PROCESS
+  cl_object compiler = ECL_NIL;          // the background native compiler's (tiering.lisp)
   // Interned at boot: interning takes the package's lock, which an
   // interrupt landing there would leave held.
   cl_object worker_keyword = ECL_NIL;    // :WORKER
   cl_object watchdog_keyword = ECL_NIL;  // :WATCHDOG
+  cl_object compiler_keyword = ECL_NIL;  // :COMPILER
   cl_object evaluate_lisp_name = ECL_NIL;  // "evaluate_lisp", the evaluations' handler
 };
 LispRoots g_roots;
@@ -561,10 +565,31 @@ cl_object set_watchdog(cl_object process) {
   return one_value(ECL_NIL);
 }
 
-// (%RUNTIME-PROCESS-P process) → true for the worker and the watchdog.
+// (%WORKER-BUSY-P) → true while the worker runs a job (any thread).
+cl_object worker_busy_p() {
+  return one_value(g_impl->current_id.load(std::memory_order_acquire) != 0 ? ECL_T : ECL_NIL);
+}
+
+// (%SET-COMPILER-THREAD process): the background compiler, known before
+// its thread runs; it runs at nice 10, which the gcc it starts inherits.
+cl_object set_compiler_thread(cl_object process) {
+  __atomic_store_n(&g_roots.compiler, process, __ATOMIC_RELEASE);
+  return one_value(ECL_NIL);
+}
+
+// (%LOWER-THREAD-PRIORITY): this thread (and the children it starts) at
+// nice 10, so that the worker keeps its CPU.
+cl_object lower_thread_priority() {
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+  return one_value(ECL_NIL);
+}
+
+// (%RUNTIME-PROCESS-P process) → true for the worker, the watchdog and
+// the background compiler.
 cl_object runtime_process_p(cl_object process) {
   bool ours = process != ECL_NIL && (process == __atomic_load_n(&g_roots.worker, __ATOMIC_ACQUIRE) ||
-                                     process == __atomic_load_n(&g_roots.watchdog, __ATOMIC_ACQUIRE));
+                                     process == __atomic_load_n(&g_roots.watchdog, __ATOMIC_ACQUIRE) ||
+                                     process == __atomic_load_n(&g_roots.compiler, __ATOMIC_ACQUIRE));
   return one_value(ours ? ECL_T : ECL_NIL);
 }
 
@@ -573,6 +598,7 @@ cl_object runtime_process_p(cl_object process) {
 cl_object runtime_thread_p() {
   if (t_worker_generation != 0) return one_value(g_roots.worker_keyword);
   cl_object self = ecl_process_env()->own_process;
+  if (self == __atomic_load_n(&g_roots.compiler, __ATOMIC_ACQUIRE)) return one_value(g_roots.compiler_keyword);
   return one_value(self == __atomic_load_n(&g_roots.watchdog, __ATOMIC_ACQUIRE) ? g_roots.watchdog_keyword : ECL_NIL);
 }
 
@@ -754,6 +780,9 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%STREAM-OUTPUT", stream_output);
     define_lisp_function("%CURRENT-JOB", current_job);
     define_lisp_function("%SET-WATCHDOG", set_watchdog);
+    define_lisp_function("%SET-COMPILER-THREAD", set_compiler_thread);
+    define_lisp_function("%WORKER-BUSY-P", worker_busy_p);
+    define_lisp_function("%LOWER-THREAD-PRIORITY", lower_thread_priority);
     define_lisp_function("%RUNTIME-PROCESS-P", runtime_process_p);
     define_lisp_function("%RUNTIME-THREAD-P", runtime_thread_p);
     define_lisp_function("%ASK-HOST", ask_host);
@@ -762,12 +791,15 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_process_functions();
     define_child_pipes();
     define_lisp_tool_functions();
+    define_tiering_functions();
     for (cl_object* root : {&g_roots.worker_loop, &g_roots.escaped_job_text, &g_roots.worker, &g_roots.watchdog,
-                            &g_roots.worker_keyword, &g_roots.watchdog_keyword, &g_roots.evaluate_lisp_name})
+                            &g_roots.compiler, &g_roots.worker_keyword, &g_roots.watchdog_keyword,
+                            &g_roots.compiler_keyword, &g_roots.evaluate_lisp_name})
       ecl_register_root(root);
     g_roots.evaluate_lisp_name = make_lisp_string("evaluate_lisp");
     g_roots.worker_keyword = ecl_make_keyword("WORKER");
     g_roots.watchdog_keyword = ecl_make_keyword("WATCHDOG");
+    g_roots.compiler_keyword = ecl_make_keyword("COMPILER");
     g_roots.worker_loop = ecl_fdefinition(lisp_symbol("WORKER-LOOP"));
     g_roots.escaped_job_text = ecl_fdefinition(lisp_symbol("ESCAPED-JOB-TEXT"));
     failure = cl_funcall(4, lisp_symbol("BOOT"), ecl_make_unsigned_integer(heap_limit),
@@ -990,6 +1022,29 @@ std::size_t worker_stack_size() {
 
 }  // namespace
 
+// ECL's reader recurses in C without checking its stack: code nested
+// 100,000 deep ran off the end of it and killed the process.  So the code,
+// and every string argument of a Lisp tool (which may read it), is
+// measured first.
+namespace {
+std::optional<std::string> too_deep_to_read(const EvalRequest& request) {
+  bool deep = lisp_nesting_exceeds(request.code);
+  if (!deep && request.arguments.is_object()) {
+    for (const auto& [key, value] : request.arguments.items()) {
+      if (value.is_string() && lisp_nesting_exceeds(value.get_ref<const std::string&>())) {
+        deep = true;
+        break;
+      }
+    }
+  }
+  if (!deep) return std::nullopt;
+  return "[ERROR] READER-ERROR\nThe code nests lists, vectors or quotes more than " +
+         std::to_string(kMaxLispNesting) +
+         " levels deep, more than the Lisp reader can read without overflowing its stack; it was not read. "
+         "The session is still alive.";
+}
+}  // namespace
+
 // ----------------------------------------------------------------------------
 // Runtime
 
@@ -1093,6 +1148,7 @@ void Runtime::restart_worker() {
 }
 
 EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) {
+  if (auto refused = too_deep_to_read(request)) return {false, std::move(*refused)};
   ensure_booted();
   Impl& impl = *impl_;
   // A call made while this thread already waits for Lisp (from a wait

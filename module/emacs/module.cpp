@@ -18,6 +18,7 @@
 #include "core/schema.hpp"
 #include "ecl/evaluate_tool.hpp"
 #include "ecl/runtime.hpp"
+#include "ecl/tiering.hpp"
 #include "emacs/async_calls.hpp"
 #include "emacs/calls.hpp"
 #include "emacs/convert.hpp"
@@ -29,7 +30,7 @@ namespace {
 
 // Bumped when the Elisp ⇄ module interface changes; the Elisp side refuses
 // a module of another version (a stale build).
-constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 9";
+constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 10";
 
 app::Services& core() { return app::services(); }
 // For what looks tools up or lists them: the Lisp-defined tools are there.
@@ -409,6 +410,8 @@ emacs_value configure(const Env& env, ptrdiff_t, emacs_value* args) {
   } else if (key == "heap-limit") {
     double limit = number();
     ecl::Runtime::instance().set_heap_limit(limit > 0 ? static_cast<std::size_t>(limit) : 0);
+  } else if (key == "native-tiering") {
+    ecl::set_native_tiering(!value.is_null() && value != false);
   } else {
     throw ConversionError("unknown setting " + key);
   }
@@ -417,6 +420,7 @@ emacs_value configure(const Env& env, ptrdiff_t, emacs_value* args) {
 
 emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
   ecl::RuntimeStatus status = ecl::Runtime::instance().status();
+  ecl::TieringCounts tiering = ecl::tiering_counts();
   emacs_value plist[] = {
       env.intern(":booted"),     env.boolean(status.booted),
       env.intern(":alive"),      env.boolean(status.alive),
@@ -427,8 +431,20 @@ emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
       env.intern(":tools"),      env.integer(static_cast<std::intmax_t>(core().registry.size())),
       env.intern(":replaced-workers"),  env.integer(static_cast<std::intmax_t>(status.replaced_workers)),
       env.intern(":abandoned-threads"), env.integer(static_cast<std::intmax_t>(status.abandoned_threads)),
+      env.intern(":native-tiering"), env.boolean(ecl::native_tiering()),
+      env.intern(":tiering-waiting"), env.integer(static_cast<std::intmax_t>(tiering.waiting)),
+      env.intern(":tiering-native"), env.integer(static_cast<std::intmax_t>(tiering.native)),
+      env.intern(":tiering-bytecodes"), env.integer(static_cast<std::intmax_t>(tiering.bytecodes)),
   };
-  return env.call(Env::sym().list, 18, plist);
+  return env.call(Env::sym().list, 26, plist);
+}
+
+// (sly-agent-q--module-take-notes) → the background compiler's lines for
+// the log since the last call, oldest first.
+emacs_value take_notes(const Env& env, ptrdiff_t, emacs_value*) {
+  std::vector<emacs_value> notes;
+  for (const std::string& note : ecl::take_runtime_notes()) notes.push_back(env.str(note));
+  return env.call(Env::sym().list, static_cast<ptrdiff_t>(notes.size()), notes.data());
 }
 
 emacs_value boot(const Env& env, ptrdiff_t, emacs_value*) {
@@ -537,7 +553,9 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-mcp-route", 1, 1, entry<mcp_route>,
         "How to handle one JSON-RPC message: :now, (:queue ID) or (:cancel ID).\n\n(fn JSON-STRING)");
   defun(raw, "sly-agent-q--module-configure", 2, 2, entry<configure>,
-        "Set a runtime setting: eval-timeout, output-limit or heap-limit.\n\n(fn KEY VALUE)");
+        "Set a runtime setting: eval-timeout, output-limit, heap-limit or native-tiering.\n\n(fn KEY VALUE)");
+  defun(raw, "sly-agent-q--module-take-notes", 0, 0, entry<take_notes>,
+        "The Lisp runtime's notes for the log since the last call, oldest first.");
   defun(raw, "sly-agent-q--module-status", 0, 0, entry<status>, "Plist describing the Lisp runtime.");
   defun(raw, "sly-agent-q--module-boot", 0, 0, entry<boot>, "Boot the Lisp runtime; return the boot time in ms.");
   defun(raw, "sly-agent-q--module-stats", 0, 0, entry<stats>, "Per-tool counters.");

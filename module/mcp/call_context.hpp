@@ -24,13 +24,22 @@ class McpCallContext final : public CallContext {
   // stops too.  The call then answers [ERROR] INTERRUPTED (cancelled).
   void cancel();
 
-  bool poll() override { return cancelled_.load(std::memory_order_relaxed); }
+  // ON_WAIT runs (once, on the calling thread) the first time the call
+  // polls: when it waits for work elsewhere for longer than a moment (the
+  // runtime spins first).  The stdio server hands its reading on then.
+  void set_on_wait(std::function<void()> on_wait) { on_wait_ = std::move(on_wait); }
+
+  bool poll() override {
+    if (on_wait_) std::exchange(on_wait_, nullptr)();
+    return cancelled_.load(std::memory_order_relaxed);
+  }
   bool cancelled() const override { return cancelled_.load(std::memory_order_relaxed); }
   bool interrupt_is_cancel() const override { return true; }
   void job_queued(std::uint64_t job_id) override;
 
  private:
   JobCanceller cancel_job_;
+  std::function<void()> on_wait_;  // the calling thread's alone
   std::mutex mutex_;
   std::optional<std::uint64_t> job_;  // the latest job queued for the call
   std::atomic<bool> cancelled_{false};

@@ -9,12 +9,12 @@
 namespace agentq::mcp {
 
 struct StdioServer::Pending {
-  Pending(std::string key, std::string text, McpCallContext::JobCanceller cancel_job)
-      : key(std::move(key)), text(std::move(text)), context(std::move(cancel_job)) {}
+  Pending(std::string key, nlohmann::json message, McpCallContext::JobCanceller cancel_job)
+      : key(std::move(key)), message(std::move(message)), context(std::move(cancel_job)) {}
   std::string key;  // empty: not cancellable (a batch)
-  std::string text;
+  nlohmann::json message;
   McpCallContext context;
-  bool running = false;  // taken by the worker (guarded by the server's mutex)
+  bool running = false;  // taken to run (guarded by the server's mutex)
 };
 
 namespace {
@@ -41,7 +41,8 @@ StdioServer::StdioServer(McpServer& server, ExecutionOptions options, McpCallCon
                          LineWriter& out)
     : server_(server), options_(std::move(options)), cancel_job_(std::move(cancel_job)), out_(out) {
   options_.context = nullptr;
-  worker_ = std::thread([this] { work(); });
+  quick_options_ = options_;
+  worker_ = std::thread([this] { serve(); });
 }
 
 StdioServer::~StdioServer() { finish(); }
@@ -56,9 +57,58 @@ void StdioServer::finish() {
 }
 
 void StdioServer::run(LineReader& in) {
-  while (std::optional<Line> line = in.next()) handle(*line, in.max_bytes());
-  log(LogLevel::Info, "end of input: answering the calls already read, then exiting");
+  {
+    std::lock_guard lock(mutex_);
+    in_ = &in;
+    reading_free_ = true;
+  }
+  serve();
   finish();
+}
+
+void StdioServer::serve() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] {
+      return closed_ || (reading_free_ && !input_ended_) || (!executing_ && !queue_.empty()) ||
+             (input_ended_ && !executing_ && queue_.empty());
+    });
+    if (reading_free_ && !input_ended_ && !closed_) {
+      reading_free_ = false;
+      lock.unlock();
+      read_lines();
+      lock.lock();
+      continue;
+    }
+    if (!executing_ && !queue_.empty()) {
+      std::shared_ptr<Pending> pending = std::move(queue_.front());
+      queue_.pop_front();
+      pending->running = true;
+      executing_ = true;
+      lock.unlock();
+      execute(*pending);
+      lock.lock();
+      executing_ = false;
+      if (input_ended_) wake_.notify_all();  // the thread waiting for the end
+      continue;
+    }
+    // The input ended and every call read has been answered, or closing.
+    if (closed_ || (input_ended_ && !executing_ && queue_.empty())) return;
+  }
+}
+
+void StdioServer::read_lines() {
+  for (;;) {
+    std::optional<Line> line = in_->next();
+    if (!line) break;
+    if (!handle(*line, in_->max_bytes())) return;  // the other thread reads now
+  }
+  log(LogLevel::Info, "end of input: answering the calls already read, then exiting");
+  {
+    std::lock_guard lock(mutex_);
+    input_ended_ = true;
+  }
+  wake_.notify_all();
 }
 
 void StdioServer::respond(const std::optional<std::string>& response) {
@@ -67,39 +117,86 @@ void StdioServer::respond(const std::optional<std::string>& response) {
   if (!out_.write_line(*response)) log(LogLevel::Warn, "stdout is closed: response dropped");
 }
 
-void StdioServer::handle(const Line& line, std::size_t limit) {
+bool StdioServer::handle(const Line& line, std::size_t limit) {
   if (line.too_long) {
     log(LogLevel::Warn, "skipped a message of " + std::to_string(line.bytes) + " bytes (limit " +
                             std::to_string(limit) + ")");
     respond(too_long_error(line, limit));
-    return;
+    return true;
   }
-  if (blank(line.text)) return;
+  if (blank(line.text)) return true;
   if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "<- " + shortened(line.text));
   Route route = route_message(line.text);
   switch (route.kind) {
     case Route::Kind::Queue:
-      queue(route.id, line.text);
-      return;
+      return call(std::move(route.id), std::move(route.message));
     case Route::Kind::Cancel:
       cancel(route.request_id);
-      return;
+      return true;
     case Route::Kind::Answer:
-      respond(server_.handle(line.text, options_));
-      return;
+      respond(server_.handle(line.text, quick_options_));
+      return true;
   }
+  return true;
 }
 
-void StdioServer::queue(const nlohmann::json& id, std::string text) {
+bool StdioServer::call(nlohmann::json id, nlohmann::json message) {
   // A null id (a batch, or a request that names none) cannot be cancelled.
   std::string key = id.is_string() || id.is_number() ? id.dump() : std::string();
-  auto pending = std::make_shared<Pending>(std::move(key), std::move(text), cancel_job_);
+  const bool batch = message.is_array();
+  auto pending = std::make_shared<Pending>(std::move(key), std::move(message), cancel_job_);
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back(pending);
     if (!pending->key.empty()) in_flight_.insert_or_assign(pending->key, pending);
+    if (executing_ || !queue_.empty()) {
+      queue_.push_back(std::move(pending));
+      return true;  // the thread running a call takes it next
+    }
+    executing_ = true;
+    pending->running = true;
+    handed_off_ = false;
   }
-  wake_.notify_one();
+  // Run it here.  A batch may run long without polling: hand the reading on
+  // now; a single call hands it on once it waits (see McpCallContext).
+  if (batch) hand_off_reading();
+  else pending->context.set_on_wait([this] { hand_off_reading(); });
+  execute(*pending);
+  bool keep_reading, wake;
+  {
+    std::lock_guard lock(mutex_);
+    executing_ = false;
+    keep_reading = !handed_off_;
+    // Calls queued meanwhile, or the end, are for the other thread; waking
+    // it after every call for nothing would cost each call a system call.
+    wake = !queue_.empty() || input_ended_;
+  }
+  if (wake) wake_.notify_all();
+  return keep_reading;
+}
+
+void StdioServer::hand_off_reading() {
+  {
+    std::lock_guard lock(mutex_);
+    handed_off_ = true;
+    reading_free_ = true;
+  }
+  wake_.notify_all();
+}
+
+void StdioServer::execute(Pending& pending) {
+  // One call runs at a time, so the options are shared; only the context
+  // is the call's.
+  options_.context = &pending.context;
+  std::optional<nlohmann::json> response = server_.handle_json(pending.message, options_);
+  options_.context = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (!pending.key.empty()) {
+      auto it = in_flight_.find(pending.key);
+      if (it != in_flight_.end() && it->second.get() == &pending) in_flight_.erase(it);
+    }
+  }
+  if (response) respond(response->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void StdioServer::cancel(const nlohmann::json& request_id) {
@@ -123,31 +220,6 @@ void StdioServer::cancel(const nlohmann::json& request_id) {
   }
   log(LogLevel::Info, "request " + shortened(key) + " cancelled while running: interrupting it");
   running->context.cancel();
-}
-
-void StdioServer::work() {
-  for (;;) {
-    std::shared_ptr<Pending> pending;
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return closed_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      pending = std::move(queue_.front());
-      queue_.pop_front();
-      pending->running = true;
-    }
-    ExecutionOptions options = options_;
-    options.context = &pending->context;
-    std::optional<std::string> response = server_.handle(pending->text, options);
-    {
-      std::lock_guard lock(mutex_);
-      if (!pending->key.empty()) {
-        auto it = in_flight_.find(pending->key);
-        if (it != in_flight_.end() && it->second == pending) in_flight_.erase(it);
-      }
-    }
-    respond(response);
-  }
 }
 
 }  // namespace agentq::mcp

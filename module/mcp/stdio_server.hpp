@@ -1,11 +1,14 @@
 // The MCP server over stdio: newline-delimited JSON-RPC in, one line per
-// response out.  The thread that calls run() reads every message and
-// answers the quick ones itself (initialize, ping, tools/list, errors), so
-// they are answered while a tool runs; it queues tools/call requests (and
-// batches) for a worker thread that runs them one at a time, and handles
-// notifications/cancelled: a queued call is dropped without a response
-// (MCP: a cancelled request is not answered), a running one is interrupted
-// and answers its [ERROR] INTERRUPTED result.
+// response out.  Two threads take turns at reading the input: the one
+// reading answers the quick messages itself (initialize, ping, tools/list,
+// errors) and runs a tools/call (or batch) itself too when none is running,
+// so a call costs no thread hop beyond the one to ECL.  Should the call
+// wait for more than a moment (its first poll), or be a batch, the reading
+// passes to the other thread at once, so pings and cancellations are read
+// and answered while it runs; calls read meanwhile queue and run one at a
+// time, in order.  notifications/cancelled drops a queued call without a
+// response (MCP: a cancelled request is not answered) and interrupts a
+// running one, which answers its [ERROR] INTERRUPTED result.
 #pragma once
 
 #include <condition_variable>
@@ -42,22 +45,36 @@ class StdioServer {
  private:
   struct Pending;
 
-  void handle(const Line& line, std::size_t limit);
-  void queue(const nlohmann::json& id, std::string text);
+  // Each thread's loop: take the reading when it is free, run queued calls.
+  void serve();
+  // Reads while this thread holds the reading; returns when it ends or was
+  // handed to the other thread.
+  void read_lines();
+  // False when the reading was handed on while LINE's call ran here.
+  bool handle(const Line& line, std::size_t limit);
+  bool call(nlohmann::json id, nlohmann::json message);
+  void hand_off_reading();
+  void execute(Pending& pending);
   void cancel(const nlohmann::json& request_id);
-  void work();
   void respond(const std::optional<std::string>& response);
   void finish();
 
   McpServer& server_;
-  ExecutionOptions options_;
+  ExecutionOptions options_;        // for the call running; its context is the call's
+  ExecutionOptions quick_options_;  // for what the reading thread answers at once
   McpCallContext::JobCanceller cancel_job_;
   LineWriter& out_;
+
+  LineReader* in_ = nullptr;
 
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Pending>> queue_;
   std::map<std::string, std::shared_ptr<Pending>> in_flight_;  // by the request id's JSON text
+  bool reading_free_ = false;  // nobody reads: the next idle thread takes it
+  bool handed_off_ = false;    // the call running where the reading was has handed it on
+  bool executing_ = false;     // a call runs (one at a time)
+  bool input_ended_ = false;
   bool closed_ = false;
   std::thread worker_;
 };

@@ -424,6 +424,20 @@ TEST_F(McpTest, ParseErrors) {
   }
 }
 
+// nlohmann's parser takes a NUL byte for the end of the input: what
+// follows one must not be dropped unread (found by tests/hostile).
+TEST_F(McpTest, ANulByteAnywhereIsAParseError) {
+  using namespace std::string_view_literals;
+  for (std::string_view text : {R"({"jsonrpc":"2.0","id":1,"method":"ping"})" "\0"sv,
+                                R"({"jsonrpc":"2.0","id":1,"method":"ping"})" "\0{garbage"sv,
+                                R"({"jsonrpc":"2.0","id":1,"method":"ping"}  )" "\0 \xff"sv,
+                                "\0"sv, R"([{"jsonrpc":"2.0","id":1,"method":"ping"})" "\0]"sv}) {
+    json response = ask(text);
+    expect_error(response, rpc::kParseError, nullptr);
+    EXPECT_NE(response["error"]["message"].get<std::string>().find("NUL"), std::string::npos) << response.dump();
+  }
+}
+
 TEST_F(McpTest, HugeMethodNameIsNotEchoedWhole) {
   std::string name(1'000'000, 'm');
   json response = ask(json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", name}}.dump());

@@ -31,8 +31,8 @@ names), if given, go into the .asd."
     home))
 
 (defun agentq-load-test-cache-directory (directory)
-  "Where ASDF's default output translations put the fasls of DIRECTORY's files."
-  (let ((cache (expand-file-name "common-lisp/" (or (getenv "XDG_CACHE_HOME") "~/.cache"))))
+  "Where load_system's fasl cache puts the fasls of DIRECTORY's files."
+  (let ((cache (expand-file-name "sly-agent-q/fasl/" (or (getenv "XDG_CACHE_HOME") "~/.cache"))))
     (file-expand-wildcards (concat cache "ecl-*" (directory-file-name (expand-file-name directory))))))
 
 (defmacro agentq-load-test-with-directory (variable &rest body)
@@ -281,6 +281,42 @@ load while DIR/NAME/slow exists.  Returns that file's name."
                      "Loading system: agentq-cancelled\nLoaded: agentq-cancelled (version 2)"))
       (should (equal (agentq-test-eval-ok "(agentq-cancelled::b)") "=> :B")))))
 
+;;;; The fasl cache
+
+(ert-deftest sly-agent-q-load-system/fasl-cache-reused-and-invalidated-by-content ()
+  ;; Compiled files go to $XDG_CACHE_HOME/sly-agent-q/fasl/, named with
+  ;; their source's content hash: a later session loads them without
+  ;; compiling; an edited source is compiled again, even when its time
+  ;; stamp did not move.
+  (agentq-load-test-with-directory dir
+    (let* ((home (agentq-load-test-write-system
+                  dir "agentq-cached"
+                  '(("a" . "(defpackage :agentq-cached (:use :cl))\n(in-package :agentq-cached)\n(defun which () :first)\n"))))
+           (source (expand-file-name "a.lisp" home))
+           (steps `((let ((sly-agent-q-system-directories (list ,dir)))
+                      (agentq-load-test-call "load_system" :name "agentq-cached"))
+                    (agentq-load-test-call "evaluate_lisp" :code "(agentq-cached::which)")))
+           (fasls (lambda ()
+                    (let ((cache (car (agentq-load-test-cache-directory dir))))
+                      (and cache (file-expand-wildcards (concat cache "/agentq-cached/a-*.fas*"))))))
+           (mtime (lambda (file) (file-attribute-modification-time (file-attributes file)))))
+      (should (equal (cadr (agentq-load-test-fresh steps)) '(t "=> :FIRST")))
+      (let* ((first (funcall fasls))
+             (first-time (funcall mtime (car first))))
+        (should (= (length first) 1))
+        ;; A new session: loaded from the cache, not compiled again.
+        (sleep-for 1.1)
+        (should (equal (cadr (agentq-load-test-fresh steps)) '(t "=> :FIRST")))
+        (should (equal (funcall fasls) first))
+        (should (equal (funcall mtime (car first)) first-time))
+        ;; The source changes, its time stamp does not.
+        (let ((stamp (funcall mtime source)))
+          (with-temp-file source
+            (insert "(defpackage :agentq-cached (:use :cl))\n(in-package :agentq-cached)\n(defun which () :second)\n"))
+          (set-file-times source stamp))
+        (should (equal (cadr (agentq-load-test-fresh steps)) '(t "=> :SECOND")))
+        (should (= (length (funcall fasls)) 2))))))
+
 ;;;; No C compiler
 
 (ert-deftest sly-agent-q-load-system/without-a-c-compiler ()
@@ -297,6 +333,6 @@ load while DIR/NAME/slow exists.  Returns that file's name."
       (should (equal (nth 0 out) '(t "Loading system: agentq-bytecodes\nLoaded: agentq-bytecodes (version unknown)")))
       (should (equal (nth 1 out) '(t "=> 42")))
       (should (file-expand-wildcards
-               (concat (car (agentq-load-test-cache-directory dir)) "/agentq-bytecodes/a.fasc"))))))
+               (concat (car (agentq-load-test-cache-directory dir)) "/agentq-bytecodes/a-*.fasc"))))))
 
 ;;; sly-agent-q-load-system-test.el ends here

@@ -25,6 +25,11 @@
 
 ;;;; Calls
 
+(defconst agentq-test-foreign-threads
+  "(count-if-not #'agent-q::%runtime-process-p (mp:all-processes))"
+  "Lisp counting the Lisp threads that are not the runtime's own (the
+worker, the watchdog and the background native compiler).")
+
 (defun agentq-test-call (name arguments &optional id)
   "Run one call of tool NAME with ARGUMENTS; return its result plist."
   (let ((results (sly-agent-q-execute-tool-calls

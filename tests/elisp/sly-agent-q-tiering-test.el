@@ -1,0 +1,215 @@
+;;; sly-agent-q-tiering-test.el --- Native tiering of the session's definitions -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; A DEFUN evaluated through evaluate_lisp runs at once as ECL bytecodes;
+;; a background Lisp thread compiles it with gcc and swaps the native
+;; function in (lisp/tiering.lisp).  Whether a function is bytecodes is
+;; asked of ECL itself: SI:BC-SPLIT's second value is the bytecodes
+;; vector, NIL for native code (COMPILED-FUNCTION-P is true for both).
+
+;;; Code:
+
+(require 'ert)
+(require 'sly-agent-q-test-helpers)
+
+(defun agentq-tiering-gcc-p ()
+  "Non-nil when gcc is on PATH (tiering needs it)."
+  (executable-find "gcc"))
+
+(defun agentq-tiering-kind (name)
+  "\"BYTECODES\" or \"NATIVE\": how the function NAME (Lisp text) runs now."
+  (let ((content (agentq-test-eval-ok
+                  (format "(if (nth-value 1 (si:bc-split (fdefinition '%s))) :bytecodes :native)" name))))
+    (cond ((equal content "=> :BYTECODES") "BYTECODES")
+          ((equal content "=> :NATIVE") "NATIVE")
+          (t (error "Unexpected answer %S" content)))))
+
+(defun agentq-tiering-wait ()
+  "Wait for the background compiler to be idle (Lisp waits, at most 60 s)."
+  (should (equal (agentq-test-eval-ok "(agent-q::wait-for-native-compiles 60)") "=> T")))
+
+(defun agentq-tiering-describe (name)
+  "describe_symbol's text for NAME."
+  (plist-get (agentq-test-call "describe_symbol" (list :symbol name)) :content))
+
+(ert-deftest sly-agent-q-tiering/defun-becomes-native-without-waiting ()
+  (skip-unless (agentq-tiering-gcc-p))
+  ;; Twenty definitions in one call: one batch.
+  (let ((batches-before (agentq-test-eval-ok "(getf (agent-q::tiering-status) :batches)")))
+    (let* ((code (mapconcat (lambda (i) (format "(defun agentq-tier-%d (x) (+ x %d))" i i))
+                            (number-sequence 1 20) "\n"))
+           (start (float-time))
+           (result (agentq-test-eval (concat code "\n(agentq-tier-7 1)")))
+           (elapsed (- (float-time) start)))
+      (should (equal (plist-get result :content) "=> 8"))
+      ;; The call came back with the bytecodes in place: gcc had not run yet.
+      (should (equal (agentq-tiering-kind "agentq-tier-7") "BYTECODES"))
+      (should (string-match-p "Runs as: bytecodes, waiting for the native compiler"
+                              (agentq-tiering-describe "agentq-tier-7")))
+      (ignore elapsed))
+    (agentq-tiering-wait)
+    (dolist (i '(1 7 20))
+      (should (equal (agentq-tiering-kind (format "agentq-tier-%d" i)) "NATIVE")))
+    (should (equal (agentq-test-eval-ok "(agentq-tier-20 1)") "=> 21"))
+    (should (string-match-p "Runs as: native (compiled in the background)"
+                            (agentq-tiering-describe "agentq-tier-1")))
+    ;; One gcc run for the twenty.
+    (should (equal (agentq-test-eval-ok
+                    (format "(- (getf (agent-q::tiering-status) :batches) %s)"
+                            (substring batches-before 3)))
+                   "=> 1"))
+    (let ((status (sly-agent-q-runtime-status)))
+      (should (>= (plist-get status :tiering-native) 20))
+      (should (= (plist-get status :tiering-waiting) 0)))))
+
+(ert-deftest sly-agent-q-tiering/native-version-keeps-behaviour ()
+  (skip-unless (agentq-tiering-gcc-p))
+  ;; Literal objects stay the same objects; errors name the function;
+  ;; the docstring and lambda list stay; calls of the session's own
+  ;; functions see their later redefinitions.
+  (agentq-test-eval-ok "(defvar *agentq-tier-lit* (list 1 2))
+(defun agentq-tier-lit () \"Doc of lit.\" (quote #.*agentq-tier-lit*))
+(defun agentq-tier-helper (x) (* x 2))
+(defun agentq-tier-caller (x) (agentq-tier-helper x))
+(defun agentq-tier-fails (x) (error \"boom ~A\" x))")
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-kind "agentq-tier-lit") "NATIVE"))
+  (should (equal (agentq-tiering-kind "agentq-tier-caller") "NATIVE"))
+  (should (equal (agentq-test-eval-ok "(eq (agentq-tier-lit) *agentq-tier-lit*)") "=> T"))
+  (should (string-match-p "Function documentation: Doc of lit." (agentq-tiering-describe "agentq-tier-lit")))
+  (should (string-match-p "Lambda list: (x)" (agentq-tiering-describe "agentq-tier-caller")))
+  (agentq-test-eval-ok "(defun agentq-tier-helper (x) (* x 3))")
+  (should (equal (agentq-test-eval-ok "(agentq-tier-caller 5)") "=> 15"))
+  ;; Its error is the same error (ECL's native frames are not in the
+  ;; backtrace, as after an explicit COMPILE).
+  (should (string-prefix-p "[ERROR] SIMPLE-ERROR\nboom 3\n"
+                           (agentq-test-eval-fails "(agentq-tier-fails 3)"))))
+
+(ert-deftest sly-agent-q-tiering/recursion-is-direct-unless-notinline ()
+  (skip-unless (agentq-tiering-gcc-p))
+  ;; As after COMPILE, a native function's calls of itself are direct; a
+  ;; name proclaimed NOTINLINE keeps going through its global definition.
+  (agentq-test-eval-ok "(defun agentq-tier-rec (n) (if (zerop n) :base (agentq-tier-rec (1- n))))
+(declaim (notinline agentq-tier-nrec))
+(defun agentq-tier-nrec (n) (if (zerop n) :base (agentq-tier-nrec (1- n))))")
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-kind "agentq-tier-rec") "NATIVE"))
+  (should (equal (agentq-tiering-kind "agentq-tier-nrec") "NATIVE"))
+  (should (equal (agentq-test-eval-ok "(let ((rec #'agentq-tier-rec) (nrec #'agentq-tier-nrec))
+  (setf (fdefinition 'agentq-tier-rec) (lambda (n) (declare (ignore n)) :redefined)
+        (fdefinition 'agentq-tier-nrec) (lambda (n) (declare (ignore n)) :redefined))
+  (list (funcall rec 3) (funcall nrec 3)))")
+                 "=> (:BASE :REDEFINED)")))
+
+(ert-deftest sly-agent-q-tiering/redefinition-during-compile-wins ()
+  (skip-unless (agentq-tiering-gcc-p))
+  ;; The second definition comes while the first is being compiled (the
+  ;; compiler waits up to 1 s for a busy worker, then gcc takes a few
+  ;; hundred ms).
+  (agentq-test-eval-ok "(defun agentq-tier-redef () :old)")
+  (should (equal (agentq-test-eval-ok "(loop repeat 1000 until agent-q::*tiering-compiling* do (sleep 0.005)
+  finally (return agent-q::*tiering-compiling*))")
+                 "=> T"))
+  (agentq-test-eval-ok "(defun agentq-tier-redef () :new)")
+  (should (equal (agentq-test-eval-ok "(agentq-tier-redef)") "=> :NEW"))
+  (agentq-tiering-wait)
+  (should (equal (agentq-test-eval-ok "(agentq-tier-redef)") "=> :NEW"))
+  (should (equal (agentq-tiering-kind "agentq-tier-redef") "NATIVE"))
+  ;; A redefinition by other means (not a top-level DEFUN) is never
+  ;; overwritten by a compile of the old text.
+  (agentq-test-eval-ok "(defun agentq-tier-other () :defun)
+(setf (fdefinition 'agentq-tier-other) (lambda () :setf))")
+  (agentq-tiering-wait)
+  (should (equal (agentq-test-eval-ok "(agentq-tier-other)") "=> :SETF")))
+
+(ert-deftest sly-agent-q-tiering/failed-native-compile-keeps-bytecodes ()
+  (skip-unless (agentq-tiering-gcc-p))
+  ;; FFI:C-INLINE means nothing to the bytecodes compiler's callers until
+  ;; run, but C code that does not compile makes gcc fail.
+  (sly-agent-q-log-runtime-notes)
+  (agentq-test-eval-ok "(defun agentq-tier-bad (x) (if (eq x :never) (ffi:c-inline () () :int \"this is not C\" :one-liner t) (list x :ok)))
+(defun agentq-tier-good (x) (list x :good))")
+  (should (equal (agentq-test-eval-ok "(agentq-tier-bad 1)") "=> (1 :OK)"))
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-kind "agentq-tier-bad") "BYTECODES"))
+  (should (equal (agentq-test-eval-ok "(agentq-tier-bad 2)") "=> (2 :OK)"))
+  ;; Its neighbour in the batch is compiled alone.
+  (should (equal (agentq-tiering-kind "agentq-tier-good") "NATIVE"))
+  (should (string-match-p "Runs as: bytecodes: the native compile failed"
+                          (agentq-tiering-describe "agentq-tier-bad")))
+  ;; A warning in the log, none in the user's results.
+  (sly-agent-q-log-runtime-notes)
+  (with-current-buffer (get-buffer-create "*Agent-Q Log*")
+    (should (string-match-p "AGENTQ-TIER-BAD stays bytecodes: the native compile failed"
+                            (buffer-string)))))
+
+(ert-deftest sly-agent-q-tiering/closures-and-stale-macros-stay-bytecodes ()
+  (skip-unless (agentq-tiering-gcc-p))
+  (agentq-test-eval-ok "(let ((n 0)) (defun agentq-tier-counter () (incf n)))")
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-kind "agentq-tier-counter") "BYTECODES"))
+  (should (string-match-p "Runs as: bytecodes: a closure over a lexical environment"
+                          (agentq-tiering-describe "agentq-tier-counter")))
+  ;; The macro changes before the compile: the native version would expand
+  ;; the new one, so the function stays as it was evaluated.
+  (agentq-test-eval-ok "(defmacro agentq-tier-mac () :first)
+(defun agentq-tier-uses-mac () (agentq-tier-mac))
+(defmacro agentq-tier-mac () :second)")
+  (agentq-tiering-wait)
+  (should (equal (agentq-test-eval-ok "(agentq-tier-uses-mac)") "=> :FIRST"))
+  (should (string-match-p "Runs as: bytecodes: a macro it uses was redefined"
+                          (agentq-tiering-describe "agentq-tier-uses-mac"))))
+
+(ert-deftest sly-agent-q-tiering/evaluation-meanwhile-and-c-g-do-not-stop-it ()
+  (skip-unless (agentq-tiering-gcc-p))
+  ;; A timeout of the evaluation that defined it (while the compiler
+  ;; works) does not stop the compile.
+  (let ((result (agentq-test-eval "(defun agentq-tier-timeout (x) (1+ x)) (sleep 5)" :timeout 1)))
+    (should (string-prefix-p "[ERROR] TIMEOUT" (plist-get result :content))))
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-kind "agentq-tier-timeout") "NATIVE"))
+  ;; Evaluated code cannot kill or interrupt the compiler thread.
+  (should (string-match-p "EXIT-INTERCEPTED"
+                          (agentq-test-eval-fails
+                           "(mp:process-kill (find \"agent-q native compiler\" (mp:all-processes) :key #'mp:process-name :test #'string=))")))
+  (agentq-test-eval-ok "(defun agentq-tier-after-kill () :alive)")
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-kind "agentq-tier-after-kill") "NATIVE")))
+
+(ert-deftest sly-agent-q-tiering/off-by-option ()
+  (agentq-test-with-custom ((sly-agent-q-native-tiering nil))
+    (should-not (plist-get (sly-agent-q-runtime-status) :native-tiering))
+    (agentq-test-eval-ok "(defun agentq-tier-off (x) x)")
+    (agentq-tiering-wait)
+    (should (equal (agentq-tiering-kind "agentq-tier-off") "BYTECODES"))
+    (should (string-match-p "Runs as: bytecodes: native tiering is off"
+                            (agentq-tiering-describe "agentq-tier-off"))))
+  (should (plist-get (sly-agent-q-runtime-status) :native-tiering)))
+
+(ert-deftest sly-agent-q-tiering/off-without-a-c-compiler ()
+  ;; No gcc on PATH: every DEFUN stays bytecodes and says why.
+  (let ((out (let ((process-environment (cons "PATH=/nonexistent" process-environment)))
+               (agentq-test-run-emacs
+              '((require 'sly-agent-q)
+                (defun agentq-tier-call (code)
+                  (plist-get (car (sly-agent-q-execute-tool-calls
+                                   (list (list :id "t" :name "evaluate_lisp" :arguments (list :code code)))))
+                             :content))
+                (princ "\nagentq-results:\n")
+                (prin1 (list (agentq-tier-call "(defun agentq-tier-nogcc (x) (* x 2))")
+                             (agentq-tier-call "(agent-q::wait-for-native-compiles 10)")
+                             (agentq-tier-call "(if (nth-value 1 (si:bc-split #'agentq-tier-nogcc)) :bytecodes :native)")
+                             (agentq-tier-call "(agent-q::tiering-state-text 'agentq-tier-nogcc)")
+                             (agentq-tier-call "(agentq-tier-nogcc 21)")))
+                (kill-emacs 0))
+              :timeout 120))))
+    (pcase-let ((`(,code ,stdout ,stderr ,_seconds) out))
+      (unless (and (equal code 0) (string-search "agentq-results:\n" stdout))
+        (ert-fail (list :exit code :stdout stdout :stderr stderr)))
+      (should (equal (car (read-from-string stdout (+ (string-search "agentq-results:\n" stdout)
+                                                      (length "agentq-results:\n"))))
+                     '("=> AGENTQ-TIER-NOGCC" "=> T" "=> :BYTECODES"
+                       "=> \"bytecodes: no C compiler (gcc) on PATH\"" "=> 42"))))))
+
+;;; sly-agent-q-tiering-test.el ends here

@@ -1,0 +1,147 @@
+// libFuzzer target over the MCP server's entry points, without ECL: the
+// input as one message to McpServer::handle (a registry of core tools with
+// every argument type, one of them dangerous and denied), the stdio router,
+// and the same bytes read as lines by LineReader (a small line limit, so
+// the too-long path runs) and repaired as UTF-8.  Built by
+// -DAGENTQ_FUZZ=ON with clang (make fuzz).
+//
+// Beyond the sanitizers, it traps when an invariant breaks: every answer
+// is one line of valid JSON and UTF-8, a JSON-RPC response (or a batch of
+// them), and repaired text is well-formed UTF-8.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "core/executor.hpp"
+#include "core/jsonrpc.hpp"
+#include "core/registry.hpp"
+#include "core/utf8.hpp"
+#include "mcp/approval.hpp"
+#include "mcp/line_reader.hpp"
+#include "mcp/route.hpp"
+
+namespace {
+
+using namespace agentq;
+
+struct World {
+  Registry registry;
+  Executor executor{registry};
+  McpServer server{executor};
+  ExecutionOptions options;
+
+  World() {
+    auto tool = [&](std::string name, std::vector<Parameter> parameters, std::vector<std::string> required,
+                    SafetyLevel level) {
+      Tool t;
+      t.name = std::move(name);
+      t.description = "A tool for the fuzzer: answers its arguments as JSON.";
+      t.parameters = std::move(parameters);
+      t.required = std::move(required);
+      t.safety_level = level;
+      t.handler = [](const json& args, CallContext&) { return ToolOutput{true, args.dump()}; };
+      registry.register_tool(std::move(t));
+    };
+    tool("echo", {{"text", ParamType::String, "Text."}, {"count", ParamType::Integer, "Count."},
+                  {"ratio", ParamType::Number, "Ratio."}, {"flag", ParamType::Boolean, "Flag."},
+                  {"items", ParamType::Array, "Items."}, {"options", ParamType::Object, "Options."}},
+         {"text"}, SafetyLevel::Safe);
+    tool("evaluate_lisp", {{"code", ParamType::String, "Code."}, {"package", ParamType::String, "Package."},
+                           {"timeout", ParamType::Number, "Seconds."}},
+         {"code"}, SafetyLevel::Cautious);
+    tool("delete_everything", {{"path", ParamType::String, "Path."}}, {}, SafetyLevel::Dangerous);
+    // A tool that fails, and one that throws.
+    Tool fails;
+    fails.name = "fails";
+    fails.description = "A tool for the fuzzer that always fails.";
+    fails.handler = [](const json&, CallContext&) { return ToolOutput{false, "[ERROR] FAILED\n\xff"}; };
+    registry.register_tool(std::move(fails));
+    Tool throws;
+    throws.name = "throws";
+    throws.description = "A tool for the fuzzer that always throws.";
+    throws.handler = [](const json& args, CallContext&) -> ToolOutput { throw std::runtime_error(args.dump()); };
+    registry.register_tool(std::move(throws));
+    options.approve = mcp::headless_approval(false);
+  }
+};
+
+[[noreturn]] void broken(const char* what, std::string_view text) {
+  std::fprintf(stderr, "invariant broken: %s: %.*s\n", what, static_cast<int>(std::min<std::size_t>(text.size(), 500)),
+               text.data());
+  __builtin_trap();
+}
+
+bool well_formed_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t n = utf8::sequence_length(text, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+bool response_object(const json& value) {
+  if (!value.is_object() || value.value("jsonrpc", json()) != "2.0" || !value.contains("id")) return false;
+  const json& id = value["id"];
+  if (!(id.is_string() || id.is_number() || id.is_null())) return false;
+  return value.contains("result") != value.contains("error");
+}
+
+void check_response(const std::string& text) {
+  if (text.find('\n') != std::string::npos) broken("a newline in a response", text);
+  if (!well_formed_utf8(text)) broken("a response that is not UTF-8", text);
+  json value = json::parse(text, nullptr, false);
+  if (value.is_discarded()) broken("a response that is not JSON", text);
+  if (value.is_array()) {
+    if (value.empty()) broken("an empty batch response", text);
+    for (const json& element : value)
+      if (!response_object(element)) broken("a malformed response in a batch", text);
+  } else if (!response_object(value)) {
+    broken("a malformed response", text);
+  }
+}
+
+void read_lines(std::string_view data) {
+  int fd = ::memfd_create("fuzz-lines", MFD_CLOEXEC);
+  if (fd < 0) return;
+  for (std::string_view rest = data; !rest.empty();) {
+    ssize_t n = ::write(fd, rest.data(), rest.size());
+    if (n <= 0) break;
+    rest.remove_prefix(static_cast<std::size_t>(n));
+  }
+  ::lseek(fd, 0, SEEK_SET);
+  mcp::LineReader reader(fd, 64);
+  std::size_t total = 0;
+  while (std::optional<mcp::Line> line = reader.next()) {
+    if (line->too_long != (line->bytes > 64)) broken("a line's too_long flag", line->text);
+    if (line->too_long && !line->text.empty()) broken("text kept for a line too long", line->text);
+    if (!line->too_long && line->text.size() != line->bytes) broken("a line's byte count", line->text);
+    total += line->bytes + 1;
+    if (total > data.size() + 1) broken("lines longer than the input", line->text);
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static World& world = *new World;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+
+  if (std::optional<std::string> response = world.server.handle(text, world.options)) check_response(*response);
+  (void)mcp::route_message(text);
+
+  std::string repaired = utf8::repaired(text);
+  if (!well_formed_utf8(repaired)) broken("repaired text that is not UTF-8", repaired);
+  if (well_formed_utf8(text) && repaired != text) broken("repair changed well-formed text", text);
+  (void)utf8::complete_prefix(text);
+
+  read_lines(text);
+  return 0;
+}
