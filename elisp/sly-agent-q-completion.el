@@ -31,19 +31,27 @@
       (and (boundp 'sly-agent-q-repl--package) (derived-mode-p 'comint-mode) sly-agent-q-repl--package)
       "CL-USER"))
 
-(defun sly-agent-q-completion--matches (name package)
-  "Symbols whose names start with NAME: a list of (QUALIFIED . KIND).
-PACKAGE, when non-nil, is the only package searched."
-  (let* ((result (car (sly-agent-q-execute-tool-calls
-                       (list (list :id "complete" :name "apropos_search"
-                                   :arguments (append (list :pattern name :limit 500)
-                                                      (and package (list :package package))))))))
-         (content (or (plist-get result :content) ""))
-         (matches nil))
-    (when (plist-get result :success)
-      (dolist (line (cdr (split-string content "\n" t)))
-        (when (string-match "\\`\\([^ ]+\\)\\(?: \\[\\([^]]*\\)\\]\\)?" line)
-          (push (cons (match-string 1 line) (match-string 2 line)) matches))))
+(defun sly-agent-q-completion--matches (name packages)
+  "Symbols of PACKAGES whose names start with NAME: a list of (NAME . KIND).
+Each NAME is the symbol's own name, without its package: every symbol
+an apropos_search of a package finds has that package as its home.
+One apropos_search a package, all in one request; each searches a
+sorted index of the package's names, not the package itself."
+  (let ((matches nil))
+    (dolist (result (sly-agent-q-execute-tool-calls
+                     (mapcar (lambda (package)
+                               (list :id (concat "complete-" package) :name "apropos_search"
+                                     :arguments (list :pattern name :prefix t :limit 500 :package package)))
+                             packages)))
+      (when (plist-get result :success)
+        (let ((content (or (plist-get result :content) ""))
+              (start 0))
+          ;; Past the first line, the count: one PKG:NAME [kinds] a line.
+          (when (string-match "\n" content)
+            (setq start (match-end 0))
+            (while (string-match "^[^: \n]*::?\\([^ \n]+\\)\\(?: \\[\\([^]\n]*\\)\\]\\)?$" content start)
+              (push (cons (match-string 1 content) (match-string 2 content)) matches)
+              (setq start (match-end 0)))))))
     (nreverse matches)))
 
 (defun sly-agent-q-completion--candidates (prefix)
@@ -52,29 +60,22 @@ PACKAGE, when non-nil, is the only package searched."
          (qualified (string-match "\\`\\([^:]*\\)\\(::?\\)\\(.*\\)\\'" prefix))
          (typed-package (and qualified (match-string 1 prefix)))
          (package (and qualified (upcase typed-package)))
-         (separator (and qualified (match-string 2 prefix)))
+         (written-prefix (and qualified (concat (downcase typed-package) (match-string 2 prefix))))
          (name (if qualified (match-string 3 prefix) prefix))
          (home (upcase (sly-agent-q-completion--package)))
          (candidates nil))
     (when (or qualified (>= (length name) 1))
       ;; Searching only the packages that count is what keeps this fast:
       ;; all of a 40,000-symbol image took 18 ms, these two 1-2 ms.
-      (dolist (match (if qualified
-                         (sly-agent-q-completion--matches name (if (string-empty-p package) "KEYWORD" package))
-                       (append (sly-agent-q-completion--matches name "COMMON-LISP")
-                               (unless (member home '("CL" "COMMON-LISP"))
-                                 (sly-agent-q-completion--matches name home)))))
-        (let* ((symbol (car match))
-               (parts (split-string symbol ":+"))
-               (symbol-package (car parts))
-               (symbol-name (car (last parts))))
+      (dolist (match (sly-agent-q-completion--matches
+                      name (cond (qualified (list (if (string-empty-p package) "KEYWORD" package)))
+                                 ((member home '("CL" "COMMON-LISP")) (list "COMMON-LISP"))
+                                 (t (list "COMMON-LISP" home)))))
+        (let ((symbol-name (car match)))
           (when (string-prefix-p name symbol-name t)
-            (let ((text (cond (qualified (concat (downcase typed-package) separator (downcase symbol-name)))
-                              ((member symbol-package (list "COMMON-LISP" home)) (downcase symbol-name))
-                              ((and (equal home "CL-USER") (equal symbol-package "COMMON-LISP-USER")) (downcase symbol-name))
-                              (t nil))))
-              (when text
-                (push (propertize text 'sly-agent-q-kind (cdr match)) candidates)))))))
+            (push (propertize (if qualified (concat written-prefix (downcase symbol-name)) (downcase symbol-name))
+                              'sly-agent-q-kind (cdr match))
+                  candidates)))))
     (delete-dups (nreverse candidates))))
 
 ;;;###autoload

@@ -57,11 +57,13 @@ defined elsewhere (in Emacs, before Lisp booted) in place."
 (defun qualified-name (symbol)
   "SYMBOL as PACKAGE:NAME (or PACKAGE::NAME), whatever the current package."
   (let ((home (symbol-package symbol)))
-    (cond ((null home) (format nil "#:~A" (symbol-name symbol)))
-          ((eq home (find-package "KEYWORD")) (format nil ":~A" (symbol-name symbol)))
-          (t (format nil "~A~:[::~;:~]~A" (package-name home)
-                     (eq (nth-value 1 (find-symbol (symbol-name symbol) home)) :external)
-                     (symbol-name symbol))))))
+    ;; CONCATENATE, not FORMAT: apropos_search makes one per match, and
+    ;; FORMAT's interpreter was most of its time (111 matches: 2 ms).
+    (cond ((null home) (concatenate 'string "#:" (symbol-name symbol)))
+          ((eq home (find-package "KEYWORD")) (concatenate 'string ":" (symbol-name symbol)))
+          (t (concatenate 'string (package-name home)
+                          (if (eq (nth-value 1 (find-symbol (symbol-name symbol) home)) :external) ":" "::")
+                          (symbol-name symbol))))))
 
 (defun lookup-package (name)
   "The package NAME designates, or NIL (and the default package when NAME is NIL)."
@@ -206,11 +208,130 @@ and a sentence saying what was not found and what is similar."
                          for doc = (documentation-text symbol type)
                          when doc do (format out "~%~A documentation: ~A" label doc)))))))
 
+(defvar *prefix-indexes* (make-hash-table :test 'eq :weakness :key)
+  "Package -> (COUNTS INDEX . MEMBERS): INDEX is a simple vector of the
+symbols whose home is the package, sorted by name, for prefix searches;
+MEMBERS an EQ set of them; COUNTS (see PACKAGE-SYMBOL-COUNTS) tell when
+it may be out of date.  Used under *PREFIX-INDEXES-LOCK*.")
+
+(defvar *prefix-indexes-lock* (mp:make-lock :name "agent-q prefix indexes")
+  "Held while *PREFIX-INDEXES* is read or updated: the MCP server's
+threads search too.")
+
+(defun package-symbol-counts (package)
+  "What tells that PACKAGE's index is out of date: its external and
+internal symbol counts, which change when a symbol is interned,
+uninterned, exported or unexported, and *JOBS-THAT-MAY-INTERN*, which
+changes after a job that may have uninterned one symbol and interned
+another (the counts as before)."
+  (multiple-value-bind (external internal) (si::package-hash-tables package)
+    (list (hash-table-count external) (hash-table-count internal) *jobs-that-may-intern*)))
+
+(defun symbol-name< (a b)
+  "Whether symbol A's name sorts before symbol B's."
+  (string< (symbol-name a) (symbol-name b)))
+
+(defun first-not-before (index name start)
+  "The position of the first symbol of INDEX, from START on, whose name is
+not less than NAME (INDEX sorted by name): a binary search."
+  (let ((low start) (high (length index)))
+    (loop while (< low high)
+          do (let ((middle (floor (+ low high) 2)))
+               (if (string< (symbol-name (svref index middle)) name)
+                   (setf low (1+ middle))
+                   (setf high middle))))
+    low))
+
+(defun insert-sorted (index new)
+  "A fresh simple vector of the symbols of INDEX and NEW (both sorted by
+name), sorted by name.  A binary search for each new symbol, not MERGE's
+comparison at every element: few symbols are new, and a comparison costs
+0.15 µs or more in ECL."
+  (let ((result (make-array (+ (length index) (length new))))
+        (from 0) (to 0))
+    (loop for symbol across new
+          for at = (first-not-before index (symbol-name symbol) from)
+          do (replace result index :start1 to :start2 from :end2 at)
+             (incf to (- at from))
+             (setf (svref result to) symbol from at)
+             (incf to))
+    (replace result index :start1 to :start2 from)
+    result))
+
+(defun prefix-index (package)
+  "The symbols whose home is PACKAGE, sorted by name: a simple vector,
+made once and brought up to date when PACKAGE-SYMBOL-COUNTS change.
+Scanning a package costs about 0.3 µs a symbol in ECL (3 ms for 10,000),
+too much for completion at every key; a binary search in this costs
+nothing.  Sorting 10,000 names takes 20 ms, so an update sorts only the
+new symbols and merges them in."
+  (mp:with-lock (*prefix-indexes-lock*)
+    (let ((counts (package-symbol-counts package))
+          (entry (gethash package *prefix-indexes*)))
+      (cond ((and entry (equal (first entry) counts))
+             (second entry))
+            (t
+             (let ((members (if entry (cddr entry) (make-hash-table :test 'eq)))
+                   (old (if entry (second entry) #()))
+                   (new '()))
+               (do-symbols (symbol package)
+                 (when (and (eq (symbol-package symbol) package) (not (gethash symbol members)))
+                   (setf (gethash symbol members) t)
+                   (push symbol new)))
+               ;; No DELETE-DUPLICATES: a symbol is present once in its home
+               ;; package, and it is quadratic (10,000 symbols: 1.7 s).
+               (let* ((kept (if (every (lambda (symbol) (eq (symbol-package symbol) package)) old)
+                                old
+                                (remove-if-not (lambda (symbol)
+                                                 (or (eq (symbol-package symbol) package)
+                                                     (progn (remhash symbol members) nil)))
+                                               old)))
+                      (index (if new
+                                 (insert-sorted kept (sort (coerce new 'simple-vector) #'symbol-name<))
+                                 (coerce kept 'simple-vector))))
+                 (setf (gethash package *prefix-indexes*) (list* counts index members))
+                 index)))))))
+
+(defun map-apropos-matches (function pattern package external prefix)
+  "Call FUNCTION on each symbol whose home is PACKAGE (external ones only
+when EXTERNAL) and whose name contains PATTERN (starts with it when
+PREFIX).  PATTERN is compared case-sensitively: upcase it first."
+  (let ((length (length pattern)))
+    (if prefix
+        (let* ((index (prefix-index package))
+               (start (first-not-before index pattern 0)))
+          (loop for i from start below (length index)
+                for symbol = (svref index i)
+                for name = (symbol-name symbol)
+                while (and (>= (length name) length) (string= pattern name :end2 length))
+                ;; The index may predate an UNINTERN that left the counts alone.
+                when (and (eq (symbol-package symbol) package)
+                          (or (not external) (eq (nth-value 1 (find-symbol name package)) :external)))
+                  do (funcall function symbol)))
+        (flet ((consider (symbol)
+                 (when (and (eq (symbol-package symbol) package)
+                            (let ((name (symbol-name symbol)))
+                              (and (>= (length name) length) (search pattern name))))
+                   (funcall function symbol))))
+          (if external
+              (do-external-symbols (symbol package) (consider symbol))
+              (do-symbols (symbol package) (consider symbol)))))))
+
+(defun write-kinds (kinds out)
+  "KINDS (words) as \" [a, b]\" on OUT, nothing when there are none."
+  (when kinds
+    (write-string " [" out)
+    (loop for (kind . more) on kinds
+          do (write-string kind out)
+             (when more (write-string ", " out)))
+    (write-char #\] out)))
+
 (define-built-in-tool "apropos_search"
   "Find symbols whose names contain a substring, across all packages or in one. Use it when you know part of a name but not the exact symbol or its package. Returns one line per symbol: its qualified name and what it names."
   '((:name "pattern" :type :string :description "Substring of the symbol names to find, case-insensitive, e.g. \"hash-table\".")
     (:name "package" :type :string :description "Only symbols of this package (default: all packages).")
     (:name "external_only" :type :boolean :description "Only exported symbols (default: false).")
+    (:name "prefix" :type :boolean :description "Only names that start with the pattern (default: false, names containing it).")
     (:name "limit" :type :integer :description "At most this many symbols (default 50, at most 500)."))
   :required '("pattern")
   :categories '(:introspection)
@@ -219,22 +340,17 @@ and a sentence saying what was not found and what is similar."
                     (package-name (gethash "package" args))
                     (package (and package-name (lookup-package package-name)))
                     (external (gethash "external_only" args))
+                    (prefix (gethash "prefix" args))
                     (limit (max 1 (min 500 (or (gethash "limit" args) 50))))
                     (found '()) (total 0))
                (if (and package-name (null package))
                    (values nil (no-package-text package-name))
                    (progn
                      (dolist (home (if package (list package) (list-all-packages)))
-                       (flet ((consider (symbol)
-                                (when (and (eq (symbol-package symbol) home)
-                                           (let ((name (symbol-name symbol)))
-                                             (and (>= (length name) (length pattern))
-                                                  (search pattern name))))
-                                  (incf total)
-                                  (when (<= total limit) (push symbol found)))))
-                         (if external
-                             (do-external-symbols (symbol home) (consider symbol))
-                             (do-symbols (symbol home) (consider symbol)))))
+                       (map-apropos-matches (lambda (symbol)
+                                              (incf total)
+                                              (when (<= total limit) (push symbol found)))
+                                            pattern home external prefix))
                      (if (null found)
                          (format nil "No symbols match '~A'~@[ in package ~A~]." (gethash "pattern" args)
                                  (and package (package-name package)))
@@ -246,7 +362,9 @@ and a sentence saying what was not found and what is similar."
                            (loop for (name . symbol) in (sort (mapcar (lambda (symbol) (cons (qualified-name symbol) symbol))
                                                                       found)
                                                               #'string< :key #'car)
-                                 do (format out "~%~A~@[ [~{~A~^, ~}]~]" name (symbol-kinds symbol))))))))))
+                                 do (terpri out)
+                                    (write-string name out)
+                                    (write-kinds (symbol-kinds symbol) out)))))))))
 
 (define-built-in-tool "function_arglist"
   "Get the lambda list (parameters) of a function, macro or generic function, with the first line of its documentation. Use it to call something correctly."

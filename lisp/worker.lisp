@@ -133,10 +133,17 @@ cannot be replaced."
   (when (string= tool "load_system")
     "The files compiled so far are kept in ASDF's cache: load_system again goes on from there."))
 
+(defvar *jobs-that-may-intern* 0
+  "How many jobs have run that may have interned or uninterned symbols:
+all but apropos_search's.  PREFIX-INDEX (introspection.lisp) rechecks a
+package after one.")
+
 (defun run-job (tool arguments code package flags output-limit timeout-ms interactive-key)
   "Run one job: an evaluation, or a call of the Lisp-handled tool TOOL.
 Returns true and the result text, or NIL and the [ERROR] text.
 INTERACTIVE-KEY: see EVALUATE-STRING."
+  (unless (string= tool "apropos_search")
+    (incf *jobs-that-may-intern*))
   (if (string= tool "evaluate_lisp")
       (run-evaluate-job code package flags output-limit timeout-ms interactive-key)
       (let ((handler (job-handler tool)))

@@ -168,6 +168,26 @@
         (while (and (sly-agent-q-completion--lisp-busy-p) (< (float-time) deadline))
           (accept-process-output nil 0.02))))))
 
+(ert-deftest sly-agent-q-lisp-mode/completion-follows-the-package ()
+  ;; Prefix completion searches an index of the package's names: a symbol
+  ;; made after the last completion is offered, an uninterned one is not.
+  (agentq-test-eval-ok "(defpackage :agentq-cmp2 (:use :cl)) (intern \"AGENTQ-CMP2-ALPHA\" :agentq-cmp2)")
+  (agentq-lm-with-buffer "(in-package :agentq-cmp2)\n(agentq-cmp2-"
+    (should (equal (nth 2 (sly-agent-q-completion-at-point)) '("agentq-cmp2-alpha")))
+    (agentq-test-eval-ok "(intern \"AGENTQ-CMP2-BETA\" :agentq-cmp2) (intern \"AGENTQ-CMP2-AARDVARK\" :agentq-cmp2)")
+    (should (equal (nth 2 (sly-agent-q-completion-at-point))
+                   '("agentq-cmp2-aardvark" "agentq-cmp2-alpha" "agentq-cmp2-beta")))
+    (agentq-test-eval-ok "(unintern (find-symbol \"AGENTQ-CMP2-ALPHA\" :agentq-cmp2) :agentq-cmp2)")
+    (should (equal (nth 2 (sly-agent-q-completion-at-point)) '("agentq-cmp2-aardvark" "agentq-cmp2-beta")))
+    ;; Uninterned then another interned: the counts are as before.
+    (agentq-test-eval-ok "(unintern (find-symbol \"AGENTQ-CMP2-BETA\" :agentq-cmp2) :agentq-cmp2) (intern \"AGENTQ-CMP2-GAMMA\" :agentq-cmp2)")
+    (should (equal (nth 2 (sly-agent-q-completion-at-point)) '("agentq-cmp2-aardvark" "agentq-cmp2-gamma"))))
+  ;; The tool's prefix mode, for the model too: starts with, not contains.
+  (should (equal (agentq-test-tool-ok "apropos_search" '(:pattern "hash-table-c" :prefix t :package "CL"))
+                 "1 symbol matches 'hash-table-c':\nCOMMON-LISP:HASH-TABLE-COUNT [function]"))
+  (should (equal (agentq-test-tool-ok "apropos_search" '(:pattern "table-count" :prefix t :package "CL"))
+                 "No symbols match 'table-count' in package COMMON-LISP.")))
+
 (ert-deftest sly-agent-q-lisp-mode/eldoc-shows-the-arglist ()
   (agentq-lm-with-buffer "(subseq x 1 "
     (let ((shown nil))
