@@ -8,22 +8,6 @@
 (require 'sly-agent-q-repl)
 (require 'sly-agent-q-debugger)
 
-(defmacro agentq-dbg-with-repl (&rest body)
-  "Run BODY in a fresh REPL buffer with a temporary history file."
-  (declare (indent 0) (debug (body)))
-  `(let* ((history (make-temp-file "agentq-dbg-history"))
-          (sly-agent-q-repl-history-file history))
-     (unwind-protect
-         (save-window-excursion
-           (with-current-buffer (sly-agent-q-repl)
-             ,@body))
-       (when (get-buffer sly-agent-q-debugger-buffer-name)
-         (let ((kill-buffer-query-functions nil)) (kill-buffer sly-agent-q-debugger-buffer-name)))
-       (when (get-buffer sly-agent-q-repl-buffer-name)
-         (let ((kill-buffer-query-functions nil)) (kill-buffer sly-agent-q-repl-buffer-name)))
-       (agentq-test-eval-ok "(in-package :cl-user)")
-       (delete-file history))))
-
 (defun agentq-dbg-send (text)
   "Type TEXT at the REPL's prompt and press RET; return where its output starts."
   (goto-char (point-max))
@@ -59,7 +43,7 @@
                   (buffer-local-value 'sly-agent-q-debugger--restarts buffer)))
 
 (ert-deftest sly-agent-q-debugger/use-value-for-an-unbound-variable ()
-  (agentq-dbg-with-repl
+  (agentq-test-with-repl
     (let* ((repl (current-buffer))
            (start (agentq-dbg-send "(+ agentq-dbg-unbound 1)"))
            (debugger (agentq-dbg-wait-debugger)))
@@ -82,7 +66,7 @@
       (should (equal (agentq-test-content "(boundp 'agentq-dbg-unbound)") "=> NIL")))))
 
 (ert-deftest sly-agent-q-debugger/store-value-and-a-failing-value ()
-  (agentq-dbg-with-repl
+  (agentq-test-with-repl
     (let* ((repl (current-buffer))
            (start (agentq-dbg-send "(list agentq-dbg-stored)"))
            (debugger (agentq-dbg-wait-debugger)))
@@ -98,7 +82,7 @@
       (agentq-test-eval-ok "(makunbound 'agentq-dbg-stored)"))))
 
 (ert-deftest sly-agent-q-debugger/q-aborts-and-the-session-goes-on ()
-  (agentq-dbg-with-repl
+  (agentq-test-with-repl
     (agentq-test-eval-ok "(defvar *agentq-dbg-kept* 17)")
     (let* ((repl (current-buffer))
            (start (agentq-dbg-send "(progn (print :before) (agentq-dbg-no-such-function 1))"))
@@ -116,7 +100,7 @@
           (should (equal (agentq-dbg-wait-output repl next) "=> 18")))))))
 
 (ert-deftest sly-agent-q-debugger/the-codes-own-restarts-and-a-digit ()
-  (agentq-dbg-with-repl
+  (agentq-test-with-repl
     (let* ((repl (current-buffer))
            (start (agentq-dbg-send "(restart-case (error \"agentq boom\")
   (agentq-try-again () :report \"Agentq's own restart\" (list :seven))
@@ -158,7 +142,7 @@
   (should-not (get-buffer sly-agent-q-debugger-buffer-name)))
 
 (ert-deftest sly-agent-q-debugger/killing-the-buffer-aborts ()
-  (agentq-dbg-with-repl
+  (agentq-test-with-repl
     (let* ((repl (current-buffer))
            (start (agentq-dbg-send "(error \"agentq killed\")"))
            (debugger (agentq-dbg-wait-debugger)))
@@ -167,7 +151,7 @@
                               (agentq-dbg-wait-output repl start))))))
 
 (ert-deftest sly-agent-q-debugger/interrupting-the-repl-while-it-asks ()
-  (agentq-dbg-with-repl
+  (agentq-test-with-repl
     (let* ((repl (current-buffer))
            (start (agentq-dbg-send "(error \"agentq waiting\")")))
       (agentq-dbg-wait-debugger)
@@ -182,7 +166,7 @@
         (should (equal (agentq-dbg-wait-output repl next) "=> 3"))))))
 
 (ert-deftest sly-agent-q-debugger/break-and-cerror-continue ()
-  (agentq-dbg-with-repl
+  (agentq-test-with-repl
     (let* ((repl (current-buffer))
            (start (agentq-dbg-send "(list (break \"agentq hi\") (cerror \"Go on anyway\" \"agentq cerror\") :after)"))
            (debugger (agentq-dbg-wait-debugger)))
@@ -201,7 +185,7 @@
   ;; A 1 s limit; the person takes 1.5 s to choose: no TIMEOUT, the
   ;; evaluation goes on with the value.
   (unwind-protect
-      (agentq-dbg-with-repl
+      (agentq-test-with-repl
         (let ((sly-agent-q-eval-timeout 1))
           (sly-agent-q--sync-options))
         ;; The limit is in force: Lisp's own 1.5 s is too long.

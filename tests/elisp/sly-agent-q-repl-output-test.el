@@ -17,20 +17,6 @@
 (require 'sly-agent-q-repl)
 (require 'sly-agent-q-lisp-mode)
 
-(defmacro agentq-output-with-repl (&rest body)
-  "Run BODY in a fresh REPL buffer with a temporary history file."
-  (declare (indent 0) (debug (body)))
-  `(let* ((history (make-temp-file "agentq-repl-history"))
-          (sly-agent-q-repl-history-file history))
-     (unwind-protect
-         (save-window-excursion
-           (with-current-buffer (sly-agent-q-repl)
-             ,@body))
-       (when (get-buffer sly-agent-q-repl-buffer-name)
-         (let ((kill-buffer-query-functions nil)) (kill-buffer sly-agent-q-repl-buffer-name)))
-       (agentq-test-eval-ok "(in-package :cl-user)")
-       (delete-file history))))
-
 (defun agentq-output-wait (predicate &optional seconds)
   "Serve asynchronous calls until PREDICATE is true (at most SECONDS, 20 by default)."
   (let ((deadline (+ (float-time) (or seconds 20))))
@@ -89,7 +75,7 @@ Return where the answer starts."
                               (plist-get result :content))))))
 
 (ert-deftest sly-agent-q-repl-output/repl-shows-output-as-it-comes ()
-  (agentq-output-with-repl
+  (agentq-test-with-repl
     (let ((start (agentq-output-send "(dotimes (i 3) (print i) (sleep 0.3))")))
       ;; 0 and 1 are in the buffer while the evaluation still runs.
       (should (agentq-output-wait (lambda () (string-match-p "^1 " (buffer-substring start (point-max))))))
@@ -102,7 +88,7 @@ Return where the answer starts."
       (should (eq (get-text-property (1+ start) 'font-lock-face) 'sly-agent-q-repl-output)))))
 
 (ert-deftest sly-agent-q-repl-output/interrupt-keeps-partial-output ()
-  (agentq-output-with-repl
+  (agentq-test-with-repl
     (let ((start (agentq-output-send "(progn (print :before-the-loop) (loop))")))
       (should (agentq-output-wait (lambda () (string-match-p ":BEFORE-THE-LOOP" (buffer-substring start (point-max))))))
       (sly-agent-q-repl-interrupt)
@@ -114,7 +100,7 @@ Return where the answer starts."
       (should (string-match-p "=> 3\nCL-USER> \\'" (progn (agentq-output-type "(+ 1 2)") (buffer-string)))))))
 
 (ert-deftest sly-agent-q-repl-output/clear-last-output ()
-  (agentq-output-with-repl
+  (agentq-test-with-repl
     (agentq-output-type "(progn (print :first) 1)")
     (agentq-output-type "(progn (print :second) 2)")
     (insert "(+ 4")                         ; typed, not sent
@@ -134,7 +120,7 @@ Return where the answer starts."
     (should (string-match-p "=> 9\nCL-USER> \\'" (buffer-string)))))
 
 (ert-deftest sly-agent-q-repl-output/minibuffer-and-lisp-buffer-results-go-to-the-repl ()
-  (agentq-output-with-repl
+  (agentq-test-with-repl
     (let ((repl (current-buffer)))
       (insert "(list :typed")                 ; what the person is typing stays
       ;; M-x sly-agent-q-evaluate
@@ -184,7 +170,7 @@ Return where the answer starts."
         (should (equal (buffer-string) "=> :SECOND\n=> 2"))))))
 
 (ert-deftest sly-agent-q-repl-output/interrupted-evaluations-leave-a-line ()
-  (agentq-output-with-repl
+  (agentq-test-with-repl
     (let ((repl (current-buffer)))
       ;; C-g in the minibuffer command (a quit from a wait function is one).
       (let ((sly-agent-q-wait-functions (list (lambda (seconds) (when (> seconds 0.2) (signal 'quit nil))))))
@@ -207,7 +193,7 @@ Return where the answer starts."
       (should (equal (agentq-test-content "(+ 1 2)") "=> 3")))))
 
 (ert-deftest sly-agent-q-repl-output/comma-shortcuts ()
-  (agentq-output-with-repl
+  (agentq-test-with-repl
     (should (eq (key-binding ",") #'sly-agent-q-repl-comma))
     ;; Inside a form, `,' is a comma.
     (insert "`(a ")
@@ -258,7 +244,7 @@ Return where the answer starts."
     (should (string-match-p "; The Lisp session continues on a fresh worker thread, every definition kept.\nCL-USER> \n=> 12\\'" stdout))))
 
 (ert-deftest sly-agent-q-repl-output/values-are-buttons-that-inspect ()
-  (agentq-output-with-repl
+  (agentq-test-with-repl
     (let ((start (point-max)))
       (agentq-output-type "(values (list 1 2) \"two\")")
       (let ((buttons nil))

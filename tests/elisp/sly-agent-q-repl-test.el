@@ -7,20 +7,6 @@
 (require 'sly-agent-q-test-helpers)
 (require 'sly-agent-q-repl)
 
-(defmacro agentq-repl-with (&rest body)
-  "Run BODY in a fresh REPL buffer with a temporary history file."
-  (declare (indent 0) (debug (body)))
-  `(let* ((history (make-temp-file "agentq-repl-history"))
-          (sly-agent-q-repl-history-file history))
-     (unwind-protect
-         (save-window-excursion
-           (with-current-buffer (sly-agent-q-repl)
-             ,@body))
-       (when (get-buffer sly-agent-q-repl-buffer-name)
-         (let ((kill-buffer-query-functions nil)) (kill-buffer sly-agent-q-repl-buffer-name)))
-       (agentq-test-eval-ok "(in-package :cl-user)")
-       (delete-file history))))
-
 (defun agentq-repl-type (text)
   "Type TEXT at the prompt and press RET; wait for the next prompt.
 Return what the REPL printed before it."
@@ -35,7 +21,7 @@ Return what the REPL printed before it."
     (string-trim (replace-regexp-in-string "[^ \n>]*> \\'" "" (buffer-substring-no-properties (min start (point-max)) (point-max))))))
 
 (ert-deftest sly-agent-q-repl/evaluates-and-shares-the-session ()
-  (agentq-repl-with
+  (agentq-test-with-repl
     (should (string-match-p "CL-USER> \\'" (buffer-string)))
     (should (equal (agentq-repl-type "(defun agentq-repl-sq (x) (* x x))") "=> AGENTQ-REPL-SQ"))
     ;; The tools see what the REPL defined, and the other way round.
@@ -52,7 +38,7 @@ Return what the REPL printed before it."
     (should (string-match-p "AGENTQ-REPL-PKG> \\'" (buffer-string)))))
 
 (ert-deftest sly-agent-q-repl/incomplete-input-waits ()
-  (agentq-repl-with
+  (agentq-test-with-repl
     (goto-char (point-max))
     (insert "(+ 1")
     (sly-agent-q-repl-return)
@@ -62,7 +48,7 @@ Return what the REPL printed before it."
     (should (equal (agentq-repl-type " 2)") "=> 3"))))
 
 (ert-deftest sly-agent-q-repl/errors-interrupt-and-history ()
-  (agentq-repl-with
+  (agentq-test-with-repl
     ;; An error stops in the debugger (see sly-agent-q-debugger-test.el):
     ;; q goes back to the prompt.
     (goto-char (point-max))
@@ -94,7 +80,7 @@ Return what the REPL printed before it."
 
 (ert-deftest sly-agent-q-repl/opening-leaves-the-last-value-alone ()
   (agentq-test-eval-ok "(list :before-the-repl)")
-  (agentq-repl-with
+  (agentq-test-with-repl
     (should (string-match-p "CL-USER> \\'" (buffer-string)))
     (should (equal (agentq-repl-type "*") "=> (:BEFORE-THE-REPL)"))))
 

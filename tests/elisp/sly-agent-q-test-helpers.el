@@ -213,6 +213,25 @@ process had to be killed after TIMEOUT seconds."
       (kill-buffer stdout)
       (kill-buffer stderr))))
 
+;; The REPL tests' buffer: fresh each time, with its own history file.
+(defmacro agentq-test-with-repl (&rest body)
+  "Run BODY in a fresh REPL buffer with a temporary history file.
+Afterwards the debugger and REPL buffers are killed and the session is
+back in CL-USER."
+  (declare (indent 0) (debug (body)))
+  `(let* ((history (make-temp-file "agentq-repl-history"))
+          (sly-agent-q-repl-history-file history))
+     (unwind-protect
+         (save-window-excursion
+           (with-current-buffer (sly-agent-q-repl)
+             ,@body))
+       (dolist (name (list (bound-and-true-p sly-agent-q-debugger-buffer-name)
+                           sly-agent-q-repl-buffer-name))
+         (when (and name (get-buffer name))
+           (let ((kill-buffer-query-functions nil)) (kill-buffer name))))
+       (agentq-test-eval-ok "(in-package :cl-user)")
+       (delete-file history))))
+
 (provide 'sly-agent-q-test-helpers)
 
 ;;; sly-agent-q-test-helpers.el ends here
