@@ -43,16 +43,7 @@ std::string joined(const std::vector<std::string>& items) {
 }
 
 // --emacs: forward to Emacs; no Lisp boots in this process.
-int bridge(const Options& options) {
-  set_log_level(options.log_level);
-  block_sigpipe();
-  ProtocolFds fds;
-  try {
-    fds = take_protocol_fds();
-  } catch (const std::exception& e) {
-    log(LogLevel::Error, e.what());
-    return 1;
-  }
+int bridge(const Options& options, const ProtocolFds& fds) {
   log(LogLevel::Info, "sly-agent-q-mcp " + std::string(kVersion) + ": forwarding to Emacs at " + options.emacs_socket);
   // Emacs decides those: its approval function, its allowed directories.
   if (options.allow_dangerous)
@@ -68,18 +59,8 @@ int bridge(const Options& options) {
   return 0;
 }
 
-int serve(const Options& options) {
-  if (options.emacs) return bridge(options);
-  set_log_level(options.log_level);
-  block_sigpipe();
-  ProtocolFds fds;
-  try {
-    fds = take_protocol_fds();
-  } catch (const std::exception& e) {
-    log(LogLevel::Error, e.what());
-    return 1;
-  }
-
+// Headless: this process's own ECL and the Lisp-side tools.
+int headless(const Options& options, const ProtocolFds& fds) {
   app::Services& services = app::services_with_tools();
   ecl::RuntimeStatus status = ecl::Runtime::instance().status();
   if (!status.alive)
@@ -103,6 +84,19 @@ int serve(const Options& options) {
   ecl::Runtime::instance().shutdown();
   log(LogLevel::Info, "done");
   return 0;
+}
+
+int serve(const Options& options) {
+  set_log_level(options.log_level);
+  block_sigpipe();
+  ProtocolFds fds;
+  try {
+    fds = take_protocol_fds();
+  } catch (const std::exception& e) {
+    log(LogLevel::Error, e.what());
+    return 1;
+  }
+  return options.emacs ? bridge(options, fds) : headless(options, fds);
 }
 
 }  // namespace
