@@ -54,11 +54,7 @@ cat > "$work/demo.lisp" <<'LISP'
 LISP
 eval_expression '(sly-agent-q-evaluate "(defpackage :e2e-demo (:use :cl))")'
 wait_for 'E2E-DEMO.* package>' 5 || fail "defpackage did not show the package"
-tmux_ send-keys -t "$session" C-x C-f
-wait_for '^Find file:' 5 || fail "no Find file prompt"
-tmux_ send-keys -t "$session" C-a C-k
-tmux_ send-keys -t "$session" -l "$work/demo.lisp"
-tmux_ send-keys -t "$session" Enter
+find_file "$work/demo.lisp"
 wait_for 'demo\.lisp' 5 screen || fail "demo.lisp was not visited"
 tmux_ send-keys -t "$session" 'M->'
 run_command sly-agent-q-evaluate-defun '' ''

@@ -28,11 +28,7 @@ LISP
 
 start_emacs
 eval_expression "(setq sly-agent-q-repl-history-file \"$work/history\")"
-tmux_ send-keys -t "$session" C-x C-f
-wait_for '^Find file:' 5 || fail "no Find file prompt"
-tmux_ send-keys -t "$session" C-a C-k
-tmux_ send-keys -t "$session" -l "$work/demo.lisp"
-tmux_ send-keys -t "$session" Enter
+find_file "$work/demo.lisp"
 wait_for 'AQ\[CL-USER\]' 10 screen || fail "sly-agent-q-lisp-mode is not on in the .lisp file"
 
 # C-c C-c on the defun: the undefined function is listed.

@@ -1,7 +1,7 @@
 # Helpers for the end-to-end tests that drive a real interactive Emacs in
 # a private tmux server.  Source it after setting SESSION_NAME; it checks
 # for tmux, emacs and the module (exit 77 to skip), and defines tmux_, now,
-# elapsed_since, over, pane, echo_area, fail, wait_for, eval_expression,
+# elapsed_since, over, pane, echo_area, fail, wait_for, eval_expression, find_file,
 # start_emacs and quit_emacs.
 #
 # Exit codes of the tests: 0 success, 1 failure, 77 skip.
@@ -73,6 +73,16 @@ wait_for() {
 eval_expression() {
   tmux_ send-keys -t "$session" M-:
   wait_for '^Eval:' 5 || fail "no Eval: prompt after M-:"
+  tmux_ send-keys -t "$session" -l "$1"
+  tmux_ send-keys -t "$session" Enter
+}
+
+# C-x C-f FILE RET, typed as a person would (the caller waits for what
+# visiting it shows).
+find_file() {
+  tmux_ send-keys -t "$session" C-x C-f
+  wait_for '^Find file:' 5 || fail "no Find file prompt"
+  tmux_ send-keys -t "$session" C-a C-k
   tmux_ send-keys -t "$session" -l "$1"
   tmux_ send-keys -t "$session" Enter
 }
