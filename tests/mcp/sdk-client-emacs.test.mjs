@@ -19,6 +19,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 
+import { recordMessages } from './record-messages.mjs';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../..');
 const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(root, 'build/sly-agent-q-mcp');
@@ -78,20 +80,7 @@ before(async () => {
   const transport = new StdioClientTransport({
     command: binary, args: ['--emacs', socket, '--emacs-timeout', '10'], stderr: 'inherit',
   });
-  const send = transport.send.bind(transport);
-  transport.send = (message, options) => {
-    sent.push(message);
-    return send(message, options);
-  };
-  let handler;
-  Object.defineProperty(transport, 'onmessage', {
-    configurable: true,
-    get: () => handler && ((message, extra) => {
-      received.push(message);
-      handler(message, extra);
-    }),
-    set: (h) => { handler = h; },
-  });
+  recordMessages(transport, sent, received);
   client = new Client({ name: 'sly-agent-q-sdk-emacs-test', version: '1.0.0' });
   client.onerror = (error) => clientErrors.push(error);
   await client.connect(transport);

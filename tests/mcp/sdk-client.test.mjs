@@ -16,6 +16,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
+import { recordMessages } from './record-messages.mjs';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(here, '../../build/sly-agent-q-mcp');
 
@@ -34,27 +36,9 @@ const received = [];  // every message the server sent
 const sent = [];      // every message the client sent
 const clientErrors = [];
 
-// Runs with the messages of the transport recorded on the way.
-function recordMessages(t) {
-  const send = t.send.bind(t);
-  t.send = (message, options) => {
-    sent.push(message);
-    return send(message, options);
-  };
-  let handler;
-  Object.defineProperty(t, 'onmessage', {
-    configurable: true,
-    get: () => handler && ((message, extra) => {
-      received.push(message);
-      handler(message, extra);
-    }),
-    set: (h) => { handler = h; },
-  });
-}
-
 async function connect(args = []) {
   const t = new StdioClientTransport({ command: binary, args, stderr: 'inherit' });  // the server's log, if any
-  recordMessages(t);
+  recordMessages(t, sent, received);
   const c = new Client({ name: 'sly-agent-q-sdk-test', version: '1.0.0' });
   c.onerror = (error) => clientErrors.push(error);
   await c.connect(t);
