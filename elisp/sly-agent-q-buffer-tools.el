@@ -637,8 +637,9 @@ rewritten atomically."
 ;;;; The tools
 
 (defun sly-agent-q--define-buffer-tools ()
-  "Define the buffer tools: read_file, read_buffer, search_in_buffer,
-write_file and propose_file_edit."
+  "Define the buffer tools.
+They are read_file, read_buffer, search_in_buffer, write_file and
+propose_file_edit."
   (sly-agent-q-define-tool
    "read_file"
    "Read a text file from disk, with line numbers. Use it to look at source files, configuration or \

@@ -352,6 +352,7 @@ own of which ECL recorded no source, or nil."
   'sly-agent-q)
 
 (cl-defmethod xref-backend-identifier-at-point ((_backend (eql sly-agent-q)))
+  "The Lisp symbol at point, as typed (package prefix included)."
   (sly-agent-q-lisp--symbol-at-point))
 
 (defun sly-agent-q-lisp--file-location (entry)
@@ -363,6 +364,8 @@ own of which ECL recorded no source, or nil."
                                           (min (point-max) (1+ (nth 3 entry))))))))
 
 (cl-defmethod xref-backend-definitions ((_backend (eql sly-agent-q)) identifier)
+  "Where IDENTIFIER is defined: the buffers it was evaluated from, else the
+files the session loaded it from."
   (let* ((name (upcase (car (last (split-string identifier ":" t)))))
          (package (sly-agent-q--buffer-package))
          (here (delq nil (mapcar (lambda (marker)
@@ -393,6 +396,7 @@ own of which ECL recorded no source, or nil."
   (> (hash-table-count sly-agent-q--async-callbacks) 0))
 
 (cl-defmethod xref-backend-identifier-completion-table ((_backend (eql sly-agent-q)))
+  "No table: the identifier is read as typed."
   nil)
 
 ;;;; The mode

@@ -216,7 +216,9 @@ NAME defaults to `sly-agent-q-backend'."
                      (nreverse out)))))
 
 (defun sly-agent-q-provider--body (backend messages system tools stream)
-  "The JSON text of a request to BACKEND."
+  "The JSON text of a request to BACKEND.
+MESSAGES is the conversation, SYSTEM the system prompt, TOOLS the tool
+definitions offered, and STREAM non-nil to ask for a streamed answer."
   (let ((tools (and tools (> (length tools) 0) (vconcat tools))))
     (json-serialize
      (if (eq (plist-get backend :type) 'anthropic)

@@ -37,6 +37,7 @@
   (tabulated-list-init-header))
 
 (defun sly-agent-q--tool-list-by-calls (a b)
+  "Non-nil when row A has fewer calls than row B (the Calls column's sort)."
   (< (string-to-number (aref (cadr a) 3)) (string-to-number (aref (cadr b) 3))))
 
 (defun sly-agent-q--tools-by-name ()
@@ -69,8 +70,8 @@
                   (sly-agent-q--module-list-tools)))))
 
 (defun sly-agent-q--tool-categories ()
-  "The known categories of every tool: a table of name → category names,
-last first (one schema per category, not one per tool and category)."
+  "Return a table of every tool's name → its category names, last first.
+One schema per category, not one per tool and category."
   (let ((table (make-hash-table :test 'equal)))
     (dolist (category '(introspection execution buffer diff xref clos packages session) table)
       (seq-doseq (tool (sly-agent-q-tools-schema 'mcp nil (list (intern (format ":%s" category)))))
