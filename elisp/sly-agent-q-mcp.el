@@ -320,6 +320,10 @@ Not while another question or a minibuffer is up: then a little later."
          (sly-agent-q--mcp-ask-soon 0.25))
         (t
          (sly-agent-q--mcp-ask (pop sly-agent-q--mcp-questions))
+         ;; Taking turns: a question the runner put off meanwhile (the
+         ;; chat's, an Elisp job's) comes before the next client's.
+         (when sly-agent-q--async-deferred-timer
+           (sly-agent-q--serve-after-minibuffer))
          (when sly-agent-q--mcp-questions
            (sly-agent-q--mcp-ask-soon 0)))))
 

@@ -447,6 +447,35 @@ The tool records the paths it ran with in `ran'."
         (should-not sly-agent-q--mcp-questions)
         (should-not sly-agent-q--mcp-asking)))))
 
+(ert-deftest sly-agent-q-mcp/questions-take-turns-with-the-runner-s ()
+  ;; An Elisp job's question put off while a client's was up comes before
+  ;; the next client's.
+  (agentq-mcp-test-with-server
+    (agentq-mcp-test-with-person
+      (let ((a (agentq-mcp-test-connect socket))
+            (b (agentq-mcp-test-connect socket))
+            (e nil))
+        (setq agentq-mcp-test--scripts
+              `(("/a" . ,(lambda ()
+                           (let ((sly-agent-q-call-origin "elisp"))
+                             (sly-agent-q-execute-tool-calls-async
+                              (list (list :id "e" :name name :arguments '(:path "/e")))
+                              (lambda (results) (setq e results))))
+                           (agentq-mcp-test-send-call b 1 name '(:path "/b"))
+                           (agentq-mcp-test-wait 0.5)
+                           :approved))))
+        (agentq-mcp-test-send-call a 1 name '(:path "/a"))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer a 1)) "ran /a"))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer b 1)) "ran /b"))
+        (agentq-mcp-test-wait 20 (lambda () e))
+        (should (equal (plist-get (car e) :content) "ran /e"))
+        (should (equal (reverse agentq-mcp-test--log)
+                       '((asked "/a" "MCP") (answered "/a")
+                         (asked "/e" "elisp") (answered "/e")
+                         (asked "/b" "MCP") (answered "/b"))))
+        (delete-process a)
+        (delete-process b)))))
+
 (ert-deftest sly-agent-q-mcp/a-call-cancelled-during-its-question-is-dropped ()
   (agentq-mcp-test-with-server
     (agentq-mcp-test-with-person
