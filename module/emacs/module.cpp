@@ -384,7 +384,7 @@ emacs_value mcp_request(const Env& env, ptrdiff_t, emacs_value* args) {
 // well formed, the arguments valid and the tool's check passes.  What the
 // dispatcher would refuse gives nullopt (it answers the refusal).
 std::optional<std::pair<ToolPtr, json>> call_to_approve(const Env& env, const json& message) {
-  if (!message.is_object() || value_nesting_exceeds(message)) return std::nullopt;
+  if (!message.is_object()) return std::nullopt;
   auto version = message.find("jsonrpc");
   if (version == message.end() || *version != "2.0") return std::nullopt;
   auto params = message.find("params");
@@ -392,7 +392,7 @@ std::optional<std::pair<ToolPtr, json>> call_to_approve(const Env& env, const js
   auto name = params->find("name");
   if (name == params->end() || !name->is_string()) return std::nullopt;
   ToolPtr tool = tools().registry.resolve(name->get<std::string>());
-  if (!tool || tool->safety_level != SafetyLevel::Dangerous) return std::nullopt;
+  if (!tool || tool->safety_level != SafetyLevel::Dangerous || value_nesting_exceeds(message)) return std::nullopt;
   PreparedCall prepared;
   auto arguments = params->find("arguments");
   if (arguments != params->end() && !arguments->is_null()) {
