@@ -25,7 +25,7 @@
 ;; the call fails with the message as its content, as written, where any
 ;; other error gives "Tool error: MESSAGE".
 
-(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 10"
+(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 11"
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -175,9 +175,10 @@ Called from Lisp by load_system; entries that are not strings are left out."
 (declare-function sly-agent-q--module-open-channel "sly-agent-q-module" (process))
 (declare-function sly-agent-q--module-submit "sly-agent-q-module"
                   (calls approval hooks &optional with-debugger interactive))
-(declare-function sly-agent-q--module-mcp-submit "sly-agent-q-module" (json approval hooks))
+(declare-function sly-agent-q--module-mcp-submit "sly-agent-q-module" (json approval hooks &optional decision))
 (declare-function sly-agent-q--module-cancel "sly-agent-q-module" (job))
-(declare-function sly-agent-q--module-async-serve "sly-agent-q-module" ())
+(declare-function sly-agent-q--module-withdraw "sly-agent-q-module" (job))
+(declare-function sly-agent-q--module-async-serve "sly-agent-q-module" (&optional no-questions))
 (declare-function sly-agent-q--module-mcp-request "sly-agent-q-module" (json approval hooks))
 (declare-function sly-agent-q--module-status "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-shutdown "sly-agent-q-module" ())
@@ -280,6 +281,26 @@ nil for a call made from Elisp, \"Lisp\" for `agent-q:execute-tool-calls',
 \"MCP\" for `sly-agent-q-mcp-request' (a front end may bind a more
 precise text, such as \"MCP: claude-code\").")
 
+(defvar sly-agent-q-approval-pending)   ; sly-agent-q-approval.el
+
+(defvar sly-agent-q--questions 0
+  "How many approval questions are being asked now (nested ones count too).
+Counted by the wrappers of `sly-agent-q-approval-function' for
+asynchronous jobs, for Lisp and for MCP clients; `sly-agent-q-approve'
+also sets `sly-agent-q-approval-pending'.")
+
+(defmacro sly-agent-q--asking (&rest body)
+  "Run BODY, which asks the approval function: a question is up meanwhile."
+  (declare (indent 0) (debug t))
+  `(progn
+     (setq sly-agent-q--questions (1+ sly-agent-q--questions))
+     (unwind-protect (progn ,@body)
+       (setq sly-agent-q--questions (max 0 (1- sly-agent-q--questions))))))
+
+(defun sly-agent-q--question-up-p ()
+  "Non-nil while the person may be answering an approval question."
+  (or sly-agent-q-approval-pending (> sly-agent-q--questions 0)))
+
 (defun sly-agent-q--approve-for-lisp (name json)
   "Ask `sly-agent-q-approval-function' whether Lisp may run tool NAME.
 JSON is the arguments as JSON text.  For `agent-q:execute-tool-calls'
@@ -289,8 +310,9 @@ function that fails denies."
   (let ((decision (and sly-agent-q-approval-function
                        (condition-case nil
                            (let ((sly-agent-q-call-origin (or sly-agent-q-call-origin "Lisp")))
-                             (funcall sly-agent-q-approval-function name
-                                      (sly-agent-q--module-parse-json json)))
+                             (sly-agent-q--asking
+                               (funcall sly-agent-q-approval-function name
+                                        (sly-agent-q--module-parse-json json))))
                          (error :denied)))))
     (pcase decision
       (:approved "approved")
@@ -405,23 +427,34 @@ running call."
   "The timer that serves asynchronous calls once no minibuffer is active.")
 
 (defun sly-agent-q--serve-after-minibuffer ()
-  "Serve the asynchronous calls put off while a minibuffer was active."
-  (unless (> (minibuffer-depth) 0)
+  "Serve the asynchronous calls put off while a minibuffer or a question was up."
+  (unless (or (> (minibuffer-depth) 0) (sly-agent-q--question-up-p))
     (when (timerp sly-agent-q--async-deferred-timer)
       (cancel-timer sly-agent-q--async-deferred-timer))
     (setq sly-agent-q--async-deferred-timer nil)
     (sly-agent-q--async-filter nil nil)))
 
+(defun sly-agent-q--defer-async ()
+  "Serve the asynchronous calls again once no minibuffer or question is up."
+  (unless sly-agent-q--async-deferred-timer
+    (setq sly-agent-q--async-deferred-timer
+          (run-with-timer 0.25 0.25 #'sly-agent-q--serve-after-minibuffer))))
+
 (defun sly-agent-q--async-filter (_process _output)
   "Serve asynchronous calls: what they need of Emacs, finished jobs' callbacks.
 While the person types in a minibuffer nothing is served (no approval
 question, no callback takes the echo area or the keyboard from them): it
-is put off until the minibuffer exits."
-  (if (> (minibuffer-depth) 0)
-      (unless sly-agent-q--async-deferred-timer
-        (setq sly-agent-q--async-deferred-timer
-              (run-with-timer 0.25 0.25 #'sly-agent-q--serve-after-minibuffer)))
-    (sly-agent-q--serve-async)))
+is put off until the minibuffer exits.  While they answer an approval
+question, everything but other questions is served, with messages kept
+out of the echo area (the question stays in sight): other jobs' work and
+callbacks go on, their questions wait."
+  (cond ((> (minibuffer-depth) 0)
+         (sly-agent-q--defer-async))
+        ((sly-agent-q--question-up-p)
+         (let ((inhibit-message t))
+           (sly-agent-q--serve-async t))
+         (sly-agent-q--defer-async))
+        (t (sly-agent-q--serve-async))))
 
 (defun sly-agent-q--async-output (job text)
   "Hand TEXT, output of the interactive JOB, to its ON-OUTPUT function."
@@ -432,9 +465,10 @@ is put off until the minibuffer exits."
         (error (message "sly-agent-q: the output function of job %d failed: %s"
                         job (error-message-string err)))))))
 
-(defun sly-agent-q--serve-async ()
-  "Run the work asynchronous calls queued for Emacs and finished jobs' callbacks."
-  (dolist (finished (sly-agent-q--module-async-serve))
+(defun sly-agent-q--serve-async (&optional no-questions)
+  "Run the work asynchronous calls queued for Emacs and finished jobs' callbacks.
+NO-QUESTIONS non-nil: approval questions stay queued."
+  (dolist (finished (sly-agent-q--module-async-serve no-questions))
     (if (and (consp (cdr finished)) (eq (cadr finished) :output))
         (sly-agent-q--async-output (car finished) (nth 2 finished))
       (remhash (car finished) sly-agent-q--async-output-functions)
@@ -465,7 +499,8 @@ unless nil."
        (lambda (name args)
          (let ((inhibit-quit nil)
                (sly-agent-q-call-origin (or origin sly-agent-q-call-origin)))
-           (funcall approve name args)))))
+           (sly-agent-q--asking
+             (funcall approve name args))))))
 
 (defun sly-agent-q-execute-tool-calls-async (calls callback &optional with-debugger on-output)
   "Run the tool CALLS without blocking Emacs; return the job id at once.
@@ -506,6 +541,16 @@ and the Lisp session keeps its definitions.  Returns nil if JOB has
 already finished."
   (sly-agent-q--module-cancel job))
 
+(defun sly-agent-q--withdraw (job)
+  "Take the asynchronous JOB off the queue if it has not started yet.
+It then never runs and its callback is never called: non-nil.  nil when
+JOB runs already (`sly-agent-q-cancel' stops it), has finished or is
+unknown."
+  (when (sly-agent-q--module-withdraw job)
+    (remhash job sly-agent-q--async-callbacks)
+    (remhash job sly-agent-q--async-output-functions)
+    t))
+
 (defsubst sly-agent-q--even-plist-p (object)
   "Non-nil if OBJECT is a proper list of even length starting with a keyword."
   (and (keywordp (car-safe object))
@@ -543,7 +588,7 @@ Returns the response as a JSON string, or nil for a notification."
       (sly-agent-q--module-mcp-request json-string sly-agent-q-approval-function
                                        sly-agent-q-tool-execution-functions))))
 
-(defun sly-agent-q-mcp-request-async (json-string callback)
+(defun sly-agent-q-mcp-request-async (json-string callback &optional decision)
   "Handle the MCP JSON-RPC 2.0 message JSON-STRING without blocking Emacs.
 Return the job id at once.  CALLBACK is called later on the main thread,
 from a process filter, with the response as a JSON string (nil when
@@ -552,14 +597,19 @@ the jobs of `sly-agent-q-execute-tool-calls-async' do, in turn with
 them: dangerous calls ask `sly-agent-q-approval-function' when reached,
 with `sly-agent-q-call-origin' \"MCP\" unless it is bound to a more
 precise text now.  `sly-agent-q-cancel' stops the job: its calls answer
-[ERROR] INTERRUPTED, and CALLBACK still gets the response."
+[ERROR] INTERRUPTED, and CALLBACK still gets the response.
+DECISION non-nil is the approval of the message's one dangerous call,
+already asked (as an approval function answers: `:approved',
+\(:denied REASON) or (:modified NEW-ARGS)); the approval function is
+then not called."
   (sly-agent-q--async-channel)
   (sly-agent-q--sync-options)
   (let ((job (sly-agent-q--module-mcp-submit
               json-string
               (sly-agent-q--async-approval sly-agent-q-approval-function
                                            (or sly-agent-q-call-origin "MCP"))
-              sly-agent-q-tool-execution-functions)))
+              sly-agent-q-tool-execution-functions
+              decision)))
     (puthash job callback sly-agent-q--async-callbacks)
     job))
 

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -36,11 +37,15 @@ struct Batch {
   // An MCP message instead of CALLS (submit_mcp), and its response.
   std::optional<std::string> mcp_message;
   std::optional<std::string> mcp_response;
+  // The person's decision, taken before the batch was queued: its
+  // dangerous call is not asked about again (submit_mcp).
+  std::optional<ApprovalDecision> decided;
 };
 
 struct MainWork {
   std::function<void(const Env&)> work;
   std::shared_ptr<Batch> batch;  // may be null
+  bool question = false;         // an approval: it asks the person
   bool started = false;          // guarded by State::mutex
   bool done = false;             // guarded by State::mutex
 };
@@ -151,9 +156,10 @@ void run_batch(const std::shared_ptr<Batch>& batch) {
   ExecutionOptions options;
   options.context = &context;
   options.approve = [batch](const Tool& tool, const json& args) {
+    if (batch->decided) return *batch->decided;
     ApprovalDecision decision{ApprovalKind::Denied, {}};
     try {
-      run_on_main([&](const Env& env) { decision = elisp_approval(env, batch->approval)(tool, args); });
+      run_on_main([&](const Env& env) { decision = elisp_approval(env, batch->approval)(tool, args); }, true);
     } catch (const NotServed&) {
     }
     return decision;
@@ -253,10 +259,27 @@ std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs
   return queue_batch(std::move(batch), approval, hooks, has_hooks);
 }
 
-std::uint64_t submit_mcp(std::string message, emacs_value approval, emacs_value hooks, bool has_hooks) {
+std::uint64_t submit_mcp(std::string message, emacs_value approval, emacs_value hooks, bool has_hooks,
+                         std::optional<ApprovalDecision> decided) {
   auto batch = std::make_shared<Batch>();
   batch->mcp_message = std::move(message);
+  batch->decided = std::move(decided);
   return queue_batch(std::move(batch), approval, hooks, has_hooks);
+}
+
+bool withdraw(const Env& env, std::uint64_t id) {
+  State& s = state();
+  std::shared_ptr<Batch> batch;
+  {
+    std::lock_guard lock(s.mutex);
+    auto it = std::find_if(s.queue.begin(), s.queue.end(), [&](const auto& queued) { return queued->id == id; });
+    if (it == s.queue.end()) return false;
+    batch = std::move(*it);
+    s.queue.erase(it);
+  }
+  env.raw()->free_global_ref(env.raw(), batch->approval);
+  env.raw()->free_global_ref(env.raw(), batch->hooks);
+  return true;
 }
 
 bool cancel(std::uint64_t id) {
@@ -297,7 +320,7 @@ bool later_pending(std::uint64_t key) {
   return it != s.later.end() && !it->second;
 }
 
-void run_on_main(const std::function<void(const Env&)>& work) {
+void run_on_main(const std::function<void(const Env&)>& work, bool question) {
   if (const Env* env = current_env()) {
     work(*env);
     return;
@@ -307,6 +330,7 @@ void run_on_main(const std::function<void(const Env&)>& work) {
   auto item = std::make_shared<MainWork>();
   item->work = work;
   item->batch = t_batch;
+  item->question = question;
   {
     std::lock_guard lock(s.mutex);
     s.main_work.push_back(item);
@@ -327,18 +351,21 @@ void run_on_main(const std::function<void(const Env&)>& work) {
 
 namespace {
 
-// Not re-entered: an approval prompt reads events, which may run the filter
-// again.  The outer call goes on until the queues are empty.
+// Not re-entered, but for the work that asks nothing: an approval prompt
+// reads events, which may run the filter again.  The outer call goes on
+// until the queues are empty.
 bool g_serving = false;
 
 struct Serving {
-  Serving() { g_serving = true; }
-  ~Serving() { g_serving = false; }
+  Serving() : outer(g_serving) { g_serving = true; }
+  ~Serving() { g_serving = outer; }
+  bool outer;
 };
 
 // Runs the main thread's queued work and, when FINISHED_TOO, hands back
-// the finished batches as ((ID . RESULTS) …).
-emacs_value serve_queues(const Env& env, bool finished_too);
+// the finished batches as ((ID . RESULTS) …).  NO_QUESTIONS: the approval
+// questions are left queued.
+emacs_value serve_queues(const Env& env, bool finished_too, bool no_questions = false);
 
 }  // namespace
 
@@ -348,10 +375,10 @@ void serve_work_while_waiting(const Env& env) {
   serve_queues(env, false);
 }
 
-emacs_value serve(const Env& env) {
-  if (g_serving) return Env::sym().nil;
+emacs_value serve(const Env& env, bool no_questions) {
+  if (g_serving && !no_questions) return Env::sym().nil;
   Serving serving;
-  return serve_queues(env, true);
+  return serve_queues(env, true, no_questions);
 }
 
 namespace {
@@ -362,7 +389,7 @@ emacs_value output_entry(const Env& env, std::uint64_t id, const std::string& te
   return env.call(Env::sym().list, 3, entry);
 }
 
-emacs_value serve_queues(const Env& env, bool finished_too) {
+emacs_value serve_queues(const Env& env, bool finished_too, bool no_questions) {
   State& s = state();
   std::vector<emacs_value> done;
   std::string output;  // of the batch popped from the finished ones
@@ -371,9 +398,12 @@ emacs_value serve_queues(const Env& env, bool finished_too) {
     std::shared_ptr<Batch> batch;
     {
       std::lock_guard lock(s.mutex);
-      if (!s.main_work.empty()) {
-        item = std::move(s.main_work.front());
-        s.main_work.pop_front();
+      auto next = no_questions ? std::find_if(s.main_work.begin(), s.main_work.end(),
+                                              [](const auto& work) { return !work->question; })
+                               : s.main_work.begin();
+      if (next != s.main_work.end()) {
+        item = std::move(*next);
+        s.main_work.erase(next);
         s.work_queued = !s.main_work.empty();
       } else if (finished_too && !s.finished.empty()) {
         batch = std::move(s.finished.front());

@@ -56,7 +56,15 @@ bool later_pending(std::uint64_t key);
 // batch…) to run on the runner through the dispatcher (McpServer::handle)
 // with APPROVAL and HOOKS as for submit().  serve() hands it back as
 // (ID . RESPONSE-TEXT), RESPONSE-TEXT nil when nothing is to be answered.
-std::uint64_t submit_mcp(std::string message, emacs_value approval, emacs_value hooks, bool has_hooks);
+// DECIDED: the approval of its one dangerous call, decided by the person
+// before it was queued (APPROVAL is then not called).
+std::uint64_t submit_mcp(std::string message, emacs_value approval, emacs_value hooks, bool has_hooks,
+                         std::optional<ApprovalDecision> decided = std::nullopt);
+
+// Takes job ID off the queue if the runner has not taken it yet: it never
+// runs and is never handed back.  False when it is running, finished or
+// unknown.  On the main thread (it frees the job's global refs).
+bool withdraw(const Env& env, std::uint64_t id);
 
 // Cancels job ID: a running Lisp evaluation is interrupted, calls not yet
 // run fail with INTERRUPTED.  False when no such job is queued or running.
@@ -66,7 +74,9 @@ bool cancel(std::uint64_t id);
 // returns ((ID . RESULTS) …) for the batches finished since the last call,
 // each preceded by (ID :output TEXT) when an interactive batch wrote
 // output not handed back yet; the running batch's output comes last.
-emacs_value serve(const Env& env);
+// NO_QUESTIONS (while the person answers a question): approvals stay
+// queued, the rest is served, even inside an outer serve() that asks.
+emacs_value serve(const Env& env, bool no_questions = false);
 
 // On the main thread, inside a synchronous call that waits for Lisp: runs
 // the work asynchronous calls queued for the main thread (not their
@@ -77,7 +87,8 @@ void serve_work_while_waiting(const Env& env);
 
 // Runs WORK with an Env on the main thread and waits for it: at once when
 // this is the main thread inside a module call, else through the queue.
-// Throws NotServed when the work was abandoned.
-void run_on_main(const std::function<void(const Env&)>& work);
+// Throws NotServed when the work was abandoned.  QUESTION: the work asks
+// the person (an approval), so serve(…, no_questions) leaves it queued.
+void run_on_main(const std::function<void(const Env&)>& work, bool question = false);
 
 }  // namespace agentq::emacs::async

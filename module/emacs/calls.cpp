@@ -71,10 +71,32 @@ HostAnswer eval_elisp_for_lisp(const Env& env, const std::string& form, bool& qu
 // ----------------------------------------------------------------------------
 // Approval and hooks from Elisp values.
 
+ApprovalDecision approval_decision(const Env& env, emacs_value answer) {
+  const Symbols& s = Env::sym();
+  if (env.eq(answer, s.approved_kw)) return ApprovalDecision{ApprovalKind::Approved, {}};
+  // (:denied "what the person said")
+  if (env.eq(env.type_of(answer), s.cons_type) && env.eq(env.call(s.car, {answer}), s.denied_kw)) {
+    ApprovalDecision denied{ApprovalKind::Denied, {}};
+    emacs_value rest = env.call(s.cdr, {answer});
+    if (env.eq(env.type_of(rest), s.cons_type)) {
+      emacs_value reason = env.call(s.car, {rest});
+      if (env.eq(env.type_of(reason), s.string)) denied.reason = env.to_string(reason);
+    }
+    return denied;
+  }
+  if (env.eq(env.type_of(answer), s.cons_type) && env.eq(env.call(s.car, {answer}), s.modified_kw)) {
+    emacs_value rest = env.call(s.cdr, {answer});
+    if (!env.is_nil(rest) && !env.eq(env.type_of(rest), s.cons_type))  // (:modified . junk)
+      return ApprovalDecision{ApprovalKind::Denied, {}};
+    emacs_value new_args = env.is_nil(rest) ? s.nil : env.call(s.car, {rest});
+    return ApprovalDecision{ApprovalKind::Modified, object_to_json(env, new_args)};
+  }
+  return ApprovalDecision{ApprovalKind::Denied, {}};
+}
+
 ApprovalFunction elisp_approval(const Env& env, emacs_value function) {
   if (env.is_nil(function)) return {};
   return [&env, function](const Tool& tool, const json& args) {
-    const Symbols& s = Env::sym();
     emacs_value answer;
     try {
       answer = env.call(function, {env.str(tool.name), from_json(env, args)});
@@ -83,25 +105,7 @@ ApprovalFunction elisp_approval(const Env& env, emacs_value function) {
       if (env.clear_unless_quit()) return ApprovalDecision{ApprovalKind::Denied, {}};
       throw;
     }
-    if (env.eq(answer, s.approved_kw)) return ApprovalDecision{ApprovalKind::Approved, {}};
-    // (:denied "what the person said")
-    if (env.eq(env.type_of(answer), s.cons_type) && env.eq(env.call(s.car, {answer}), s.denied_kw)) {
-      ApprovalDecision denied{ApprovalKind::Denied, {}};
-      emacs_value rest = env.call(s.cdr, {answer});
-      if (env.eq(env.type_of(rest), s.cons_type)) {
-        emacs_value reason = env.call(s.car, {rest});
-        if (env.eq(env.type_of(reason), s.string)) denied.reason = env.to_string(reason);
-      }
-      return denied;
-    }
-    if (env.eq(env.type_of(answer), s.cons_type) && env.eq(env.call(s.car, {answer}), s.modified_kw)) {
-      emacs_value rest = env.call(s.cdr, {answer});
-      if (!env.is_nil(rest) && !env.eq(env.type_of(rest), s.cons_type))  // (:modified . junk)
-        return ApprovalDecision{ApprovalKind::Denied, {}};
-      emacs_value new_args = env.is_nil(rest) ? s.nil : env.call(s.car, {rest});
-      return ApprovalDecision{ApprovalKind::Modified, object_to_json(env, new_args)};
-    }
-    return ApprovalDecision{ApprovalKind::Denied, {}};
+    return approval_decision(env, answer);
   };
 }
 

@@ -55,6 +55,11 @@ class EmacsCallContext final : public CallContext {
 // QUIT is set when C-g quit the form (the quit is left pending).
 HostAnswer eval_elisp_for_lisp(const Env& env, const std::string& form, bool& quit);
 
+// What an approval function's ANSWER means (:approved, (:denied REASON),
+// (:modified ARGS); anything else denies).  ARGS that cannot be converted
+// leave an error pending (NonLocalExit).
+ApprovalDecision approval_decision(const Env& env, emacs_value answer);
+
 // The Elisp approval FUNCTION (nil: none) and hook FUNCTIONS as the
 // executor's; they call Elisp through ENV, which must outlive them.
 ApprovalFunction elisp_approval(const Env& env, emacs_value function);

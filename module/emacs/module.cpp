@@ -30,7 +30,7 @@ namespace {
 
 // Bumped when the Elisp ⇄ module interface changes; the Elisp side refuses
 // a module of another version (a stale build).
-constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 10";
+constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 11";
 
 app::Services& core() { return app::services(); }
 // For what looks tools up or lists them: the Lisp-defined tools are there.
@@ -319,13 +319,18 @@ emacs_value later_pending(const Env& env, ptrdiff_t, emacs_value* args) {
   return env.boolean(async::later_pending(static_cast<std::uint64_t>(env.to_integer(args[0]))));
 }
 
-// (sly-agent-q--module-mcp-submit JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS) → job id.
-emacs_value mcp_submit(const Env& env, ptrdiff_t, emacs_value* args) {
+// (sly-agent-q--module-mcp-submit JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS
+// &optional DECISION) → job id.  DECISION non-nil: the approval of the
+// message's dangerous call, already given (:approved, (:denied REASON),
+// (:modified ARGS)).
+emacs_value mcp_submit(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
   std::string message = env.to_string(args[0]);
+  std::optional<ApprovalDecision> decided;
+  if (nargs > 3 && !env.is_nil(args[3])) decided = approval_decision(env, args[3]);
   emacs_value approval = env.raw()->make_global_ref(env.raw(), args[1]);
   emacs_value hooks = env.raw()->make_global_ref(env.raw(), args[2]);
-  std::uint64_t id = async::submit_mcp(std::move(message), approval, hooks, !env.is_nil(args[2]));
+  std::uint64_t id = async::submit_mcp(std::move(message), approval, hooks, !env.is_nil(args[2]), std::move(decided));
   return env.integer(static_cast<std::intmax_t>(id));
 }
 
@@ -333,7 +338,13 @@ emacs_value cancel(const Env& env, ptrdiff_t, emacs_value* args) {
   return env.boolean(async::cancel(static_cast<std::uint64_t>(env.to_integer(args[0]))));
 }
 
-emacs_value async_serve(const Env& env, ptrdiff_t, emacs_value*) { return async::serve(env); }
+emacs_value withdraw(const Env& env, ptrdiff_t, emacs_value* args) {
+  return env.boolean(async::withdraw(env, static_cast<std::uint64_t>(env.to_integer(args[0]))));
+}
+
+emacs_value async_serve(const Env& env, ptrdiff_t nargs, emacs_value* args) {
+  return async::serve(env, nargs > 0 && !env.is_nil(args[0]));
+}
 
 emacs_value list_tools(const Env& env, ptrdiff_t, emacs_value*) {
   std::vector<std::string> names = tools().registry.names();
@@ -368,10 +379,49 @@ emacs_value mcp_request(const Env& env, ptrdiff_t, emacs_value* args) {
   return response ? env.str(*response) : Env::sym().nil;
 }
 
-// (sly-agent-q--module-mcp-route JSON-STRING) → :now, (:queue ID) or
-// (:cancel ID): how the socket server in Emacs handles the message (ID as
-// parsed; nil for a batch).  Parsing here costs microseconds where Emacs
-// hash tables would cost far more, for every message.
+// The tool and the arguments of MESSAGE, a tools/call request, when the
+// tool is dangerous and the call would reach its approval: the request is
+// well formed, the arguments valid and the tool's check passes.  What the
+// dispatcher would refuse gives nullopt (it answers the refusal).
+std::optional<std::pair<ToolPtr, json>> call_to_approve(const Env& env, const json& message) {
+  if (!message.is_object()) return std::nullopt;
+  auto version = message.find("jsonrpc");
+  if (version == message.end() || *version != "2.0") return std::nullopt;
+  auto params = message.find("params");
+  if (params == message.end() || !params->is_object()) return std::nullopt;
+  auto name = params->find("name");
+  if (name == params->end() || !name->is_string()) return std::nullopt;
+  ToolPtr tool = tools().registry.resolve(name->get<std::string>());
+  if (!tool || tool->safety_level != SafetyLevel::Dangerous || value_nesting_exceeds(message)) return std::nullopt;
+  PreparedCall prepared;
+  auto arguments = params->find("arguments");
+  if (arguments != params->end() && !arguments->is_null()) {
+    if (!arguments->is_object()) return std::nullopt;
+    prepared = tools().executor.prepare(tool->name, *arguments);
+  } else {
+    prepared = tools().executor.prepare(tool->name, ToolCall{}.arguments);
+  }
+  if (prepared.error || !prepared.tool) return std::nullopt;
+  if (prepared.tool->check) {
+    NullCallContext context;
+    try {
+      if (prepared.tool->check(prepared.arguments, context)) return std::nullopt;
+    } catch (...) {
+      // The runner's call meets the same failure; no error is left for Emacs.
+      if (env.exit_pending()) env.raw()->non_local_exit_clear(env.raw());
+      return std::nullopt;
+    }
+  }
+  return std::pair{prepared.tool, std::move(prepared.arguments)};
+}
+
+// (sly-agent-q--module-mcp-route JSON-STRING) → :now, (:queue ID),
+// (:ask ID TOOL-NAME ARGUMENTS) or (:cancel ID): how the socket server in
+// Emacs handles the message (ID as parsed; nil for a batch).  :ask is a
+// tools/call of a dangerous tool that would reach its approval, with its
+// arguments as the approval function gets them.  Parsing here costs
+// microseconds where Emacs hash tables would cost far more, for every
+// message.
 emacs_value mcp_route(const Env& env, ptrdiff_t, emacs_value* args) {
   mcp::Route route = mcp::route_message(env.to_string(args[0]));
   auto tagged = [&](const char* tag, const json& id) {
@@ -380,6 +430,13 @@ emacs_value mcp_route(const Env& env, ptrdiff_t, emacs_value* args) {
   };
   switch (route.kind) {
     case mcp::Route::Kind::Queue:
+      if (!route.message.is_array()) {
+        if (auto call = call_to_approve(env, route.message)) {
+          emacs_value items[] = {env.intern(":ask"), from_json(env, route.id), env.str(call->first->name),
+                                 from_json(env, call->second)};
+          return env.call(Env::sym().list, 4, items);
+        }
+      }
       return tagged(":queue", route.id);
     case mcp::Route::Kind::Cancel:
       return tagged(":cancel", route.request_id);
@@ -537,21 +594,27 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
         "Return nil when nothing waits for KEY.\n\n(fn KEY OK TEXT)");
   defun(raw, "sly-agent-q--module-later-pending-p", 1, 1, entry<later_pending>,
         "Non-nil while Lisp waits for the later answer KEY.\n\n(fn KEY)");
-  defun(raw, "sly-agent-q--module-mcp-submit", 3, 3, entry<mcp_submit>,
+  defun(raw, "sly-agent-q--module-mcp-submit", 3, 4, entry<mcp_submit>,
         "Queue one JSON-RPC message to run without blocking Emacs; return the job id.\n"
-        "The job's result is the response text, or nil.\n\n"
-        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)");
+        "The job's result is the response text, or nil.  DECISION non-nil: the approval\n"
+        "of its dangerous call, already given.\n\n"
+        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS &optional DECISION)");
   defun(raw, "sly-agent-q--module-cancel", 1, 1, entry<cancel>, "Cancel the asynchronous job JOB.\n\n(fn JOB)");
-  defun(raw, "sly-agent-q--module-async-serve", 0, 0, entry<async_serve>,
+  defun(raw, "sly-agent-q--module-withdraw", 1, 1, entry<withdraw>,
+        "Take the asynchronous job JOB off the queue if it has not started: it never runs\n"
+        "and is never handed back.  Return nil when it runs, has finished or is unknown.\n\n(fn JOB)");
+  defun(raw, "sly-agent-q--module-async-serve", 0, 1, entry<async_serve>,
         "Run what asynchronous calls need of Emacs; return finished jobs as ((ID . RESULTS) ...),\n"
-        "with (ID :output TEXT) for output of interactive jobs.");
+        "with (ID :output TEXT) for output of interactive jobs.  NO-QUESTIONS non-nil:\n"
+        "approval questions stay queued (the person answers another one).\n\n(fn &optional NO-QUESTIONS)");
   defun(raw, "sly-agent-q--module-tools-schema", 3, 3, entry<tools_schema>,
         "Tool schemas for a provider.\n\n(fn FORMAT MAX-SAFETY-LEVEL CATEGORIES)");
   defun(raw, "sly-agent-q--module-mcp-request", 3, 3, entry<mcp_request>,
         "Handle one JSON-RPC message; return the response text or nil.\n\n"
         "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)");
   defun(raw, "sly-agent-q--module-mcp-route", 1, 1, entry<mcp_route>,
-        "How to handle one JSON-RPC message: :now, (:queue ID) or (:cancel ID).\n\n(fn JSON-STRING)");
+        "How to handle one JSON-RPC message: :now, (:queue ID), (:ask ID TOOL ARGS) or (:cancel ID).\n\n"
+        "(fn JSON-STRING)");
   defun(raw, "sly-agent-q--module-configure", 2, 2, entry<configure>,
         "Set a runtime setting: eval-timeout, output-limit, heap-limit or native-tiering.\n\n(fn KEY VALUE)");
   defun(raw, "sly-agent-q--module-take-notes", 0, 0, entry<take_notes>,

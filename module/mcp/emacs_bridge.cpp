@@ -23,6 +23,8 @@ using json = nlohmann::json;
 constexpr std::string_view kPingPrefix = "sly-agent-q-mcp-bridge-ping-";
 // Emacs's answers may be long (a file read whole): more than a request.
 constexpr std::size_t kMaxResponseBytes = kMaxLineBytes * 16;
+// Cancelled requests remembered for their late answer.
+constexpr std::size_t kMaxCancelled = 1024;
 
 bool blank(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
@@ -140,6 +142,17 @@ void EmacsBridge::on_client_line(const Line& line) {
     for (const json& id : ids) respond_error(id, bridge_error::kNotServing, text);
     return;
   }
+  if (method == "notifications/cancelled" && ids.empty()) {
+    // The request it names waits no more: not for an error of ours.
+    auto params = message->find("params");
+    if (params != message->end() && params->is_object() && params->contains("requestId")) {
+      const std::string key = params->at("requestId").dump();
+      if (outstanding_.erase(key) > 0) {
+        cancelled_.push_back(key);
+        if (cancelled_.size() > kMaxCancelled) cancelled_.pop_front();
+      }
+    }
+  }
   const Clock::time_point now = Clock::now();
   for (const json& id : ids) outstanding_.insert_or_assign(id.dump(), Outstanding{id, now});
   to_emacs_.append(line.text);
@@ -173,7 +186,12 @@ void EmacsBridge::on_emacs_line(const Line& line) {
       ping_pending_ = false;
       return false;
     }
-    if (outstanding_.erase(id->dump()) > 0) return true;
+    const std::string key = id->dump();
+    if (outstanding_.erase(key) > 0) return true;
+    if (auto it = std::find(cancelled_.begin(), cancelled_.end(), key); it != cancelled_.end()) {
+      cancelled_.erase(it);  // a cancelled call that was running: interrupted
+      return true;
+    }
     return id->is_null();  // a parse error's answer
   };
   if (message->is_array()) {

@@ -3,7 +3,11 @@
 // No Lisp runs here.  One thread, poll(): nothing the client or Emacs does
 // can make it stop answering.
 //
-// Exactly one response per request.  While requests are outstanding the
+// Exactly one response per request, but for a request the client
+// cancelled (notifications/cancelled), as the MCP spec has it: Emacs, as
+// the headless server, answers a cancelled call only if it was running
+// (INTERRUPTED); the bridge passes that answer on, and answers a
+// cancelled request with no error of its own.  While requests are outstanding the
 // bridge pings Emacs (ids of its own, never passed on).  A request is
 // answered by the bridge itself, with an error, when Emacs is not serving,
 // goes away before answering, or has said nothing at all (not even to a
@@ -19,6 +23,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -87,6 +92,9 @@ class EmacsBridge {
   std::string to_emacs_;  // bytes not written yet
   std::string connect_error_;  // why the last connection failed
   std::map<std::string, Outstanding> outstanding_;  // by the id's JSON text
+  // Requests the client cancelled before their answer came, newest last
+  // (at most kMaxCancelled): an answer from Emacs is still passed on.
+  std::deque<std::string> cancelled_;
   Clock::time_point last_heard_{};  // the last line from Emacs
   std::uint64_t pings_ = 0;
   bool ping_pending_ = false;

@@ -4,8 +4,11 @@
 # this script as an agent would drive it, calls write_file (dangerous), and
 # the test answers the minibuffer question with y, n and C-g as a person
 # would.  While the question is up, and while an evaluation runs, Emacs
-# answers other requests and the keyboard.  Quitting Emacs gives the agent
-# a clear error, and the binary goes on.
+# answers other requests and the keyboard; another client's evaluation is
+# answered while the question waits.  A call cancelled, or whose client
+# goes away, while its question is up: the question leaves the screen and
+# the echo area says why; a question of Emacs's own stays.  Quitting Emacs
+# gives the agent a clear error, and the binary goes on.
 #
 #   bash tests/e2e/mcp-emacs-tmux.sh [BUILD_DIR]
 #
@@ -54,6 +57,29 @@ response() {
   return 1
 }
 
+# other_client SECONDS REQUEST: another client, straight on Emacs's socket:
+# sends REQUEST, prints the first line answered within SECONDS, goes away.
+other_client() {
+  python3 - "$mcp_socket" "$1" "$2" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[3].encode() + b"\n")
+s.settimeout(float(sys.argv[2]))
+data = b""
+try:
+    while b"\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+except socket.timeout:
+    pass
+sys.stdout.write(data.decode(errors="replace").split("\n")[0])
+s.close()
+PY
+}
+
 write_call() {  # write_call ID CONTENT
   send "{\"jsonrpc\":\"2.0\",\"id\":$1,\"method\":\"tools/call\",\"params\":{\"name\":\"write_file\",\"arguments\":{\"path\":\"$file\",\"content\":\"$2\"}}}"
 }
@@ -94,6 +120,42 @@ answer=$(response 5 10) || fail "no answer after C-g"
 [[ $answer == *'"isError":true'* ]] || fail "C-g: $answer"
 [ "$(cat "$file")" = "from mcp" ] || fail "the file changed after C-g"
 
+# While the question waits, another client's evaluation is answered.
+write_call 9 "held"
+wait_for '\[MCP\] Run dangerous tool write_file' 20 screen || fail "no question for call 9"
+answer=$(other_client 5 '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"evaluate_lisp","arguments":{"code":"(+ 1 2)"}}}')
+[[ $answer == *'=> 3'* ]] || fail "another client's call was not answered while the question waited: $answer"
+pane | grep -q 'Run dangerous tool write_file' || fail "the question left the screen"
+
+# The agent cancels call 9: its question goes, the echo area says so, no answer.
+send '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":"e2e"}}'
+wait_for '\[MCP\] call cancelled by the client; question withdrawn' 5 || fail "the cancelled call's question was not withdrawn"
+pane | grep -q 'Run dangerous tool' && fail "the question is still on the screen"
+response 9 1 >/dev/null && fail "the cancelled call was answered"
+[ "$(cat "$file")" = "from mcp" ] || fail "the file changed after the cancellation"
+
+# A client that goes away while its question is up: the same.
+other_client 1.5 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"write_file\",\"arguments\":{\"path\":\"$file\",\"content\":\"gone\"}}}" >/dev/null &
+wait_for '\[MCP\] Run dangerous tool write_file' 10 screen || fail "no question for the other client's call"
+wait "$!"
+wait_for '\[MCP\] client went away; question withdrawn' 5 || fail "the gone client's question was not withdrawn"
+pane | grep -q 'Run dangerous tool' && fail "the gone client's question is still on the screen"
+[ "$(cat "$file")" = "from mcp" ] || fail "the file changed for a client that went away"
+
+# A question of Emacs's own (an Elisp job) is up; an MCP client asks, then
+# goes away: its call is dropped unasked, and Emacs's question stays.
+eval_expression "(sly-agent-q-execute-tool-calls-async '((:id \"e\" :name \"write_file\" :arguments (:path \"$file\" :content \"from elisp\"))) #'ignore)"
+wait_for '^Run dangerous tool write_file' 10 screen || fail "no question for the Elisp job"
+other_client 1 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"write_file\",\"arguments\":{\"path\":\"$file\",\"content\":\"dropped\"}}}" >/dev/null
+sleep 0.5
+pane | grep -q '^Run dangerous tool write_file' || fail "the Elisp job's question left the screen"
+pane | grep -q '\[MCP\] Run dangerous tool' && fail "the gone client's question was asked"
+tmux_ send-keys -t "$session" y
+for _ in $(seq 100); do [ "$(cat "$file")" = "from elisp" ] && break; sleep 0.05; done
+[ "$(cat "$file")" = "from elisp" ] || fail "y to the Elisp job's question did not write the file"
+sleep 0.5
+pane | grep -q 'Run dangerous tool' && fail "a question came up after the Elisp job's"
+
 # An evaluation of 3 s over MCP; Emacs answers the keyboard meanwhile.
 send '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"evaluate_lisp","arguments":{"code":"(progn (sleep 3) :slept)"}}}'
 sleep 0.5
@@ -113,5 +175,5 @@ answer=$(response 7 10) || fail "no answer once Emacs was gone"
 send '{"jsonrpc":"2.0","id":8,"method":"ping"}'
 response 8 5 >/dev/null || fail "the binary did not answer ping once Emacs was gone"
 
-echo "PASS: MCP through a live Emacs: approvals y/n/C-g in the minibuffer, Emacs responsive, a clear error once it is gone"
+echo "PASS: MCP through a live Emacs: approvals y/n/C-g in the minibuffer, another client served while a question waits, questions withdrawn for a cancelled call and a gone client (not Emacs's own), Emacs responsive, a clear error once it is gone"
 exit 0

@@ -271,12 +271,232 @@
       (setq start (float-time))
       (agentq-mcp-test-send client '(:jsonrpc "2.0" :method "notifications/cancelled"
                                               :params (:requestId 41 :reason "test")))
+      ;; As the headless server (test_binary.cpp
+      ;; CancelledNotificationInterruptsTheRunningEvaluation): a running call
+      ;; is interrupted and answered once, with isError.
       (let ((answer (agentq-mcp-test-answer client 41 10)))
         (should (< (- (float-time) start) 3))
+        (should (eq (agentq-test-get answer "result" "isError") t))
         (should (string-prefix-p "[ERROR] INTERRUPTED" (agentq-mcp-test-text answer))))
+      (should (agentq-mcp-test-no-answer client 41 0.3))
       (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 42 "evaluate_lisp" '(:code "(+ 40 2)")))
                      "=> 42"))
       (delete-process client))))
+
+;;;; Cancellation and approval questions, as a person and the headless server have them
+
+(defun agentq-mcp-test-wait (seconds &optional until)
+  "Serve events for SECONDS, or until UNTIL (a function) returns non-nil."
+  (let ((end (+ (float-time) seconds)))
+    (while (and (< (float-time) end) (not (and until (funcall until))))
+      (accept-process-output nil 0.02))))
+
+(defun agentq-mcp-test-no-answer (client id seconds)
+  "Non-nil when CLIENT gets no answer with ID within SECONDS."
+  (agentq-mcp-test-wait seconds (lambda () (cl-find id (process-get client 'lines)
+                                                   :key (lambda (m) (gethash "id" m)) :test #'equal)))
+  (not (cl-find id (process-get client 'lines) :key (lambda (m) (gethash "id" m)) :test #'equal)))
+
+(defvar agentq-mcp-test--scripts nil
+  "What the test's person does while each question is up: (PATH . FUNCTION).
+FUNCTION's value is the answer; it runs inside the question.")
+
+(defvar agentq-mcp-test--log nil
+  "What happened to the questions, newest first: (asked PATH ORIGIN),
+\(answered PATH) or (unwound PATH) for a question that ended without an answer.")
+
+(defun agentq-mcp-test--person (_tool args)
+  "An approval function standing for the person: runs the path's script."
+  (let* ((path (gethash "path" args))
+         (script (cdr (assoc path agentq-mcp-test--scripts)))
+         (answered nil))
+    (push (list 'asked path sly-agent-q-call-origin) agentq-mcp-test--log)
+    (unwind-protect
+        (prog1 (if script (funcall script) :approved)
+          (setq answered t)
+          (push (list 'answered path) agentq-mcp-test--log))
+      (unless answered (push (list 'unwound path) agentq-mcp-test--log)))))
+
+(defun agentq-mcp-test--asked-p (path)
+  "Non-nil when the question about PATH has been asked."
+  (cl-some (lambda (entry) (and (eq (car entry) 'asked) (equal (nth 1 entry) path)))
+           agentq-mcp-test--log))
+
+(defmacro agentq-mcp-test-with-person (&rest body)
+  "Run BODY with the test's person answering, and a dangerous tool `name'.
+The tool records the paths it ran with in `ran'."
+  (declare (indent 0))
+  `(let* ((agentq-mcp-test--scripts nil)
+          (agentq-mcp-test--log nil)
+          (ran nil)
+          (name (agentq-test-fresh-name "agentq_mcp_q"))
+          (sly-agent-q-approval-function #'agentq-mcp-test--person))
+     (sly-agent-q-define-tool name "Dangerous." '((:name "path" :type :string))
+                              :safety-level :dangerous
+                              :handler (lambda (args) (push (gethash "path" args) ran)
+                                         (format "ran %s" (gethash "path" args))))
+     ,@body))
+
+(defun agentq-mcp-test-send-call (client id name arguments)
+  "Send tools/call NAME ARGUMENTS as request ID on CLIENT, not waiting."
+  (agentq-mcp-test-send client `(:jsonrpc "2.0" :id ,id :method "tools/call"
+                                          :params (:name ,name :arguments ,arguments))))
+
+(defun agentq-mcp-test-cancel (client id)
+  (agentq-mcp-test-send client `(:jsonrpc "2.0" :method "notifications/cancelled"
+                                          :params (:requestId ,id :reason "test"))))
+
+(ert-deftest sly-agent-q-mcp/a-queued-call-cancelled-is-dropped-unanswered ()
+  ;; As the headless server: tests/mcp/test_binary.cpp CancellingAQueuedCallDropsIt.
+  (agentq-mcp-test-with-server
+    (let ((client (agentq-mcp-test-connect socket))
+          (flag (intern (format "*%s*" (agentq-test-fresh-name "agentq-mcp-ran")))))
+      (agentq-mcp-test-send-call client 1 "evaluate_lisp" '(:code "(progn (sleep 0.5) :first)"))
+      (agentq-mcp-test-send-call client 2 "evaluate_lisp" `(:code ,(format "(defparameter %s :second)" flag)))
+      (agentq-mcp-test-cancel client 2)
+      (agentq-mcp-test-send-call client 3 "evaluate_lisp" `(:code ,(format "(boundp '%s)" flag)))
+      (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client 1)) "=> :FIRST"))
+      (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client 3)) "=> NIL")) ; 2 never ran
+      (should (agentq-mcp-test-no-answer client 2 0.3))                                   ; nor is answered
+      (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 4 "evaluate_lisp" '(:code "(+ 2 2)")))
+                     "=> 4"))
+      (should (= (hash-table-count (process-get (car sly-agent-q--mcp-clients) 'sly-agent-q-mcp-jobs)) 0))
+      (delete-process client))))
+
+(ert-deftest sly-agent-q-mcp/a-client-s-safe-call-runs-while-another-s-question-waits ()
+  (agentq-mcp-test-with-server
+    (agentq-mcp-test-with-person
+      (let ((a (agentq-mcp-test-connect socket))
+            (b (agentq-mcp-test-connect socket))
+            (b-text nil) (a-second-early nil))
+        (setq agentq-mcp-test--scripts
+              `(("/a" . ,(lambda ()
+                           ;; While A's question is up: B's read-only call is answered;
+                           ;; A's own next call waits behind its question.
+                           (agentq-mcp-test-send-call b 1 "evaluate_lisp" '(:code "(+ 1 2)"))
+                           (setq b-text (agentq-mcp-test-text (agentq-mcp-test-answer b 1 10)))
+                           (setq a-second-early (not (agentq-mcp-test-no-answer a 2 0.3)))
+                           :approved))))
+        (agentq-mcp-test-send-call a 1 name '(:path "/a"))
+        (agentq-mcp-test-send-call a 2 "evaluate_lisp" '(:code ":after"))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer a 1)) "ran /a"))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer a 2)) "=> :AFTER"))
+        (should (equal b-text "=> 3"))
+        (should-not a-second-early)
+        (should (equal (reverse agentq-mcp-test--log) '((asked "/a" "MCP") (answered "/a"))))
+        ;; Denied and modified answers given before the call runs still shape its result.
+        (setq agentq-mcp-test--scripts `(("/d" . ,(lambda () '(:denied "not there")))
+                                         ("/m" . ,(lambda () (list :modified (let ((h (make-hash-table :test 'equal)))
+                                                                              (puthash "path" "/m2" h) h))))))
+        (let ((denied (agentq-mcp-test-call a 3 name '(:path "/d"))))
+          (should (eq (agentq-test-get denied "result" "isError") t))
+          (should (equal (agentq-mcp-test-text denied) "Denied by user: not there")))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-call a 4 name '(:path "/m"))) "ran /m2"))
+        (should (equal ran '("/m2" "/a")))
+        (delete-process a)
+        (delete-process b)))))
+
+(ert-deftest sly-agent-q-mcp/a-gone-client-s-question-is-withdrawn-others-stay ()
+  (agentq-mcp-test-with-server
+    (agentq-mcp-test-with-person
+      (let ((a (agentq-mcp-test-connect socket))
+            (b (agentq-mcp-test-connect socket))
+            (e1 nil) (e2 nil) (a-asked-during-e1 'unset))
+        (setq agentq-mcp-test--scripts
+              `(;; The question of an Elisp call is up; client A's waits, then A goes away.
+                ("/e1" . ,(lambda ()
+                            (agentq-mcp-test-send-call a 1 name '(:path "/a1"))
+                            (agentq-mcp-test-wait 0.5)
+                            (delete-process a)
+                            (agentq-mcp-test-wait 0.5)
+                            (setq a-asked-during-e1 (agentq-mcp-test--asked-p "/a1"))
+                            :approved))
+                ;; Client B's question is up; an Elisp call's waits; B goes away.
+                ("/b1" . ,(lambda ()
+                            ;; Submitted inside the question, where the origin
+                            ;; is bound to "MCP": its own door is named.
+                            (let ((sly-agent-q-call-origin "elisp"))
+                              (sly-agent-q-execute-tool-calls-async
+                               (list (list :id "e2" :name name :arguments '(:path "/e2")))
+                               (lambda (results) (setq e2 results))))
+                            (agentq-mcp-test-wait 0.5)
+                            (delete-process b)
+                            ;; Withdrawn: this never returns.
+                            (agentq-mcp-test-wait 10)
+                            :approved))))
+        (sly-agent-q-execute-tool-calls-async
+         (list (list :id "e1" :name name :arguments '(:path "/e1")))
+         (lambda (results) (setq e1 results)))
+        (agentq-mcp-test-wait 20 (lambda () e1))
+        (should (equal (plist-get (car e1) :content) "ran /e1"))
+        (should-not a-asked-during-e1)
+        (agentq-mcp-test-wait 0.5)
+        (should-not (agentq-mcp-test--asked-p "/a1")) ; dropped, never asked
+        (agentq-mcp-test-send-call b 1 name '(:path "/b1"))
+        (agentq-mcp-test-wait 20 (lambda () e2))
+        (should (equal (plist-get (car e2) :content) "ran /e2"))
+        (should (equal (reverse agentq-mcp-test--log)
+                       '((asked "/e1" nil) (answered "/e1")
+                         (asked "/b1" "MCP") (unwound "/b1")
+                         (asked "/e2" "elisp") (answered "/e2"))))
+        (should (equal ran '("/e2" "/e1")))
+        (should (with-current-buffer "*Messages*"
+                  (save-excursion
+                    (goto-char (point-max))
+                    (search-backward "[MCP] client went away; question withdrawn" nil t))))
+        (should-not sly-agent-q--mcp-questions)
+        (should-not sly-agent-q--mcp-asking)))))
+
+(ert-deftest sly-agent-q-mcp/questions-take-turns-with-the-runner-s ()
+  ;; An Elisp job's question put off while a client's was up comes before
+  ;; the next client's.
+  (agentq-mcp-test-with-server
+    (agentq-mcp-test-with-person
+      (let ((a (agentq-mcp-test-connect socket))
+            (b (agentq-mcp-test-connect socket))
+            (e nil))
+        (setq agentq-mcp-test--scripts
+              `(("/a" . ,(lambda ()
+                           (let ((sly-agent-q-call-origin "elisp"))
+                             (sly-agent-q-execute-tool-calls-async
+                              (list (list :id "e" :name name :arguments '(:path "/e")))
+                              (lambda (results) (setq e results))))
+                           (agentq-mcp-test-send-call b 1 name '(:path "/b"))
+                           (agentq-mcp-test-wait 0.5)
+                           :approved))))
+        (agentq-mcp-test-send-call a 1 name '(:path "/a"))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer a 1)) "ran /a"))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer b 1)) "ran /b"))
+        (agentq-mcp-test-wait 20 (lambda () e))
+        (should (equal (plist-get (car e) :content) "ran /e"))
+        (should (equal (reverse agentq-mcp-test--log)
+                       '((asked "/a" "MCP") (answered "/a")
+                         (asked "/e" "elisp") (answered "/e")
+                         (asked "/b" "MCP") (answered "/b"))))
+        (delete-process a)
+        (delete-process b)))))
+
+(ert-deftest sly-agent-q-mcp/a-call-cancelled-during-its-question-is-dropped ()
+  (agentq-mcp-test-with-server
+    (agentq-mcp-test-with-person
+      (let ((client (agentq-mcp-test-connect socket)))
+        (setq agentq-mcp-test--scripts
+              `(("/c" . ,(lambda ()
+                           (agentq-mcp-test-cancel client 7)
+                           (agentq-mcp-test-wait 10)
+                           :approved))))
+        (agentq-mcp-test-send-call client 7 name '(:path "/c"))
+        (agentq-mcp-test-send-call client 8 "evaluate_lisp" '(:code ":next"))
+        ;; The call behind it goes on; the cancelled one is never answered.
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client 8)) "=> :NEXT"))
+        (should (agentq-mcp-test-no-answer client 7 0.3))
+        (should (equal (reverse agentq-mcp-test--log) '((asked "/c" "MCP") (unwound "/c"))))
+        (should-not ran)
+        (should (with-current-buffer "*Messages*"
+                  (save-excursion
+                    (goto-char (point-max))
+                    (search-backward "[MCP] call cancelled by the client; question withdrawn" nil t))))
+        (delete-process client)))))
 
 (ert-deftest sly-agent-q-mcp/a-client-going-away-cancels-its-calls ()
   (agentq-mcp-test-with-server

@@ -152,6 +152,21 @@ test('cancelling (loop) through an AbortSignal interrupts it in Emacs', async ()
   assert.equal(textOf(await evaluate('(+ 40 2)')), '=> 42');
 });
 
+test('cancelling a queued call through an AbortSignal drops it in Emacs: never answered', async () => {
+  const first = evaluate('(progn (sleep 1) :first)');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const controller = new AbortController();
+  const queued = evaluate('(defparameter *sdk-dropped* :ran)', { signal: controller.signal });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  controller.abort('the test cancels it');
+  await assert.rejects(queued);
+  assert.equal(textOf(await first), '=> :FIRST');
+  const request = sent.findLast((m) => m.method === 'tools/call' && m.params?.arguments?.code?.includes('*sdk-dropped*'));
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  assert.equal(received.find((m) => m.id === request.id), undefined, 'the dropped call was answered');
+  assert.equal(textOf(await evaluate("(boundp '*sdk-dropped*)")), '=> NIL');
+});
+
 test('Emacs killed: a clear error, and the binary still answers ping', async () => {
   const exited = new Promise((resolve) => emacs.on('exit', resolve));
   emacs.kill('SIGKILL');

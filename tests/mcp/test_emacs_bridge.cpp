@@ -446,3 +446,36 @@ TEST(EmacsBridgeBinary, EndOfInputWaitsForTheAnswersThenExits) {
   EXPECT_EQ(bridge.response()["id"], 1);
   EXPECT_EQ(bridge.wait_exit(), 0);
 }
+
+TEST(EmacsBridgeBinary, ACancelledRequestGetsNoErrorOfTheBridgeOnlyEmacssAnswer) {
+  TempDir dir;
+  const std::string socket = dir.path + "/mcp.sock";
+  FakeEmacs emacs(socket);
+  emacs.answer_pings = false;  // as stuck: the bridge would time requests out
+  Bridge bridge({"--emacs", socket, "--emacs-timeout", "0.5"});
+  auto cancel = [](const json& id) {
+    return json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", id}}}};
+  };
+  // Dropped by Emacs (it was queued): nobody answers it, the bridge neither.
+  bridge.send(call(1));
+  ASSERT_TRUE(emacs.next());
+  bridge.send(cancel(1));
+  auto forwarded = emacs.next();
+  ASSERT_TRUE(forwarded);
+  EXPECT_EQ((*forwarded)["method"], "notifications/cancelled");  // Emacs is told
+  EXPECT_TRUE(bridge.response(1500ms).is_null()) << "the bridge answered a cancelled request";
+  // Interrupted by Emacs (it was running): its answer is passed on.
+  bridge.send(call(2));
+  auto running = emacs.next();
+  ASSERT_TRUE(running);
+  bridge.send(cancel(2));
+  ASSERT_TRUE(emacs.next());
+  emacs.answer(*running, {{"content", json::array({{{"type", "text"}, {"text", "[ERROR] INTERRUPTED"}}})},
+                          {"isError", true}});
+  json answer = bridge.response();
+  EXPECT_EQ(answer["id"], 2) << answer.dump();
+  EXPECT_TRUE(bridge.response(800ms).is_null());
+  // Nothing is outstanding: the end of input ends the bridge at once.
+  bridge.close_stdin();
+  EXPECT_EQ(bridge.wait_exit(2000ms), 0);
+}
