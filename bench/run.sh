@@ -49,22 +49,34 @@ XDG_CACHE_HOME=$fasl_home emacs -Q --batch -L elisp -l bench/tiering.el cached 2
 rm -rf "$fasl_home"
 echo "== MCP: tools/call evaluate_lisp (+ 1 2) through sly-agent-q-mcp over pipes"
 # One client (bench/mcp_roundtrip.cpp) times the server and, in the same
-# run, bench/null_responder, which answers each line with a fixed result:
-# the pipe-and-client floor.  Three processes of each, alternating.
+# run, two floors: bench/null_responder answers each line with a fixed
+# result on its one thread (the pipe-and-client floor, no hop), and
+# bench/hop_responder does nothing in the server's shape, with the
+# server's hand-off to a second thread: "back" as the server (that thread
+# hands the answer back, the reader writes it: the one-hop floor), "there"
+# with the second thread writing the answer itself.  Five processes of
+# each, alternating: this VM has fast and slow spells.
 mcp_runs=$(
-  for _ in 1 2 3; do
+  for _ in 1 2 3 4 5; do
     echo "floor $("$build/mcp_roundtrip" 20000 "$build/null_responder" 2>/dev/null || echo failed)"
+    echo "hop $("$build/mcp_roundtrip" 20000 "$build/hop_responder" back 2>/dev/null || echo failed)"
+    echo "there $("$build/mcp_roundtrip" 20000 "$build/hop_responder" there 2>/dev/null || echo failed)"
     echo "server $("$build/mcp_roundtrip" 20000 "$build/sly-agent-q-mcp" 2>/dev/null || echo failed)"
   done
 )
 awk '{ printf "bench: mcp_roundtrip %-6s %s\n", $1, substr($0, length($1) + 2) }' <<<"$mcp_runs"
-median_p50() {  # KIND: the median of the runs' p50
-  sed -n "s/^$1 p50_us=\([0-9.]*\).*/\1/p" <<<"$mcp_runs" | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+p50s() {  # KIND: the runs' p50, sorted
+  sed -n "s/^$1 p50_us=\([0-9.]*\).*/\1/p" <<<"$mcp_runs" | sort -n
 }
+median_p50() { p50s "$1" | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+range_p50() { p50s "$1" | awk '{ v[NR] = $1 } END { if (NR) printf "%s-%s", v[1], v[NR] }'; }
 floor_p50=$(median_p50 floor)
+hop_p50=$(median_p50 hop)
+there_p50=$(median_p50 there)
 server_p50=$(median_p50 server)
-if [ -n "$floor_p50" ] && [ -n "$server_p50" ]; then
-  awk -v s="$server_p50" -v f="$floor_p50" 'BEGIN { printf "ratio: mcp server_p50 / floor_p50 = %.2f (server %.1f us, floor %.1f us, server-side %.1f us; target <= 1.3)\n", s / f, s, f, s - f }'
+if [ -n "$floor_p50" ] && [ -n "$hop_p50" ] && [ -n "$server_p50" ]; then
+  echo "bench: mcp_roundtrip medians of p50 (ranges): server ${server_p50} us ($(range_p50 server)), floor no hop ${floor_p50} us ($(range_p50 floor)), floor one hop ${hop_p50} us ($(range_p50 hop)), one hop writing there ${there_p50:-n/a} us ($(range_p50 there))"
+  awk -v s="$server_p50" -v f="$floor_p50" -v h="$hop_p50" 'BEGIN { printf "ratio: mcp server_p50 / floor_no_hop_p50 = %.2f (target <= 1.3; the one-hop floor alone is %.2f); server_p50 / floor_one_hop_p50 = %.2f (server-side %.1f us beyond the hop, %.1f us beyond no hop; target <= 3)\n", s / f, h / f, s / h, s - h, s - f }'
 else
   echo "ratio: mcp unavailable"
 fi

@@ -1,5 +1,7 @@
 #include "core/json_limits.hpp"
 
+#include "core/json_fast.hpp"
+
 #include <utility>
 #include <vector>
 
@@ -60,6 +62,8 @@ bool value_nesting_exceeds(const json& value, int limit) {
 }
 
 std::optional<json> parse_json_bounded(std::string_view text) {
+  // The usual message, quickly; anything else as before.
+  if (std::optional<json> simple = parse_simple_json(text)) return simple;
   // A NUL would end nlohmann's input early (see jsonrpc.cpp).
   if (text_nesting_exceeds(text) || text.find('\0') != std::string_view::npos) return std::nullopt;
   try {

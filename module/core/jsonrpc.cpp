@@ -1,6 +1,7 @@
 #include "core/jsonrpc.hpp"
 
 #include "core/json_limits.hpp"
+#include "core/json_text.hpp"
 
 #include <array>
 #include <exception>
@@ -72,7 +73,9 @@ bool valid_id(const json& id) { return id.is_string() || id.is_number() || id.is
 std::optional<std::string> call_id(const json& id) {
   if (id.is_string()) return id.get<std::string>();
   if (id.is_null()) return std::nullopt;
-  return id.dump();
+  std::string text;
+  append_json_scalar(text, id);
+  return text;
 }
 
 }  // namespace
@@ -242,6 +245,80 @@ std::optional<json> McpServer::handle_json(const json& message, const ExecutionO
   }
 }
 
+std::optional<ToolResult> McpServer::call_tool(const json& params, json* arguments, const json& id,
+                                               const ExecutionOptions& options, json& error) {
+  if (params.is_discarded()) {
+    error = error_response(kInvalidParams, "Invalid params: tools/call needs params {name, arguments}", id);
+    return std::nullopt;
+  }
+  const auto name_it = params.find("name");
+  if (name_it == params.end() || !name_it->is_string()) {
+    error = error_response(kInvalidParams, "Invalid params: name must be a string", id);
+    return std::nullopt;
+  }
+  const std::string& name = name_it->get_ref<const std::string&>();
+  ToolPtr tool = executor_.registry().resolve(name);
+  if (!tool) {
+    error = error_response(kInvalidParams, "Unknown tool: " + echo(name), id);
+    return std::nullopt;
+  }
+  ToolCall call;
+  call.id = call_id(id);
+  call.name = tool->name;
+  const auto args_it = params.find("arguments");
+  if (args_it != params.end() && !args_it->is_null()) {
+    if (!args_it->is_object()) {
+      error = error_response(kInvalidParams,
+                             "Invalid params: arguments must be an object, got " + json_type_name(*args_it), id);
+      return std::nullopt;
+    }
+    if (arguments)
+      call.arguments = std::move(*arguments);
+    else
+      call.arguments = *args_it;
+  }
+  if (auto problem = validate_arguments(*tool, call.arguments)) {
+    error = error_response(kInvalidParams, std::move(*problem), id);
+    return std::nullopt;
+  }
+  return executor_.execute(call, options);
+}
+
+std::optional<std::string> McpServer::handle_json_text(json&& message, const ExecutionOptions& options) {
+  try {
+    if (message.is_object() && !value_nesting_exceeds(message, kMaxDepth)) {
+      Envelope envelope = read_envelope(message);
+      if (envelope.request && *envelope.request->method == "tools/call" &&
+          (envelope.request->params->is_discarded() || envelope.request->params->is_object())) {
+        const Request& request = *envelope.request;
+        json* arguments = nullptr;
+        if (!request.params->is_discarded()) {
+          auto it = message["params"].find("arguments");
+          if (it != message["params"].end()) arguments = &*it;
+        }
+        json error;
+        std::optional<ToolResult> outcome = call_tool(*request.params, arguments, request.id, options, error);
+        if (!outcome) return dump(error);
+        // What dump(result_response(…)) writes, keys in its (sorted) order.
+        std::string text;
+        text.reserve(outcome->content.size() + 96);
+        text += R"({"id":)";
+        append_json_scalar(text, request.id);
+        text += R"(,"jsonrpc":"2.0","result":{"content":[{"text":)";
+        append_json_string(text, outcome->content);
+        text += R"(,"type":"text"}],"isError":)";
+        text += outcome->success ? "false}}" : "true}}";
+        return text;
+      }
+    }
+    std::optional<json> response = handle_json(message, options);
+    if (!response) return std::nullopt;
+    return dump(*response);
+  } catch (...) {
+    return std::string(kInternalErrorText);
+  }
+}
+
 json McpServer::dispatch(const std::string& method, const json& params, const json& id,
                          const ExecutionOptions& options) {
   try {
@@ -256,36 +333,15 @@ json McpServer::dispatch(const std::string& method, const json& params, const js
     }
 
     if (method == "tools/call") {
-      if (absent) return error_response(kInvalidParams, "Invalid params: tools/call needs params {name, arguments}", id);
-      const auto name_it = params.find("name");
-      if (name_it == params.end() || !name_it->is_string()) {
-        return error_response(kInvalidParams, "Invalid params: name must be a string", id);
-      }
-      const std::string& name = name_it->get_ref<const std::string&>();
-      ToolPtr tool = executor_.registry().resolve(name);
-      if (!tool) return error_response(kInvalidParams, "Unknown tool: " + echo(name), id);
-
-      ToolCall call;
-      call.id = call_id(id);
-      call.name = tool->name;
-      const auto args_it = params.find("arguments");
-      if (args_it != params.end() && !args_it->is_null()) {
-        if (!args_it->is_object()) {
-          return error_response(kInvalidParams,
-                                "Invalid params: arguments must be an object, got " + json_type_name(*args_it), id);
-        }
-        call.arguments = *args_it;
-      }
-      if (auto problem = validate_arguments(*tool, call.arguments)) {
-        return error_response(kInvalidParams, std::move(*problem), id);
-      }
-      ToolResult outcome = executor_.execute(call, options);
+      json error;
+      std::optional<ToolResult> outcome = call_tool(params, nullptr, id, options, error);
+      if (!outcome) return error;
       json text = json::object();
       text["type"] = "text";
-      text["text"] = std::move(outcome.content);
+      text["text"] = std::move(outcome->content);
       json result = json::object();
       result["content"] = json::array({std::move(text)});
-      result["isError"] = !outcome.success;
+      result["isError"] = !outcome->success;
       return result_response(std::move(result), id);
     }
 

@@ -43,9 +43,20 @@ class McpServer {
   // The same on parsed JSON; nullopt for notifications.
   std::optional<json> handle_json(const json& message, const ExecutionOptions& options);
 
+  // handle_json's response as text: the same bytes as its dump() (invalid
+  // UTF-8 replaced).  May take MESSAGE's parts.  A single tools/call, the
+  // common case, has its answer written straight into the text: no JSON
+  // tree is built for it and its arguments are moved, not copied.
+  std::optional<std::string> handle_json_text(json&& message, const ExecutionOptions& options);
+
  private:
   json dispatch(const std::string& method, const json& params, const json& id,
                 const ExecutionOptions& options);
+  // tools/call on PARAMS (an object or absent): the error response in
+  // ERROR, or the call's result.  ARGUMENTS, when given, are PARAMS's, to
+  // be moved from.
+  std::optional<ToolResult> call_tool(const json& params, json* arguments, const json& id,
+                                      const ExecutionOptions& options, json& error);
 
   // The tools/list result for the registry's current tools, rebuilt
   // whenever a tool was (re-)registered since the last call.

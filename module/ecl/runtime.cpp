@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <list>
 #include <memory>
 #include <map>
 #include <mutex>
@@ -79,7 +80,9 @@ struct Job {
   std::atomic<JobState> state{JobState::Queued};
   bool success = false;
   std::string text;
-  std::deque<OwnerWork> requests;  // guarded by Impl::mutex
+  // A list: unlike a deque, an empty one allocates nothing (most jobs ask
+  // nothing of their owner).
+  std::list<OwnerWork> requests;  // guarded by Impl::mutex
   bool owner_gone = false;          // guarded by Impl::mutex: no more requests served
   // Set by Runtime::cancel from any thread; the owner's wait stops the job
   // as it stops it for C-g or a timeout.
@@ -283,7 +286,7 @@ struct Runtime::Impl {
   // The owner stops serving JOB (it has been interrupted, or has returned):
   // what it still asks is refused.
   void close_requests(Job& job) {
-    std::deque<OwnerWork> left;
+    std::list<OwnerWork> left;
     {
       std::lock_guard lock(mutex);
       job.owner_gone = true;

@@ -21,8 +21,6 @@ class LineWriter {
   bool broken() const { return broken_.load(); }
 
  private:
-  bool write_all(std::string_view bytes);
-
   int fd_;
   std::mutex mutex_;
   std::atomic<bool> broken_{false};

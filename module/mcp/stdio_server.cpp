@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "mcp/log.hpp"
+#include "core/json_text.hpp"
 #include "core/mcp_route.hpp"
 
 namespace agentq::mcp {
@@ -33,6 +34,13 @@ std::string too_long_error(const Line& line, std::size_t limit) {
   response["id"] = nullptr;
   response["error"] = std::move(error);
   return response.dump();
+}
+
+// A request id as the key of in_flight_: its JSON text.
+std::string id_key(const nlohmann::json& id) {
+  std::string key;
+  append_json_scalar(key, id);
+  return key;
 }
 
 }  // namespace
@@ -142,7 +150,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
 
 bool StdioServer::call(nlohmann::json id, nlohmann::json message) {
   // A null id (a batch, or a request that names none) cannot be cancelled.
-  std::string key = id.is_string() || id.is_number() ? id.dump() : std::string();
+  std::string key = id.is_string() || id.is_number() ? id_key(id) : std::string();
   const bool batch = message.is_array();
   auto pending = std::make_shared<Pending>(std::move(key), std::move(message), cancel_job_);
   {
@@ -187,7 +195,7 @@ void StdioServer::execute(Pending& pending) {
   // One call runs at a time, so the options are shared; only the context
   // is the call's.
   options_.context = &pending.context;
-  std::optional<nlohmann::json> response = server_.handle_json(pending.message, options_);
+  std::optional<std::string> response = server_.handle_json_text(std::move(pending.message), options_);
   options_.context = nullptr;
   {
     std::lock_guard lock(mutex_);
@@ -196,11 +204,11 @@ void StdioServer::execute(Pending& pending) {
       if (it != in_flight_.end() && it->second.get() == &pending) in_flight_.erase(it);
     }
   }
-  if (response) respond(response->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  respond(response);
 }
 
 void StdioServer::cancel(const nlohmann::json& request_id) {
-  const std::string key = request_id.dump();
+  const std::string key = id_key(request_id);
   std::shared_ptr<Pending> running;
   {
     std::lock_guard lock(mutex_);

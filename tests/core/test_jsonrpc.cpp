@@ -782,3 +782,49 @@ TEST_F(McpTest, RandomMutationsAlwaysGetWellFormedAnswers) {
   }
   EXPECT_GT(answered, 2000);
 }
+
+// handle_json_text writes a tools/call's answer itself instead of dumping
+// a tree: the bytes must be dump()'s, for every kind of message.
+TEST_F(McpTest, HandleJsonTextWritesWhatDumpWrites) {
+  const std::vector<std::string> messages = {
+      R"json({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"evaluate_lisp","arguments":{"code":"(+ 1 2)"}}})json",
+      R"({"jsonrpc":"2.0","id":-7,"method":"tools/call","params":{"name":"evaluate_lisp","arguments":{"code":"a\"b\\c\n\t\u0001\u001f\u007f é ✓ 😀"}}})",
+      R"({"jsonrpc":"2.0","id":"req-\"1\"","method":"tools/call","params":{"name":"fails","arguments":{}}})",
+      R"({"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/call","params":{"name":"reset_session"}})",
+      R"({"jsonrpc":"2.0","id":2.5,"method":"tools/call","params":{"name":"echo","arguments":{"x":3}}})",
+      R"({"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"echo","arguments":null}})",
+      R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"evaluate_lisp","arguments":{}}})",
+      R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"nope"}})",
+      R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":[1]}})",
+      R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","arguments":{"x":"no"}}})",
+      R"({"jsonrpc":"2.0","id":7,"method":"tools/call"})",
+      R"({"jsonrpc":"2.0","id":8,"method":"tools/call","params":[]})",
+      R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"p","content":"c"}}})",
+      R"({"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}})",
+      R"({"jsonrpc":"2.0","id":10,"method":"ping"})",
+      R"([{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"echo","arguments":{"x":1}}}])",
+      R"({"jsonrpc":"1.0","id":12,"method":"tools/call","params":{"name":"echo"}})",
+  };
+  for (const std::string& message : messages) {
+    json parsed = json::parse(message);
+    std::optional<json> tree = server.handle_json(parsed, {});
+    std::optional<std::string> text = server.handle_json_text(json(parsed), {});
+    ASSERT_EQ(tree.has_value(), text.has_value()) << message;
+    if (tree) {
+      EXPECT_EQ(*text, tree->dump(-1, ' ', false, json::error_handler_t::replace)) << message;
+    }
+  }
+}
+
+// A tool's text that is not UTF-8 is replaced as dump() replaces it.
+TEST_F(McpTest, HandleJsonTextReplacesInvalidUtf8AsDumpDoes) {
+  registry.register_tool(make_tool("bytes", {}, {}, SafetyLevel::Safe, [](const json&, CallContext&) {
+    return ToolOutput{true, std::string("ok \xff\xfe x \xe2\x82 y \xed\xa0\x80 z \xf4\x90\x80\x80 \xc0\xaf end\n", 40)};
+  }));
+  const std::string message = R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bytes"}})";
+  json parsed = json::parse(message);
+  std::optional<json> tree = server.handle_json(parsed, {});
+  std::optional<std::string> text = server.handle_json_text(json(parsed), {});
+  ASSERT_TRUE(tree && text);
+  EXPECT_EQ(*text, tree->dump(-1, ' ', false, json::error_handler_t::replace));
+}

@@ -1,0 +1,216 @@
+#include "core/json_fast.hpp"
+
+#include <cstdint>
+#include <string>
+
+#include "core/json_limits.hpp"
+#include "core/utf8.hpp"
+
+namespace agentq {
+
+namespace {
+
+using json = nlohmann::json;
+
+class SimpleParser {
+ public:
+  explicit SimpleParser(std::string_view text) : text_(text) {}
+
+  // False when the text is not of the simple kind (or not JSON).
+  bool parse(json& out) {
+    skip_space();
+    if (!value(out, 1)) return false;
+    skip_space();
+    return at_ == text_.size();
+  }
+
+ private:
+  bool more() const { return at_ < text_.size(); }
+  char peek() const { return text_[at_]; }
+
+  void skip_space() {
+    while (more() && (peek() == ' ' || peek() == '\n' || peek() == '\r' || peek() == '\t')) ++at_;
+  }
+
+  // After a number or a literal: what may follow a value.
+  bool delimited() const {
+    if (!more()) return true;
+    char c = peek();
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == ',' || c == '}' || c == ']';
+  }
+
+  bool value(json& out, int depth) {
+    if (!more()) return false;
+    switch (peek()) {
+      case '{':
+        return object(out, depth);
+      case '[':
+        return array(out, depth);
+      case '"': {
+        std::string text;
+        if (!string(text)) return false;
+        out = std::move(text);
+        return true;
+      }
+      case 't':
+        return literal("true", json(true), out);
+      case 'f':
+        return literal("false", json(false), out);
+      case 'n':
+        return literal("null", json(nullptr), out);
+      default:
+        return number(out);
+    }
+  }
+
+  bool literal(std::string_view word, json value, json& out) {
+    if (text_.substr(at_, word.size()) != word) return false;
+    at_ += word.size();
+    if (!delimited()) return false;
+    out = std::move(value);
+    return true;
+  }
+
+  // An integer of at most 18 digits: as nlohmann stores it, unsigned when
+  // not negative.  Fractions and exponents are not for this parser.
+  bool number(json& out) {
+    bool negative = false;
+    if (peek() == '-') {
+      negative = true;
+      ++at_;
+    }
+    std::size_t start = at_;
+    std::uint64_t magnitude = 0;
+    while (more() && peek() >= '0' && peek() <= '9') {
+      magnitude = magnitude * 10 + static_cast<unsigned>(peek() - '0');
+      ++at_;
+    }
+    std::size_t digits = at_ - start;
+    if (digits == 0 || digits > 18 || (digits > 1 && text_[start] == '0')) return false;
+    if (!delimited()) return false;  // also '.', 'e' and 'E'
+    if (negative)
+      out = json(-static_cast<std::int64_t>(magnitude));
+    else
+      out = json(magnitude);
+    return true;
+  }
+
+  // Printable ASCII, the short escapes, and well-formed UTF-8.
+  bool string(std::string& out) {
+    ++at_;  // the opening quote
+    std::size_t plain = at_;
+    for (;;) {
+      if (!more()) return false;
+      auto byte = static_cast<unsigned char>(peek());
+      if (byte == '"') {
+        out.append(text_, plain, at_ - plain);
+        ++at_;
+        return true;
+      }
+      if (byte < 0x20) return false;
+      if (byte >= 0x80) {
+        std::size_t length = utf8::sequence_length(text_, at_);
+        if (length == 0) return false;
+        at_ += length;
+        continue;
+      }
+      if (byte != '\\') {
+        ++at_;
+        continue;
+      }
+      out.append(text_, plain, at_ - plain);
+      if (at_ + 1 >= text_.size()) return false;
+      char escaped;
+      switch (text_[at_ + 1]) {
+        case '"': escaped = '"'; break;
+        case '\\': escaped = '\\'; break;
+        case '/': escaped = '/'; break;
+        case 'b': escaped = '\b'; break;
+        case 'f': escaped = '\f'; break;
+        case 'n': escaped = '\n'; break;
+        case 'r': escaped = '\r'; break;
+        case 't': escaped = '\t'; break;
+        default: return false;  // \u, and anything invalid
+      }
+      out += escaped;
+      at_ += 2;
+      plain = at_;
+    }
+  }
+
+  bool object(json& out, int depth) {
+    if (depth > kMaxJsonDepth) return false;
+    ++at_;
+    out = json::object();
+    skip_space();
+    if (more() && peek() == '}') {
+      ++at_;
+      return true;
+    }
+    for (;;) {
+      skip_space();
+      if (!more() || peek() != '"') return false;
+      std::string key;
+      if (!string(key)) return false;
+      skip_space();
+      if (!more() || peek() != ':') return false;
+      ++at_;
+      skip_space();
+      json member;
+      if (!value(member, depth + 1)) return false;
+      out[std::move(key)] = std::move(member);  // the last of duplicate keys, as nlohmann
+      skip_space();
+      if (!more()) return false;
+      if (peek() == ',') {
+        ++at_;
+        continue;
+      }
+      if (peek() != '}') return false;
+      ++at_;
+      return true;
+    }
+  }
+
+  bool array(json& out, int depth) {
+    if (depth > kMaxJsonDepth) return false;
+    ++at_;
+    out = json::array();
+    skip_space();
+    if (more() && peek() == ']') {
+      ++at_;
+      return true;
+    }
+    for (;;) {
+      skip_space();
+      json element;
+      if (!value(element, depth + 1)) return false;
+      out.push_back(std::move(element));
+      skip_space();
+      if (!more()) return false;
+      if (peek() == ',') {
+        ++at_;
+        continue;
+      }
+      if (peek() != ']') return false;
+      ++at_;
+      return true;
+    }
+  }
+
+  std::string_view text_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace
+
+std::optional<json> parse_simple_json(std::string_view text) {
+  try {
+    json value;
+    if (SimpleParser(text).parse(value)) return value;
+  } catch (...) {
+    // Out of memory: let the full parser say so.
+  }
+  return std::nullopt;
+}
+
+}  // namespace agentq
