@@ -247,7 +247,9 @@ from the tables: SI::PACKAGE-HASH-TABLES copies both (0.2 ms for 10,000
 symbols), too slow for a check at every completion."
   (check-type package package)
   (ffi:c-inline (package) (:object) (values :fixnum :fixnum)
-    "@(return 0) = (#0)->pack.external->hash.entries; @(return 1) = (#0)->pack.internal->hash.entries;"
+    "cl_object e = (#0)->pack.external, i = (#0)->pack.internal;
+     @(return 0) = ECL_HASH_TABLE_P(e) ? e->hash.entries : 0;
+     @(return 1) = ECL_HASH_TABLE_P(i) ? i->hash.entries : 0;"
     :one-liner nil :side-effects nil))
 
 (defun symbol-name< (a b)
