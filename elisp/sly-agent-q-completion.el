@@ -31,19 +31,20 @@
       (and (boundp 'sly-agent-q-repl--package) (derived-mode-p 'comint-mode) sly-agent-q-repl--package)
       "CL-USER"))
 
-(defun sly-agent-q-completion--matches (name packages)
-  "Symbols of PACKAGES whose names start with NAME: a list of (NAME . KIND).
-Each NAME is the symbol's own name, without its package: every symbol
-an apropos_search of a package finds has that package as its home.
-One apropos_search a package, all in one request; each searches a
-sorted index of the package's names, not the package itself."
+(defun sly-agent-q-completion--matches (name package accessible)
+  "Symbols of PACKAGE whose names start with NAME: a list of (NAME . KIND).
+Those whose home is PACKAGE or, when ACCESSIBLE, those its code can name
+unqualified (its own, imported, inherited from the packages it uses).
+Each NAME is the symbol's own name, without its package.  One
+apropos_search, which searches sorted indexes of the packages' names,
+not the packages themselves.  :no-package when PACKAGE does not exist."
   (let ((matches nil))
     (dolist (result (sly-agent-q-execute-tool-calls
-                     (mapcar (lambda (package)
-                               (list :id (concat "complete-" package) :name "apropos_search"
-                                     :arguments (list :pattern name :prefix t :limit 500 :package package)))
-                             packages)))
-      (when (plist-get result :success)
+                     (list (list :id "complete" :name "apropos_search"
+                                 :arguments (list :pattern name :prefix t :limit 500 :package package
+                                                  :accessible (if accessible t :false))))))
+      (if (not (plist-get result :success))
+          (setq matches :no-package)
         (let ((content (or (plist-get result :content) ""))
               (start 0))
           ;; Past the first line, the count: one PKG:NAME [kinds] a line.
@@ -52,7 +53,7 @@ sorted index of the package's names, not the package itself."
             (while (string-match "^[^: \n]*::?\\([^ \n]+\\)\\(?: \\[\\([^]\n]*\\)\\]\\)?$" content start)
               (push (cons (match-string 1 content) (match-string 2 content)) matches)
               (setq start (match-end 0)))))))
-    (nreverse matches)))
+    (if (listp matches) (nreverse matches) matches)))
 
 (defun sly-agent-q-completion--candidates (prefix)
   "Completion candidates for PREFIX, each with a `sly-agent-q-kind' property."
@@ -66,11 +67,18 @@ sorted index of the package's names, not the package itself."
          (candidates nil))
     (when (or qualified (>= (length name) 1))
       ;; Searching only the packages that count is what keeps this fast:
-      ;; all of a 40,000-symbol image took 18 ms, these two 1-2 ms.
-      (dolist (match (sly-agent-q-completion--matches
-                      name (cond (qualified (list (if (string-empty-p package) "KEYWORD" package)))
-                                 ((member home '("CL" "COMMON-LISP")) (list "COMMON-LISP"))
-                                 (t (list "COMMON-LISP" home)))))
+      ;; all of a 40,000-symbol image took 18 ms, the buffer's package and
+      ;; those it uses 1-2 ms.
+      (dolist (match (if qualified
+                         (let ((matches (sly-agent-q-completion--matches
+                                         name (if (string-empty-p package) "KEYWORD" package) nil)))
+                           (and (listp matches) matches))
+                       (let ((matches (sly-agent-q-completion--matches name home t)))
+                         ;; A buffer whose package is not made yet: CL's.
+                         (if (eq matches :no-package)
+                             (let ((cl (sly-agent-q-completion--matches name "COMMON-LISP" t)))
+                               (and (listp cl) cl))
+                           matches))))
         (let ((symbol-name (car match)))
           (when (string-prefix-p name symbol-name t)
             (push (propertize (if qualified (concat written-prefix (downcase symbol-name)) (downcase symbol-name))

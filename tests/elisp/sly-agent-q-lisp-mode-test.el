@@ -188,6 +188,79 @@
   (should (equal (agentq-test-tool-ok "apropos_search" '(:pattern "table-count" :prefix t :package "CL"))
                  "No symbols match 'table-count' in package COMMON-LISP.")))
 
+(defun agentq-lm-completions ()
+  "The completion candidates at point, each as (CANDIDATE . ANNOTATION)."
+  (let ((capf (sly-agent-q-completion-at-point)))
+    (mapcar (lambda (candidate)
+              (cons candidate (funcall (plist-get (nthcdr 3 capf) :annotation-function) candidate)))
+            (nth 2 capf))))
+
+(ert-deftest sly-agent-q-lisp-mode/completion-right-after-an-evaluation ()
+  ;; What an evaluation defines is offered, with what it names, by the
+  ;; very next completion: the package's index is brought up to date, not
+  ;; left as the last completion saw it.
+  (agentq-test-eval-ok "(defpackage :agentq-cmp3 (:use :cl))")
+  (agentq-lm-with-buffer "(in-package :agentq-cmp3)\n(agentq-cmp3-"
+    (should (null (agentq-lm-completions)))
+    (agentq-test-eval-ok "(defun agentq-cmp3::agentq-cmp3-run (x) x)")
+    (should (equal (agentq-lm-completions) '(("agentq-cmp3-run" . " function"))))
+    (agentq-test-eval-ok "(defvar agentq-cmp3::agentq-cmp3-level 3)")
+    (should (equal (agentq-lm-completions)
+                   '(("agentq-cmp3-level" . " variable") ("agentq-cmp3-run" . " function"))))
+    (agentq-test-eval-ok "(defmacro agentq-cmp3::agentq-cmp3-with (&body b) `(progn ,@b)) (defclass agentq-cmp3::agentq-cmp3-shape () ())")
+    (should (equal (agentq-lm-completions)
+                   '(("agentq-cmp3-level" . " variable") ("agentq-cmp3-run" . " function")
+                     ("agentq-cmp3-shape" . " class") ("agentq-cmp3-with" . " macro"))))
+    ;; A symbol already offered that the evaluation now defines: its
+    ;; annotation follows.
+    (agentq-test-eval-ok "(intern \"AGENTQ-CMP3-LATER\" :agentq-cmp3)")
+    (should (assoc "agentq-cmp3-later" (agentq-lm-completions)))
+    (should-not (cdr (assoc "agentq-cmp3-later" (agentq-lm-completions))))
+    (agentq-test-eval-ok "(defun agentq-cmp3::agentq-cmp3-later () 1)")
+    (should (equal (cdr (assoc "agentq-cmp3-later" (agentq-lm-completions))) " function"))
+    ;; Uninterned: gone at once, also when another symbol took its place
+    ;; in the same evaluation (the package's counts as before).
+    (agentq-test-eval-ok "(unintern 'agentq-cmp3::agentq-cmp3-later :agentq-cmp3)")
+    (should-not (assoc "agentq-cmp3-later" (agentq-lm-completions)))
+    (agentq-test-eval-ok "(unintern 'agentq-cmp3::agentq-cmp3-level :agentq-cmp3) (defvar agentq-cmp3::agentq-cmp3-depth 1)")
+    (should (equal (mapcar #'car (agentq-lm-completions))
+                   '("agentq-cmp3-depth" "agentq-cmp3-run" "agentq-cmp3-shape" "agentq-cmp3-with")))
+    ;; Exported, then unexported: still offered, once.
+    (agentq-test-eval-ok "(export 'agentq-cmp3::agentq-cmp3-run :agentq-cmp3)")
+    (should (equal (sort (mapcar #'car (agentq-lm-completions)) #'string<)
+                   '("agentq-cmp3-depth" "agentq-cmp3-run" "agentq-cmp3-shape" "agentq-cmp3-with")))
+    (agentq-test-eval-ok "(unexport 'agentq-cmp3::agentq-cmp3-run :agentq-cmp3)")
+    (should (equal (sort (mapcar #'car (agentq-lm-completions)) #'string<)
+                   '("agentq-cmp3-depth" "agentq-cmp3-run" "agentq-cmp3-shape" "agentq-cmp3-with")))))
+
+(ert-deftest sly-agent-q-lisp-mode/completion-follows-packages ()
+  ;; A package made by the last evaluation: its symbols by qualified
+  ;; prefix at once; gone with the package.
+  (agentq-lm-with-buffer "(in-package :agentq-cmp4)\n(agentq-cmp5:"
+    (should (null (agentq-lm-completions)))
+    (agentq-test-eval-ok "(defpackage :agentq-cmp5 (:use :cl) (:export #:agentq-cmp5-go)) (defun agentq-cmp5:agentq-cmp5-go () t) (defvar agentq-cmp5::*agentq-cmp5-depth* 0)")
+    (should (equal (agentq-lm-completions)
+                   '(("agentq-cmp5:*agentq-cmp5-depth*" . " variable") ("agentq-cmp5:agentq-cmp5-go" . " function"))))
+    ;; Used, then imported: what the buffer's package can name unqualified.
+    (insert "\n(agentq-cmp5-")
+    ;; The buffer's package does not exist yet: CL's symbols, none of these.
+    (should (null (agentq-lm-completions)))
+    (agentq-test-eval-ok "(defpackage :agentq-cmp4 (:use :cl))")
+    (should (null (agentq-lm-completions)))
+    (agentq-test-eval-ok "(use-package :agentq-cmp5 :agentq-cmp4)")
+    (should (equal (agentq-lm-completions) '(("agentq-cmp5-go" . " function"))))
+    (insert "\n(*agentq-cmp5-")
+    (should (null (agentq-lm-completions)))
+    (agentq-test-eval-ok "(import 'agentq-cmp5::*agentq-cmp5-depth* :agentq-cmp4)")
+    (should (equal (agentq-lm-completions) '(("*agentq-cmp5-depth*" . " variable"))))
+    (insert "\n(agentq-cmp5-")
+    (agentq-test-eval-ok "(unuse-package :agentq-cmp5 :agentq-cmp4)")
+    (should (null (agentq-lm-completions)))
+    ;; Deleted: nothing by its name (and nothing imported from it has a home).
+    (insert "\n(agentq-cmp5:")
+    (agentq-test-eval-ok "(delete-package :agentq-cmp5)")
+    (should (null (agentq-lm-completions)))))
+
 (ert-deftest sly-agent-q-lisp-mode/eldoc-shows-the-arglist ()
   (agentq-lm-with-buffer "(subseq x 1 "
     (let ((shown nil))
