@@ -7,7 +7,9 @@
 //
 // Beyond the sanitizers, it traps when an invariant breaks: every answer
 // is one line of valid JSON and UTF-8, a JSON-RPC response (or a batch of
-// them), and repaired text is well-formed UTF-8.
+// them), and repaired text is well-formed UTF-8.  The fast parser for simple
+// JSON is checked against nlohmann's: whatever it parses must be what
+// nlohmann parses, value and number type alike.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -19,12 +21,13 @@
 #include <string_view>
 
 #include "core/executor.hpp"
+#include "core/json_fast.hpp"
 #include "core/jsonrpc.hpp"
 #include "core/registry.hpp"
 #include "core/utf8.hpp"
 #include "mcp/approval.hpp"
 #include "mcp/line_reader.hpp"
-#include "mcp/route.hpp"
+#include "core/mcp_route.hpp"
 
 namespace {
 
@@ -107,6 +110,31 @@ void check_response(const std::string& text) {
   }
 }
 
+// Same value, same JSON types all the way down (== alone takes 1 and 1u,
+// or 1 and 1.0, for equal).
+bool same_json(const json& a, const json& b) {
+  if (a.type() != b.type() || a.size() != b.size()) return false;
+  if (a.is_object()) {
+    for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib)
+      if (ia.key() != ib.key() || !same_json(ia.value(), ib.value())) return false;
+    return true;
+  }
+  if (a.is_array()) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!same_json(a[i], b[i])) return false;
+    return true;
+  }
+  return a == b;
+}
+
+void check_fast_parser(std::string_view text) {
+  std::optional<json> fast = parse_simple_json(text);
+  if (!fast) return;
+  json reference = json::parse(text, nullptr, false);
+  if (reference.is_discarded()) broken("the fast parser took text nlohmann rejects", text);
+  if (!same_json(*fast, reference)) broken("the fast parser and nlohmann disagree", text);
+}
+
 void read_lines(std::string_view data) {
   int fd = ::memfd_create("fuzz-lines", MFD_CLOEXEC);
   if (fd < 0) return;
@@ -136,6 +164,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   if (std::optional<std::string> response = world.server.handle(text, world.options)) check_response(*response);
   (void)mcp::route_message(text);
+  check_fast_parser(text);
 
   std::string repaired = utf8::repaired(text);
   if (!well_formed_utf8(repaired)) broken("repaired text that is not UTF-8", repaired);
