@@ -396,8 +396,14 @@ files the session loaded it from."
   (> (hash-table-count sly-agent-q--async-callbacks) 0))
 
 (cl-defmethod xref-backend-identifier-completion-table ((_backend (eql sly-agent-q)))
-  "No table: the identifier is read as typed."
-  nil)
+  "Symbols of the live image, as `completion-at-point' offers them.
+Read in the package of the buffer `M-.' was typed in; nothing while Lisp
+is busy (the prompt then takes what is typed)."
+  (completion-table-dynamic
+   (lambda (prefix)
+     (unless (sly-agent-q-lisp--busy-p)
+       (sly-agent-q-completion--candidates prefix)))
+   t))
 
 ;;;; The mode
 

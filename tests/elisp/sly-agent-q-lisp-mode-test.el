@@ -126,6 +126,16 @@
           (should-error (xref-backend-definitions 'sly-agent-q "agentq-lm-nowhere-defined") :type 'user-error))
       (delete-directory dir t))))
 
+;; C-u M-. prompts with the live image's symbols, in the buffer's package.
+(ert-deftest sly-agent-q-lisp-mode/find-definition-prompt-completes ()
+  (agentq-lm-with-buffer "(in-package :cl-user)\n"
+    (agentq-test-eval-ok "(defun cl-user::agentq-lm-prompted (x) x) (defun cl-user::agentq-lm-prompted-too () 2)")
+    (let ((table (xref-backend-identifier-completion-table 'sly-agent-q)))
+      (should (equal (sort (all-completions "agentq-lm-prompt" table) #'string<)
+                     '("agentq-lm-prompted" "agentq-lm-prompted-too")))
+      (should (member "mapcar" (all-completions "mapc" table)))
+      (should (member "cl:mapcar" (all-completions "cl:mapc" table))))))
+
 (ert-deftest sly-agent-q-lisp-mode/documentation-keys ()
   (agentq-lm-with-buffer "(when x y)"
     (should (string-match-p "CAR" (agentq-lm-shown #'sly-agent-q-describe-symbol "car")))
