@@ -28,6 +28,23 @@ EXT:QUIT, EXT:EXIT or MP:EXIT-PROCESS on the worker thread."))
   (:documentation "Signalled instead of doing what would break Emacs, which
 this Lisp runs inside: EXT:CATCH-SIGNAL."))
 
+;; EXT:GC collects inside a C section of ECL's where interrupts wait (see
+;; module/ecl/interrupt_gate.cpp: an interrupt is never run inside one).  A
+;; loop of collections spends nearly all its time there, so the wait for a
+;; signal that finds it elsewhere could outlast the interrupt's grace: the
+;; collection lets a waiting interrupt in as soon as it is over, when Lisp
+;; allows interrupts.  (Code compiled to call ECL's collector directly does
+;; not come here: the watchdog replaces a worker that cannot be interrupted.)
+(defun install-collection-guard ()
+  "Make EXT:GC (also SI:GC) let in an interrupt that waited for the
+collection to end, when interrupts are enabled."
+  (let ((original (fdefinition 'ext:gc)))
+    (setf (fdefinition 'ext:gc)
+          (lambda (&rest args)
+            (multiple-value-prog1 (apply original args)
+              (when ext:*interrupts-enabled*
+                (si:check-pending-interrupts)))))))
+
 (defun install-exit-guards ()
   "Replace the functions that would exit the process (and so Emacs), end or
 stop the runtime's own threads, or change how the process handles signals."

@@ -236,6 +236,7 @@ stacks BINDING-STACK and FRAME-STACK entries deep."
   (let ((interrupt (fdefinition 'mp:interrupt-process)))
     (install-exit-guards)
     (install-process-guards)
+    (install-collection-guard)
     (start-watchdog interrupt))
   (let ((sink *sink*))
     ;; Nothing of ours writes to Emacs's stdout/stderr or reads its stdin.

@@ -24,18 +24,13 @@ struct Range {
 constexpr std::size_t kMaxRanges = 512;
 Range g_foreign[kMaxRanges];
 std::size_t g_foreign_count = 0;
-// The garbage collector's code (libgc), foreign code among the rest.
-constexpr std::size_t kMaxCollectorRanges = 8;
-Range g_collector[kMaxCollectorRanges];
-std::size_t g_collector_count = 0;
 struct sigaction g_ecl_action;
 bool g_installed = false;
 std::atomic<unsigned long> g_deferred{0};
-// Deferrals since an interrupt was last let through, and how many of them
-// (about a millisecond apart, see Runtime::evaluate) an interrupt waits
-// before ECL may run it at the end of its C section.
-std::atomic<unsigned long> g_consecutive{0};
-constexpr unsigned long kPatience = 20;
+// Nonzero while this thread runs the collector's finalizers (see
+// run_finalizers).  Initial-exec: read in the signal handler, where a
+// dynamically allocated TLS block is not safe to touch.
+__attribute__((tls_model("initial-exec"))) thread_local int t_finalizing = 0;
 
 const Range* range_of(std::uintptr_t pc, const Range* ranges, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i)
@@ -86,34 +81,60 @@ bool in_foreign_code(const void* context) {
 void gate(int sig, siginfo_t* info, void* context) {
   cl_env_ptr env = ecl_process_env_unsafe();
   if (env && env->interrupt_struct->pending_interrupt != ECL_NIL) {
-    // Inside a section where ECL's C code disabled interrupts, ECL runs the
-    // interrupt where the section ends: often just after a C library call,
-    // before the Lisp state records its effect (fclose done, stream not yet
-    // marked closed: the unwinding closes it again and glibc aborts).  So
-    // wait for a signal that finds the thread elsewhere.  Only a thread that
-    // keeps being found in the garbage collector (a loop of collections,
-    // whose section ends cleanly) is left to ECL.  Elsewhere, always wait:
-    // a thread busy opening and closing files is found inside those
-    // sections again and again under load, and letting ECL have it there
-    // crashed the process.
-    bool c_disabled = env->disable_interrupts != 0;
-    if (c_disabled || in_foreign_code(context)) {
-      unsigned long missed = g_consecutive.fetch_add(1, std::memory_order_relaxed) + 1;
-      bool collecting = c_disabled && range_of(pc_of(context), g_collector, g_collector_count);
-      if (!collecting || missed <= kPatience) {
-        g_deferred.fetch_add(1, std::memory_order_relaxed);
-        return;
-      }
+    // Never handed to ECL inside a section where its C code disabled
+    // interrupts: ECL would queue it and write-protect the thread's
+    // environment, and run it at the first write there, which is not only
+    // the section's end: a finalizer the collector runs inside the section
+    // writes it too (ECL's internal error "write access to the environment
+    // while interrupts were disabled", an unwind out of the collector), and
+    // the section's end is often just after a C library call, before Lisp
+    // records its effect (fclose done, the stream not yet marked closed:
+    // the unwinding closes it again and glibc aborts).  Nor while the
+    // collector's finalizers run on this thread: a stream's finalizer
+    // re-enables interrupts halfway through the allocation that ran it.
+    // So wait for a signal that finds the thread in Lisp.
+    if (env->disable_interrupts != 0 || t_finalizing != 0 || in_foreign_code(context)) {
+      g_deferred.fetch_add(1, std::memory_order_relaxed);
+      return;
     }
-    g_consecutive.store(0, std::memory_order_relaxed);
   }
   g_ecl_action.sa_sigaction(sig, info, context);
 }
 
+// The collector's finalizers, on the thread whose allocation (or EXT:GC)
+// found them due, as libgc would run them itself, but with interrupts held
+// back: marked for the gate, and with Lisp's EXT:*INTERRUPTS-ENABLED* NIL.
+// ECL's stream finalizer (CLOSE) enables interrupts again inside the
+// allocation that ran it (ECL's sections do not nest), and a Lisp finalizer
+// (ECL's for a child process, which waits for it under a lock) checks for
+// interrupts where its WITHOUT-INTERRUPTS ends: an interrupt run there
+// unwound out of the collector and out of the C code around the allocation,
+// say the end of another stream's CLOSE, after its fclose and before the
+// stream was marked closed.  The interrupt stays queued, and runs at the
+// next signal that finds the thread back in Lisp.  The mark and the binding
+// are undone also when a finalizer's error unwinds past this function.
+void run_finalizers() {
+  if (t_finalizing) return;  // a finalizer's own allocation: the loop below goes on
+  cl_env_ptr env = ecl_process_env_unsafe();
+  if (!env || !env->own_process || env->own_process->process.phase < ECL_PROCESS_ACTIVE) {
+    GC_invoke_finalizers();  // not a running Lisp thread: ECL's finalizer defers Lisp's work
+    return;
+  }
+  t_finalizing = 1;
+  ecl_bds_bind(env, ECL_INTERRUPTS_ENABLED, ECL_NIL);
+  ECL_UNWIND_PROTECT_BEGIN(env) {
+    GC_invoke_finalizers();
+  }
+  ECL_UNWIND_PROTECT_EXIT {
+    t_finalizing = 0;
+  }
+  ECL_UNWIND_PROTECT_END;
+  ecl_bds_unwind1(env);
+}
+
 struct Exclusions {
-  std::uintptr_t ecl;        // an address in libecl
-  std::uintptr_t own;        // an address in this module (and its compiled Lisp)
-  std::uintptr_t collector;  // an address in libgc
+  std::uintptr_t ecl;  // an address in libecl
+  std::uintptr_t own;  // an address in this module (and its compiled Lisp)
 };
 
 bool object_contains(const dl_phdr_info* info, std::uintptr_t address) {
@@ -129,14 +150,11 @@ bool object_contains(const dl_phdr_info* info, std::uintptr_t address) {
 int collect_foreign_code(dl_phdr_info* info, std::size_t, void* data) {
   const auto& exclusions = *static_cast<const Exclusions*>(data);
   if (object_contains(info, exclusions.ecl) || object_contains(info, exclusions.own)) return 0;
-  bool collector = object_contains(info, exclusions.collector);
   for (int i = 0; i < info->dlpi_phnum && g_foreign_count < kMaxRanges; ++i) {
     const ElfW(Phdr)& segment = info->dlpi_phdr[i];
     if (segment.p_type != PT_LOAD || !(segment.p_flags & PF_X)) continue;
     std::uintptr_t start = info->dlpi_addr + segment.p_vaddr;
     g_foreign[g_foreign_count++] = {start, start + segment.p_memsz};
-    if (collector && g_collector_count < kMaxCollectorRanges)
-      g_collector[g_collector_count++] = {start, start + segment.p_memsz};
   }
   return 0;
 }
@@ -148,10 +166,13 @@ void install_interrupt_gate(int interrupt_signal) {
   sigaction(interrupt_signal, nullptr, &g_ecl_action);
   if (!(g_ecl_action.sa_flags & SA_SIGINFO)) return;  // not ECL's handler: leave it
   Exclusions exclusions{reinterpret_cast<std::uintptr_t>(&cl_boot),
-                        reinterpret_cast<std::uintptr_t>(&install_interrupt_gate),
-                        reinterpret_cast<std::uintptr_t>(&GC_gcollect)};
+                        reinterpret_cast<std::uintptr_t>(&install_interrupt_gate)};
   dl_iterate_phdr(collect_foreign_code, &exclusions);
   g_installed = true;
+  t_finalizing = 0;  // the TLS slot touched once outside any handler
+  // Finalizers run where libgc would run them, through run_finalizers.
+  GC_set_finalizer_notifier(run_finalizers);
+  GC_set_finalize_on_demand(1);
 
   struct sigaction action = g_ecl_action;
   action.sa_sigaction = gate;

@@ -13,14 +13,19 @@
 // left in the thread's queue, and the sender signals again about a
 // millisecond later (Runtime::evaluate); ECL runs the whole queue at the
 // first signal that finds the thread in Lisp.  The same for ECL's own
-// interrupt-free C sections: ECL would run the interrupt where such a
-// section ends, just after a C library call and before Lisp records its
+// interrupt-free C sections, always: ECL would run the interrupt where such
+// a section ends, just after a C library call and before Lisp records its
 // effect (fclose done, the stream not yet marked closed: unwinding closes it
-// again and glibc aborts the process).  Only a thread that keeps being found
-// inside the garbage collector (a loop of collections, whose section ends
-// cleanly) is left to ECL after ~20 tries.  A
-// thread blocked in a system call (sleep, read, a lock wait) is interrupted
-// at once, as before: the call returned EINTR and holds nothing.
+// again and glibc aborts the process), and to get there it write-protects
+// the thread's environment, which a finalizer run inside the section (in
+// the collector) writes first: ECL's "internal error", an unwind out of the
+// collector.  (A loop of EXT:GC calls is let in where each collection ends,
+// see INSTALL-COLLECTION-GUARD in lisp/guards.lisp.)  The same while the
+// collector's finalizers run on the thread: they run through the gate's own
+// notifier, with Lisp's interrupts off too (ECL's CLOSE in a stream's
+// finalizer turns interrupts back on inside the allocation that ran it).
+// A thread blocked in a system call (sleep, read, a lock wait) is
+// interrupted at once, as before: the call returned EINTR and holds nothing.
 //
 // Interrupts other code sends to its own Lisp threads get no repeat: one
 // that lands in foreign code waits for the next signal or for the thread's
@@ -30,6 +35,7 @@
 namespace agentq::ecl {
 
 // Call once on the worker after cl_boot, before any interrupt can be sent.
+// Also makes the collector run its finalizers through the gate's notifier.
 void install_interrupt_gate(int interrupt_signal);
 
 // Interrupts the gate deferred so far: Runtime::evaluate signals the worker
