@@ -76,6 +76,7 @@ long job (a test suite run just after the DEFUNs) gets the native code.")
 (defvar *compiles-awaited* nil
   "True while the worker waits in WAIT-FOR-NATIVE-COMPILES: compile now.")
 (defvar *tiering-compiling* nil "True while a batch is being compiled.")
+(defvar *tiering-in-gcc* nil "True while the compiler thread waits for gcc (for benchmarks).")
 (defparameter *tiering-batch-limit* 200 "At most this many definitions in one gcc run.")
 (defparameter *tiering-walk-limit* 20000 "Conses walked in a form, at most.")
 
@@ -315,7 +316,9 @@ compile lock; on the compiler thread, let the lock go meanwhile."
                          (mp:holding-lock-p lock)
                          (eql (mp:lock-count lock) 1))
                     (progn (mp:giveup-lock lock)
+                           (setf *tiering-in-gcc* t)
                            (unwind-protect (apply original arguments)
+                             (setf *tiering-in-gcc* nil)
                              (mp:get-lock lock)))
                     (apply original arguments))))))))
 
@@ -368,6 +371,7 @@ background compiler made of its DEFUN, else NIL."
   (ignore-errors (%post-note (apply #'format nil format-control arguments))))
 
 (defun run-batch (batch)
+  (%keep-off-worker-cpus)
   (let ((live '()))
     (dolist (entry batch)
       (let ((reason (stale-reason entry)))
