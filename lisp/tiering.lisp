@@ -32,8 +32,10 @@
 ;;;; blocked on it (Emacs keeps them); known to the host as one of the
 ;;;; runtime's own (%SET-COMPILER-THREAD), so evaluated code cannot kill,
 ;;;; interrupt or suspend it; it runs without interrupts and at a lower
-;;;; priority (nice 10, which gcc inherits), so an evaluation running
-;;;; meanwhile keeps its CPU.  ECL's COMPILE holds MP:+LOAD-COMPILE-LOCK+
+;;;; priority (nice 10, which gcc inherits), and before each batch it moves
+;;;; off the CPU the worker is pinned to, if it is (%KEEP-OFF-WORKER-CPUS;
+;;;; gcc inherits that too), so an evaluation running meanwhile keeps its
+;;;; CPU (bench/tiering-meanwhile.el).  ECL's COMPILE holds MP:+LOAD-COMPILE-LOCK+
 ;;;; throughout; on this thread the lock is let go while gcc runs, so the
 ;;;; worker's own COMPILE or COMPILE-FILE (compile_form, load_system) waits
 ;;;; at most for the Lisp half of a batch.
