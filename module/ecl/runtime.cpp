@@ -387,6 +387,17 @@ bool current_worker() {
 // ----------------------------------------------------------------------------
 // Functions called from Lisp on the worker / watchdog threads.
 
+// The CPUs the process was allowed before any move (taken at boot).
+const cpu_set_t& process_cpus() {
+  static const cpu_set_t allowed = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_ZERO(&set);
+    return set;
+  }();
+  return allowed;
+}
+
 // (%NEXT-JOB) → id tool code package flags output-limit timeout-ms
 // heap-limit arguments interactive-key, or NIL to stop (the runtime stops, or this thread
 // is no longer the worker).  TOOL names the job's handler ("evaluate_lisp"
@@ -402,17 +413,6 @@ bool current_worker() {
 // 6.0-7.6 us with it, against 6.0-7.2 us quiet: the scheduler then keeps the
 // busy loop away from the worker's CPU.  The allowed set is the one the
 // process had before any move, so a worker started later starts free.
-// The CPUs the process was allowed before any move (taken at boot).
-const cpu_set_t& process_cpus() {
-  static const cpu_set_t allowed = [] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_ZERO(&set);
-    return set;
-  }();
-  return allowed;
-}
-
 void move_worker_off_cpu(int cpu) {
   const cpu_set_t& allowed = process_cpus();
   thread_local int avoided = kNoCpu;
@@ -596,9 +596,10 @@ cl_object lower_thread_priority() {
 // else on all the process's.  The compiler thread calls it before each
 // batch.  Without it gcc could land on the worker's CPU, which the worker
 // may not leave: measured 2026-11-25 (bench/tiering-meanwhile.el, load
-// 4-10 on 2 CPUs, 3-4 rounds of a 40-DEFUN batch, 8 processes each), the
-// p90 round trip of an (+ 1 2) evaluation during a compile over quiet was
-// 1.0-3.6 times (median of processes 2.4) without, 0.7-1.3 (1.1) with.
+// 3-10 on 2 CPUs, 3-4 rounds of a 40-DEFUN batch, 8 processes without, 11
+// with), the p90 round trip of an (+ 1 2) evaluation during a compile over
+// quiet was 1.0-3.6 times (median of processes 2.4) without, 0.5-1.3
+// (1.0) with.
 cl_object keep_off_worker_cpus() {
   cpu_set_t set = process_cpus(), worker_set;
   pid_t worker = __atomic_load_n(&g_impl->worker_tid, __ATOMIC_ACQUIRE);
@@ -753,14 +754,14 @@ cl_object gc_count() {
   return one_value(ecl_make_unsigned_integer(GC_get_gc_no()));
 }
 
-// (%MONOTONIC-US) → microseconds of the monotonic clock (ECL's internal
-// time has a 1 ms unit): for benchmarks.
 cl_index clock_us(clockid_t clock) {
   timespec now{};
   clock_gettime(clock, &now);
   return static_cast<cl_index>(now.tv_sec) * 1000000u + static_cast<cl_index>(now.tv_nsec / 1000);
 }
 
+// (%MONOTONIC-US) → microseconds of the monotonic clock (ECL's internal
+// time has a 1 ms unit): for benchmarks.
 cl_object monotonic_us() { return one_value(ecl_make_unsigned_integer(clock_us(CLOCK_MONOTONIC))); }
 
 // (%THREAD-CPU-US) → microseconds of CPU time this thread used.
