@@ -44,6 +44,11 @@ if command -v sbcl >/dev/null; then
 else
   echo "bench: tiering_fib30_peer sbcl not installed (bench/install-peers.sh installs it)"
 fi
+echo "== evaluations beside a background native compile (3 processes, 3 rounds each; the load with each)"
+for _ in 1 2 3; do
+  echo "bench: tiering_meanwhile_load loadavg=$(cut -d' ' -f1 /proc/loadavg)"
+  emacs -Q --batch -L elisp -l bench/tiering-meanwhile.el 3 2>/dev/null | grep '^bench:' || echo "bench: tiering_meanwhile failed"
+done
 echo "== load_system of alexandria: fasl cache empty, then filled (a fresh session each)"
 fasl_home=$(mktemp -d)
 XDG_CACHE_HOME=$fasl_home emacs -Q --batch -L elisp -l bench/tiering.el cold 2>/dev/null | grep '^bench:' || echo "bench: load_system_alexandria_cold failed"

@@ -6,9 +6,8 @@
 ;;         (bytecodes), again after the background compile finished (waited
 ;;         for explicitly), and the same code compiled with (compile 'fib2)
 ;;         in the same session.  Tiered and explicit are timed in turns,
-;;         the best of 21 runs each, in ms, inside Lisp.  Also: an evaluation's time while a batch of
-;;         20 definitions compiles in the background, against the same
-;;         evaluation alone.
+;;         the best of 21 runs each, in ms, inside Lisp.  (Evaluations
+;;         beside a background compile: bench/tiering-meanwhile.el.)
 ;; cold / cached: load_system of alexandria, timed from Emacs, in a session
 ;;         whose fasl cache is empty / already filled (run.sh sets
 ;;         XDG_CACHE_HOME to a fresh directory for both).
@@ -75,36 +74,7 @@
                    (bench-tiering--number (bench-tiering--eval "(first *bench-best*)"))))
          (explicit (bench-tiering--number (bench-tiering--eval "(second *bench-best*)"))))
     (princ (format "bench: tiering_fib30 bytecodes_ms=%.1f tiered_ms=%.1f explicit_compile_ms=%.1f tiered_over_explicit=%.2f target_ratio=1.3 background_compile_s=%.2f\n"
-                   bytecodes native explicit (/ native explicit) compile-s))
-    ;; An evaluation while 20 definitions compile.  The compiler waits up
-    ;; to 1 s for the worker's job to end, so a short job never meets it;
-    ;; in a long one (3 s of (fib 25) calls here) it runs meanwhile: the
-    ;; medians of the calls made while it compiled and while it did not.
-    (bench-tiering--eval "(agent-q::wait-for-native-compiles 60)")
-    (let ((medians (bench-tiering--eval
-                    (concat (mapconcat (lambda (i) (format "(defun bench-def-%d (x) (list x %d))" i i))
-                                       (number-sequence 1 20) "\n")
-                            "\n(let ((during '()) (outside '())
-                                  (end (+ (get-internal-real-time) (* 3 internal-time-units-per-second))))
-                              (loop while (< (get-internal-real-time) end)
-                                    do (let ((compiling agent-q::*tiering-compiling*)
-                                             (start (get-internal-real-time)))
-                                         (fib 25)
-                                         (let ((us (round (* 1000000 (- (get-internal-real-time) start))
-                                                          internal-time-units-per-second)))
-                                           (if (and compiling agent-q::*tiering-compiling*)
-                                               (push us during)
-                                               (push us outside)))))
-                              (flet ((median (list) (if list (nth (floor (length list) 2) (sort list #'<)) 0)))
-                                (list (median outside) (median during) (length during))))"))))
-      (bench-tiering--eval "(agent-q::wait-for-native-compiles 60)")
-      (if (string-match "=> (\\([0-9]+\\) \\([0-9]+\\) \\([0-9]+\\))" medians)
-          (let ((outside (string-to-number (match-string 1 medians)))
-                (during (string-to-number (match-string 2 medians))))
-            (princ (format "bench: tiering_meanwhile fib25_median_us_outside_compile=%d during_background_compile=%d calls_during=%s ratio=%.2f\n"
-                           outside during (match-string 3 medians)
-                           (if (> outside 0) (/ (float during) outside) 0))))
-        (princ (format "bench: tiering_meanwhile failed %S\n" medians))))))
+                   bytecodes native explicit (/ native explicit) compile-s))))
 
 (defun bench-tiering-load (label)
   (let* ((start (float-time))

@@ -32,8 +32,10 @@
 ;;;; blocked on it (Emacs keeps them); known to the host as one of the
 ;;;; runtime's own (%SET-COMPILER-THREAD), so evaluated code cannot kill,
 ;;;; interrupt or suspend it; it runs without interrupts and at a lower
-;;;; priority (nice 10, which gcc inherits), so an evaluation running
-;;;; meanwhile keeps its CPU.  ECL's COMPILE holds MP:+LOAD-COMPILE-LOCK+
+;;;; priority (nice 10, which gcc inherits), and before each batch it moves
+;;;; off the CPU the worker is pinned to, if it is (%KEEP-OFF-WORKER-CPUS;
+;;;; gcc inherits that too), so an evaluation running meanwhile keeps its
+;;;; CPU (bench/tiering-meanwhile.el).  ECL's COMPILE holds MP:+LOAD-COMPILE-LOCK+
 ;;;; throughout; on this thread the lock is let go while gcc runs, so the
 ;;;; worker's own COMPILE or COMPILE-FILE (compile_form, load_system) waits
 ;;;; at most for the Lisp half of a batch.
@@ -76,6 +78,7 @@ long job (a test suite run just after the DEFUNs) gets the native code.")
 (defvar *compiles-awaited* nil
   "True while the worker waits in WAIT-FOR-NATIVE-COMPILES: compile now.")
 (defvar *tiering-compiling* nil "True while a batch is being compiled.")
+(defvar *tiering-in-gcc* nil "True while the compiler thread waits for gcc (for benchmarks).")
 (defparameter *tiering-batch-limit* 200 "At most this many definitions in one gcc run.")
 (defparameter *tiering-walk-limit* 20000 "Conses walked in a form, at most.")
 
@@ -315,7 +318,9 @@ compile lock; on the compiler thread, let the lock go meanwhile."
                          (mp:holding-lock-p lock)
                          (eql (mp:lock-count lock) 1))
                     (progn (mp:giveup-lock lock)
+                           (setf *tiering-in-gcc* t)
                            (unwind-protect (apply original arguments)
+                             (setf *tiering-in-gcc* nil)
                              (mp:get-lock lock)))
                     (apply original arguments))))))))
 
@@ -368,6 +373,7 @@ background compiler made of its DEFUN, else NIL."
   (ignore-errors (%post-note (apply #'format nil format-control arguments))))
 
 (defun run-batch (batch)
+  (%keep-off-worker-cpus)
   (let ((live '()))
     (dolist (entry batch)
       (let ((reason (stale-reason entry)))
