@@ -22,13 +22,7 @@
 
 (setq sly-agent-q-eval-timeout 600)
 
-(defun bench-meanwhile--eval (code)
-  "Evaluate CODE; return the content, or signal on failure."
-  (let ((result (car (sly-agent-q-execute-tool-calls
-                      (list (list :id "b" :name "evaluate_lisp" :arguments (list :code code)))))))
-    (unless (plist-get result :success)
-      (error "Evaluation of %s failed: %s" code (plist-get result :content)))
-    (plist-get result :content)))
+(require 'bench-eval (expand-file-name "bench-eval.el" (file-name-directory load-file-name)))
 
 (defconst bench-meanwhile--sampler
   "(defun bench-sample (work)
@@ -68,7 +62,7 @@ both ends, 1 when the compiler thread compiled at both ends, else 0.\"
 (defun bench-meanwhile--sample (code)
   "One sample: (PHASE ROUND-TRIP-US COMPUTE-US COLLECTIONS CPU-US)."
   (let* ((start (float-time))
-         (content (bench-meanwhile--eval code))
+         (content (bench-eval code))
          (us (* 1e6 (- (float-time) start))))
     (unless (string-match "=> (\\([0-9]+\\) \\([0-9]+\\) \\([0-9]+\\) \\([0-9]+\\))" content)
       (error "No sample in %S" content))
@@ -78,11 +72,11 @@ both ends, 1 when the compiler thread compiled at both ends, else 0.\"
           (string-to-number (match-string 4 content)))))
 
 (defun bench-meanwhile--compiling-p ()
-  (equal (bench-meanwhile--eval "(if (or agent-q::*tiering-compiling* agent-q::*tiering-queue*) t nil)") "=> T"))
+  (equal (bench-eval "(if (or agent-q::*tiering-compiling* agent-q::*tiering-queue*) t nil)") "=> T"))
 
 (defun bench-meanwhile--gc ()
   "(SECONDS COLLECTIONS GC-MS) now."
-  (let ((content (bench-meanwhile--eval "(list (agent-q::%gc-count) (agent-q::%gc-time-ms))")))
+  (let ((content (bench-eval "(list (agent-q::%gc-count) (agent-q::%gc-time-ms))")))
     (string-match "=> (\\([0-9]+\\) \\([0-9]+\\))" content)
     (list (float-time) (string-to-number (match-string 1 content)) (string-to-number (match-string 2 content)))))
 
@@ -98,18 +92,18 @@ both ends, 1 when the compiler thread compiled at both ends, else 0.\"
     0))
 
 (defun bench-meanwhile-run (rounds)
-  (bench-meanwhile--eval bench-meanwhile--sampler)
-  (bench-meanwhile--eval "(agent-q::wait-for-native-compiles 120)")
+  (bench-eval bench-meanwhile--sampler)
+  (bench-eval "(agent-q::wait-for-native-compiles 120)")
   ;; Warm up (CMP loaded, the sampler native).
-  (bench-meanwhile--eval (bench-meanwhile--defuns 0))
-  (bench-meanwhile--eval "(agent-q::wait-for-native-compiles 120)")
+  (bench-eval (bench-meanwhile--defuns 0))
+  (bench-eval "(agent-q::wait-for-native-compiles 120)")
   (dotimes (_ 20) (dolist (w bench-meanwhile--workloads) (bench-meanwhile--sample (cdr w))))
   (let ((samples (make-hash-table :test 'equal))  ; (workload . phase) → list of samples
         (compile-s '())
         (gc-during (make-vector 3 0)) (gc-quiet (make-vector 3 0)))
     (dotimes (round rounds)
       (let ((start (float-time)) (during 0) (gc-start (bench-meanwhile--gc)))
-        (bench-meanwhile--eval (bench-meanwhile--defuns (1+ round)))
+        (bench-eval (bench-meanwhile--defuns (1+ round)))
         ;; During: until the compile ended (samples before it began are dropped).
         (while (bench-meanwhile--compiling-p)
           (dolist (w bench-meanwhile--workloads)
@@ -118,7 +112,7 @@ both ends, 1 when the compiler thread compiled at both ends, else 0.\"
                 (cl-incf during)
                 (push s (gethash (cons (car w) 'during) samples))
                 (when (= (car s) 2) (push s (gethash (cons (car w) 'gcc) samples)))))))
-        (bench-meanwhile--eval "(agent-q::wait-for-native-compiles 120)")
+        (bench-eval "(agent-q::wait-for-native-compiles 120)")
         (push (- (float-time) start) compile-s)
         (bench-meanwhile--add-gc gc-during gc-start)
         (setq gc-start (bench-meanwhile--gc))

@@ -17,13 +17,7 @@
 
 (setq sly-agent-q-eval-timeout 600)
 
-(defun bench-tiering--eval (code)
-  "Evaluate CODE; return the content, or signal on failure."
-  (let ((result (car (sly-agent-q-execute-tool-calls
-                      (list (list :id "b" :name "evaluate_lisp" :arguments (list :code code)))))))
-    (unless (plist-get result :success)
-      (error "Evaluation of %s failed: %s" code (plist-get result :content)))
-    (plist-get result :content)))
+(require 'bench-eval (expand-file-name "bench-eval.el" (file-name-directory load-file-name)))
 
 (defconst bench-tiering--timer
   "(defun bench-ms (thunk)
@@ -42,37 +36,37 @@
     (error "No number in %S" content)))
 
 (defun bench-tiering-fib ()
-  (bench-tiering--eval bench-tiering--timer)
-  (bench-tiering--eval "(agent-q::wait-for-native-compiles 60)")
+  (bench-eval bench-tiering--timer)
+  (bench-eval "(agent-q::wait-for-native-compiles 60)")
   ;; Defined and run once in the same call: bytecodes (the background
   ;; compile starts meanwhile).
   (let* ((bytecodes (bench-tiering--number
-                     (bench-tiering--eval
+                     (bench-eval
                       "(defun fib (n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2)))))
                        (let ((start (get-internal-real-time)))
                          (fib 30)
                          (/ (* 1000.0 (- (get-internal-real-time) start)) internal-time-units-per-second))")))
          (start (float-time))
-         (waited (bench-tiering--eval "(agent-q::wait-for-native-compiles 60)"))
+         (waited (bench-eval "(agent-q::wait-for-native-compiles 60)"))
          (compile-s (- (float-time) start))
          (native (progn
-                   (unless (equal (bench-tiering--eval "(if (nth-value 1 (si:bc-split #'fib)) :bytecodes :native)")
+                   (unless (equal (bench-eval "(if (nth-value 1 (si:bc-split #'fib)) :bytecodes :native)")
                                   "=> :NATIVE")
                      (error "fib is not native after the background compile (%s)" waited))
-                   (bench-tiering--eval
+                   (bench-eval
                     "(defun fib2 (n) (if (< n 2) n (+ (fib2 (- n 1)) (fib2 (- n 2)))))
                      (compile 'fib2)")
                    ;; Taken in turns, 7 rounds, the best of each: the VM's
                    ;; speed drifts more than the difference.
-                   (bench-tiering--eval
+                   (bench-eval
                     "(defvar *bench-best* nil)
                      (setf *bench-best* (list nil nil))
                      (dotimes (round 7)
                        (loop for f in (list #'fib #'fib2) for i from 0
                              do (let ((ms (bench-ms (lambda () (funcall f 30)))))
                                   (setf (nth i *bench-best*) (if (nth i *bench-best*) (min ms (nth i *bench-best*)) ms)))))")
-                   (bench-tiering--number (bench-tiering--eval "(first *bench-best*)"))))
-         (explicit (bench-tiering--number (bench-tiering--eval "(second *bench-best*)"))))
+                   (bench-tiering--number (bench-eval "(first *bench-best*)"))))
+         (explicit (bench-tiering--number (bench-eval "(second *bench-best*)"))))
     (princ (format "bench: tiering_fib30 bytecodes_ms=%.1f tiered_ms=%.1f explicit_compile_ms=%.1f tiered_over_explicit=%.2f target_ratio=1.3 background_compile_s=%.2f\n"
                    bytecodes native explicit (/ native explicit) compile-s))))
 
