@@ -52,6 +52,7 @@
 #include "ecl/tiering.hpp"
 
 extern "C" void init_agentq_lisp(cl_object);  // the compiled lisp/ files
+extern "C" void ecl_cs_set_org(cl_env_ptr);    // libecl's, in its internal.h
 
 namespace agentq::ecl {
 
@@ -959,6 +960,10 @@ void* replacement_main(void* generation) {
   sigaddset(&interrupt, kInterruptSignal);
   pthread_sigmask(SIG_UNBLOCK, &interrupt, nullptr);
   if (env->default_sigmask == nullptr) env->default_sigmask = g_boot_sigmask;
+  // Nor does it give the thread its C-stack limit (the env's is left
+  // null, and Lisp recursion went unchecked until the process died); ECL's
+  // own threads get it from this function.
+  ecl_cs_set_org(env);
   arm_stack_guard();
   serve_jobs(env, reinterpret_cast<std::uintptr_t>(generation), true);
   bool stopping = current_worker();
