@@ -32,6 +32,7 @@ void forward(const struct sigaction& action, int sig, siginfo_t* info, void* con
 }
 
 void dispatch(int sig, siginfo_t* info, void* context) {
+  if (open_foreign_guard(info, context)) return;
   // ecl_process_env_unsafe() is non-null exactly on threads ECL knows.
   if (!ecl_process_env_unsafe()) return forward(g_host[sig], sig, info, context);
   // On an armed Lisp thread this runs on its alternate stack: a C-stack

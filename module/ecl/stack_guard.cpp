@@ -7,9 +7,11 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "ecl/ecl_api.hpp"
 #include "ecl/lisp_function.hpp"
@@ -44,14 +46,8 @@ struct ArmedThread {
   std::atomic<int> state{0};  // 0 free, 1 being filled or emptied, 2 armed
   std::uintptr_t lo = 0, hi = 0;
   std::uintptr_t guards[kGuards] = {};
-  std::atomic<unsigned> opened{0};  // bit k: guard k was opened by a fault
-  // ECL's C-stack limit before the handlers of an overflow got the room
-  // below it; only the thread itself touches these.
-  bool limits_lowered = false;
-  char* saved_cs_limit = nullptr;
-  cl_index saved_cs_size = 0;
-  cl_index lowered_cs_size = 0;
-  void* altstack = nullptr;  // mapping of kAltStackSize plus a guard page
+  std::atomic<unsigned> opened{0};  // bit k: guard k is open
+  void* altstack = nullptr;         // mapping of kAltStackSize plus a guard page
 };
 
 ArmedThread g_armed[kMaxArmed];
@@ -93,6 +89,27 @@ ArmedThread* armed_by_stack(std::uintptr_t sp) {
 void close_guards(ArmedThread& thread) {
   for (std::uintptr_t guard : thread.guards) mprotect(reinterpret_cast<void*>(guard), kGuardSize, PROT_NONE);
   thread.opened.store(0, std::memory_order_release);
+}
+
+void open_guard(ArmedThread& thread, int k) {
+  mprotect(reinterpret_cast<void*>(thread.guards[k]), kGuardSize, PROT_READ | PROT_WRITE);
+  thread.opened.fetch_or(1u << k, std::memory_order_acq_rel);
+}
+
+void close_guard(ArmedThread& thread, int k) {
+  thread.opened.fetch_and(~(1u << k), std::memory_order_acq_rel);
+  mprotect(reinterpret_cast<void*>(thread.guards[k]), kGuardSize, PROT_NONE);
+}
+
+// The guard of an armed thread ADDRESS lies in, as (thread, index), or a
+// null thread.
+std::pair<ArmedThread*, int> guard_at(std::uintptr_t address) {
+  for (ArmedThread& thread : g_armed) {
+    if (thread.state.load(std::memory_order_acquire) != 2 || address < thread.lo || address >= thread.hi) continue;
+    for (int k = 0; k < kGuards; ++k)
+      if (address >= thread.guards[k] && address < thread.guards[k] + kGuardSize) return {&thread, k};
+  }
+  return {nullptr, 0};
 }
 
 void open_guards(ArmedThread& thread) {
@@ -145,24 +162,37 @@ void resume_in(ucontext_t* context, void* function, std::uintptr_t a0, std::uint
 }
 #endif
 
-// Runs on the overflowing thread, in the room FLOOR.. below the opened
-// guard: signals the overflow as ECL does for Lisp code's, with ECL's
+// Runs on the overflowing thread, below guard GUARD (opened: the
+// collector scans the stack from here up, through it), in the room down
+// to FLOOR: signals the overflow as ECL does for Lisp code's, with ECL's
 // check set just above the floor so that the handlers' own Lisp code
 // gets a STACK-OVERFLOW of its own rather than running on into the next
-// guard.  The handlers unwind (the job's FAIL, or evaluated code's own).
-[[noreturn]] void signal_overflow(ArmedThread* thread, std::uintptr_t floor) {
+// guard.  The handlers unwind (the job's FAIL, or evaluated code's own
+// HANDLER-CASE), and on the way out, still below the guard, the limit is
+// given back and the guard closed again: every frame left to unwind to
+// lies above it (nothing ran inside a closed guard), so it is armed for
+// the next overflow even when evaluated code goes on after catching one.
+[[noreturn]] void signal_overflow(ArmedThread* thread, int guard, std::uintptr_t floor) {
   cl_env_ptr env = ecl_process_env();
-  if (!thread->limits_lowered) {
-    thread->saved_cs_limit = env->cs_limit;
-    thread->saved_cs_size = env->cs_size;
-    thread->limits_lowered = true;
-  }
-  env->cs_size = static_cast<cl_index>(env->cs_org - reinterpret_cast<char*>(floor));
+  char* const limit = env->cs_limit;
+  const cl_index size = env->cs_size;
+  const auto lowered_size = static_cast<cl_index>(env->cs_org - reinterpret_cast<char*>(floor));
+  env->cs_size = lowered_size;
   env->cs_limit = reinterpret_cast<char*>(floor + kHandlerMargin);
-  thread->lowered_cs_size = env->cs_size;
   g_caught.fetch_add(1, std::memory_order_relaxed);
-  cl_error(5, g_objects.stack_overflow, g_objects.size, ecl_make_unsigned_integer(thread->saved_cs_size),
-           g_objects.type, g_objects.c_stack);
+  ECL_UNWIND_PROTECT_BEGIN(env) {
+    cl_error(5, g_objects.stack_overflow, g_objects.size, ecl_make_unsigned_integer(size), g_objects.type,
+             g_objects.c_stack);
+  }
+  ECL_UNWIND_PROTECT_EXIT {
+    // Unless a handler's EXT:SET-LIMIT set its own.
+    if (env->cs_size == lowered_size) {
+      env->cs_size = size;
+      env->cs_limit = limit;
+    }
+    close_guard(*thread, guard);
+  }
+  ECL_UNWIND_PROTECT_END;
   ecl_internal_error("the C-stack overflow error returned");
   __builtin_unreachable();
 }
@@ -253,7 +283,6 @@ bool arm_stack_guard() {
   slot->lo = lo;
   slot->hi = hi;
   for (int k = 0; k < kGuards; ++k) slot->guards[k] = lo + static_cast<std::uintptr_t>(kGuards - k) * kGuardSpacing;
-  slot->limits_lowered = false;
   slot->altstack = altstack;
   stack_t stack{};
   stack.ss_sp = static_cast<char*>(altstack) + kPage;
@@ -271,17 +300,24 @@ bool arm_stack_guard() {
 
 void rearm_stack_guard() {
   ArmedThread* thread = t_arming.thread;
-  if (!thread) return;
-  if (thread->opened.load(std::memory_order_acquire) != 0) close_guards(*thread);
-  if (thread->limits_lowered) {
-    cl_env_ptr env = ecl_process_env();
-    // Unless the job's own clean-up (RESTORE-LIMITS) already reset them.
-    if (env->cs_size == thread->lowered_cs_size) {
-      env->cs_size = thread->saved_cs_size;
-      env->cs_limit = thread->saved_cs_limit;
-    }
-    thread->limits_lowered = false;
-  }
+  if (thread && thread->opened.load(std::memory_order_acquire) != 0) close_guards(*thread);
+}
+
+bool open_foreign_guard(siginfo_t* info, void* context) {
+#if defined(__x86_64__) && defined(__linux__)
+  if (info->si_signo != SIGSEGV) return false;
+  auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  auto [thread, k] = guard_at(address);
+  if (!thread) return false;
+  auto sp = static_cast<std::uintptr_t>(static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RSP]);
+  if (sp + kPage * 16 >= thread->lo && sp < thread->hi) return false;  // its own: an overflow
+  open_guard(*thread, k);
+  return true;
+#else
+  (void)info;
+  (void)context;
+  return false;
+#endif
 }
 
 bool handle_stack_fault(int sig, siginfo_t* info, void* context, void (*ecl_handler)(int, siginfo_t*, void*)) {
@@ -300,8 +336,7 @@ bool handle_stack_fault(int sig, siginfo_t* info, void* context, void (*ecl_hand
     for (int k = 0; k < kGuards; ++k) {
       std::uintptr_t guard = thread->guards[k];
       if (address < guard || address >= guard + kGuardSize) continue;
-      mprotect(reinterpret_cast<void*>(guard), kGuardSize, PROT_READ | PROT_WRITE);
-      thread->opened.fetch_or(1u << k, std::memory_order_acq_rel);
+      open_guard(*thread, k);
       const bool last = k + 1 == kGuards;
       cl_env_ptr env = ecl_process_env_unsafe();
       const bool unwindable = env && env->disable_interrupts == 0 &&
@@ -310,7 +345,10 @@ bool handle_stack_fault(int sig, siginfo_t* info, void* context, void (*ecl_hand
       // guard ends.  At the last guard there is no next: unwound anyway.
       if (!unwindable && !last) return true;
       std::uintptr_t floor = last ? thread->lo : thread->guards[k + 1] + kGuardSize;
-      resume_in(uc, reinterpret_cast<void*>(&signal_overflow), reinterpret_cast<std::uintptr_t>(thread), floor, 0);
+      // Resumed below the guard (the faulting frame, abandoned, may reach into it).
+      registers[REG_RSP] = static_cast<greg_t>(std::min(sp, guard));
+      resume_in(uc, reinterpret_cast<void*>(&signal_overflow), reinterpret_cast<std::uintptr_t>(thread),
+                static_cast<std::uintptr_t>(k), floor);
       return true;
     }
     // Past every guard (or in the thread's own guard page): no room to

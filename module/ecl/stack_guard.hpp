@@ -13,11 +13,15 @@
 // on the alternate stack, which opens that guard and, when the faulting
 // code may be unwound (it runs in libecl, outside ECL's interrupt-free
 // sections: no allocator or other foreign lock is held), makes the thread
-// resume in a function that signals EXT:STACK-OVERFLOW, on the room the
-// opened guard left.  The job's usual handlers report it and unwind.
-// Code that may not be unwound (the collector, malloc, our own C++) goes
-// on into the room below the guard and the next guard stops it.  Used
-// guards are closed again before the worker's next job.
+// resume below the guard in a function that signals EXT:STACK-OVERFLOW
+// there, in the room down to the next guard.  The job's usual handlers
+// report it and unwind, closing the guard again on the way out.  Code
+// that may not be unwound (the collector, malloc, our own C++) goes on
+// into the room below the guard and the next guard stops it; guards left
+// open so are closed before the worker's next job.  (The collector scans
+// a thread's stack from its stack pointer up; a guard is open whenever it
+// lies in that range, and one the collector still meets, in the moment
+// between closing and unwinding past it, is opened by the fault.)
 //
 // Other faults on an armed thread (EXT:SEGMENTATION-VIOLATION) are handed
 // to ECL's handler on the thread's own stack, as before there was an
@@ -49,6 +53,11 @@ void rearm_stack_guard();
 // it came (an unarmed thread, or a fault past every guard).
 // ECL_HANDLER: ECL's handler, for faults that are not an overflow.
 bool handle_stack_fault(int sig, siginfo_t* info, void* context, void (*ecl_handler)(int, siginfo_t*, void*));
+
+// Called by the dispatcher for a SIGSEGV on any thread first: a fault in
+// a closed guard of another thread's stack (the collector scanning that
+// stack) opens it and is done with.  True when that was the case.
+bool open_foreign_guard(siginfo_t* info, void* context);
 
 // For the tests: how many overflows armed threads turned into errors.
 unsigned long stack_overflows_caught();

@@ -158,6 +158,11 @@ TEST(Hostile, CStackOverflowInEclsCCodeIsAnError) {
       "(mp:process-join (mp:process-run-function \"deep\" (lambda () (handler-case (copy-tree cl-user::*deep*) "
       "(storage-condition (c) (type-of c))))))");
   EXPECT_EQ(threaded.text, "=> EXT:STACK-OVERFLOW");
+  // Caught and repeated, past the number of guards: each is closed again.
+  EXPECT_EQ(eval("(loop repeat 10 count (handler-case (progn (subst 1 2 cl-user::*deep*) nil) "
+                 "(ext:stack-overflow () t)))")
+                .text,
+            "=> 10");
   EXPECT_EQ(eval("(cl-user::kept)").text, "=> 42");
   eval("(makunbound 'cl-user::*deep*)");
 }

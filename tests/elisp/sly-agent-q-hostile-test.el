@@ -175,10 +175,16 @@ handles STORAGE-CONDITION catches them, several in one evaluation."
                            collect (handler-case (progn (funcall f cl-user::*agentq-deep-list*) :returned)
                                      (storage-condition (c) (type-of c))))")
                    "=> (EXT:STACK-OVERFLOW EXT:STACK-OVERFLOW EXT:STACK-OVERFLOW)"))
-    ;; In a thread the evaluation starts, too.
+    ;; As often as the code likes: each overflow's guard is closed again.
     (should (equal (agentq-test-eval-ok
-                    "(mp:process-join (mp:process-run-function \"deep\" (lambda () (handler-case (progn (copy-tree cl-user::*agentq-deep-list*) :returned) (storage-condition (c) (type-of c))))))")
-                   "=> EXT:STACK-OVERFLOW"))
+                    "(loop repeat 12 count (handler-case (progn (copy-tree cl-user::*agentq-deep-list*) nil) (ext:stack-overflow () t)))")
+                   "=> 12"))
+    ;; In threads the evaluation starts, too, beside the worker's own.
+    (should (equal (agentq-test-eval-ok
+                    "(let ((threads (loop repeat 2 collect (mp:process-run-function \"deep\" (lambda () (loop repeat 8 count (handler-case (progn (copy-tree cl-user::*agentq-deep-list*) nil) (storage-condition () t))))))))
+                       (list (loop repeat 8 count (handler-case (progn (equal cl-user::*agentq-deep-list* cl-user::*agentq-deep-twin*) nil) (storage-condition () t)))
+                             (mapcar #'mp:process-join threads)))")
+                   "=> (8 (8 8))"))
     ;; Other faults are still ECL's SEGMENTATION-VIOLATION, each time.
     (dotimes (_ 2)
       (should (string-prefix-p "[ERROR] EXT:SEGMENTATION-VIOLATION\n"
