@@ -112,6 +112,17 @@ std::pair<ArmedThread*, int> guard_at(std::uintptr_t address) {
   return {nullptr, 0};
 }
 
+// True when THREAD, its stack pointer at SP, has 8 KiB below it that no
+// closed guard covers: room to resume in.
+bool room_below(const ArmedThread& thread, std::uintptr_t sp) {
+  constexpr std::uintptr_t kRoom = 8 * 1024;
+  if (sp < thread.lo + kRoom) return false;
+  unsigned opened = thread.opened.load(std::memory_order_acquire);
+  for (int k = 0; k < kGuards; ++k)
+    if (!(opened & (1u << k)) && sp - kRoom < thread.guards[k] + kGuardSize && sp > thread.guards[k]) return false;
+  return true;
+}
+
 void open_guards(ArmedThread& thread) {
   for (std::uintptr_t guard : thread.guards)
     mprotect(reinterpret_cast<void*>(guard), kGuardSize, PROT_READ | PROT_WRITE);
@@ -341,7 +352,7 @@ bool handle_stack_fault(int sig, siginfo_t* info, void* context, void (*ecl_hand
       cl_env_ptr env = ecl_process_env_unsafe();
       const bool unwindable = env && env->disable_interrupts == 0 &&
                               in_ecl_code(static_cast<std::uintptr_t>(registers[REG_RIP]));
-      // Not here: the fault repeats, into the room below, which the next
+      // Not here: the code goes on, into the room below, which the next
       // guard ends.  At the last guard there is no next: unwound anyway.
       if (!unwindable && !last) return true;
       std::uintptr_t floor = last ? thread->lo : thread->guards[k + 1] + kGuardSize;
@@ -355,7 +366,7 @@ bool handle_stack_fault(int sig, siginfo_t* info, void* context, void (*ecl_hand
     // resume in.  ECL's handler, on the alternate stack.
     if (address + kGuardSpacing >= thread->lo && address < thread->guards[kGuards - 1]) return false;
   }
-  if (sp < thread->guards[0] + kGuardSize + 2 * kGuardSize) return false;  // deep in the rooms: as it came
+  if (!room_below(*thread, sp)) return false;  // as it came
   resume_in(uc, reinterpret_cast<void*>(&run_ecl_fault_handler), static_cast<std::uintptr_t>(sig), 0,
             reinterpret_cast<std::uintptr_t>(ecl_handler), info, sizeof *info);
   return true;
