@@ -45,6 +45,13 @@ collection to end, when interrupts are enabled."
               (when ext:*interrupts-enabled*
                 (si:check-pending-interrupts)))))))
 
+(defun guarded-thread-function (function)
+  "FUNCTION (a function designator), run in a new thread after arming it
+against C-stack overflow."
+  (lambda (&rest args)
+    (%arm-stack-guard)
+    (apply function args)))
+
 (defun install-exit-guards ()
   "Replace the functions that would exit the process (and so Emacs), end or
 stop the runtime's own threads, or change how the process handles signals."
@@ -69,6 +76,14 @@ stop the runtime's own threads, or change how the process handles signals."
   ;; The worker and the watchdog are ours: evaluated code may not kill,
   ;; interrupt or suspend them (a killed or suspended watchdog would leave
   ;; C-g and timeouts dead).
+  ;; Threads evaluated code starts get an alternate signal stack and guard
+  ;; regions like the worker's, so that ECL's C code recursing past their
+  ;; stack is a STACK-OVERFLOW error there too (module/ecl/stack_guard.hpp).
+  (dolist (name '(mp:process-run-function mp:process-preset))
+    (let ((original (fdefinition name)))
+      (setf (fdefinition name)
+            (lambda (first function &rest args)
+              (apply original first (guarded-thread-function function) args)))))
   (dolist (name '(mp:process-kill mp:interrupt-process mp:process-suspend))
     (let ((original (fdefinition name)) (name name))
       (setf (fdefinition name)

@@ -408,6 +408,7 @@ background compiler made of its DEFUN, else NIL."
 (defun compiler-loop ()
   "The compiler thread: compile batches until the runtime stops."
   (%lower-thread-priority)
+  (%arm-stack-guard)
   (mp:without-interrupts
     (let ((*standard-output* *sink*) (*error-output* *sink*) (*trace-output* *sink*)
           (*standard-input* *null-input*) (*query-io* *null-io*) (*debug-io* *null-io*)

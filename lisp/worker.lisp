@@ -222,6 +222,7 @@ The worker comes from the host, not from a variable evaluated code could
 set.  Runs without interrupts: killing it from Lisp would otherwise unwind
 out of a C++ condition-variable wait and leave its mutex locked, and C-g
 would freeze Emacs."
+  (%arm-stack-guard)
   (mp:without-interrupts
     (loop
       (multiple-value-bind (id reason worker) (%next-interrupt)

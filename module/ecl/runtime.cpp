@@ -50,9 +50,11 @@
 #include "ecl/lisp_string.hpp"
 #include "ecl/process_functions.hpp"
 #include "ecl/signals.hpp"
+#include "ecl/stack_guard.hpp"
 #include "ecl/tiering.hpp"
 
 extern "C" void init_agentq_lisp(cl_object);  // the compiled lisp/ files
+extern "C" void ecl_cs_set_org(cl_env_ptr);    // libecl's, in its internal.h
 
 namespace agentq::ecl {
 
@@ -461,6 +463,10 @@ cl_object next_job() {
   }
   // No locks held from here: allocation may unwind (storage exhaustion).
   if (!job) return one_value(ECL_NIL);
+  rearm_stack_guard();  // what an overflow in the last job opened
+  // ECL takes a fault at the address of the last one for a fault in its
+  // handling, which it does not signal: a job's first is signalled.
+  ecl_process_env()->fault_address = nullptr;
   if (job->output || t_output) t_output = job->output;  // no reference counting per usual job
   cl_env_ptr env = ecl_process_env();
   const EvalRequest& request = job->request;
@@ -848,6 +854,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_child_pipes();
     define_lisp_tool_functions();
     define_tiering_functions();
+    define_stack_guard_functions();
     for (cl_object* root : {&g_roots.worker_loop, &g_roots.escaped_job_text, &g_roots.worker, &g_roots.watchdog,
                             &g_roots.compiler, &g_roots.worker_keyword, &g_roots.watchdog_keyword,
                             &g_roots.compiler_keyword, &g_roots.evaluate_lisp_name})
@@ -952,6 +959,8 @@ void* worker_main(void*) {
   impl.cl_boot_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
   std::atexit(shutdown_at_exit);
   route_signals_by_thread();
+  prepare_stack_guard();
+  arm_stack_guard();
   install_interrupt_gate(kInterruptSignal);
   GC_start_performance_measurement();
   process_cpus();  // before the worker moves
@@ -1008,6 +1017,11 @@ void* replacement_main(void* generation) {
   sigaddset(&interrupt, kInterruptSignal);
   pthread_sigmask(SIG_UNBLOCK, &interrupt, nullptr);
   if (env->default_sigmask == nullptr) env->default_sigmask = g_boot_sigmask;
+  // Nor does it give the thread its C-stack limit (the env's is left
+  // null, and Lisp recursion went unchecked until the process died); ECL's
+  // own threads get it from this function.
+  ecl_cs_set_org(env);
+  arm_stack_guard();
   serve_jobs(env, reinterpret_cast<std::uintptr_t>(generation), true);
   bool stopping = current_worker();
   if (stopping)

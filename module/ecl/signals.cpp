@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ecl/ecl_api.hpp"
+#include "ecl/stack_guard.hpp"
 
 namespace agentq::ecl {
 
@@ -31,8 +32,15 @@ void forward(const struct sigaction& action, int sig, siginfo_t* info, void* con
 }
 
 void dispatch(int sig, siginfo_t* info, void* context) {
+  if (open_foreign_guard(info, context)) return;
   // ecl_process_env_unsafe() is non-null exactly on threads ECL knows.
-  forward(ecl_process_env_unsafe() ? g_ecl[sig] : g_host[sig], sig, info, context);
+  if (!ecl_process_env_unsafe()) return forward(g_host[sig], sig, info, context);
+  // On an armed Lisp thread this runs on its alternate stack: a C-stack
+  // overflow becomes a Lisp error, other faults go to ECL's handler on the
+  // thread's own stack (stack_guard.hpp).
+  const struct sigaction& ecl = g_ecl[sig];
+  if ((ecl.sa_flags & SA_SIGINFO) && handle_stack_fault(sig, info, context, ecl.sa_sigaction)) return;
+  forward(ecl, sig, info, context);
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 // threads into a Lisp condition, Emacs to survive its own stack overflow.
 // After cl_boot a small dispatcher owns the signals and forwards each fault
 // to ECL's handler on an ECL thread and to the host's handler elsewhere.
+// On an armed Lisp thread it runs on the thread's alternate stack and
+// first gives stack_guard.hpp the fault: a C-stack overflow there becomes
+// a Lisp error instead of the end of the process.
 #pragma once
 
 namespace agentq::ecl {

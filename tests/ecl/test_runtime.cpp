@@ -133,6 +133,40 @@ TEST(Hostile, StackOverflowIsRecoverable) {
   }
 }
 
+// ECL's C code (COPY-TREE, EQUAL, SUBST ...) recurses without checking its
+// stack: on a list nested a million deep it ran into the thread's guard
+// page and the process died.  Now an error, on the first worker, on a
+// fresh one that replaced it, and on a thread evaluated code starts.
+TEST(Hostile, CStackOverflowInEclsCCodeIsAnError) {
+  ASSERT_TRUE(eval("(defparameter cl-user::*deep* (let ((x nil)) (dotimes (i 1000000 x) (setf x (list x))))) "
+                   "(defun cl-user::kept () 42)")
+                  .success);
+  auto expect_overflow = [](const std::string& code) {
+    EvalOutcome outcome = eval(code);
+    EXPECT_FALSE(outcome.success);
+    EXPECT_EQ(outcome.text.rfind("[ERROR] EXT:STACK-OVERFLOW\nC-STACK overflow", 0), 0u) << outcome.text;
+    expect_alive();
+  };
+  for (int i = 0; i < 2; ++i) expect_overflow("(copy-tree cl-user::*deep*)");
+  expect_overflow("(subst 1 2 cl-user::*deep*)");
+  Runtime::instance().restart_worker();
+  for (int i = 0; i < 2; ++i) expect_overflow("(equal cl-user::*deep* (copy-tree cl-user::*deep*))");
+  // Lisp code's own check works on the fresh worker too.
+  EvalOutcome lisp = eval("(defun cl-user::endless (n) (1+ (cl-user::endless n))) (cl-user::endless 0)");
+  EXPECT_EQ(lisp.text.rfind("[ERROR] EXT:STACK-OVERFLOW\nC-STACK overflow", 0), 0u) << lisp.text;
+  EvalOutcome threaded = eval(
+      "(mp:process-join (mp:process-run-function \"deep\" (lambda () (handler-case (copy-tree cl-user::*deep*) "
+      "(storage-condition (c) (type-of c))))))");
+  EXPECT_EQ(threaded.text, "=> EXT:STACK-OVERFLOW");
+  // Caught and repeated, past the number of guards: each is closed again.
+  EXPECT_EQ(eval("(loop repeat 10 count (handler-case (progn (subst 1 2 cl-user::*deep*) nil) "
+                 "(ext:stack-overflow () t)))")
+                .text,
+            "=> 10");
+  EXPECT_EQ(eval("(cl-user::kept)").text, "=> 42");
+  eval("(makunbound 'cl-user::*deep*)");
+}
+
 TEST(Hostile, InfiniteLoopTimesOut) {
   auto start = std::chrono::steady_clock::now();
   EvalOutcome outcome = eval("(defvar *agentq-before* 41) (loop)", 500ms);

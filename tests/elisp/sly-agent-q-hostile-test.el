@@ -128,6 +128,64 @@ variables the evaluated code set."
         (should (string-match-p "STACK-OVERFLOW" text))
         (agentq-test-should-be-alive)))))
 
+;; ECL's own C code (COPY-TREE, EQUAL, SUBST ...) recurses without checking
+;; its stack: on a list nested a million deep it used to run into the
+;; thread's guard page, and the process (Emacs) died of SIGSEGV.
+(defconst agentq-test--deep-list
+  "(defparameter cl-user::*agentq-deep-list* (let ((x nil)) (dotimes (i 1000000 x) (setf x (list x))))) (defparameter cl-user::*agentq-deep-twin* (let ((x nil)) (dotimes (i 1000000 x) (setf x (list x))))) :built"
+  "Lisp code that builds two lists nested a million deep.")
+
+(ert-deftest sly-agent-q-hostile/c-stack-overflow-in-ecls-c-code ()
+  "COPY-TREE of a list nested a million deep is a STACK-OVERFLOW error,
+twice; then (+ 1 2) works and earlier definitions are still there.
+\(A fresh worker is guarded too: tests/ecl, where restarting the worker
+leaves no retired thread behind for later tests.)"
+  (agentq-test-surviving
+    (should (equal (agentq-test-eval-ok agentq-test--deep-list) "=> :BUILT"))
+    (dotimes (_ 2)
+      (let ((text (agentq-test-eval-fails "(copy-tree cl-user::*agentq-deep-list*) :copied" :timeout 30)))
+        (should (string-prefix-p "[ERROR] EXT:STACK-OVERFLOW\nC-STACK overflow" text)))
+      (should (equal (agentq-test-eval-ok "(+ 1 2)") "=> 3")))
+    (agentq-test-eval "(makunbound 'cl-user::*agentq-deep-list*) (makunbound 'cl-user::*agentq-deep-twin*)")))
+
+(ert-deftest sly-agent-q-hostile/c-stack-overflow-in-other-c-recursions ()
+  "EQUAL, EQUALP, SUBST, TREE-EQUAL and printing on lists nested a
+million deep are errors, never a crash; code that
+handles STORAGE-CONDITION catches them, several in one evaluation."
+  (agentq-test-surviving
+    (agentq-test-eval-ok agentq-test--deep-list)
+    (dolist (code '("(equal cl-user::*agentq-deep-list* cl-user::*agentq-deep-twin*)"
+                    "(equalp cl-user::*agentq-deep-list* cl-user::*agentq-deep-twin*)"
+                    "(subst 1 2 cl-user::*agentq-deep-list*)"
+                    "(tree-equal cl-user::*agentq-deep-list* cl-user::*agentq-deep-twin*)"
+                    "(prin1-to-string cl-user::*agentq-deep-list*)"))
+      (let ((text (agentq-test-eval-fails (concat code " :done") :timeout 30)))
+        (should (string-prefix-p "[ERROR] EXT:STACK-OVERFLOW\n" text))))
+    ;; SXHASH (so an EQUAL hash table) looks only so deep: no overflow.
+    (should (equal (agentq-test-eval-ok
+                    "(let ((h (make-hash-table :test 'equal))) (setf (gethash cl-user::*agentq-deep-twin* h) 1) (integerp (sxhash cl-user::*agentq-deep-list*)))")
+                   "=> T"))
+    (should (equal (agentq-test-eval-ok
+                    "(loop for f in (list #'copy-tree (lambda (x) (equal x cl-user::*agentq-deep-twin*)) #'copy-tree)
+                           collect (handler-case (progn (funcall f cl-user::*agentq-deep-list*) :returned)
+                                     (storage-condition (c) (type-of c))))")
+                   "=> (EXT:STACK-OVERFLOW EXT:STACK-OVERFLOW EXT:STACK-OVERFLOW)"))
+    ;; As often as the code likes: each overflow's guard is closed again.
+    (should (equal (agentq-test-eval-ok
+                    "(loop repeat 12 count (handler-case (progn (copy-tree cl-user::*agentq-deep-list*) nil) (ext:stack-overflow () t)))")
+                   "=> 12"))
+    ;; In threads the evaluation starts, too, beside the worker's own.
+    (should (equal (agentq-test-eval-ok
+                    "(let ((threads (loop repeat 2 collect (mp:process-run-function \"deep\" (lambda () (loop repeat 8 count (handler-case (progn (copy-tree cl-user::*agentq-deep-list*) nil) (storage-condition () t))))))))
+                       (list (loop repeat 8 count (handler-case (progn (equal cl-user::*agentq-deep-list* cl-user::*agentq-deep-twin*) nil) (storage-condition () t)))
+                             (mapcar #'mp:process-join threads)))")
+                   "=> (8 (8 8))"))
+    ;; Other faults are still ECL's SEGMENTATION-VIOLATION, each time.
+    (dotimes (_ 2)
+      (should (string-prefix-p "[ERROR] EXT:SEGMENTATION-VIOLATION\n"
+                               (agentq-test-eval-fails "(ffi:deref-pointer (ffi:make-pointer 8 :int) :int)"))))
+    (agentq-test-eval "(makunbound 'cl-user::*agentq-deep-list*) (makunbound 'cl-user::*agentq-deep-twin*)")))
+
 (ert-deftest sly-agent-q-hostile/frame-stack-overflow ()
   "Nesting CATCH past the frame stack is a STACK-OVERFLOW error with the
 output before it, again and again; the frame stack keeps its size.

@@ -245,6 +245,25 @@ TEST(McpBinary, ExitingLispIsInterceptedAndTheServerGoesOn) {
   EXPECT_EQ(text_of(server.response()), "=> 42");
 }
 
+// ECL's C code recursing past the stack (COPY-TREE of a list nested a
+// million deep) killed the server with SIGSEGV; now an error, each time.
+TEST(McpBinary, CStackOverflowInEclsCCodeIsAnErrorAndTheServerGoesOn) {
+  McpProcess server;
+  server.send(eval(1, "(defparameter *deep* (let ((x nil)) (dotimes (i 1000000 x) (setf x (list x))))) "
+                      "(defun kept () 42)"));
+  EXPECT_EQ(text_of(server.response()), "=> KEPT");
+  for (int id : {2, 3}) {
+    server.send(eval(id, "(copy-tree *deep*)"));
+    json response = server.response();
+    EXPECT_EQ(response["result"]["isError"], true) << response.dump();
+    EXPECT_EQ(text_of(response).rfind("[ERROR] EXT:STACK-OVERFLOW\nC-STACK overflow", 0), 0u) << text_of(response);
+  }
+  server.send(eval(4, "(+ 1 2)"));
+  EXPECT_EQ(text_of(server.response()), "=> 3");
+  server.send(eval(5, "(kept)"));
+  EXPECT_EQ(text_of(server.response()), "=> 42");
+}
+
 TEST(McpBinary, PingIsAnsweredWhileAnEvaluationRuns) {
   McpProcess server;
   server.send(eval(1, "(progn (sleep 1.5) :slept)"));
