@@ -895,6 +895,7 @@ bool run_worker_loop(cl_env_ptr env, bool fresh) {
 void serve_jobs(cl_env_ptr env, std::uint64_t generation, bool fresh) {
   Runtime::Impl& impl = *g_impl;
   t_worker_generation = generation;
+  bool serving;
   {
     // Published only while this thread is the worker, under the lock with
     // which %NEXT-JOB hands out jobs and replace_worker retires: a thread
@@ -903,14 +904,17 @@ void serve_jobs(cl_env_ptr env, std::uint64_t generation, bool fresh) {
     // next retired tid.  Every job the worker takes therefore runs on the
     // thread the watchdog interrupts.
     std::lock_guard lock(impl.mutex);
-    if (current_worker()) {
+    serving = current_worker();
+    if (serving) {
       __atomic_store_n(&impl.worker_tid, static_cast<pid_t>(syscall(SYS_gettid)), __ATOMIC_RELEASE);
       __atomic_store_n(&g_roots.worker, env->own_process, __ATOMIC_RELEASE);
     }
   }
+  // A thread retired before it served skips the loop: it would take no job,
+  // and its FRESH work (limits, streams) would race its successor's.
   // A non-local exit that escapes the loop (it should not) fails the job it
   // interrupted; the loop then starts again.
-  while (!run_worker_loop(env, fresh)) {
+  while (serving && !run_worker_loop(env, fresh)) {
     fresh = false;
     cl_object escaped = escaped_job_text(env);
     std::shared_ptr<Job> job;
