@@ -902,14 +902,26 @@ bool run_worker_loop(cl_env_ptr env, bool fresh) {
 void serve_jobs(cl_env_ptr env, std::uint64_t generation, bool fresh) {
   Runtime::Impl& impl = *g_impl;
   t_worker_generation = generation;
+  bool serving;
   {
+    // Published only while this thread is the worker, under the lock with
+    // which %NEXT-JOB hands out jobs and replace_worker retires: a thread
+    // retired before it got here (two restarts in a row) must not take the
+    // place of the worker that replaced it as the watchdog's target or the
+    // next retired tid.  Every job the worker takes therefore runs on the
+    // thread the watchdog interrupts.
     std::lock_guard lock(impl.mutex);
-    __atomic_store_n(&impl.worker_tid, static_cast<pid_t>(syscall(SYS_gettid)), __ATOMIC_RELEASE);
+    serving = current_worker();
+    if (serving) {
+      __atomic_store_n(&impl.worker_tid, static_cast<pid_t>(syscall(SYS_gettid)), __ATOMIC_RELEASE);
+      __atomic_store_n(&g_roots.worker, env->own_process, __ATOMIC_RELEASE);
+    }
   }
-  __atomic_store_n(&g_roots.worker, env->own_process, __ATOMIC_RELEASE);
+  // A thread retired before it served skips the loop: it would take no job,
+  // and its FRESH work (limits, streams) would race its successor's.
   // A non-local exit that escapes the loop (it should not) fails the job it
   // interrupted; the loop then starts again.
-  while (!run_worker_loop(env, fresh)) {
+  while (serving && !run_worker_loop(env, fresh)) {
     fresh = false;
     cl_object escaped = escaped_job_text(env);
     std::shared_ptr<Job> job;
@@ -946,7 +958,7 @@ void stop_runtime(bool boot_thread) {
   impl.wake_callers();
 }
 
-void* worker_main(void*) {
+void* worker_main(void* generation) {
   Runtime::Impl& impl = *g_impl;
   auto started = Clock::now();
   set_boot_options();
@@ -987,7 +999,12 @@ void* worker_main(void*) {
   }
   impl.boot_cv.notify_all();
 
-  serve_jobs(env, impl.worker_generation.load(), false);
+  // The generation this thread was started as, not the current one: a
+  // restart_worker right after boot (before this line) has already made a
+  // replacement the worker, and reading the generation here made this
+  // thread a second worker of the same generation, taking jobs the
+  // watchdog never interrupted (it interrupts the replacement).
+  serve_jobs(env, reinterpret_cast<std::uintptr_t>(generation), false);
   if (current_worker()) {
     stop_runtime(true);
     return nullptr;
@@ -1057,7 +1074,10 @@ void replace_worker(Runtime::Impl& impl, const std::string& text) {
     generation = impl.worker_generation.fetch_add(1) + 1;
     job = std::move(impl.current);
     impl.current_id.store(0, std::memory_order_release);
-    retired_tid = impl.worker_tid;
+    // Taken, not read: once retired, the tid is nobody's to lower again
+    // (the thread may end, and its tid go to another thread).  Zero when
+    // the worker never got to serve_jobs; it then takes no job.
+    retired_tid = __atomic_exchange_n(&impl.worker_tid, 0, __ATOMIC_ACQ_REL);
     impl.retired_running.fetch_add(1);
   }
   impl.job_cv.notify_all();  // an idle worker leaves %NEXT-JOB
@@ -1147,7 +1167,8 @@ void Runtime::ensure_booted() {
     pthread_attr_destroy(&attributes);
     // Async signals stay with the host's threads (but not with children).
     unblock_signals_in_children();
-    int rc = start_lisp_thread(&impl.worker_thread, worker_main, nullptr);
+    int rc = start_lisp_thread(&impl.worker_thread, worker_main,
+                               reinterpret_cast<void*>(static_cast<std::uintptr_t>(impl.worker_generation.load())));
     if (rc != 0) {
       impl.boot_state = BootState::Failed;
       impl.boot_error = std::string("cannot start the Lisp thread: ") + std::strerror(rc);

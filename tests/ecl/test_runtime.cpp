@@ -487,5 +487,20 @@ TEST(Jobs, AReplacementWorkerIsInterruptibleAndStartsThreads) {
   expect_alive();
 }
 
+TEST(Jobs, TwoRestartsInARowLeaveOneInterruptibleWorker) {
+  // The second replacement may start before the first reaches its loop:
+  // only the last is the worker, the one the watchdog interrupts.
+  Runtime::instance().restart_worker();
+  Runtime::instance().restart_worker();
+  std::uint64_t replaced = Runtime::instance().status().replaced_workers;
+  EvalOutcome outcome = eval("(loop)", 500ms);
+  EXPECT_EQ(outcome.text.rfind("[ERROR] TIMEOUT\nEvaluation did not finish within 0.5 seconds and was interrupted.", 0),
+            0u)
+      << outcome.text;
+  EXPECT_EQ(Runtime::instance().status().replaced_workers, replaced);
+  EXPECT_EQ(eval("(+ 40 2)").text, "=> 42");
+  expect_alive();
+}
+
 }  // namespace
 }  // namespace agentq::ecl
