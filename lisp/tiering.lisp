@@ -319,7 +319,9 @@ compile lock; on the compiler thread, let the lock go meanwhile."
                          (eql (mp:lock-count lock) 1))
                     (progn (mp:giveup-lock lock)
                            (setf *tiering-in-gcc* t)
+                           (%gcc-started *tiering-busy-grace-ms*)
                            (unwind-protect (apply original arguments)
+                             (%gcc-ended)
                              (setf *tiering-in-gcc* nil)
                              (mp:get-lock lock)))
                     (apply original arguments))))))))
@@ -440,6 +442,7 @@ needs to wait for it."
     (unwind-protect
          (progn
            (setf *compiles-awaited* t)
+           (%release-gcc)               ; this job waits for gcc: not stopped
            (loop
              (when (mp:with-lock (*tiering-lock*) (and (null *tiering-queue*) (not *tiering-busy*)))
                (return t))
