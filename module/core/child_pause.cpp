@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <condition_variable>
 #include <dirent.h>
 #include <fstream>
@@ -41,15 +42,19 @@ std::vector<int> children_of_process(int pid) {
   return pids;
 }
 
+// How often the pausing thread looks at the worker while gcc runs, and how
+// long a job runs before gcc is stopped for it: a short job (most
+// evaluations take microseconds) costs nothing but two atomic stores;
+// stopping and continuing gcc for it would cost more CPU than it saves.
+constexpr auto kPoll = std::chrono::microseconds(500);
+constexpr auto kStopAfter = std::chrono::milliseconds(1);
+
 // State shared with the pausing thread; never destroyed (the thread is
 // detached and may outlive static destruction at exit).
 struct Pauser {
   std::mutex mutex;
   std::condition_variable cv;
   int compiler_tid = 0;                 // 0: no gcc run
-  bool job_running = false;
-  bool released = false;                // the running job let gcc run
-  Clock::time_point job_start;
   std::chrono::milliseconds cap{1000};
   bool quit = false;
   bool thread_started = false;
@@ -58,8 +63,17 @@ struct Pauser {
   unsigned long pauses = 0;
 };
 
+// The worker's side, written without a lock (see kStopAfter).
 std::atomic<int> g_gcc_tid{0};
-std::atomic<bool> g_job_noted{false};
+std::atomic<bool> g_job_running{false};
+std::atomic<std::uint64_t> g_job_seq{0};
+std::atomic<std::int64_t> g_job_start{0};       // steady clock, ns
+std::atomic<std::uint64_t> g_released_seq{0};   // this job lets gcc run
+std::atomic<bool> g_stopped{false};
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
 
 Pauser& pauser() {
   static Pauser* p = new Pauser;  // never destroyed: see Pauser
@@ -91,45 +105,54 @@ void continue_all(const std::set<int>& pids, int tid) {
       if (!pids.count(pid)) kill(pid, SIGCONT);
 }
 
+// True when gcc should be stopped now: a job runs, for longer than
+// kStopAfter and less than the cap, and did not let gcc run.
+bool want_stopped(const Pauser& p) {
+  if (p.compiler_tid == 0 || !g_job_running.load(std::memory_order_acquire)) return false;
+  std::uint64_t seq = g_job_seq.load(std::memory_order_acquire);
+  if (g_released_seq.load(std::memory_order_acquire) == seq) return false;
+  auto age = std::chrono::nanoseconds(now_ns() - g_job_start.load(std::memory_order_acquire));
+  return age >= kStopAfter && age < p.cap;
+}
+
 void pauser_main() {
   Pauser& p = pauser();
   std::unique_lock lock(p.mutex);
   for (;;) {
     if (p.quit) break;
-    auto now = Clock::now();
-    auto deadline = p.job_start + p.cap;
-    bool want = p.compiler_tid != 0 && p.job_running && !p.released && now < deadline;
+    bool want = want_stopped(p);
     bool have = !p.stopped.empty();
     if (want && !have) {
       int tid = p.compiler_tid;
       lock.unlock();
       std::set<int> pids = stop_tree(tid);
       lock.lock();
-      p.stopped = std::move(pids);
-      if (!p.stopped.empty()) ++p.pauses;
-      else {
-        // Nothing to stop (between gcc's steps): look again shortly.
-        p.cv.wait_for(lock, std::chrono::milliseconds(2));
+      if (!pids.empty()) {
+        p.stopped = std::move(pids);
+        g_stopped.store(true, std::memory_order_release);
+        ++p.pauses;
+        continue;
       }
-      continue;
-    }
-    if (!want && have) {
+      // Nothing to stop (between gcc's steps): look again at the next poll.
+    } else if (!want && have) {
       std::set<int> pids;
       pids.swap(p.stopped);
+      g_stopped.store(false, std::memory_order_release);
       int tid = p.compiler_tid;
       lock.unlock();
       continue_all(pids, tid);
       lock.lock();
       continue;
     }
-    if (want)
-      p.cv.wait_until(lock, deadline);
+    if (p.compiler_tid != 0)
+      p.cv.wait_for(lock, kPoll);
     else
       p.cv.wait(lock);
   }
   // Continued under the lock, so that shutdown knows when it is done.
   continue_all(p.stopped, p.compiler_tid);
   p.stopped.clear();
+  g_stopped.store(false, std::memory_order_release);
   p.thread_done = true;
   p.cv.notify_all();
 }
@@ -171,10 +194,12 @@ std::vector<int> grandchildren_of_thread(int pid, int tid) {
 
 void gcc_started(int tid) {
   Pauser& p = pauser();
+  // A job running now is past its pause (gcc starts in a job only after
+  // the tiering grace, or because the job waits for the compiles).
+  g_released_seq.store(g_job_seq.load(std::memory_order_acquire), std::memory_order_release);
   {
     std::lock_guard lock(p.mutex);
     p.compiler_tid = tid;
-    p.released = true;  // a job running now is past its pause
     start_thread_locked(p);
   }
   g_gcc_tid.store(tid, std::memory_order_release);
@@ -195,34 +220,25 @@ bool gcc_running() { return g_gcc_tid.load(std::memory_order_relaxed) != 0; }
 
 void gcc_pause_job_started() {
   if (!gcc_running()) return;
-  Pauser& p = pauser();
-  {
-    std::lock_guard lock(p.mutex);
-    p.job_running = true;
-    p.released = false;
-    p.job_start = Clock::now();
-  }
-  g_job_noted.store(true, std::memory_order_relaxed);
-  p.cv.notify_all();
+  g_job_start.store(now_ns(), std::memory_order_relaxed);
+  g_job_seq.fetch_add(1, std::memory_order_acq_rel);
+  g_job_running.store(true, std::memory_order_release);
 }
 
 void gcc_pause_job_ended() {
-  if (!g_job_noted.load(std::memory_order_relaxed)) return;
-  g_job_noted.store(false, std::memory_order_relaxed);
-  Pauser& p = pauser();
-  {
-    std::lock_guard lock(p.mutex);
-    p.job_running = false;
+  if (!g_job_running.load(std::memory_order_relaxed)) return;
+  g_job_running.store(false, std::memory_order_release);
+  if (g_stopped.load(std::memory_order_acquire)) {
+    Pauser& p = pauser();
+    { std::lock_guard lock(p.mutex); }  // not between its look and its wait
+    p.cv.notify_all();
   }
-  p.cv.notify_all();
 }
 
 void gcc_pause_release_job() {
+  g_released_seq.store(g_job_seq.load(std::memory_order_acquire), std::memory_order_release);
   Pauser& p = pauser();
-  {
-    std::lock_guard lock(p.mutex);
-    p.released = true;
-  }
+  { std::lock_guard lock(p.mutex); }
   p.cv.notify_all();
 }
 
@@ -238,10 +254,10 @@ void set_gcc_pause_cap(std::chrono::milliseconds cap) {
 void gcc_pause_shutdown() {
   Pauser& p = pauser();
   bool thread;
+  g_job_running.store(false, std::memory_order_release);
   {
     std::lock_guard lock(p.mutex);
     p.quit = true;
-    p.job_running = false;
     thread = p.thread_started;
   }
   p.cv.notify_all();

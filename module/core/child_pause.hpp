@@ -3,17 +3,20 @@
 // take one CPU of two, and the evaluation shares the other with Emacs.
 //
 // While gcc runs (gcc_started .. gcc_ended, called by the compiler thread
-// around each gcc run) a job's start stops (SIGSTOP) the processes gcc
-// started (cc1, as, collect2, ld: the descendants of the compiler thread's
-// children, found in /proc/<pid>/task/<tid>/children) and its end, or its
-// running longer than the cap, continues them (SIGCONT).  The compiler
-// thread's own children (the gcc driver) are never stopped: ECL waits for
-// them, and a stopped gcc driver only waits for its own children anyway.
-// Nothing is sent to a process group: gcc shares Emacs's.
+// around each gcc run), a job that has run for 1 ms stops (SIGSTOP) the
+// processes gcc started (cc1, as, collect2, ld: the descendants of the
+// compiler thread's children, found in /proc/<pid>/task/<tid>/children);
+// the job's end, or its running longer than the cap, continues them
+// (SIGCONT).  The compiler thread's own children (the gcc driver) are never
+// stopped: ECL waits for them, and a gcc driver only waits for its own
+// children anyway.  Nothing is sent to a process group: gcc shares Emacs's.
 //
-// A C++ thread of its own does the /proc walk and the signals, so that a
-// job's start and end cost the worker one atomic load when no gcc runs,
-// and a notify when one does.  Linux only (elsewhere nothing is stopped).
+// A C++ thread of its own does the /proc walk and the signals; it looks at
+// the worker every 0.5 ms while gcc runs (never otherwise).  So a job's
+// start and end cost the worker one atomic load when no gcc runs, and two
+// atomic stores when one does; a job shorter than 1 ms (most evaluations)
+// never stops gcc: stopping and continuing it would cost more CPU than the
+// job.  Linux only (elsewhere /proc lists no children: nothing stops).
 #pragma once
 
 #include <chrono>
@@ -29,8 +32,8 @@ void gcc_started(int tid);
 void gcc_ended();
 // True while a gcc run is going on (one relaxed atomic load).
 bool gcc_running();
-// The worker took a job / finished it (or it was abandoned).  Cheap when no
-// gcc runs.
+// The worker took a job / finished it (or it was abandoned).  Lock-free:
+// one atomic load when no gcc runs.
 void gcc_pause_job_started();
 void gcc_pause_job_ended();
 // The running job lets gcc run until it ends (it waits for the compiles).

@@ -539,8 +539,8 @@ cl_object finish_job(cl_object id, cl_object success, cl_object text) {
     }
   }
   job.reset();
-  gcc_pause_job_ended();  // one atomic load unless gcc was stopped for it
   impl.wake_callers();
+  gcc_pause_job_ended();  // one atomic load unless gcc was stopped for it
   return one_value(shrunk ? ECL_T : ECL_NIL);
 }
 
