@@ -212,4 +212,128 @@
                      '("=> AGENTQ-TIER-NOGCC" "=> T" "=> :BYTECODES"
                        "=> \"bytecodes: no C compiler (gcc) on PATH\"" "=> 42"))))))
 
+;;; gcc stopped while a job runs
+
+(defun agentq-tiering-children (pid)
+  "The child processes of every thread of process PID."
+  (let ((children '()))
+    (dolist (task (ignore-errors (directory-files (format "/proc/%d/task" pid) nil "\\`[0-9]+\\'")))
+      (let ((text (ignore-errors
+                    (with-temp-buffer
+                      (insert-file-contents (format "/proc/%d/task/%s/children" pid task))
+                      (buffer-string)))))
+        (dolist (word (split-string (or text "")))
+          (push (string-to-number word) children))))
+    children))
+
+(defun agentq-tiering-gcc-states ()
+  "States (/proc/PID/stat) of the processes gcc runs for the compiler now.
+Seen from this Emacs, outside Lisp: the grandchildren of its threads
+named cc1, as, collect2 or ld, as a list of (NAME . STATE)."
+  (let ((states '()))
+    (dolist (child (agentq-tiering-children (emacs-pid)))
+      (dolist (grandchild (agentq-tiering-children child))
+        (let ((stat (ignore-errors
+                      (with-temp-buffer
+                        (insert-file-contents (format "/proc/%d/stat" grandchild))
+                        (buffer-string)))))
+          (when (and stat (string-match "(\\([^)]*\\)) \\([A-Za-z]\\)" stat)
+                     (member (match-string 1 stat) '("cc1" "as" "collect2" "ld")))
+            (push (cons (match-string 1 stat) (match-string 2 stat)) states)))))
+    states))
+
+(defconst agentq-tiering-sample-lisp
+  "(lambda ()
+     (let ((text (with-output-to-string (out)
+                   (ext:run-program \"/bin/sh\"
+                     (list \"-c\" \"for c in $(cat /proc/$PPID/task/*/children); do for g in $(cat /proc/$c/task/*/children 2>/dev/null); do cut -d' ' -f2,3 /proc/$g/stat 2>/dev/null; done; done\")
+                     :input nil :output out :error nil :wait t))))
+       (with-input-from-string (in text)
+         (loop for line = (read-line in nil) while line
+               when (member (subseq line 0 (or (position #\\Space line) 0))
+                            '(\"(cc1)\" \"(as)\" \"(collect2)\" \"(ld)\") :test #'string=)
+                 collect (subseq line (1- (length line)))))))"
+  "Lisp text of a function returning the states (strings) of gcc's
+processes, seen by a shell run from inside a job.")
+
+(defun agentq-tiering-start-gcc (prefix)
+  "Define 60 functions named PREFIX-N and wait until their gcc runs."
+  (agentq-test-eval-ok
+   (mapconcat (lambda (i) (format "(defun %s-%d (x) (let ((y (list x %d))) (if (consp x) (length y) (cons (car y) (cdr y)))))" prefix i i))
+              (number-sequence 1 60) "\n"))
+  (let ((deadline (+ (float-time) 30)))
+    (while (and (< (float-time) deadline) (not (agentq-tiering-gcc-states)))
+      (sleep-for 0.002)))
+  (should (agentq-tiering-gcc-states)))
+
+(defun agentq-tiering-sampling-job (seconds)
+  "Lisp text of a job of SECONDS that samples gcc's states every 0.1 s.
+Its value is a list of (ELAPSED-MS . STATES)."
+  (format "(let ((sample %s) (start (get-internal-real-time)))
+             (loop for ms = (round (* 1000 (- (get-internal-real-time) start)) internal-time-units-per-second)
+                   while (< ms %d)
+                   do (sleep 0.1)
+                   collect (cons ms (funcall sample))))"
+          agentq-tiering-sample-lisp (round (* 1000 seconds))))
+
+(defun agentq-tiering-proc-children-p ()
+  "Non-nil when /proc lists the children of each thread (Linux)."
+  (file-exists-p (format "/proc/%d/task/%d/children" (emacs-pid) (emacs-pid))))
+
+(ert-deftest sly-agent-q-tiering/gcc-stops-while-a-job-runs ()
+  (skip-unless (and (agentq-tiering-gcc-p) (agentq-tiering-proc-children-p)))
+  (let ((pauses (agentq-test-eval-ok "(agent-q::%gcc-pauses)")))
+    (agentq-tiering-start-gcc "agentq-tier-pause")
+    ;; A job of 0.8 s, under the cap (*tiering-busy-grace-ms*, 1 s): gcc's
+    ;; processes are stopped ('T') throughout, seen from inside it.
+    (let* ((content (agentq-test-eval-ok (agentq-tiering-sampling-job 0.8)))
+           (samples (car (read-from-string (substring content 3)))))
+      (should (>= (length samples) 5))
+      (should (cl-some (lambda (sample) (consp (cdr sample))) samples))
+      (dolist (sample samples)
+        (dolist (state (cdr sample))
+          (should (equal (list (car sample) state) (list (car sample) "T"))))))
+    (should-not (equal pauses (agentq-test-eval-ok "(agent-q::%gcc-pauses)"))))
+  ;; Once the job ended gcc goes on, and the functions become native.
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-kind "agentq-tier-pause-60") "NATIVE")))
+
+(ert-deftest sly-agent-q-tiering/gcc-continues-past-the-cap ()
+  (skip-unless (and (agentq-tiering-gcc-p) (agentq-tiering-proc-children-p)))
+  (agentq-tiering-start-gcc "agentq-tier-cap")
+  ;; A job of 3 s: stopped at first, running again after the cap (1 s).
+  (let* ((content (agentq-test-eval-ok (agentq-tiering-sampling-job 3)))
+         (samples (car (read-from-string (substring content 3)))))
+    (should (cl-some (lambda (sample) (and (< (car sample) 900) (member "T" (cdr sample)))) samples))
+    (dolist (sample samples)
+      (when (> (car sample) 1300)
+        (should-not (member "T" (cdr sample))))))
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-kind "agentq-tier-cap-60") "NATIVE")))
+
+(ert-deftest sly-agent-q-tiering/gcc-continues-after-a-timeout ()
+  (skip-unless (and (agentq-tiering-gcc-p) (agentq-tiering-proc-children-p)))
+  ;; A cap longer than the job, so that only its end continues gcc.
+  (agentq-test-eval-ok "(setf agent-q::*tiering-busy-grace-ms* 20000)")
+  (unwind-protect
+      (progn
+        (agentq-tiering-start-gcc "agentq-tier-tmo")
+        ;; The job looks at gcc (stopped), then sleeps until its timeout.
+        (let ((result (agentq-test-eval
+                       (format "(progn (sleep 0.2) (defparameter cl-user::*agentq-gcc-seen* (funcall %s)) (sleep 30))"
+                               agentq-tiering-sample-lisp)
+                       :timeout 1)))
+          (should (string-prefix-p "[ERROR] TIMEOUT" (plist-get result :content))))
+        ;; Seen from Emacs, with no job running: not stopped (the pausing
+        ;; thread may take a moment).
+        (let ((deadline (+ (float-time) 2)))
+          (while (and (< (float-time) deadline)
+                      (cl-some (lambda (process) (equal (cdr process) "T")) (agentq-tiering-gcc-states)))
+            (sleep-for 0.01)))
+        (should-not (cl-some (lambda (process) (equal (cdr process) "T")) (agentq-tiering-gcc-states)))
+        (should (string-match-p "\"T\"" (agentq-test-eval-ok "cl-user::*agentq-gcc-seen*")))
+        (agentq-tiering-wait)
+        (should (equal (agentq-tiering-kind "agentq-tier-tmo-60") "NATIVE")))
+    (agentq-test-eval-ok "(setf agent-q::*tiering-busy-grace-ms* 1000)")))
+
 ;;; sly-agent-q-tiering-test.el ends here
