@@ -819,7 +819,7 @@ TEST_F(McpTest, HandleJsonTextWritesWhatDumpWrites) {
 // A tool's text that is not UTF-8 is replaced as dump() replaces it.
 TEST_F(McpTest, HandleJsonTextReplacesInvalidUtf8AsDumpDoes) {
   registry.register_tool(make_tool("bytes", {}, {}, SafetyLevel::Safe, [](const json&, CallContext&) {
-    return ToolOutput{true, std::string("ok \xff\xfe x \xe2\x82 y \xed\xa0\x80 z \xf4\x90\x80\x80 \xc0\xaf end\n", 40)};
+    return ToolOutput{true, std::string("ok \xff\xfe x \xe2\x82 y \xed\xa0\x80 z \xf4\x90\x80\x80 \xc0\xaf end\n")};
   }));
   const std::string message = R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bytes"}})";
   json parsed = json::parse(message);
