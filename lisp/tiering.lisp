@@ -35,10 +35,7 @@
 ;;;; priority (nice 10, which gcc inherits), and before each batch it moves
 ;;;; off the CPU the worker is pinned to, if it is (%KEEP-OFF-WORKER-CPUS;
 ;;;; gcc inherits that too), so an evaluation running meanwhile keeps its
-;;;; CPU (bench/tiering-meanwhile.el).  Around each gcc run it tells the
-;;;; host (%GCC-STARTED, %GCC-ENDED), which stops gcc's processes while a
-;;;; job runs, for at most *TIERING-BUSY-GRACE-MS* of it (core/child_pause).
-;;;; ECL's COMPILE holds MP:+LOAD-COMPILE-LOCK+
+;;;; CPU (bench/tiering-meanwhile.el).  ECL's COMPILE holds MP:+LOAD-COMPILE-LOCK+
 ;;;; throughout; on this thread the lock is let go while gcc runs, so the
 ;;;; worker's own COMPILE or COMPILE-FILE (compile_form, load_system) waits
 ;;;; at most for the Lisp half of a batch.
@@ -322,9 +319,7 @@ compile lock; on the compiler thread, let the lock go meanwhile."
                          (eql (mp:lock-count lock) 1))
                     (progn (mp:giveup-lock lock)
                            (setf *tiering-in-gcc* t)
-                           (%gcc-started *tiering-busy-grace-ms*)
                            (unwind-protect (apply original arguments)
-                             (%gcc-ended)
                              (setf *tiering-in-gcc* nil)
                              (mp:get-lock lock)))
                     (apply original arguments))))))))
@@ -445,7 +440,6 @@ needs to wait for it."
     (unwind-protect
          (progn
            (setf *compiles-awaited* t)
-           (%release-gcc)               ; this job waits for gcc: not stopped
            (loop
              (when (mp:with-lock (*tiering-lock*) (and (null *tiering-queue*) (not *tiering-busy*)))
                (return t))

@@ -37,7 +37,6 @@
 
 #include <gc/gc.h>
 
-#include "core/child_pause.hpp"
 #include "core/cpu_quota.hpp"
 #include "core/lisp_nesting.hpp"
 #include "core/utf8.hpp"
@@ -464,9 +463,6 @@ cl_object next_job() {
   }
   // No locks held from here: allocation may unwind (storage exhaustion).
   if (!job) return one_value(ECL_NIL);
-  // A background gcc stops while the job runs (one atomic load when none
-  // runs): see core/child_pause.hpp.
-  if (gcc_running()) gcc_pause_job_started();
   rearm_stack_guard();  // what an overflow in the last job opened
   // ECL takes a fault at the address of the last one for a fault in its
   // handling, which it does not signal: a job's first is signalled.
@@ -540,7 +536,6 @@ cl_object finish_job(cl_object id, cl_object success, cl_object text) {
   }
   job.reset();
   impl.wake_callers();
-  gcc_pause_job_ended();  // one atomic load unless gcc was stopped for it
   return one_value(shrunk ? ECL_T : ECL_NIL);
 }
 
@@ -1086,7 +1081,6 @@ void replace_worker(Runtime::Impl& impl, const std::string& text) {
     impl.retired_running.fetch_add(1);
   }
   impl.job_cv.notify_all();  // an idle worker leaves %NEXT-JOB
-  gcc_pause_job_ended();     // its job is over for gcc too
   impl.replaced_workers.fetch_add(1);
   if (retired_tid != 0) {
     sched_param lowest{};
@@ -1448,7 +1442,6 @@ RuntimeStatus Runtime::status() const {
 
 void Runtime::shutdown() {
   Impl& impl = *impl_;
-  gcc_pause_shutdown();  // a gcc stopped for a job runs to its end
   std::unique_lock boot_lock(impl.boot_mutex);
   if (impl.boot_state.load() != BootState::Running || impl.shutdown_attempted) return;
   impl.shutdown_attempted = true;

@@ -1,14 +1,9 @@
 #include "ecl/tiering.hpp"
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <chrono>
 #include <deque>
 #include <mutex>
 
-#include "core/child_pause.hpp"
 #include "ecl/lisp_function.hpp"
 #include "ecl/lisp_string.hpp"
 
@@ -44,31 +39,6 @@ cl_object post_note(cl_object text) {
   return one_value(ECL_NIL);
 }
 
-// (%GCC-STARTED cap-ms): the compiler thread (this one) runs gcc now; a job
-// the worker starts meanwhile stops gcc's processes for at most CAP-MS.
-cl_object gcc_started_here(cl_object cap) {
-  if (ECL_FIXNUMP(cap) && ecl_fixnum(cap) >= 0)
-    set_gcc_pause_cap(std::chrono::milliseconds(ecl_fixnum(cap)));
-  int tid = static_cast<int>(syscall(SYS_gettid));
-  outside_lisp([&] { gcc_started(tid); });
-  return one_value(ECL_NIL);
-}
-
-// (%GCC-ENDED): the gcc run is over.
-cl_object gcc_ended_here() {
-  outside_lisp([] { gcc_ended(); });
-  return one_value(ECL_NIL);
-}
-
-// (%RELEASE-GCC): the running job waits for the compiles: gcc runs on.
-cl_object release_gcc() {
-  outside_lisp([] { gcc_pause_release_job(); });
-  return one_value(ECL_NIL);
-}
-
-// (%GCC-PAUSES) → how many times gcc was stopped for a job (tests).
-cl_object gcc_pause_count() { return one_value(ecl_make_unsigned_integer(gcc_pauses())); }
-
 }  // namespace
 
 void set_native_tiering(bool on) { g_native_tiering.store(on, std::memory_order_relaxed); }
@@ -90,10 +60,6 @@ void define_tiering_functions() {
   define_lisp_function("%PUBLISH-TIERING-COUNTS", publish_tiering_counts);
   define_lisp_function("%TIERING-ENABLED-P", tiering_enabled_p);
   define_lisp_function("%POST-NOTE", post_note);
-  define_lisp_function("%GCC-STARTED", gcc_started_here);
-  define_lisp_function("%GCC-ENDED", gcc_ended_here);
-  define_lisp_function("%RELEASE-GCC", release_gcc);
-  define_lisp_function("%GCC-PAUSES", gcc_pause_count);
 }
 
 }  // namespace agentq::ecl
