@@ -19,18 +19,9 @@ void append_json_string(std::string& out, std::string_view text) {
   // off): the two-character escapes, \u00XX for the other controls,
   // everything else as is.  Anything else goes to the serializer itself,
   // whose replacement of invalid bytes this does not repeat.
-  for (std::size_t i = 0; i < text.size();) {
-    auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t length = utf8::sequence_length(text, i);
-    if (length == 0) {
-      out += dump_replacing(json(std::string(text)));
-      return;
-    }
-    i += length;
+  if (!utf8::well_formed(text)) {
+    out += dump_replacing(json(std::string(text)));
+    return;
   }
   static constexpr char kHex[] = "0123456789abcdef";
   out.reserve(out.size() + text.size() + 2);

@@ -62,6 +62,19 @@ void append(std::string& out, char32_t code) {
   }
 }
 
+bool well_formed(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {  // ASCII: the common case, without a call
+      ++i;
+      continue;
+    }
+    const std::size_t length = sequence_length(text, i);
+    if (length == 0) return false;
+    i += length;
+  }
+  return true;
+}
+
 std::string repaired(std::string_view text) {
   std::string out;
   out.reserve(text.size());

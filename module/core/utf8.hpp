@@ -23,6 +23,9 @@ char32_t decode(std::string_view text, std::size_t& i);
 // Appends CODE as UTF-8; a surrogate or anything above U+10FFFF as U+FFFD.
 void append(std::string& out, char32_t code);
 
+// True when TEXT is well-formed UTF-8 throughout.
+bool well_formed(std::string_view text);
+
 // TEXT with each byte that begins no well-formed sequence replaced by
 // U+FFFD.
 std::string repaired(std::string_view text);

@@ -39,6 +39,10 @@ TEST(Utf8, EachByteThatBeginsNothingIsOneReplacement) {
   EXPECT_EQ(utf8::repaired("a\xE9" "b\xCE\xBB"), "a\xEF\xBF\xBD" "b\xCE\xBB");
   EXPECT_EQ(utf8::repaired("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(utf8::repaired("plain"), "plain");
+  // Well formed exactly when repairing changes nothing.
+  for (std::string_view text : {"", "plain", "a\xCE\xBB\xE2\x82\xAC\xF0\x9F\x98\x80", "a\xE9" "b", "\xC0\x80",
+                                "\xED\xA0\x80", "x\xE2\x82", "\xF4\x90\x80\x80"})
+    EXPECT_EQ(utf8::well_formed(text), utf8::repaired(text) == text) << text;
 }
 
 TEST(Utf8, AppendEncodesCodePointsAndReplacesWhatUtf8CannotCarry) {

@@ -80,15 +80,6 @@ struct World {
   __builtin_trap();
 }
 
-bool well_formed_utf8(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
-    std::size_t n = utf8::sequence_length(text, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
 bool response_object(const json& value) {
   if (!value.is_object() || value.value("jsonrpc", json()) != "2.0" || !value.contains("id")) return false;
   const json& id = value["id"];
@@ -98,7 +89,7 @@ bool response_object(const json& value) {
 
 void check_response(const std::string& text) {
   if (text.find('\n') != std::string::npos) broken("a newline in a response", text);
-  if (!well_formed_utf8(text)) broken("a response that is not UTF-8", text);
+  if (!utf8::well_formed(text)) broken("a response that is not UTF-8", text);
   json value = json::parse(text, nullptr, false);
   if (value.is_discarded()) broken("a response that is not JSON", text);
   if (value.is_array()) {
@@ -167,8 +158,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_fast_parser(text);
 
   std::string repaired = utf8::repaired(text);
-  if (!well_formed_utf8(repaired)) broken("repaired text that is not UTF-8", repaired);
-  if (well_formed_utf8(text) && repaired != text) broken("repair changed well-formed text", text);
+  if (!utf8::well_formed(repaired)) broken("repaired text that is not UTF-8", repaired);
+  if (utf8::well_formed(text) && repaired != text) broken("repair changed well-formed text", text);
   (void)utf8::complete_prefix(text);
 
   read_lines(text);
