@@ -1,6 +1,5 @@
 #include "ecl/interrupt_gate.hpp"
 
-#include <link.h>
 #include <signal.h>
 #include <ucontext.h>
 
@@ -9,20 +8,16 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ecl/code_ranges.hpp"
 #include "ecl/ecl_api.hpp"
 
 namespace agentq::ecl {
 
 namespace {
 
-struct Range {
-  std::uintptr_t start;
-  std::uintptr_t end;
-};
-
 // Written once before the gate is installed, read-only afterwards.
 constexpr std::size_t kMaxRanges = 512;
-Range g_foreign[kMaxRanges];
+CodeRange g_foreign[kMaxRanges];
 std::size_t g_foreign_count = 0;
 struct sigaction g_ecl_action;
 bool g_installed = false;
@@ -31,12 +26,6 @@ std::atomic<unsigned long> g_deferred{0};
 // run_finalizers).  Initial-exec: read in the signal handler, where a
 // dynamically allocated TLS block is not safe to touch.
 __attribute__((tls_model("initial-exec"))) thread_local int t_finalizing = 0;
-
-const Range* range_of(std::uintptr_t pc, const Range* ranges, std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i)
-    if (pc >= ranges[i].start && pc < ranges[i].end) return &ranges[i];
-  return nullptr;
-}
 
 std::uintptr_t pc_of(const void* context) {
   const auto* uc = static_cast<const ucontext_t*>(context);
@@ -58,14 +47,14 @@ bool in_foreign_code(const void* context) {
   const auto* uc = static_cast<const ucontext_t*>(context);
   std::uintptr_t pc = pc_of(context);
 #if defined(__x86_64__)
-  const Range* range = range_of(pc, g_foreign, g_foreign_count);
+  const CodeRange* range = range_of(pc, g_foreign, g_foreign_count);
   if (!range) return false;
   std::uint16_t previous = 0;
   if (pc - 2 >= range->start) std::memcpy(&previous, reinterpret_cast<const void*>(pc - 2), 2);
   bool after_syscall = previous == 0x050f;  // syscall
   return !(after_syscall && uc->uc_mcontext.gregs[REG_RAX] == -EINTR);
 #elif defined(__aarch64__)
-  const Range* range = range_of(pc, g_foreign, g_foreign_count);
+  const CodeRange* range = range_of(pc, g_foreign, g_foreign_count);
   if (!range) return false;
   std::uint32_t previous = 0;
   if (pc - 4 >= range->start) std::memcpy(&previous, reinterpret_cast<const void*>(pc - 4), 4);
@@ -137,25 +126,10 @@ struct Exclusions {
   std::uintptr_t own;  // an address in this module (and its compiled Lisp)
 };
 
-bool object_contains(const dl_phdr_info* info, std::uintptr_t address) {
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
-    if (segment.p_type != PT_LOAD) continue;
-    std::uintptr_t start = info->dlpi_addr + segment.p_vaddr;
-    if (address >= start && address < start + segment.p_memsz) return true;
-  }
-  return false;
-}
-
 int collect_foreign_code(dl_phdr_info* info, std::size_t, void* data) {
   const auto& exclusions = *static_cast<const Exclusions*>(data);
   if (object_contains(info, exclusions.ecl) || object_contains(info, exclusions.own)) return 0;
-  for (int i = 0; i < info->dlpi_phnum && g_foreign_count < kMaxRanges; ++i) {
-    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
-    if (segment.p_type != PT_LOAD || !(segment.p_flags & PF_X)) continue;
-    std::uintptr_t start = info->dlpi_addr + segment.p_vaddr;
-    g_foreign[g_foreign_count++] = {start, start + segment.p_memsz};
-  }
+  add_code_ranges(info, g_foreign, g_foreign_count, kMaxRanges);
   return 0;
 }
 

@@ -1,7 +1,6 @@
 #include "ecl/stack_guard.hpp"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -13,6 +12,7 @@
 #include <cstring>
 #include <utility>
 
+#include "ecl/code_ranges.hpp"
 #include "ecl/ecl_api.hpp"
 #include "ecl/lisp_function.hpp"
 
@@ -54,11 +54,9 @@ ArmedThread g_armed[kMaxArmed];
 std::atomic<unsigned long> g_caught{0};
 
 // Where libecl's code lies: faults there may be unwound.
-struct CodeRange {
-  std::uintptr_t begin, end;
-};
-CodeRange g_ecl_code[8];
-int g_ecl_code_count = 0;
+constexpr std::size_t kMaxEclCode = 8;
+CodeRange g_ecl_code[kMaxEclCode];
+std::size_t g_ecl_code_count = 0;
 
 struct OverflowObjects {
   cl_object stack_overflow = ECL_NIL;  // EXT:STACK-OVERFLOW
@@ -71,11 +69,7 @@ std::atomic<bool> g_prepared{false};
 
 const std::size_t kPage = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
 
-bool in_ecl_code(std::uintptr_t pc) {
-  for (int i = 0; i < g_ecl_code_count; ++i)
-    if (pc >= g_ecl_code[i].begin && pc < g_ecl_code[i].end) return true;
-  return false;
-}
+bool in_ecl_code(std::uintptr_t pc) { return range_of(pc, g_ecl_code, g_ecl_code_count) != nullptr; }
 
 // The armed thread whose stack SP lies in (a signal handler's lookup: no
 // thread-local storage, no locks).
@@ -222,21 +216,8 @@ void resume_in(ucontext_t* context, void* function, std::uintptr_t a0, std::uint
 }
 
 int collect_ecl_code(struct dl_phdr_info* info, std::size_t, void* data) {
-  auto base = reinterpret_cast<std::uintptr_t>(data);
-  bool ours = false;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const auto& header = info->dlpi_phdr[i];
-    if (header.p_type != PT_LOAD) continue;
-    std::uintptr_t begin = info->dlpi_addr + header.p_vaddr, end = begin + header.p_memsz;
-    if (base >= begin && base < end) ours = true;
-  }
-  if (!ours) return 0;
-  for (int i = 0; i < info->dlpi_phnum && g_ecl_code_count < 8; ++i) {
-    const auto& header = info->dlpi_phdr[i];
-    if (header.p_type != PT_LOAD || !(header.p_flags & PF_X)) continue;
-    std::uintptr_t begin = info->dlpi_addr + header.p_vaddr;
-    g_ecl_code[g_ecl_code_count++] = {begin, begin + header.p_memsz};
-  }
+  if (!object_contains(info, reinterpret_cast<std::uintptr_t>(data))) return 0;
+  add_code_ranges(info, g_ecl_code, g_ecl_code_count, kMaxEclCode);
   return 1;
 }
 
