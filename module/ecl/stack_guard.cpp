@@ -71,12 +71,15 @@ const std::size_t kPage = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
 
 bool in_ecl_code(std::uintptr_t pc) { return range_of(pc, g_ecl_code, g_ecl_code_count) != nullptr; }
 
+// True when SP is THREAD's: in its stack, or just below it (a frame that
+// ran past its end).
+bool stack_holds(const ArmedThread& thread, std::uintptr_t sp) { return sp + kPage * 16 >= thread.lo && sp < thread.hi; }
+
 // The armed thread whose stack SP lies in (a signal handler's lookup: no
 // thread-local storage, no locks).
 ArmedThread* armed_by_stack(std::uintptr_t sp) {
   for (ArmedThread& thread : g_armed)
-    if (thread.state.load(std::memory_order_acquire) == 2 && sp + kPage * 16 >= thread.lo && sp < thread.hi)
-      return &thread;
+    if (thread.state.load(std::memory_order_acquire) == 2 && stack_holds(thread, sp)) return &thread;
   return nullptr;
 }
 
@@ -302,7 +305,7 @@ bool open_foreign_guard(siginfo_t* info, void* context) {
   auto [thread, k] = guard_at(address);
   if (!thread) return false;
   auto sp = static_cast<std::uintptr_t>(static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RSP]);
-  if (sp + kPage * 16 >= thread->lo && sp < thread->hi) return false;  // its own: an overflow
+  if (stack_holds(*thread, sp)) return false;  // its own: an overflow
   open_guard(*thread, k);
   return true;
 #else
