@@ -28,15 +28,43 @@ class SimpleParser {
   bool more() const { return at_ < text_.size(); }
   char peek() const { return text_[at_]; }
 
+  static bool space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
   void skip_space() {
-    while (more() && (peek() == ' ' || peek() == '\n' || peek() == '\r' || peek() == '\t')) ++at_;
+    while (more() && space(peek())) ++at_;
   }
 
   // After a number or a literal: what may follow a value.
   bool delimited() const {
     if (!more()) return true;
     char c = peek();
-    return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == ',' || c == '}' || c == ']';
+    return space(c) || c == ',' || c == '}' || c == ']';
+  }
+
+  // At an opening bracket: steps over it; true when CLOSE follows at once
+  // (an empty object or array), stepped over too.
+  bool opens_empty(char close) {
+    ++at_;
+    skip_space();
+    if (!more() || peek() != close) return false;
+    ++at_;
+    return true;
+  }
+
+  enum class After { Comma, Close, Bad };
+
+  // After an element of an object or array closed by CLOSE: a comma (more
+  // follow), CLOSE (the end), each stepped over, or anything else.
+  After after_element(char close) {
+    skip_space();
+    if (!more()) return After::Bad;
+    if (peek() == ',') {
+      ++at_;
+      return After::Comma;
+    }
+    if (peek() != close) return After::Bad;
+    ++at_;
+    return After::Close;
   }
 
   bool value(json& out, int depth) {
@@ -140,14 +168,10 @@ class SimpleParser {
 
   bool object(json& out, int depth) {
     if (depth > kMaxJsonDepth) return false;
-    ++at_;
     out = json::object();
-    skip_space();
-    if (more() && peek() == '}') {
-      ++at_;
-      return true;
-    }
-    for (;;) {
+    if (opens_empty('}')) return true;
+    After after = After::Comma;
+    while (after == After::Comma) {
       skip_space();
       if (!more() || peek() != '"') return false;
       std::string key;
@@ -159,42 +183,24 @@ class SimpleParser {
       json member;
       if (!value(member, depth + 1)) return false;
       out[std::move(key)] = std::move(member);  // the last of duplicate keys, as nlohmann
-      skip_space();
-      if (!more()) return false;
-      if (peek() == ',') {
-        ++at_;
-        continue;
-      }
-      if (peek() != '}') return false;
-      ++at_;
-      return true;
+      after = after_element('}');
     }
+    return after == After::Close;
   }
 
   bool array(json& out, int depth) {
     if (depth > kMaxJsonDepth) return false;
-    ++at_;
     out = json::array();
-    skip_space();
-    if (more() && peek() == ']') {
-      ++at_;
-      return true;
-    }
-    for (;;) {
+    if (opens_empty(']')) return true;
+    After after = After::Comma;
+    while (after == After::Comma) {
       skip_space();
       json element;
       if (!value(element, depth + 1)) return false;
       out.push_back(std::move(element));
-      skip_space();
-      if (!more()) return false;
-      if (peek() == ',') {
-        ++at_;
-        continue;
-      }
-      if (peek() != ']') return false;
-      ++at_;
-      return true;
+      after = after_element(']');
     }
+    return after == After::Close;
   }
 
   std::string_view text_;
