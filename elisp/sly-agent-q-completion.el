@@ -21,10 +21,6 @@
 (require 'sly-agent-q-runtime)
 (require 'sly-agent-q-commands)
 
-(defun sly-agent-q-completion--lisp-busy-p ()
-  "Non-nil while an asynchronous call (an evaluation from a buffer, the REPL) runs."
-  (> (hash-table-count sly-agent-q--async-callbacks) 0))
-
 (defun sly-agent-q-completion--package ()
   "The package completion and eldoc read in: the buffer's, else CL-USER."
   (or (sly-agent-q--buffer-package)
@@ -91,7 +87,7 @@ not the packages themselves.  :no-package when PACKAGE does not exist."
   "Complete the Common Lisp symbol at point from the live image.
 For `completion-at-point-functions'.  Offers nothing while Lisp is busy."
   (let ((bounds (bounds-of-thing-at-point 'symbol)))
-    (when (and bounds (not (sly-agent-q-completion--lisp-busy-p)))
+    (when (and bounds (not (sly-agent-q--lisp-busy-p)))
       (let* ((start (car bounds)) (end (cdr bounds))
              (prefix (string-remove-prefix "#'" (string-remove-prefix "'" (buffer-substring-no-properties start end))))
              (start (- end (length prefix)))
@@ -161,7 +157,7 @@ For `completion-at-point-functions'.  Offers nothing while Lisp is busy."
   "Show the arglist of the operator at point through CALLBACK (eldoc).
 Asked without blocking: the answer comes when the session is free."
   (let ((context (sly-agent-q-eldoc--context)))
-    (when (and context (not (sly-agent-q-completion--lisp-busy-p)))
+    (when (and context (not (sly-agent-q--lisp-busy-p)))
       (let ((package (sly-agent-q-completion--package)))
         (sly-agent-q-execute-tool-calls-async
          (list (list :id "eldoc" :name "function_arglist"

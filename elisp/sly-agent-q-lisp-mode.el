@@ -374,7 +374,7 @@ files the session loaded it from."
                                                 (xref-make-buffer-location (marker-buffer marker) (marker-position marker)))))
                                  (gethash name sly-agent-q-lisp--definitions))))
          (found (and (null here)
-                     (if (sly-agent-q-lisp--busy-p)
+                     (if (sly-agent-q--lisp-busy-p)
                          ;; Asking would wait behind the running evaluation.
                          (user-error "Lisp is busy (an evaluation is running): M-. can look %s up when it is done"
                                      identifier)
@@ -391,17 +391,13 @@ files the session loaded it from."
           (t (user-error "No source known for %s: it was not loaded from a file or evaluated from a buffer in this session"
                          identifier)))))
 
-(defun sly-agent-q-lisp--busy-p ()
-  "Non-nil while an asynchronous call (an evaluation, the REPL) holds Lisp."
-  (> (hash-table-count sly-agent-q--async-callbacks) 0))
-
 (cl-defmethod xref-backend-identifier-completion-table ((_backend (eql sly-agent-q)))
   "Symbols of the live image, as `completion-at-point' offers them.
 Read in the package of the buffer `M-.' was typed in; nothing while Lisp
 is busy (the prompt then takes what is typed)."
   (completion-table-dynamic
    (lambda (prefix)
-     (unless (sly-agent-q-lisp--busy-p)
+     (unless (sly-agent-q--lisp-busy-p)
        (sly-agent-q-completion--candidates prefix)))
    t))
 

@@ -409,6 +409,12 @@ running call."
 (defvar sly-agent-q--async-callbacks (make-hash-table)
   "Callbacks of the asynchronous jobs not finished yet, by job id.")
 
+(defun sly-agent-q--lisp-busy-p ()
+  "Non-nil while an asynchronous call (an evaluation, the REPL) holds Lisp.
+What asks Lisp synchronously then (completion, eldoc, \\[xref-find-definitions])
+would wait behind it: such callers answer nothing, or say Lisp is busy."
+  (> (hash-table-count sly-agent-q--async-callbacks) 0))
+
 (defvar sly-agent-q--async-output-functions (make-hash-table)
   "The ON-OUTPUT functions of the interactive jobs not finished yet, by job id.")
 

@@ -175,7 +175,7 @@
       (should (null (sly-agent-q-completion-at-point)))
       (sly-agent-q-cancel job)
       (let ((deadline (+ (float-time) 10)))
-        (while (and (sly-agent-q-completion--lisp-busy-p) (< (float-time) deadline))
+        (while (and (sly-agent-q--lisp-busy-p) (< (float-time) deadline))
           (accept-process-output nil 0.02))))))
 
 (ert-deftest sly-agent-q-lisp-mode/completion-follows-the-package ()
