@@ -52,6 +52,17 @@ against C-stack overflow."
     (%arm-stack-guard)
     (apply function args)))
 
+(defun install-thread-guards ()
+  "Make the threads evaluated code starts get an alternate signal stack and
+guard regions like the worker's, so that ECL's C code recursing past
+their stack is a STACK-OVERFLOW error there too
+\(module/ecl/stack_guard.hpp)."
+  (dolist (name '(mp:process-run-function mp:process-preset))
+    (let ((original (fdefinition name)))
+      (setf (fdefinition name)
+            (lambda (first function &rest args)
+              (apply original first (guarded-thread-function function) args))))))
+
 (defun install-exit-guards ()
   "Replace the functions that would exit the process (and so Emacs), end or
 stop the runtime's own threads, or change how the process handles signals."
@@ -76,14 +87,6 @@ stop the runtime's own threads, or change how the process handles signals."
   ;; The worker and the watchdog are ours: evaluated code may not kill,
   ;; interrupt or suspend them (a killed or suspended watchdog would leave
   ;; C-g and timeouts dead).
-  ;; Threads evaluated code starts get an alternate signal stack and guard
-  ;; regions like the worker's, so that ECL's C code recursing past their
-  ;; stack is a STACK-OVERFLOW error there too (module/ecl/stack_guard.hpp).
-  (dolist (name '(mp:process-run-function mp:process-preset))
-    (let ((original (fdefinition name)))
-      (setf (fdefinition name)
-            (lambda (first function &rest args)
-              (apply original first (guarded-thread-function function) args)))))
   (dolist (name '(mp:process-kill mp:interrupt-process mp:process-suspend))
     (let ((original (fdefinition name)) (name name))
       (setf (fdefinition name)

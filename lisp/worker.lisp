@@ -236,6 +236,7 @@ would freeze Emacs."
 stacks BINDING-STACK and FRAME-STACK entries deep."
   (let ((interrupt (fdefinition 'mp:interrupt-process)))
     (install-exit-guards)
+    (install-thread-guards)
     (install-process-guards)
     (install-collection-guard)
     (start-watchdog interrupt))
