@@ -39,6 +39,7 @@
 
 #include "core/cpu_quota.hpp"
 #include "core/lisp_nesting.hpp"
+#include "core/thread_signals.hpp"
 #include "core/utf8.hpp"
 #include "ecl/child_pipes.hpp"
 #include "ecl/child_signals.hpp"
@@ -1050,15 +1051,11 @@ void* replacement_main(void* generation) {
 }
 
 // Starts a thread that runs no host code: all async signals blocked (they
-// stay with the host's threads), the faults ECL handles let through.
+// stay with the host's threads), the faults ECL handles let through, also
+// when the caller blocks them (the async runner does).
 int start_lisp_thread(pthread_t* thread, void* (*main)(void*), void* argument) {
-  sigset_t all, old;
-  sigfillset(&all);
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigdelset(&all, sig);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  int rc = pthread_create(thread, nullptr, main, argument);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return rc;
+  ThreadStartMask mask;
+  return pthread_create(thread, nullptr, main, argument);
 }
 
 // Retires the worker and starts a fresh Lisp thread in the same image, so

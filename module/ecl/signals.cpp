@@ -11,7 +11,7 @@ namespace agentq::ecl {
 
 namespace {
 
-constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS};
+constexpr int kRoutedSignals[] = {SIGSEGV, SIGBUS};
 struct sigaction g_host[NSIG];
 struct sigaction g_ecl[NSIG];
 
@@ -46,11 +46,11 @@ void dispatch(int sig, siginfo_t* info, void* context) {
 }  // namespace
 
 void remember_host_signal_handlers() {
-  for (int sig : kFaultSignals) sigaction(sig, nullptr, &g_host[sig]);
+  for (int sig : kRoutedSignals) sigaction(sig, nullptr, &g_host[sig]);
 }
 
 void route_signals_by_thread() {
-  for (int sig : kFaultSignals) {
+  for (int sig : kRoutedSignals) {
     sigaction(sig, nullptr, &g_ecl[sig]);
     if (handler_of(g_ecl[sig]) == handler_of(g_host[sig])) continue;  // ECL left it alone
     struct sigaction action;

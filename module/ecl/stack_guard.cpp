@@ -12,6 +12,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/thread_signals.hpp"
 #include "ecl/code_ranges.hpp"
 #include "ecl/ecl_api.hpp"
 #include "ecl/lisp_function.hpp"
@@ -243,6 +244,9 @@ void prepare_stack_guard() {
 
 bool arm_stack_guard() {
   if (!kSupported || !g_prepared.load()) return false;
+  // A thread that blocks its faults' signals dies at the first guard,
+  // whoever started it with that mask.
+  unblock_fault_signals();
   if (t_arming.thread) return true;
   pthread_attr_t attributes;
   if (pthread_getattr_np(pthread_self(), &attributes) != 0) return false;

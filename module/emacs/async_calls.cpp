@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "app/services.hpp"
+#include "core/thread_signals.hpp"
 #include "ecl/runtime.hpp"
 #include "emacs/calls.hpp"
 
@@ -235,12 +236,9 @@ std::uint64_t queue_batch(std::shared_ptr<Batch> batch, emacs_value approval, em
     batch->id = s.next_id++;
     s.queue.push_back(batch);
     if (!s.runner_started) {
-      // Async signals stay with Emacs's own threads.
-      sigset_t all, old;
-      sigfillset(&all);
-      pthread_sigmask(SIG_BLOCK, &all, &old);
+      // Async signals stay with Emacs's own threads; its faults are its own.
+      ThreadStartMask mask;
       std::thread(runner_main).detach();
-      pthread_sigmask(SIG_SETMASK, &old, nullptr);
       s.runner_started = true;
     }
   }

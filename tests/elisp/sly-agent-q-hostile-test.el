@@ -319,6 +319,53 @@ catch, format, return as error): [ERROR] TYPE, message, [Backtrace]; output befo
     ;; Emacs's own allocation still works.
     (should (= (length (make-string 100000 ?x)) 100000))))
 
+(ert-deftest sly-agent-q-hostile/faults-reach-lisp-threads-started-from-the-async-runner ()
+  "The fault signals are never blocked on a Lisp thread, whoever starts it.
+The async runner blocks every asynchronous signal and starts the worker when
+the first call of an Emacs is asynchronous (the chat's, an MCP client's), and
+a replacement worker when an asynchronous evaluation cannot be unwound.  A
+thread inherits its creator's mask; with SIGSEGV blocked, the first C-stack
+overflow ended Emacs (the kernel resets a blocked fault's handler).  In a
+fresh Emacs, so that the first call is the asynchronous one."
+  (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
+               (agentq-test-run-emacs
+                `((require 'sly-agent-q)
+                  (defun agentq-child-async (code timeout)
+                    (let* ((results 'pending))
+                      (sly-agent-q-execute-tool-calls-async
+                       (list (list :id "a" :name "evaluate_lisp" :arguments (list :code code :timeout timeout)))
+                       (lambda (r) (setq results r)))
+                      (while (eq results 'pending) (accept-process-output nil 0.01))
+                      (plist-get (car results) :content)))
+                  (defun agentq-child-sync (code)
+                    (plist-get (car (sly-agent-q-execute-tool-calls
+                                     (list (list :id "s" :name "evaluate_lisp" :arguments (list :code code :timeout 30)))))
+                               :content))
+                  (defun agentq-child-blocking-faults ()
+                    "Threads (but libgc's markers) blocking SIGILL, SIGBUS, SIGFPE or SIGSEGV."
+                    (let ((faults (logior (ash 1 3) (ash 1 6) (ash 1 7) (ash 1 10))) (found 0))
+                      (dolist (task (directory-files "/proc/self/task" nil "\\`[0-9]+\\'") found)
+                        (with-temp-buffer
+                          (insert-file-contents (format "/proc/self/task/%s/status" task))
+                          (let ((name (and (re-search-forward "^Name:\t\\(.*\\)$" nil t) (match-string 1)))
+                                (blocked (and (re-search-forward "^SigBlk:\t\\([0-9a-f]+\\)$" nil t)
+                                              (string-to-number (match-string 1) 16))))
+                            (unless (or (string-prefix-p "GC-" name) (zerop (logand blocked faults)))
+                              (setq found (1+ found))))))))
+                  (princ (format "<%s>" (agentq-child-async "(+ 1 2)" 5)))
+                  (princ (format "<%s>" (agentq-child-sync ,agentq-test--deep-list)))
+                  (princ (format "<%s>" (car (split-string (agentq-child-sync "(copy-tree cl-user::*agentq-deep-list*)") "\n"))))
+                  (princ (format "<%d>" (agentq-child-blocking-faults)))
+                  ;; Abandoned after its grace: the runner starts a replacement.
+                  (princ (format "<%s>" (car (split-string (agentq-child-async "(mp:without-interrupts (loop))" 1) "\n"))))
+                  (princ (format "<%s>" (car (split-string (agentq-child-sync "(copy-tree cl-user::*agentq-deep-list*)") "\n"))))
+                  (princ (format "<%s>" (agentq-child-sync "(+ 1 2)")))
+                  (princ (format "<%d>" (agentq-child-blocking-faults))))
+                :timeout 90)))
+    (should (equal code 0))
+    (should (equal stdout
+                   "<=> 3><=> :BUILT><[ERROR] EXT:STACK-OVERFLOW><0><[ERROR] TIMEOUT><[ERROR] EXT:STACK-OVERFLOW><=> 3><0>"))))
+
 (ert-deftest sly-agent-q-hostile/child-processes-never-get-the-terminal ()
   "Children that inherit stdio read the null device and write into the result.
 In a fresh Emacs, `cat' inheriting stdin ends at once, and output a child
