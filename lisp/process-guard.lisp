@@ -142,6 +142,46 @@ make it runs, and make's compilers, running.)"
           (ignore-errors (ext:terminate-process process t))
           (ended-within-p 100))))))
 
+(defun thread-children ()
+  "PIDs of the child processes this thread started and has not reaped.
+Linux keeps the list per thread: the children of Emacs, which its main
+thread starts, are never among a Lisp thread's."
+  (with-open-file (in "/proc/thread-self/children" :if-does-not-exist nil)
+    (when in
+      (let ((line (or (read-line in nil) "")) (pids '()) (start 0))
+        (loop (multiple-value-bind (pid end) (parse-integer line :start start :junk-allowed t)
+                (unless pid (return (nreverse pids)))
+                (push pid pids)
+                (setf start end)))))))
+
+(defun end-orphan (pid)
+  "Kill child PID, which no EXT:EXTERNAL-PROCESS holds, with the processes
+it started, and reap it (waiting at most a second)."
+  (ignore-errors (%end-processes (%stop-family pid 200) :kill))
+  (ignore-errors (si:killpid pid ext:+sigkill+))
+  (loop repeat 500
+        until (handler-case (si:waitpid pid nil) (error () t))
+        do (sleep 0.002)))
+
+(defun end-orphans (before)
+  "Kill and reap this thread's children that are not among BEFORE."
+  (dolist (pid (set-difference (thread-children) before))
+    (end-orphan pid)))
+
+(defmacro starting-child (&body body)
+  "Run BODY, ECL's EXT:RUN-PROGRAM starting a child, with interrupts let
+in (opening a file or FIFO it was given may wait); used inside
+MP:WITHOUT-INTERRUPTS.  An interrupt that lands after ECL's fork and
+before it returns the process leaves a child nothing holds: that child,
+one of this thread's children that was not there before, is killed and
+reaped rather than left running or as a zombie."
+  (let ((before (gensym "BEFORE")) (returned (gensym "RETURNED")))
+    `(let ((,before (thread-children)) (,returned nil))
+       (unwind-protect
+            (multiple-value-prog1 (mp:with-restored-interrupts ,@body)
+              (setf ,returned t))
+         (unless ,returned (end-orphans ,before))))))
+
 (defun run-and-wait (original command argv input output error keys)
   "EXT:RUN-PROGRAM with :WAIT T: the child's INPUT, OUTPUT and ERROR,
 where they are Lisp streams with no file descriptor (the
@@ -170,8 +210,8 @@ the child running with nothing to end it.)"
                      (let ((input (if input-copied :stream (null-device-for input :input)))
                            (output (if output-copied :stream (null-device-for output :output)))
                            (error (if error-copied :stream (null-device-for error :output))))
-                       (mp:with-restored-interrupts
-                         (multiple-value-list
+                       (multiple-value-list
+                        (starting-child
                           ;; The first of repeated keys wins: ours come first.
                           (apply original command argv
                                  :input input :output output :error error :wait nil keys))))
@@ -230,9 +270,11 @@ the evaluation's output.)"
                           (error (child-stream error *error-output* :error)))
                       (if (and wait (or (not (copied-by-ecl-p input)) (input-element-type input)))
                           (run-and-wait original command argv input output error keys)
-                          ;; The first of repeated keys wins: ours come first.
-                          (apply original command argv
-                                 :input input :output output :error error keys))))))
+                          (mp:without-interrupts
+                            (starting-child
+                              ;; The first of repeated keys wins: ours come first.
+                              (apply original command argv
+                                     :input input :output output :error error keys))))))))
     (setf (fdefinition 'ext:run-program) guarded)
     ;; GUARDED itself, not EXT:RUN-PROGRAM: compiled code may call ECL's
     ;; own function directly, past the new definition.

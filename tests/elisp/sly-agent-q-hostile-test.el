@@ -435,6 +435,33 @@ matches REGEXP."
                      (string-match-p regexp (or (alist-get 'args attributes) "")))
            collect pid))
 
+(ert-deftest sly-agent-q-hostile/interrupted-start-leaves-no-child ()
+  "A timeout that lands while ECL starts a child, after its fork and before
+it returns the process, leaves no zombie and no child running: that child
+is killed and reaped.  (Before, 150 evaluations starting children in a loop
+under 5-44 ms timeouts left 7-11 zombies; a waited-for `sleep' the same
+way could be left running.)"
+  (let* ((dir (make-temp-file "agentq-zombie" t))
+         (probe (expand-file-name "agentq-zp" dir)))
+    (unwind-protect
+        (agentq-test-surviving
+          (copy-file "/bin/true" probe)
+          (set-file-modes probe #o755)
+          (dotimes (i 150)
+            (agentq-test-eval (if (cl-evenp i)
+                                  (format "(loop (ext:run-program %S nil :output nil))" probe)
+                                "(ext:run-program \"/bin/sleep\" '(\"30.5171\") :output nil)")
+                              :timeout (/ (+ 5 (random 40)) 1000.0)))
+          (sleep-for 0.3)
+          (should-not (cl-loop for pid in (list-system-processes)
+                               for attributes = (process-attributes pid)
+                               when (and (eql (alist-get 'ppid attributes) (emacs-pid))
+                                         (equal (alist-get 'comm attributes) "agentq-zp"))
+                               collect (alist-get 'state attributes)))
+          (should-not (agentq-test--processes-matching "sleep 30\\.5171")))
+      (call-process "pkill" nil nil nil "-f" "sleep 30\\.5171")
+      (delete-directory dir t))))
+
 (ert-deftest sly-agent-q-hostile/interrupted-wait-ends-the-child ()
   "A child the evaluation waited for is ended when the wait is interrupted,
 also one that ignores SIGTERM, with the processes it started (a shell's
