@@ -61,13 +61,17 @@ echo "== MCP: tools/call evaluate_lisp (+ 1 2) through sly-agent-q-mcp over pipe
 # bench/hop_responder does nothing in the server's shape, with the
 # server's hand-off to a second thread: "back" as the server (that thread
 # hands the answer back, the reader writes it: the one-hop floor), "there"
-# with the second thread writing the answer itself.  Five processes of
-# each, alternating: this VM has fast and slow spells.
+# with the second thread writing the answer itself.  And the ECL floor:
+# bench/ecl_responder, on its one thread, has ECL read, evaluate and print
+# (+ 1 2) for each line (what any server on ECL pays at the least) and
+# nothing of ours.  Five processes of each, alternating: this VM has fast
+# and slow spells.
 mcp_runs=$(
   for _ in 1 2 3 4 5; do
     echo "floor $("$build/mcp_roundtrip" 20000 "$build/null_responder" 2>/dev/null || echo failed)"
     echo "hop $("$build/mcp_roundtrip" 20000 "$build/hop_responder" back 2>/dev/null || echo failed)"
     echo "there $("$build/mcp_roundtrip" 20000 "$build/hop_responder" there 2>/dev/null || echo failed)"
+    echo "ecl $("$build/mcp_roundtrip" 20000 "$build/ecl_responder" 2>/dev/null || echo failed)"
     echo "server $("$build/mcp_roundtrip" 20000 "$build/sly-agent-q-mcp" 2>/dev/null || echo failed)"
   done
 )
@@ -81,9 +85,13 @@ floor_p50=$(median_p50 floor)
 hop_p50=$(median_p50 hop)
 there_p50=$(median_p50 there)
 server_p50=$(median_p50 server)
+ecl_p50=$(median_p50 ecl)
 if [ -n "$floor_p50" ] && [ -n "$hop_p50" ] && [ -n "$server_p50" ]; then
-  echo "bench: mcp_roundtrip medians of p50 (ranges): server ${server_p50} us ($(range_p50 server)), floor no hop ${floor_p50} us ($(range_p50 floor)), floor one hop ${hop_p50} us ($(range_p50 hop)), one hop writing there ${there_p50:-n/a} us ($(range_p50 there))"
+  echo "bench: mcp_roundtrip medians of p50 (ranges): server ${server_p50} us ($(range_p50 server)), floor no hop ${floor_p50} us ($(range_p50 floor)), floor one hop ${hop_p50} us ($(range_p50 hop)), one hop writing there ${there_p50:-n/a} us ($(range_p50 there)), ECL floor (ECL reads, evaluates and prints; nothing of ours, no hop) ${ecl_p50:-n/a} us ($(range_p50 ecl))"
   awk -v s="$server_p50" -v f="$floor_p50" -v h="$hop_p50" 'BEGIN { printf "ratio: mcp server_p50 / floor_no_hop_p50 = %.2f (target <= 1.3; the one-hop floor alone is %.2f); server_p50 / floor_one_hop_p50 = %.2f (server-side %.1f us beyond the hop, %.1f us beyond no hop; target <= 3)\n", s / f, h / f, s / h, s - h, s - f }'
+  if [ -n "$ecl_p50" ]; then
+    awk -v s="$server_p50" -v f="$floor_p50" -v h="$hop_p50" -v e="$ecl_p50" 'BEGIN { printf "ratio: mcp ecl_floor_p50 / floor_no_hop_p50 = %.2f (ECL alone is past the 1.3 target); server_p50 / ecl_floor_p50 = %.2f (%.1f us of ours beyond ECL'"'"'s own work, of which the hop is %.1f)\n", e / f, s / e, s - e, h - f }'
+  fi
 else
   echo "ratio: mcp unavailable"
 fi

@@ -99,3 +99,8 @@ target_link_libraries(agentq_mcp PUBLIC agentq_core)
 add_executable(sly-agent-q-mcp ${CMAKE_SOURCE_DIR}/module/mcp/main.cpp)
 set_target_properties(sly-agent-q-mcp PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 target_link_libraries(sly-agent-q-mcp PRIVATE agentq_mcp agentq_ecl)
+
+# bench/ecl_responder: the ECL floor of the MCP round trip (bench/run.sh).
+add_executable(ecl_responder ${CMAKE_SOURCE_DIR}/bench/ecl_responder.cpp)
+target_compile_options(ecl_responder PRIVATE ${ECL_CFLAGS})
+target_link_libraries(ecl_responder PRIVATE ${ECL_LIBS} gc)
