@@ -579,6 +579,10 @@ The answer, and the tool calls it makes, show in the chat buffer;
   "Run the tool CALLS of the model's reply, then send BACKEND their results."
   (let* ((generation sly-agent-q-chat--generation)
          (records (mapcar #'sly-agent-q-chat--tool-line calls))
+         ;; The chat is one caller, whatever buffer is current: its
+         ;; dangerous calls are asked about before the job takes the
+         ;; runner, as all jobs' are.
+         (sly-agent-q-caller (sly-agent-q-chat--buffer))
          (sly-agent-q-approval-function (sly-agent-q-chat--approve-from-chat sly-agent-q-approval-function)))
     (setq sly-agent-q-chat--state 'tools)
     (setq sly-agent-q-chat--job
