@@ -242,8 +242,10 @@ is withdrawn, WHY shown in its place.  Running: interrupted; it answers
 ;;;; Calls
 
 (defun sly-agent-q--mcp-submit (client key line)
-  "Hand LINE, a request of CLIENT with KEY (nil: not cancellable), to the runner.
-Its dangerous calls are asked about first, without holding the runner."
+  "Hand LINE, a request of CLIENT with KEY (nil: a batch), to the runner.
+Its dangerous calls are asked about first, without holding the runner.
+A batch has no id to cancel it by; it is kept under a key of its own, so
+that its client going away still drops it."
   (let ((jobs (process-get client 'sly-agent-q-mcp-jobs))
         (sly-agent-q-caller client)
         (sly-agent-q-call-origin (or sly-agent-q-call-origin "MCP"))
@@ -253,10 +255,12 @@ Its dangerous calls are asked about first, without holding the runner."
           (setq job (sly-agent-q-mcp-request-async
                      line
                      (lambda (response)
-                       (when (and key (eql (gethash key jobs) job))
+                       (when (eql (gethash key jobs) job)
                          (remhash key jobs))
                        (sly-agent-q--mcp-send client response))))
-          (if key (puthash key job jobs)))
+          ;; No id prints as this: ids are numbers or quoted strings.
+          (unless key (setq key (format "batch %d" job)))
+          (puthash key job jobs))
       (error
        (when key (remhash key jobs))
        ;; Still the one answer the request is owed.
