@@ -410,11 +410,15 @@ running call."
 (defvar sly-agent-q--async-callbacks (make-hash-table)
   "Callbacks of the asynchronous jobs not finished yet, by job id.")
 
+(defvar sly-agent-q--held-jobs)         ; below
+
 (defun sly-agent-q--lisp-busy-p ()
   "Non-nil while an asynchronous call (an evaluation, the REPL) holds Lisp.
 What asks Lisp synchronously then (completion, eldoc, \\[xref-find-definitions])
-would wait behind it: such callers answer nothing, or say Lisp is busy."
-  (> (hash-table-count sly-agent-q--async-callbacks) 0))
+would wait behind it: such callers answer nothing, or say Lisp is busy.
+A job held back while the person is asked about it holds nothing."
+  (> (hash-table-count sly-agent-q--async-callbacks)
+     (hash-table-count sly-agent-q--held-jobs)))
 
 (defvar sly-agent-q--async-output-functions (make-hash-table)
   "The ON-OUTPUT functions of the interactive jobs not finished yet, by job id.")

@@ -128,7 +128,7 @@ Its content, or nil when it did not finish."
   (agentq-mcp-test-with-server
     (agentq-mcp-test-with-person
       (let ((client (agentq-mcp-test-connect socket))
-            (mcp-text nil) (elisp-text nil) (after-early 'unset)
+            (mcp-text nil) (elisp-text nil) (after-early 'unset) (busy 'unset)
             (first nil) (second nil))
         (setq agentq-mcp-test--scripts
               `(("/1" . ,(lambda ()
@@ -139,6 +139,9 @@ Its content, or nil when it did not finish."
                            (setq elisp-text (agentq-ask-test-other-caller-evaluates))
                            (agentq-mcp-test-wait 0.3)
                            (setq after-early second)
+                           ;; Held jobs hold no Lisp: completion and eldoc
+                           ;; may ask it meanwhile.
+                           (setq busy (sly-agent-q--lisp-busy-p))
                            :approved))
                 ("/2" . ,(lambda () '(:denied "no")))
                 ("/3" . ,(lambda () (signal 'quit nil)))))  ; C-g at the question
@@ -161,6 +164,7 @@ Its content, or nil when it did not finish."
         (should (equal mcp-text "=> 3"))
         (should (equal elisp-text "=> 3"))
         (should-not after-early)
+        (should-not busy)
         (should (equal (reverse agentq-mcp-test--log)
                        '((asked "/1" nil) (answered "/1")
                          (asked "/2" nil) (answered "/2")
