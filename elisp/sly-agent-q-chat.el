@@ -8,7 +8,9 @@
 ;; the prompt goes to the model of `sly-agent-q-backend' (see
 ;; sly-agent-q-provider.el) with the tools' schemas; when the reply asks
 ;; for tool calls they run through `sly-agent-q-execute-tool-calls-async'
-;; (dangerous ones ask in the minibuffer, as always), their results go
+;; (dangerous ones ask in the minibuffer before the round takes the Lisp
+;; runner, so that MCP clients and other callers are not held up while
+;; the person answers), their results go
 ;; back with the same ids, and so on until the model answers without
 ;; calling a tool, or `sly-agent-q-chat-max-rounds' is reached.  Nothing
 ;; here blocks Emacs: the reply streams in from curl's process filter and
@@ -579,6 +581,10 @@ The answer, and the tool calls it makes, show in the chat buffer;
   "Run the tool CALLS of the model's reply, then send BACKEND their results."
   (let* ((generation sly-agent-q-chat--generation)
          (records (mapcar #'sly-agent-q-chat--tool-line calls))
+         ;; The chat is one caller, whatever buffer is current: its
+         ;; dangerous calls are asked about before the job takes the
+         ;; runner, as all jobs' are.
+         (sly-agent-q-caller (sly-agent-q-chat--buffer))
          (sly-agent-q-approval-function (sly-agent-q-chat--approve-from-chat sly-agent-q-approval-function)))
     (setq sly-agent-q-chat--state 'tools)
     (setq sly-agent-q-chat--job

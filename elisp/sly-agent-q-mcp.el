@@ -17,12 +17,12 @@
 ;; `sly-agent-q-mcp-request-async'.  The dispatcher that shapes every
 ;; answer is the module's, the same as for the headless server.
 ;;
-;; A call of a dangerous tool is asked about before it takes the one
-;; runner, so that its question holds back no other client's calls (nor
-;; the chat's): questions are asked one at a time, when no other question
-;; is up, and the call then runs with the answer given.  A client's calls
-;; still run in the order it sent them: those behind its call waiting for
-;; an answer wait too.
+;; A dangerous call (alone or in a batch) is asked about before it takes
+;; the one runner, as every asynchronous job's is (see
+;; `sly-agent-q-execute-tool-calls-async'), so that its question holds
+;; back no other client's calls (nor the chat's).  Each client is its own
+;; caller (`sly-agent-q-caller'): its calls still run in the order it sent
+;; them, those behind a call waiting for an answer waiting too.
 ;;
 ;; notifications/cancelled, as in the headless server: a call not
 ;; running yet (waiting for its question, or queued) is dropped and not
@@ -61,24 +61,6 @@ Set it in the init file before sly-agent-q is loaded."
 
 (defvar sly-agent-q--mcp-clients nil
   "The live client connections of the MCP server.")
-
-(cl-defstruct (sly-agent-q--mcp-call (:constructor sly-agent-q--mcp-call-create)
-                                     (:copier nil))
-  "A call of an MCP client not handed to the runner yet."
-  client key line
-  name args        ; a dangerous call's tool and arguments, to ask about (nil: none)
-  decision         ; the answer, once given
-  approve hooks origin   ; as in force when the call came
-  withdrawn)       ; why its question was withdrawn (a text), or nil
-
-(defvar sly-agent-q--mcp-questions nil
-  "Calls of MCP clients waiting for their question to be asked, oldest first.")
-
-(defvar sly-agent-q--mcp-asking nil
-  "The call of an MCP client whose question is up, or nil.")
-
-(defvar sly-agent-q--mcp-ask-timer nil
-  "The timer that asks the next question of `sly-agent-q--mcp-questions'.")
 
 ;;;; Where the socket is
 
@@ -192,9 +174,6 @@ Returns the socket's file name."
   "Set up the new connection CLIENT."
   ;; A client inherits the server's plist: its own table of calls.
   (process-put client 'sly-agent-q-mcp-jobs (make-hash-table :test 'equal))
-  ;; Its calls not handed to the runner yet, in order (the first may wait
-  ;; for its question).
-  (process-put client 'sly-agent-q-mcp-backlog nil)
   (process-put client 'sly-agent-q-mcp-partial nil)
   ;; Quitting Emacs does not ask about an agent's connection.
   (set-process-query-on-exit-flag client nil)
@@ -202,22 +181,22 @@ Returns the socket's file name."
 
 (defun sly-agent-q--mcp-forget (client)
   "Cancel the calls CLIENT is waiting for, and drop it."
-  (let ((jobs (process-get client 'sly-agent-q-mcp-jobs)))
-    (dolist (call (process-get client 'sly-agent-q-mcp-backlog))
-      (sly-agent-q--mcp-drop-call call "[MCP] client went away; question withdrawn"))
-    (process-put client 'sly-agent-q-mcp-backlog nil)
+  (let ((jobs (process-get client 'sly-agent-q-mcp-jobs))
+        (ids nil))
     (when jobs
-      (maphash (lambda (_key job)
-                 (when (integerp job) (sly-agent-q--mcp-stop-job job)))
-               jobs)
-      (clrhash jobs)))
+      (maphash (lambda (_key job) (push job ids)) jobs)
+      (clrhash jobs)
+      ;; The newest first: no call waiting behind a dropped one starts.
+      (dolist (job (sort ids #'>))
+        (sly-agent-q--mcp-stop-job job "[MCP] client went away; question withdrawn"))))
   (setq sly-agent-q--mcp-clients (delq client sly-agent-q--mcp-clients)))
 
-(defun sly-agent-q--mcp-stop-job (job)
+(defun sly-agent-q--mcp-stop-job (job why)
   "Stop JOB as the headless server stops a cancelled request.
-Not started yet: dropped, never answered.  Running: interrupted; it
-answers [ERROR] INTERRUPTED.  Non-nil when it was dropped."
-  (or (sly-agent-q--withdraw job)
+Not started yet: dropped, never answered; the question waiting about it
+is withdrawn, WHY shown in its place.  Running: interrupted; it answers
+[ERROR] INTERRUPTED.  Non-nil when it was dropped."
+  (or (sly-agent-q--withdraw job why)
       (progn (sly-agent-q-cancel job) nil)))
 
 (defun sly-agent-q--mcp-sentinel (process _event)
@@ -260,23 +239,28 @@ answers [ERROR] INTERRUPTED.  Non-nil when it was dropped."
    `(("jsonrpc" . "2.0") ("id" . ,id)
      ("error" . (("code" . ,code) ("message" . ,text))))))
 
-;;;; Calls, and the questions about dangerous ones
+;;;; Calls
 
-(defun sly-agent-q--mcp-submit (client key line &optional decision)
-  "Hand LINE, a request of CLIENT with KEY (nil: not cancellable), to the runner.
-DECISION is the approval already given to its dangerous call, or nil."
+(defun sly-agent-q--mcp-submit (client key line)
+  "Hand LINE, a request of CLIENT with KEY (nil: a batch), to the runner.
+Its dangerous calls are asked about first, without holding the runner.
+A batch has no id to cancel it by; it is kept under a key of its own, so
+that its client going away still drops it."
   (let ((jobs (process-get client 'sly-agent-q-mcp-jobs))
+        (sly-agent-q-caller client)
+        (sly-agent-q-call-origin (or sly-agent-q-call-origin "MCP"))
         (job nil))
     (condition-case err
         (progn
           (setq job (sly-agent-q-mcp-request-async
                      line
                      (lambda (response)
-                       (when (and key (eql (gethash key jobs) job))
+                       (when (eql (gethash key jobs) job)
                          (remhash key jobs))
-                       (sly-agent-q--mcp-send client response))
-                     decision))
-          (if key (puthash key job jobs)))
+                       (sly-agent-q--mcp-send client response))))
+          ;; No id prints as this: ids are numbers or quoted strings.
+          (unless key (setq key (format "batch %d" job)))
+          (puthash key job jobs))
       (error
        (when key (remhash key jobs))
        ;; Still the one answer the request is owed.
@@ -285,124 +269,25 @@ DECISION is the approval already given to its dangerous call, or nil."
           client (sly-agent-q--mcp-error (or id :null) -32603
                                          (concat "Internal error: " (error-message-string err)))))))))
 
-(defun sly-agent-q--mcp-advance (client)
-  "Hand CLIENT's calls to the runner in order, up to one waiting for its answer.
-That one's question is queued, to be asked when no other is up."
-  (let (call)
-    (while (and (setq call (car (process-get client 'sly-agent-q-mcp-backlog)))
-                (or (null (sly-agent-q--mcp-call-name call))
-                    (sly-agent-q--mcp-call-decision call)))
-      (process-put client 'sly-agent-q-mcp-backlog
-                   (cdr (process-get client 'sly-agent-q-mcp-backlog)))
-      (let ((sly-agent-q-approval-function (sly-agent-q--mcp-call-approve call))
-            (sly-agent-q-tool-execution-functions (sly-agent-q--mcp-call-hooks call))
-            (sly-agent-q-call-origin (sly-agent-q--mcp-call-origin call)))
-        (sly-agent-q--mcp-submit client (sly-agent-q--mcp-call-key call)
-                                 (sly-agent-q--mcp-call-line call)
-                                 (sly-agent-q--mcp-call-decision call))))
-    (when (and call (not (eq call sly-agent-q--mcp-asking))
-               (not (memq call sly-agent-q--mcp-questions)))
-      (setq sly-agent-q--mcp-questions (append sly-agent-q--mcp-questions (list call)))
-      (sly-agent-q--mcp-ask-soon 0))))
-
-(defun sly-agent-q--mcp-ask-soon (seconds)
-  "Ask the next waiting question in SECONDS, unless that is planned already."
-  (unless (timerp sly-agent-q--mcp-ask-timer)
-    (setq sly-agent-q--mcp-ask-timer
-          (run-at-time seconds nil #'sly-agent-q--mcp-ask-next))))
-
-(defun sly-agent-q--mcp-ask-next ()
-  "Ask the question of the first call in `sly-agent-q--mcp-questions'.
-Not while another question or a minibuffer is up: then a little later."
-  (setq sly-agent-q--mcp-ask-timer nil)
-  (cond ((null sly-agent-q--mcp-questions))
-        ((or sly-agent-q--mcp-asking (> (minibuffer-depth) 0) (sly-agent-q--question-up-p))
-         (sly-agent-q--mcp-ask-soon 0.25))
-        (t
-         (sly-agent-q--mcp-ask (pop sly-agent-q--mcp-questions))
-         ;; Taking turns: a question the runner put off meanwhile (the
-         ;; chat's, an Elisp job's) comes before the next client's.
-         (when sly-agent-q--async-deferred-timer
-           (sly-agent-q--serve-after-minibuffer))
-         (when sly-agent-q--mcp-questions
-           (sly-agent-q--mcp-ask-soon 0)))))
-
-(defun sly-agent-q--mcp-ask (call)
-  "Ask the approval function about CALL, then let its client's calls go on.
-A withdrawn question (see `sly-agent-q--mcp-drop-call') ends at once,
-and the person is told why in the echo area."
-  (let* ((approve (sly-agent-q--mcp-call-approve call))
-         (decision
-          (catch call
-            (setq sly-agent-q--mcp-asking call)
-            (unwind-protect
-                (if (not approve)
-                    :denied
-                  (let ((inhibit-quit nil)
-                        (sly-agent-q-call-origin (sly-agent-q--mcp-call-origin call)))
-                    (sly-agent-q--asking
-                      (condition-case nil
-                          (funcall approve (sly-agent-q--mcp-call-name call)
-                                   (sly-agent-q--mcp-call-args call))
-                        ((error quit) :denied)))))
-              (setq sly-agent-q--mcp-asking nil)))))
-    (if (sly-agent-q--mcp-call-withdrawn call)
-        (message "%s" (sly-agent-q--mcp-call-withdrawn call))
-      (setf (sly-agent-q--mcp-call-decision call) (or decision :denied))
-      (sly-agent-q--mcp-advance (sly-agent-q--mcp-call-client call)))))
-
-(defun sly-agent-q--mcp-drop-call (call why)
-  "Drop CALL, not handed to the runner yet: it is never answered.
-If its question is up, it is withdrawn, and WHY is shown in its place."
-  (setq sly-agent-q--mcp-questions (delq call sly-agent-q--mcp-questions))
-  (let ((client (sly-agent-q--mcp-call-client call)))
-    (process-put client 'sly-agent-q-mcp-backlog
-                 (delq call (process-get client 'sly-agent-q-mcp-backlog))))
-  (when (eq call sly-agent-q--mcp-asking)
-    (setf (sly-agent-q--mcp-call-withdrawn call) why)
-    ;; Thrown from a timer, as `with-timeout' does: from within the
-    ;; question's own wait for input, whatever called this.
-    (run-at-time 0 nil #'sly-agent-q--mcp-withdraw call)))
-
-(defun sly-agent-q--mcp-withdraw (call)
-  "End the question about CALL, if it is still up."
-  (when (eq call sly-agent-q--mcp-asking)
-    (throw call nil)))
-
 ;;;; Messages
 
 (defun sly-agent-q--mcp-handle (client line)
   "Handle LINE, one JSON-RPC message from CLIENT."
   (let ((jobs (process-get client 'sly-agent-q-mcp-jobs)))
-    ;; :now, (:queue ID), (:ask ID TOOL ARGS) or (:cancel ID); what cannot
-    ;; be read is :now, and the dispatcher answers it.
+    ;; :now, (:queue ID) or (:cancel ID); what cannot be read is :now, and
+    ;; the dispatcher answers it.
     (pcase (condition-case nil
                (sly-agent-q--module-mcp-route line)
              (error :now))
       (`(:cancel ,id)
        (let* ((key (sly-agent-q--mcp-id-key id))
               (job (gethash key jobs)))
-         (cond ((sly-agent-q--mcp-call-p job)
-                (remhash key jobs)
-                (sly-agent-q--mcp-drop-call job "[MCP] call cancelled by the client; question withdrawn")
-                (sly-agent-q--mcp-advance client))
-               (job
-                (when (sly-agent-q--mcp-stop-job job)
-                  (remhash key jobs))))))
-      (`(,(and kind (or :queue :ask)) ,id . ,ask)
-       (let ((key (and (or (stringp id) (numberp id)) (sly-agent-q--mcp-id-key id)))
-             (backlog (process-get client 'sly-agent-q-mcp-backlog)))
-         (if (and (eq kind :queue) (null backlog))
-             (sly-agent-q--mcp-submit client key line)
-           (let ((call (sly-agent-q--mcp-call-create
-                        :client client :key key :line line
-                        :name (car ask) :args (cadr ask)
-                        :approve sly-agent-q-approval-function
-                        :hooks sly-agent-q-tool-execution-functions
-                        :origin (or sly-agent-q-call-origin "MCP"))))
-             (when key (puthash key call jobs))
-             (process-put client 'sly-agent-q-mcp-backlog (append backlog (list call)))
-             (sly-agent-q--mcp-advance client)))))
+         (when (and job (sly-agent-q--mcp-stop-job
+                         job "[MCP] call cancelled by the client; question withdrawn"))
+           (remhash key jobs))))
+      (`(:queue ,id)
+       (sly-agent-q--mcp-submit client (and (or (stringp id) (numberp id)) (sly-agent-q--mcp-id-key id))
+                                line))
       (_
        (sly-agent-q--mcp-send
         client

@@ -182,10 +182,19 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
   const json* hook_args = &call.arguments;
   try {
     const json* args = &call.arguments;
+    std::optional<SettledCall> settled;
     auto message = validate_arguments(*tool, *args);
     if (!message) {
       args = &normalized_args(*args, storage);
-      if (tool->check) {
+      if (tool->safety_level == SafetyLevel::Dangerous && options.settled) {
+        try {
+          settled = options.settled(*tool, *args);
+        } catch (...) {
+          settled.reset();
+        }
+        if (settled && settled->failure) message = settled->failure->empty() ? "Tool failed" : *settled->failure;
+      }
+      if (tool->check && !settled) {
         try {
           message = tool->check(*args, context);
         } catch (const std::exception& e) {
@@ -198,9 +207,14 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
     }
     if (!message) {
       if (tool->safety_level == SafetyLevel::Dangerous) {
-        clock.pause();
-        ApprovalDecision decision = ask_approval(options, *tool, *args);
-        clock.resume();
+        ApprovalDecision decision;
+        if (settled) {
+          decision = std::move(settled->decision);
+        } else {
+          clock.pause();
+          decision = ask_approval(options, *tool, *args);
+          clock.resume();
+        }
         switch (decision.kind) {
           case ApprovalKind::Approved:
             result.approved = true;

@@ -68,8 +68,24 @@ using Hook = std::function<void(HookPhase phase, const std::string& tool_name,
 using StandingHook = std::function<void(HookPhase phase, const std::string& tool_name, const json& args,
                                         const ToolResult* result, CallContext& context)>;
 
+// What was settled about a dangerous call before the call reached the
+// executor (in Emacs, asked before its job took the one runner, so that no
+// caller waits behind a question): its check already failed with FAILURE,
+// or it passed and the person gave DECISION.  Either way the check is not
+// run again and the approval function is not asked.
+struct SettledCall {
+  std::optional<std::string> failure;
+  ApprovalDecision decision;
+};
+
+// Asked for each dangerous call whose arguments are valid, before its
+// check: what was settled about a call of TOOL with ARGS (normalized), or
+// nullopt for nothing (the call is checked and asked about as usual).
+using SettledFunction = std::function<std::optional<SettledCall>(const Tool& tool, const json& args)>;
+
 struct ExecutionOptions {
   ApprovalFunction approve;  // empty ⇒ dangerous tools are denied
+  SettledFunction settled;   // empty ⇒ nothing settled ahead
   std::vector<Hook> hooks;
   CallContext* context = nullptr;  // null ⇒ a NullCallContext
 };

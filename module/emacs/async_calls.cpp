@@ -38,9 +38,8 @@ struct Batch {
   // An MCP message instead of CALLS (submit_mcp), and its response.
   std::optional<std::string> mcp_message;
   std::optional<std::string> mcp_response;
-  // The person's decision, taken before the batch was queued: its
-  // dangerous call is not asked about again (submit_mcp).
-  std::optional<ApprovalDecision> decided;
+  // Its dangerous calls settled when it was submitted (used by the runner only).
+  std::vector<AheadCall> ahead;
 };
 
 struct MainWork {
@@ -56,6 +55,7 @@ struct State {
   std::condition_variable runner_cv;  // a batch was queued
   std::condition_variable done_cv;    // main-thread work was done, or a batch cancelled
   std::deque<std::shared_ptr<Batch>> queue;
+  std::map<std::uint64_t, std::shared_ptr<Batch>> held;  // waiting for release()
   std::shared_ptr<Batch> running;
   std::deque<std::shared_ptr<MainWork>> main_work;
   std::deque<std::shared_ptr<Batch>> finished;
@@ -156,8 +156,18 @@ void run_batch(const std::shared_ptr<Batch>& batch) {
   AsyncCallContext context(*batch);
   ExecutionOptions options;
   options.context = &context;
+  if (!batch->ahead.empty())
+    options.settled = [batch](const Tool& tool, const json& args) -> std::optional<SettledCall> {
+      for (AheadCall& ahead : batch->ahead) {
+        if (ahead.used || ahead.tool != tool.name || ahead.arguments != args) continue;
+        ahead.used = true;
+        if (ahead.failure) return SettledCall{ahead.failure, {}};
+        if (ahead.decision) return SettledCall{std::nullopt, *ahead.decision};
+        return std::nullopt;  // never asked (a job queued without holding): asked now
+      }
+      return std::nullopt;
+    };
   options.approve = [batch](const Tool& tool, const json& args) {
-    if (batch->decided) return *batch->decided;
     ApprovalDecision decision{ApprovalKind::Denied, {}};
     try {
       run_on_main([&](const Env& env) { decision = elisp_approval(env, batch->approval)(tool, args); }, true);
@@ -226,43 +236,74 @@ bool has_channel() { return state().fd.load() >= 0; }
 
 namespace {
 
-std::uint64_t queue_batch(std::shared_ptr<Batch> batch, emacs_value approval, emacs_value hooks, bool has_hooks) {
+// Puts BATCH on the queue, starting the runner the first time.  Called
+// with State::mutex held.
+void enqueue_locked(State& s, std::shared_ptr<Batch> batch) {
+  s.queue.push_back(std::move(batch));
+  if (!s.runner_started) {
+    // Async signals stay with Emacs's own threads; its faults are its own.
+    ThreadStartMask mask;
+    std::thread(runner_main).detach();
+    s.runner_started = true;
+  }
+}
+
+std::uint64_t queue_batch(std::shared_ptr<Batch> batch, emacs_value approval, emacs_value hooks, bool has_hooks,
+                          std::vector<AheadCall> ahead, bool hold) {
   State& s = state();
   batch->approval = approval;
   batch->hooks = hooks;
   batch->has_hooks = has_hooks;
+  batch->ahead = std::move(ahead);
+  std::uint64_t id;
   {
     std::lock_guard lock(s.mutex);
-    batch->id = s.next_id++;
-    s.queue.push_back(batch);
-    if (!s.runner_started) {
-      // Async signals stay with Emacs's own threads; its faults are its own.
-      ThreadStartMask mask;
-      std::thread(runner_main).detach();
-      s.runner_started = true;
-    }
+    id = batch->id = s.next_id++;
+    if (hold)
+      s.held.emplace(id, std::move(batch));
+    else
+      enqueue_locked(s, std::move(batch));
   }
-  s.runner_cv.notify_one();
-  return batch->id;
+  if (!hold) s.runner_cv.notify_one();
+  return id;
 }
 
 }  // namespace
 
 std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks,
-                     bool debugger, bool interactive) {
+                     bool debugger, bool interactive, std::vector<AheadCall> ahead, bool hold) {
   auto batch = std::make_shared<Batch>();
   batch->debugger = debugger;
   batch->interactive = interactive;
   batch->calls = std::move(calls);
-  return queue_batch(std::move(batch), approval, hooks, has_hooks);
+  return queue_batch(std::move(batch), approval, hooks, has_hooks, std::move(ahead), hold);
 }
 
 std::uint64_t submit_mcp(std::string message, emacs_value approval, emacs_value hooks, bool has_hooks,
-                         std::optional<ApprovalDecision> decided) {
+                         std::vector<AheadCall> ahead, bool hold) {
   auto batch = std::make_shared<Batch>();
   batch->mcp_message = std::move(message);
-  batch->decided = std::move(decided);
-  return queue_batch(std::move(batch), approval, hooks, has_hooks);
+  return queue_batch(std::move(batch), approval, hooks, has_hooks, std::move(ahead), hold);
+}
+
+bool release(std::uint64_t id, std::vector<ApprovalDecision> decisions) {
+  State& s = state();
+  {
+    std::lock_guard lock(s.mutex);
+    auto it = s.held.find(id);
+    if (it == s.held.end()) return false;
+    std::shared_ptr<Batch> batch = std::move(it->second);
+    s.held.erase(it);
+    std::size_t next = 0;
+    for (AheadCall& ahead : batch->ahead) {
+      if (!ahead.asks()) continue;
+      ahead.decision = next < decisions.size() ? std::move(decisions[next]) : ApprovalDecision{};
+      ++next;
+    }
+    enqueue_locked(s, std::move(batch));
+  }
+  s.runner_cv.notify_one();
+  return true;
 }
 
 bool withdraw(const Env& env, std::uint64_t id) {
@@ -271,9 +312,15 @@ bool withdraw(const Env& env, std::uint64_t id) {
   {
     std::lock_guard lock(s.mutex);
     auto it = std::find_if(s.queue.begin(), s.queue.end(), [&](const auto& queued) { return queued->id == id; });
-    if (it == s.queue.end()) return false;
-    batch = std::move(*it);
-    s.queue.erase(it);
+    if (it != s.queue.end()) {
+      batch = std::move(*it);
+      s.queue.erase(it);
+    } else if (auto held = s.held.find(id); held != s.held.end()) {
+      batch = std::move(held->second);
+      s.held.erase(held);
+    } else {
+      return false;
+    }
   }
   env.raw()->free_global_ref(env.raw(), batch->approval);
   env.raw()->free_global_ref(env.raw(), batch->hooks);
@@ -287,6 +334,7 @@ bool cancel(std::uint64_t id) {
     std::lock_guard lock(s.mutex);
     for (const auto& batch : s.queue)
       if (batch->id == id) found = true, batch->cancelled = true;
+    if (auto held = s.held.find(id); held != s.held.end()) found = true, held->second->cancelled = true;
     if (s.running && s.running->id == id) {
       found = true;
       s.running->cancelled = true;

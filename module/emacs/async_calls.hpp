@@ -34,15 +34,37 @@ class NotServed : public std::runtime_error {
 void set_channel(int fd);
 bool has_channel();
 
+// A dangerous call of a job, settled on the main thread when the job was
+// submitted: its check ran there, and unless it failed, the person is
+// asked before the job may take the runner (release() gives the answers).
+// The runner's call with the same tool and arguments then takes this in
+// place of its check and question (ExecutionOptions::settled).
+struct AheadCall {
+  std::string tool;
+  json arguments;                            // normalized, as the approval function gets them
+  std::optional<std::string> failure;        // the check failed: nothing to ask
+  std::optional<ApprovalDecision> decision;  // the person's answer (release())
+  bool used = false;                         // taken by a call (runner only)
+  bool asks() const { return !failure; }
+};
+
 // Queues a batch.  APPROVAL and HOOKS are the approval function and the
 // hook list at submission, as global refs the batch now owns (freed by
 // serve() when the batch is handed back).  DEBUGGER: an error in its
 // evaluations stops in the REPL's debugger (the REPL's own calls only).
 // INTERACTIVE: its evaluations are interactive (CallContext::interactive_key,
 // with the job id as the key), their output handed back by serve() as it
-// comes.  Returns the job id.
+// comes.  AHEAD: its dangerous calls settled now.  HOLD: the batch waits,
+// off the queue, until release() (its questions answered).  Returns the
+// job id.
 std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks,
-                     bool debugger = false, bool interactive = false);
+                     bool debugger = false, bool interactive = false, std::vector<AheadCall> ahead = {},
+                     bool hold = false);
+
+// Queues the held job ID, its questions answered: DECISIONS, in the order
+// of its AheadCalls that ask (a missing one denies).  False when no such
+// job is held.
+bool release(std::uint64_t id, std::vector<ApprovalDecision> decisions);
 
 // The person's later answer (the REPL's debugger) to the request that
 // Emacs answered with (later . KEY).  False when nothing waits for KEY
@@ -56,18 +78,19 @@ bool later_pending(std::uint64_t key);
 // batch…) to run on the runner through the dispatcher (McpServer::handle)
 // with APPROVAL and HOOKS as for submit().  serve() hands it back as
 // (ID . RESPONSE-TEXT), RESPONSE-TEXT nil when nothing is to be answered.
-// DECIDED: the approval of its one dangerous call, decided by the person
-// before it was queued (APPROVAL is then not called).
+// AHEAD and HOLD as for submit().
 std::uint64_t submit_mcp(std::string message, emacs_value approval, emacs_value hooks, bool has_hooks,
-                         std::optional<ApprovalDecision> decided = std::nullopt);
+                         std::vector<AheadCall> ahead = {}, bool hold = false);
 
-// Takes job ID off the queue if the runner has not taken it yet: it never
-// runs and is never handed back.  False when it is running, finished or
-// unknown.  On the main thread (it frees the job's global refs).
+// Takes job ID off the queue (or out of the held jobs) if the runner has
+// not taken it yet: it never runs and is never handed back.  False when it
+// is running, finished or unknown.  On the main thread (it frees the job's
+// global refs).
 bool withdraw(const Env& env, std::uint64_t id);
 
 // Cancels job ID: a running Lisp evaluation is interrupted, calls not yet
-// run fail with INTERRUPTED.  False when no such job is queued or running.
+// run fail with INTERRUPTED (a held job once released).  False when no
+// such job is held, queued or running.
 bool cancel(std::uint64_t id);
 
 // On the main thread (the pipe's filter): runs the queued work, then

@@ -6,6 +6,7 @@
 
 #include <emacs-module.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -30,7 +31,7 @@ namespace {
 
 // Bumped when the Elisp ⇄ module interface changes; the Elisp side refuses
 // a module of another version (a stale build).
-constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 11";
+constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 12";
 
 app::Services& core() { return app::services(); }
 // For what looks tools up or lists them: the Lisp-defined tools are there.
@@ -292,19 +293,114 @@ emacs_value open_channel(const Env& env, ptrdiff_t, emacs_value* args) {
   return Env::sym().t;
 }
 
+// A call of TOOL-NAME with ARGUMENTS settled now, on the main thread, as
+// the runner would reach it: nullopt unless the tool is dangerous and the
+// arguments valid; else its check's failure, or the question to ask.
+// A check that throws (a quit, say) settles nothing: the runner's call
+// checks again.
+std::optional<async::AheadCall> settle_call(const Env& env, const std::string& tool_name, const json& arguments) {
+  ToolPtr tool = tools().registry.resolve(tool_name);
+  if (!tool || tool->safety_level != SafetyLevel::Dangerous) return std::nullopt;
+  PreparedCall prepared = tools().executor.prepare(tool->name, arguments);
+  if (prepared.error || !prepared.tool) return std::nullopt;
+  async::AheadCall ahead;
+  ahead.tool = prepared.tool->name;
+  if (prepared.tool->check) {
+    NullCallContext context;
+    try {
+      ahead.failure = prepared.tool->check(prepared.arguments, context);
+    } catch (...) {
+      if (env.exit_pending()) env.raw()->non_local_exit_clear(env.raw());
+      return std::nullopt;
+    }
+    if (env.exit_pending()) {
+      env.raw()->non_local_exit_clear(env.raw());
+      return std::nullopt;
+    }
+  }
+  ahead.arguments = std::move(prepared.arguments);
+  return ahead;
+}
+
+// The dangerous calls of MESSAGE (a JSON-RPC request or batch) settled
+// now: each tools/call request, well formed as the dispatcher wants it,
+// whose tool is dangerous and whose arguments are valid.  What the
+// dispatcher would refuse is left to it (it answers the refusal).
+std::vector<async::AheadCall> settle_message(const Env& env, const json& message) {
+  std::vector<async::AheadCall> settled;
+  auto settle = [&](const json& request) {
+    if (!request.is_object() || !request.contains("id")) return;
+    auto version = request.find("jsonrpc");
+    auto method = request.find("method");
+    if (version == request.end() || *version != "2.0" || method == request.end() || *method != "tools/call") return;
+    auto params = request.find("params");
+    if (params == request.end() || !params->is_object()) return;
+    auto name = params->find("name");
+    if (name == params->end() || !name->is_string()) return;
+    auto arguments = params->find("arguments");
+    const json none = json::object();
+    const json* given = &none;
+    if (arguments != params->end() && !arguments->is_null()) {
+      if (!arguments->is_object()) return;
+      given = &*arguments;
+    }
+    if (auto ahead = settle_call(env, name->get<std::string>(), *given)) settled.push_back(std::move(*ahead));
+  };
+  if (value_nesting_exceeds(message)) return settled;
+  if (message.is_array())
+    for (const json& element : message) settle(element);
+  else
+    settle(message);
+  return settled;
+}
+
+// How a job that may hold answers: its id, or (ID . QUESTIONS) when held,
+// QUESTIONS ((TOOL ARGUMENTS) …) for the AheadCalls that ask.
+emacs_value submitted(const Env& env, std::uint64_t id, bool held, const std::vector<async::AheadCall>& ahead) {
+  emacs_value job = env.integer(static_cast<std::intmax_t>(id));
+  if (!held) return job;
+  std::vector<emacs_value> questions;
+  for (const async::AheadCall& call : ahead) {
+    if (!call.asks()) continue;
+    emacs_value items[] = {env.str(call.tool), from_json(env, call.arguments)};
+    questions.push_back(env.call(Env::sym().list, 2, items));
+  }
+  emacs_value pair[] = {job, env.call(Env::sym().list, static_cast<ptrdiff_t>(questions.size()), questions.data())};
+  return env.call(env.intern("cons"), 2, pair);
+}
+
+// HOLD, the last argument of the submit functions: nil never holds, t
+// always does, anything else holds a job with questions to ask.
+bool holds(const Env& env, emacs_value hold, const std::vector<async::AheadCall>& ahead) {
+  if (env.is_nil(hold)) return false;
+  if (env.eq(hold, Env::sym().t)) return true;
+  return std::any_of(ahead.begin(), ahead.end(), [](const async::AheadCall& call) { return call.asks(); });
+}
+
 // (sly-agent-q--module-submit CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS
-// &optional DEBUGGER INTERACTIVE) → job id.
+// &optional DEBUGGER INTERACTIVE HOLD) → job id, or (ID . QUESTIONS) when
+// held (see holds() and submitted()): its dangerous calls are then checked
+// now, and wait for their answers (sly-agent-q--module-release).
 emacs_value submit(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
   std::vector<PendingCall> calls;
   for (emacs_value value : call_values(env, args[0]))
     calls.push_back(read_call(env, [&](std::optional<std::string>& id) { return to_tool_call(env, value, id); }));
+  emacs_value hold = nargs > 5 ? args[5] : Env::sym().nil;
+  std::vector<async::AheadCall> ahead;
+  if (!env.is_nil(hold))
+    for (const PendingCall& pending : calls)
+      if (pending.call)
+        if (auto settled = settle_call(env, pending.call->name, pending.call->arguments))
+          ahead.push_back(std::move(*settled));
+  const bool held = holds(env, hold, ahead);
   emacs_value approval = env.raw()->make_global_ref(env.raw(), args[1]);
   emacs_value hooks = env.raw()->make_global_ref(env.raw(), args[2]);
   bool debugger = nargs > 3 && !env.is_nil(args[3]);
   bool interactive = nargs > 4 && !env.is_nil(args[4]);
-  std::uint64_t id = async::submit(std::move(calls), approval, hooks, !env.is_nil(args[2]), debugger, interactive);
-  return env.integer(static_cast<std::intmax_t>(id));
+  std::uint64_t id = async::submit(std::move(calls), approval, hooks, !env.is_nil(args[2]), debugger, interactive,
+                                   ahead, held);
+  return submitted(env, id, held, ahead);
 }
 
 // (sly-agent-q--module-answer-later KEY OK TEXT) → t, or nil when nothing
@@ -320,18 +416,40 @@ emacs_value later_pending(const Env& env, ptrdiff_t, emacs_value* args) {
 }
 
 // (sly-agent-q--module-mcp-submit JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS
-// &optional DECISION) → job id.  DECISION non-nil: the approval of the
-// message's dangerous call, already given (:approved, (:denied REASON),
-// (:modified ARGS)).
+// &optional HOLD) → job id, or (ID . QUESTIONS) when held, as for
+// sly-agent-q--module-submit: the dangerous calls of the message (one
+// request or a batch) are then checked now.
 emacs_value mcp_submit(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
   std::string message = env.to_string(args[0]);
-  std::optional<ApprovalDecision> decided;
-  if (nargs > 3 && !env.is_nil(args[3])) decided = approval_decision(env, args[3]);
+  emacs_value hold = nargs > 3 ? args[3] : Env::sym().nil;
+  std::vector<async::AheadCall> ahead;
+  if (!env.is_nil(hold))
+    if (std::optional<json> parsed = parse_json_bounded(message)) ahead = settle_message(env, *parsed);
+  const bool held = holds(env, hold, ahead);
   emacs_value approval = env.raw()->make_global_ref(env.raw(), args[1]);
   emacs_value hooks = env.raw()->make_global_ref(env.raw(), args[2]);
-  std::uint64_t id = async::submit_mcp(std::move(message), approval, hooks, !env.is_nil(args[2]), std::move(decided));
-  return env.integer(static_cast<std::intmax_t>(id));
+  std::uint64_t id = async::submit_mcp(std::move(message), approval, hooks, !env.is_nil(args[2]), ahead, held);
+  return submitted(env, id, held, ahead);
+}
+
+// (sly-agent-q--module-release JOB DECISIONS) → t, or nil when JOB is not
+// held: queues the held JOB with DECISIONS, the answers to its questions
+// in order (as an approval function answers them).
+emacs_value release(const Env& env, ptrdiff_t, emacs_value* args) {
+  std::vector<ApprovalDecision> decisions;
+  emacs_value rest = args[1];
+  while (!env.is_nil(rest)) {
+    ApprovalDecision decision;  // an answer that cannot be read denies
+    try {
+      decision = approval_decision(env, env.call(Env::sym().car, {rest}));
+    } catch (const std::exception&) {
+      if (env.exit_pending()) env.raw()->non_local_exit_clear(env.raw());
+    }
+    decisions.push_back(std::move(decision));
+    rest = env.call(Env::sym().cdr, {rest});
+  }
+  return env.boolean(async::release(static_cast<std::uint64_t>(env.to_integer(args[0])), std::move(decisions)));
 }
 
 emacs_value cancel(const Env& env, ptrdiff_t, emacs_value* args) {
@@ -379,49 +497,10 @@ emacs_value mcp_request(const Env& env, ptrdiff_t, emacs_value* args) {
   return response ? env.str(*response) : Env::sym().nil;
 }
 
-// The tool and the arguments of MESSAGE, a tools/call request, when the
-// tool is dangerous and the call would reach its approval: the request is
-// well formed, the arguments valid and the tool's check passes.  What the
-// dispatcher would refuse gives nullopt (it answers the refusal).
-std::optional<std::pair<ToolPtr, json>> call_to_approve(const Env& env, const json& message) {
-  if (!message.is_object()) return std::nullopt;
-  auto version = message.find("jsonrpc");
-  if (version == message.end() || *version != "2.0") return std::nullopt;
-  auto params = message.find("params");
-  if (params == message.end() || !params->is_object()) return std::nullopt;
-  auto name = params->find("name");
-  if (name == params->end() || !name->is_string()) return std::nullopt;
-  ToolPtr tool = tools().registry.resolve(name->get<std::string>());
-  if (!tool || tool->safety_level != SafetyLevel::Dangerous || value_nesting_exceeds(message)) return std::nullopt;
-  PreparedCall prepared;
-  auto arguments = params->find("arguments");
-  if (arguments != params->end() && !arguments->is_null()) {
-    if (!arguments->is_object()) return std::nullopt;
-    prepared = tools().executor.prepare(tool->name, *arguments);
-  } else {
-    prepared = tools().executor.prepare(tool->name, ToolCall{}.arguments);
-  }
-  if (prepared.error || !prepared.tool) return std::nullopt;
-  if (prepared.tool->check) {
-    NullCallContext context;
-    try {
-      if (prepared.tool->check(prepared.arguments, context)) return std::nullopt;
-    } catch (...) {
-      // The runner's call meets the same failure; no error is left for Emacs.
-      if (env.exit_pending()) env.raw()->non_local_exit_clear(env.raw());
-      return std::nullopt;
-    }
-  }
-  return std::pair{prepared.tool, std::move(prepared.arguments)};
-}
-
-// (sly-agent-q--module-mcp-route JSON-STRING) → :now, (:queue ID),
-// (:ask ID TOOL-NAME ARGUMENTS) or (:cancel ID): how the socket server in
-// Emacs handles the message (ID as parsed; nil for a batch).  :ask is a
-// tools/call of a dangerous tool that would reach its approval, with its
-// arguments as the approval function gets them.  Parsing here costs
-// microseconds where Emacs hash tables would cost far more, for every
-// message.
+// (sly-agent-q--module-mcp-route JSON-STRING) → :now, (:queue ID) or
+// (:cancel ID): how the socket server in Emacs handles the message (ID as
+// parsed; nil for a batch).  Parsing here costs microseconds where Emacs
+// hash tables would cost far more, for every message.
 emacs_value mcp_route(const Env& env, ptrdiff_t, emacs_value* args) {
   mcp::Route route = mcp::route_message(env.to_string(args[0]));
   auto tagged = [&](const char* tag, const json& id) {
@@ -430,13 +509,6 @@ emacs_value mcp_route(const Env& env, ptrdiff_t, emacs_value* args) {
   };
   switch (route.kind) {
     case mcp::Route::Kind::Queue:
-      if (!route.message.is_array()) {
-        if (auto call = call_to_approve(env, route.message)) {
-          emacs_value items[] = {env.intern(":ask"), from_json(env, route.id), env.str(call->first->name),
-                                 from_json(env, call->second)};
-          return env.call(Env::sym().list, 4, items);
-        }
-      }
       return tagged(":queue", route.id);
     case mcp::Route::Kind::Cancel:
       return tagged(":cancel", route.request_id);
@@ -584,11 +656,17 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-list-tools", 0, 0, entry<list_tools>, "Sorted names of the registered tools.");
   defun(raw, "sly-agent-q--module-open-channel", 1, 1, entry<open_channel>,
         "Serve asynchronous calls through PIPE-PROCESS's filter.\n\n(fn PIPE-PROCESS)");
-  defun(raw, "sly-agent-q--module-submit", 3, 5, entry<submit>,
+  defun(raw, "sly-agent-q--module-submit", 3, 6, entry<submit>,
         "Queue tool CALLS to run without blocking Emacs; return the job id.\n"
         "DEBUGGER non-nil: an error in its evaluations stops in the REPL's debugger.\n"
-        "INTERACTIVE non-nil: evaluations hand their output over as it comes.\n\n"
-        "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS &optional DEBUGGER INTERACTIVE)");
+        "INTERACTIVE non-nil: evaluations hand their output over as it comes.\n"
+        "HOLD t: the job waits for `sly-agent-q--module-release'; other non-nil: it does\n"
+        "when a dangerous call is to be asked about.  A held job returns (ID . QUESTIONS),\n"
+        "QUESTIONS ((TOOL ARGS) ...), its dangerous calls already checked.\n\n"
+        "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS &optional DEBUGGER INTERACTIVE HOLD)");
+  defun(raw, "sly-agent-q--module-release", 2, 2, entry<release>,
+        "Queue the held JOB with DECISIONS, the answers to its questions in order.\n"
+        "Return nil when JOB is not held.\n\n(fn JOB DECISIONS)");
   defun(raw, "sly-agent-q--module-answer-later", 3, 3, entry<answer_later>,
         "Give Lisp the answer to its request that Emacs answered with (later . KEY).\n"
         "Return nil when nothing waits for KEY.\n\n(fn KEY OK TEXT)");
@@ -596,9 +674,9 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
         "Non-nil while Lisp waits for the later answer KEY.\n\n(fn KEY)");
   defun(raw, "sly-agent-q--module-mcp-submit", 3, 4, entry<mcp_submit>,
         "Queue one JSON-RPC message to run without blocking Emacs; return the job id.\n"
-        "The job's result is the response text, or nil.  DECISION non-nil: the approval\n"
-        "of its dangerous call, already given.\n\n"
-        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS &optional DECISION)");
+        "The job's result is the response text, or nil.  HOLD as for\n"
+        "`sly-agent-q--module-submit'.\n\n"
+        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS &optional HOLD)");
   defun(raw, "sly-agent-q--module-cancel", 1, 1, entry<cancel>, "Cancel the asynchronous job JOB.\n\n(fn JOB)");
   defun(raw, "sly-agent-q--module-withdraw", 1, 1, entry<withdraw>,
         "Take the asynchronous job JOB off the queue if it has not started: it never runs\n"
@@ -613,7 +691,7 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
         "Handle one JSON-RPC message; return the response text or nil.\n\n"
         "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)");
   defun(raw, "sly-agent-q--module-mcp-route", 1, 1, entry<mcp_route>,
-        "How to handle one JSON-RPC message: :now, (:queue ID), (:ask ID TOOL ARGS) or (:cancel ID).\n\n"
+        "How to handle one JSON-RPC message: :now, (:queue ID) or (:cancel ID).\n\n"
         "(fn JSON-STRING)");
   defun(raw, "sly-agent-q--module-configure", 2, 2, entry<configure>,
         "Set a runtime setting: eval-timeout, output-limit, heap-limit or native-tiering.\n\n(fn KEY VALUE)");

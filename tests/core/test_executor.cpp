@@ -567,6 +567,48 @@ TEST_F(ExecutorTest, ACheckSeesTheModelsArgumentsNotTheApprovalsAndMayThrow) {
   EXPECT_EQ(r.error, "Tool failed");
 }
 
+// What was settled ahead (in Emacs, before the job took the runner) stands
+// in for the check and the question; what was not is checked and asked.
+TEST_F(ExecutorTest, ASettledCallIsNeitherCheckedNorAskedAgain) {
+  std::vector<std::string> order;
+  Tool tool = make_tool("settled", {param("x")}, {}, SafetyLevel::Dangerous, echo_args());
+  tool.check = [&](const json&, CallContext&) -> std::optional<std::string> {
+    order.push_back("check");
+    return std::nullopt;
+  };
+  registry.register_tool(std::move(tool));
+  ExecutionOptions options;
+  options.approve = [&](const Tool&, const json&) {
+    order.push_back("approve");
+    return ApprovalDecision{ApprovalKind::Approved, {}};
+  };
+  options.settled = [&](const Tool& tool, const json& args) -> std::optional<SettledCall> {
+    order.push_back("settled " + tool.name);
+    std::string x = args.value("x", "");
+    if (x == "failed") return SettledCall{std::string("refused ahead"), {}};
+    if (x == "denied") return SettledCall{std::nullopt, ApprovalDecision{ApprovalKind::Denied, {}, "no", {}}};
+    if (x == "approved") return SettledCall{std::nullopt, ApprovalDecision{ApprovalKind::Approved, {}}};
+    return std::nullopt;
+  };
+  ToolResult r = executor.execute(make_call("settled", {{"x", "failed"}}), options);
+  EXPECT_EQ(r.error, "refused ahead");
+  EXPECT_FALSE(r.approved);
+  r = executor.execute(make_call("settled", {{"x", "denied"}}), options);
+  EXPECT_EQ(r.error, "Denied by user: no");
+  r = executor.execute(make_call("settled", {{"x", "approved"}}), options);
+  EXPECT_TRUE(r.success);
+  EXPECT_TRUE(r.approved);
+  EXPECT_EQ(order, (std::vector<std::string>{"settled settled", "settled settled", "settled settled"}));
+  order.clear();
+  r = executor.execute(make_call("settled", {{"x", "other"}}), options);
+  EXPECT_TRUE(r.success);
+  EXPECT_EQ(order, (std::vector<std::string>{"settled settled", "check", "approve"}));
+  // Safe tools are never looked up.
+  order.clear();
+  EXPECT_TRUE(executor.execute(make_call("describe_symbol", {{"symbol", "car"}}), options).success);
+  EXPECT_TRUE(order.empty());
+}
+
 TEST_F(ExecutorTest, ASafeToolsCheckRunsBeforeItsHooks) {
   Tool tool = make_tool("safe_checked", {param("x")}, {}, SafetyLevel::Safe, returns("ran"));
   tool.check = [](const json& args, CallContext&) -> std::optional<std::string> {

@@ -444,8 +444,8 @@ The tool records the paths it ran with in `ran'."
                   (save-excursion
                     (goto-char (point-max))
                     (search-backward "[MCP] client went away; question withdrawn" nil t))))
-        (should-not sly-agent-q--mcp-questions)
-        (should-not sly-agent-q--mcp-asking)))))
+        (should-not sly-agent-q--ask-queue)
+        (should-not sly-agent-q--asking-job)))))
 
 (ert-deftest sly-agent-q-mcp/questions-take-turns-with-the-runner-s ()
   ;; An Elisp job's question put off while a client's was up comes before
