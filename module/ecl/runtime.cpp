@@ -150,7 +150,7 @@ constexpr auto kPickupSpin = std::chrono::microseconds(20);
 // for the same CPU: they yield to each other as on a single CPU, and the
 // caller sleeps while the worker runs its job (yielding, the caller kept
 // taking the CPU back: 9-12 us of evaluation instead of 4.5).  12-13 us.
-// And the worker then moves off the caller's CPU: see move_worker_off_cpu.
+// And the worker then moves off the caller's CPU: see place_worker.
 constexpr int kNoCpu = -1;
 constexpr auto kPollSlice = std::chrono::milliseconds(5);
 constexpr auto kInterruptGrace = std::chrono::seconds(3);
@@ -204,6 +204,9 @@ struct Runtime::Impl {
   // neither spins on the CPU the other needs.  See kNoCpu.
   std::atomic<int> caller_cpu{kNoCpu};
   std::atomic<int> worker_cpu{kNoCpu};
+  // The CPUs (0-63, as bits; 0: none) a background compile runs on: the
+  // compiler thread and the gcc it starts.  The worker stays off them.
+  std::atomic<std::uint64_t> compile_cpus{0};
 
   // --- interrupts, served by the watchdog
   std::mutex interrupt_mutex;
@@ -419,13 +422,51 @@ const cpu_set_t& process_cpus() {
 // 6.0-7.6 us with it, against 6.0-7.2 us quiet: the scheduler then keeps the
 // busy loop away from the worker's CPU.  The allowed set is the one the
 // process had before any move, so a worker started later starts free.
-void move_worker_off_cpu(int cpu) {
+//
+// While a background compile runs, the worker stays off its CPUs too
+// (compile_cpus), even if that leaves it on the caller's: the caller
+// sleeps while the worker runs a job, gcc does not.  Without this, on 2
+// CPUs the scheduler woke the caller on the one gcc left free (the
+// worker's), the worker moved off it onto gcc's, and a 5 ms evaluation
+// waited for a CPU 4 ms of its 9 (its schedstat run delay; 2026-11-25,
+// bench/tiering-meanwhile.el, and a trace of the two threads' CPUs: the
+// worker shared gcc's CPU in most rounds).
+bool cpu_in_mask(int cpu, std::uint64_t mask) { return cpu >= 0 && cpu < 64 && ((mask >> cpu) & 1u) != 0; }
+
+std::uint64_t mask_of(const cpu_set_t& set) {
+  std::uint64_t mask = 0;
+  for (int cpu = 0; cpu < 64; ++cpu)
+    if (CPU_ISSET(cpu, &set)) mask |= std::uint64_t{1} << cpu;
+  return mask;
+}
+
+// CALLER: the CPU the caller was last seen on (kNoCpu: not known).
+void place_worker(int caller) {
   const cpu_set_t& allowed = process_cpus();
-  thread_local int avoided = kNoCpu;
-  if (cpu == kNoCpu || cpu == avoided || !CPU_ISSET(cpu, &allowed) || CPU_COUNT(&allowed) < 2) return;
-  cpu_set_t set = allowed;
-  CPU_CLR(cpu, &set);
-  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0) avoided = cpu;
+  const std::uint64_t compile = g_impl->compile_cpus.load(std::memory_order_relaxed);
+  thread_local int placed_caller = kNoCpu;
+  thread_local std::uint64_t placed_compile = 0;
+  if (CPU_COUNT(&allowed) < 2 || (caller == placed_caller && compile == placed_compile)) return;
+  if (caller != kNoCpu && !CPU_ISSET(caller, &allowed)) caller = kNoCpu;
+  if (caller == kNoCpu && compile == 0) return;
+  cpu_set_t off_both = allowed, off_compile = allowed, off_caller = allowed;
+  for (int cpu = 0; cpu < 64; ++cpu)
+    if (cpu_in_mask(cpu, compile)) {
+      CPU_CLR(cpu, &off_both);
+      CPU_CLR(cpu, &off_compile);
+    }
+  if (caller != kNoCpu) {
+    CPU_CLR(caller, &off_both);
+    CPU_CLR(caller, &off_caller);
+  }
+  const cpu_set_t& set = CPU_COUNT(&off_both) > 0      ? off_both
+                         : CPU_COUNT(&off_compile) > 0 ? off_compile
+                                                       : off_caller;
+  if (CPU_COUNT(&set) == 0) return;
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0) {
+    placed_caller = caller;
+    placed_compile = compile;
+  }
 }
 
 cl_object next_job() {
@@ -440,8 +481,9 @@ cl_object next_job() {
       cpu_relax();
       // On the caller's CPU, the caller needs it back at once too.
       int caller = impl.caller_cpu.load(std::memory_order_relaxed);
-      bool shared = spin && impl.publish_worker_cpu() == caller;
-      if (shared) move_worker_off_cpu(caller);
+      const int cpu = impl.publish_worker_cpu();
+      bool shared = spin && cpu == caller;
+      if (shared || cpu_in_mask(cpu, impl.compile_cpus.load(std::memory_order_relaxed))) place_worker(caller);
       if (now >= next_yield || !spin || shared) {
         sched_yield();
         next_yield = now + kWorkerYieldEvery;
@@ -464,6 +506,10 @@ cl_object next_job() {
   }
   // No locks held from here: allocation may unwind (storage exhaustion).
   if (!job) return one_value(ECL_NIL);
+  // Woken on a CPU a background compile runs on: off it before the job.
+  if (std::uint64_t compile = impl.compile_cpus.load(std::memory_order_relaxed);
+      compile != 0 && cpu_in_mask(impl.publish_worker_cpu(), compile))
+    place_worker(impl.caller_cpu.load(std::memory_order_relaxed));
   rearm_stack_guard();  // what an overflow in the last job opened
   // ECL takes a fault at the address of the last one for a fault in its
   // handling, which it does not signal: a job's first is signalled.
@@ -601,27 +647,46 @@ cl_object lower_thread_priority() {
   return one_value(ECL_NIL);
 }
 
-// (%KEEP-OFF-WORKER-CPUS): this thread (and the gcc it starts next) on
-// the CPUs the worker is not pinned to (see move_worker_off_cpu), if any;
-// else on all the process's.  The compiler thread calls it before each
-// batch.  Without it gcc could land on the worker's CPU, which the worker
-// may not leave: measured 2026-11-25 (bench/tiering-meanwhile.el, load
-// 3-10 on 2 CPUs, 3-4 rounds of a 40-DEFUN batch, 8 processes without, 11
-// with), the p90 round trip of an (+ 1 2) evaluation during a compile over
-// quiet was 1.0-3.6 times (median of processes 2.4) without, 0.5-1.3
-// (1.0) with.
+// (%KEEP-OFF-WORKER-CPUS) → the CPUs the batch keeps to, or NIL when it
+// may use them all: this thread (and the gcc it starts next) on
+// the CPUs the worker is not pinned to (see place_worker), if any; else,
+// with a worker free to run anywhere, on all but the CPU it was last seen
+// on; else on all the process's.  The compiler thread calls it before
+// each batch, and the worker then stays off those CPUs until
+// %RELEASE-COMPILE-CPUS.  Without it gcc could land on the worker's CPU,
+// which the worker may not leave: measured 2026-11-25
+// (bench/tiering-meanwhile.el, load 3-10 on 2 CPUs, 3-4 rounds of a
+// 40-DEFUN batch, 8 processes without, 11 with), the p90 round trip of an
+// (+ 1 2) evaluation during a compile over quiet was 1.0-3.6 times (median
+// of processes 2.4) without, 0.5-1.3 (1.0) with.
 cl_object keep_off_worker_cpus() {
-  cpu_set_t set = process_cpus(), worker_set;
-  pid_t worker = __atomic_load_n(&g_impl->worker_tid, __ATOMIC_ACQUIRE);
+  Runtime::Impl& impl = *g_impl;
+  cpu_set_t set = process_cpus(), worker_set, rest;
+  pid_t worker = __atomic_load_n(&impl.worker_tid, __ATOMIC_ACQUIRE);
   CPU_ZERO(&worker_set);
+  CPU_ZERO(&rest);
   if (worker != 0 && sched_getaffinity(worker, sizeof worker_set, &worker_set) == 0) {
-    cpu_set_t rest;
-    CPU_ZERO(&rest);
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
       if (CPU_ISSET(cpu, &set) && !CPU_ISSET(cpu, &worker_set)) CPU_SET(cpu, &rest);
-    if (CPU_COUNT(&rest) > 0) set = rest;
+    const int last = impl.worker_cpu.load(std::memory_order_relaxed);
+    if (CPU_COUNT(&rest) == 0 && last != kNoCpu && CPU_ISSET(last, &set) && CPU_COUNT(&set) > 1) {
+      rest = set;
+      CPU_CLR(last, &rest);
+    }
   }
+  if (CPU_COUNT(&rest) > 0) set = rest;
+  impl.compile_cpus.store(CPU_COUNT(&rest) > 0 ? mask_of(rest) : 0, std::memory_order_relaxed);
   if (CPU_COUNT(&set) > 0) pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  cl_object cpus = ECL_NIL;
+  for (int cpu = CPU_SETSIZE - 1; cpu >= 0; --cpu)
+    if (CPU_ISSET(cpu, &rest)) cpus = ecl_cons(ecl_make_fixnum(cpu), cpus);
+  return one_value(cpus);
+}
+
+// (%RELEASE-COMPILE-CPUS): the batch ended; the worker may use every CPU
+// again (it moves when it next meets the caller on its CPU).
+cl_object release_compile_cpus() {
+  g_impl->compile_cpus.store(0, std::memory_order_relaxed);
   return one_value(ECL_NIL);
 }
 
@@ -927,6 +992,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%WORKER-BUSY-P", worker_busy_p);
     define_lisp_function("%LOWER-THREAD-PRIORITY", lower_thread_priority);
     define_lisp_function("%KEEP-OFF-WORKER-CPUS", keep_off_worker_cpus);
+    define_lisp_function("%RELEASE-COMPILE-CPUS", release_compile_cpus);
     define_lisp_function("%RUNTIME-PROCESS-P", runtime_process_p);
     define_lisp_function("%RUNTIME-THREAD-P", runtime_thread_p);
     define_lisp_function("%ASK-HOST", ask_host);
