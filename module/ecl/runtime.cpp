@@ -427,10 +427,11 @@ const cpu_set_t& process_cpus() {
 // (compile_cpus), even if that leaves it on the caller's: the caller
 // sleeps while the worker runs a job, gcc does not.  Without this, on 2
 // CPUs the scheduler woke the caller on the one gcc left free (the
-// worker's), the worker moved off it onto gcc's, and a 5 ms evaluation
-// waited for a CPU 4 ms of its 9 (its schedstat run delay; 2026-11-25,
-// bench/tiering-meanwhile.el, and a trace of the two threads' CPUs: the
-// worker shared gcc's CPU in most rounds).
+// worker's) and the worker moved off it onto gcc's: 2026-11-25,
+// bench/tiering-meanwhile.el, in 5 of 20 processes the batch took
+// 3.1-12.9 s instead of 1.6-1.8, and in the two of them under perf sched
+// the session's cc1, as and ld held the worker's CPU while it was runnable
+// for 1.3 and 2.9 s of the run.  With it: no batch over 2.5 s in 20.
 bool cpu_in_mask(int cpu, std::uint64_t mask) { return cpu >= 0 && cpu < 64 && ((mask >> cpu) & 1u) != 0; }
 
 std::uint64_t mask_of(const cpu_set_t& set) {
