@@ -33,9 +33,11 @@
 ;;;; runtime's own (%SET-COMPILER-THREAD), so evaluated code cannot kill,
 ;;;; interrupt or suspend it; it runs without interrupts and at a lower
 ;;;; priority (nice 10, which gcc inherits), and before each batch it moves
-;;;; off the CPU the worker is pinned to, if it is (%KEEP-OFF-WORKER-CPUS;
-;;;; gcc inherits that too), so an evaluation running meanwhile keeps its
-;;;; CPU (bench/tiering-meanwhile.el).  ECL's COMPILE holds MP:+LOAD-COMPILE-LOCK+
+;;;; off the CPU the worker is pinned to, or was last seen on
+;;;; (%KEEP-OFF-WORKER-CPUS; gcc inherits that too), and the worker stays
+;;;; off the batch's CPUs until it ends (%RELEASE-COMPILE-CPUS), so an
+;;;; evaluation running meanwhile keeps its CPU to itself
+;;;; (bench/tiering-meanwhile.el).  ECL's COMPILE holds MP:+LOAD-COMPILE-LOCK+
 ;;;; throughout; on this thread the lock is let go while gcc runs, so the
 ;;;; worker's own COMPILE or COMPILE-FILE (compile_form, load_system) waits
 ;;;; at most for the Lisp half of a batch.
@@ -79,6 +81,9 @@ long job (a test suite run just after the DEFUNs) gets the native code.")
   "True while the worker waits in WAIT-FOR-NATIVE-COMPILES: compile now.")
 (defvar *tiering-compiling* nil "True while a batch is being compiled.")
 (defvar *tiering-in-gcc* nil "True while the compiler thread waits for gcc (for benchmarks).")
+(defvar *tiering-cpus* nil
+  "While a batch runs: the CPUs it (the compiler thread and its gcc) keeps
+to, which the worker stays off; NIL when it may use every CPU.")
 (defparameter *tiering-batch-limit* 200 "At most this many definitions in one gcc run.")
 (defparameter *tiering-walk-limit* 20000 "Conses walked in a form, at most.")
 
@@ -373,7 +378,13 @@ background compiler made of its DEFUN, else NIL."
   (ignore-errors (%post-note (apply #'format nil format-control arguments))))
 
 (defun run-batch (batch)
-  (%keep-off-worker-cpus)
+  (setf *tiering-cpus* (%keep-off-worker-cpus))
+  (unwind-protect (run-live-entries batch)
+    (setf *tiering-cpus* nil)
+    (%release-compile-cpus)))
+
+(defun run-live-entries (batch)
+  "Settle BATCH's stale entries, and compile the others, one gcc run per package."
   (let ((live '()))
     (dolist (entry batch)
       (let ((reason (stale-reason entry)))

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -150,7 +151,7 @@ constexpr auto kPickupSpin = std::chrono::microseconds(20);
 // for the same CPU: they yield to each other as on a single CPU, and the
 // caller sleeps while the worker runs its job (yielding, the caller kept
 // taking the CPU back: 9-12 us of evaluation instead of 4.5).  12-13 us.
-// And the worker then moves off the caller's CPU: see move_worker_off_cpu.
+// And the worker then moves off the caller's CPU: see place_worker.
 constexpr int kNoCpu = -1;
 constexpr auto kPollSlice = std::chrono::milliseconds(5);
 constexpr auto kInterruptGrace = std::chrono::seconds(3);
@@ -204,6 +205,9 @@ struct Runtime::Impl {
   // neither spins on the CPU the other needs.  See kNoCpu.
   std::atomic<int> caller_cpu{kNoCpu};
   std::atomic<int> worker_cpu{kNoCpu};
+  // The CPUs (0-63, as bits; 0: none) a background compile runs on: the
+  // compiler thread and the gcc it starts.  The worker stays off them.
+  std::atomic<std::uint64_t> compile_cpus{0};
 
   // --- interrupts, served by the watchdog
   std::mutex interrupt_mutex;
@@ -419,13 +423,52 @@ const cpu_set_t& process_cpus() {
 // 6.0-7.6 us with it, against 6.0-7.2 us quiet: the scheduler then keeps the
 // busy loop away from the worker's CPU.  The allowed set is the one the
 // process had before any move, so a worker started later starts free.
-void move_worker_off_cpu(int cpu) {
+//
+// While a background compile runs, the worker stays off its CPUs too
+// (compile_cpus), even if that leaves it on the caller's: the caller
+// sleeps while the worker runs a job, gcc does not.  Without this, on 2
+// CPUs the scheduler woke the caller on the one gcc left free (the
+// worker's) and the worker moved off it onto gcc's: 2026-11-25,
+// bench/tiering-meanwhile.el, in 5 of 20 processes the batch took
+// 3.1-12.9 s instead of 1.6-1.8, and in the two of them under perf sched
+// the session's cc1, as and ld held the worker's CPU while it was runnable
+// for 1.3 and 2.9 s of the run.  With it: no batch over 2.5 s in 20.
+bool cpu_in_mask(int cpu, std::uint64_t mask) { return cpu >= 0 && cpu < 64 && ((mask >> cpu) & 1u) != 0; }
+
+std::uint64_t mask_of(const cpu_set_t& set) {
+  std::uint64_t mask = 0;
+  for (int cpu = 0; cpu < 64; ++cpu)
+    if (CPU_ISSET(cpu, &set)) mask |= std::uint64_t{1} << cpu;
+  return mask;
+}
+
+// CALLER: the CPU the caller was last seen on (kNoCpu: not known).
+void place_worker(int caller) {
   const cpu_set_t& allowed = process_cpus();
-  thread_local int avoided = kNoCpu;
-  if (cpu == kNoCpu || cpu == avoided || !CPU_ISSET(cpu, &allowed) || CPU_COUNT(&allowed) < 2) return;
-  cpu_set_t set = allowed;
-  CPU_CLR(cpu, &set);
-  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0) avoided = cpu;
+  const std::uint64_t compile = g_impl->compile_cpus.load(std::memory_order_relaxed);
+  thread_local int placed_caller = kNoCpu;
+  thread_local std::uint64_t placed_compile = 0;
+  if (CPU_COUNT(&allowed) < 2 || (caller == placed_caller && compile == placed_compile)) return;
+  if (caller != kNoCpu && !CPU_ISSET(caller, &allowed)) caller = kNoCpu;
+  if (caller == kNoCpu && compile == 0) return;
+  cpu_set_t off_both = allowed, off_compile = allowed, off_caller = allowed;
+  for (int cpu = 0; cpu < 64; ++cpu)
+    if (cpu_in_mask(cpu, compile)) {
+      CPU_CLR(cpu, &off_both);
+      CPU_CLR(cpu, &off_compile);
+    }
+  if (caller != kNoCpu) {
+    CPU_CLR(caller, &off_both);
+    CPU_CLR(caller, &off_caller);
+  }
+  const cpu_set_t& set = CPU_COUNT(&off_both) > 0      ? off_both
+                         : CPU_COUNT(&off_compile) > 0 ? off_compile
+                                                       : off_caller;
+  if (CPU_COUNT(&set) == 0) return;
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0) {
+    placed_caller = caller;
+    placed_compile = compile;
+  }
 }
 
 cl_object next_job() {
@@ -440,8 +483,9 @@ cl_object next_job() {
       cpu_relax();
       // On the caller's CPU, the caller needs it back at once too.
       int caller = impl.caller_cpu.load(std::memory_order_relaxed);
-      bool shared = spin && impl.publish_worker_cpu() == caller;
-      if (shared) move_worker_off_cpu(caller);
+      const int cpu = impl.publish_worker_cpu();
+      bool shared = spin && cpu == caller;
+      if (shared || cpu_in_mask(cpu, impl.compile_cpus.load(std::memory_order_relaxed))) place_worker(caller);
       if (now >= next_yield || !spin || shared) {
         sched_yield();
         next_yield = now + kWorkerYieldEvery;
@@ -464,6 +508,10 @@ cl_object next_job() {
   }
   // No locks held from here: allocation may unwind (storage exhaustion).
   if (!job) return one_value(ECL_NIL);
+  // Woken on a CPU a background compile runs on: off it before the job.
+  if (std::uint64_t compile = impl.compile_cpus.load(std::memory_order_relaxed);
+      compile != 0 && cpu_in_mask(impl.publish_worker_cpu(), compile))
+    place_worker(impl.caller_cpu.load(std::memory_order_relaxed));
   rearm_stack_guard();  // what an overflow in the last job opened
   // ECL takes a fault at the address of the last one for a fault in its
   // handling, which it does not signal: a job's first is signalled.
@@ -601,27 +649,46 @@ cl_object lower_thread_priority() {
   return one_value(ECL_NIL);
 }
 
-// (%KEEP-OFF-WORKER-CPUS): this thread (and the gcc it starts next) on
-// the CPUs the worker is not pinned to (see move_worker_off_cpu), if any;
-// else on all the process's.  The compiler thread calls it before each
-// batch.  Without it gcc could land on the worker's CPU, which the worker
-// may not leave: measured 2026-11-25 (bench/tiering-meanwhile.el, load
-// 3-10 on 2 CPUs, 3-4 rounds of a 40-DEFUN batch, 8 processes without, 11
-// with), the p90 round trip of an (+ 1 2) evaluation during a compile over
-// quiet was 1.0-3.6 times (median of processes 2.4) without, 0.5-1.3
-// (1.0) with.
+// (%KEEP-OFF-WORKER-CPUS) → the CPUs the batch keeps to, or NIL when it
+// may use them all: this thread (and the gcc it starts next) on
+// the CPUs the worker is not pinned to (see place_worker), if any; else,
+// with a worker free to run anywhere, on all but the CPU it was last seen
+// on; else on all the process's.  The compiler thread calls it before
+// each batch, and the worker then stays off those CPUs until
+// %RELEASE-COMPILE-CPUS.  Without it gcc could land on the worker's CPU,
+// which the worker may not leave: measured 2026-11-25
+// (bench/tiering-meanwhile.el, load 3-10 on 2 CPUs, 3-4 rounds of a
+// 40-DEFUN batch, 8 processes without, 11 with), the p90 round trip of an
+// (+ 1 2) evaluation during a compile over quiet was 1.0-3.6 times (median
+// of processes 2.4) without, 0.5-1.3 (1.0) with.
 cl_object keep_off_worker_cpus() {
-  cpu_set_t set = process_cpus(), worker_set;
-  pid_t worker = __atomic_load_n(&g_impl->worker_tid, __ATOMIC_ACQUIRE);
+  Runtime::Impl& impl = *g_impl;
+  cpu_set_t set = process_cpus(), worker_set, rest;
+  pid_t worker = __atomic_load_n(&impl.worker_tid, __ATOMIC_ACQUIRE);
   CPU_ZERO(&worker_set);
+  CPU_ZERO(&rest);
   if (worker != 0 && sched_getaffinity(worker, sizeof worker_set, &worker_set) == 0) {
-    cpu_set_t rest;
-    CPU_ZERO(&rest);
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
       if (CPU_ISSET(cpu, &set) && !CPU_ISSET(cpu, &worker_set)) CPU_SET(cpu, &rest);
-    if (CPU_COUNT(&rest) > 0) set = rest;
+    const int last = impl.worker_cpu.load(std::memory_order_relaxed);
+    if (CPU_COUNT(&rest) == 0 && last != kNoCpu && CPU_ISSET(last, &set) && CPU_COUNT(&set) > 1) {
+      rest = set;
+      CPU_CLR(last, &rest);
+    }
   }
+  if (CPU_COUNT(&rest) > 0) set = rest;
+  impl.compile_cpus.store(CPU_COUNT(&rest) > 0 ? mask_of(rest) : 0, std::memory_order_relaxed);
   if (CPU_COUNT(&set) > 0) pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  cl_object cpus = ECL_NIL;
+  for (int cpu = CPU_SETSIZE - 1; cpu >= 0; --cpu)
+    if (CPU_ISSET(cpu, &rest)) cpus = ecl_cons(ecl_make_fixnum(cpu), cpus);
+  return one_value(cpus);
+}
+
+// (%RELEASE-COMPILE-CPUS): the batch ended; the worker may use every CPU
+// again (it moves when it next meets the caller on its CPU).
+cl_object release_compile_cpus() {
+  g_impl->compile_cpus.store(0, std::memory_order_relaxed);
   return one_value(ECL_NIL);
 }
 
@@ -770,6 +837,84 @@ cl_index clock_us(clockid_t clock) {
   return static_cast<cl_index>(now.tv_sec) * 1000000u + static_cast<cl_index>(now.tv_nsec / 1000);
 }
 
+// (%THREAD-RUN-DELAY-US) → microseconds this thread spent runnable but
+// waiting for a CPU (the kernel's schedstat run_delay), or NIL when the
+// kernel does not say.  For benchmarks.
+cl_object thread_run_delay_us() {
+  unsigned long long run_ns = 0, delay_ns = 0;
+  bool ok = false;
+  if (std::FILE* file = std::fopen("/proc/thread-self/schedstat", "r")) {
+    ok = std::fscanf(file, "%llu %llu", &run_ns, &delay_ns) == 2;
+    std::fclose(file);
+  }
+  return one_value(ok ? ecl_make_unsigned_integer(static_cast<cl_index>(delay_ns / 1000)) : ECL_NIL);
+}
+
+// (%CURRENT-CPU) → the CPU this thread runs on now.  For benchmarks.
+cl_object current_cpu() { return one_value(ecl_make_fixnum(sched_getcpu())); }
+
+// Where collections spend their time, for benchmarks (%GC-PHASE-US):
+// totals in microseconds since boot, kept by the collector's event
+// callback (called with its allocation lock held; no allocation here).
+struct GcPhases {
+  std::atomic<std::uint64_t> stopping{0};  // stopping the world: every thread acknowledges
+  std::atomic<std::uint64_t> marking{0};   // marking, the world stopped
+  std::atomic<std::uint64_t> starting{0};  // restarting the world
+  std::atomic<std::uint64_t> reclaiming{0};  // sweeping, after the world restarted
+  std::atomic<std::uint64_t> by_worker{0}, by_others{0};  // collections started on the worker / elsewhere
+  std::uint64_t stop_begin = 0, mark_begin = 0, start_begin = 0, reclaim_begin = 0;
+  GC_on_collection_event_proc previous = nullptr;
+};
+GcPhases g_gc_phases;
+
+void gc_event(GC_EventType event) {
+  GcPhases& p = g_gc_phases;
+  const std::uint64_t now = clock_us(CLOCK_MONOTONIC);
+  auto add = [now](std::atomic<std::uint64_t>& total, std::uint64_t begin) {
+    if (begin != 0 && now >= begin) total.fetch_add(now - begin, std::memory_order_relaxed);
+  };
+  switch (event) {
+    case GC_EVENT_START:
+      (current_worker() ? p.by_worker : p.by_others).fetch_add(1, std::memory_order_relaxed);
+      break;
+    case GC_EVENT_PRE_STOP_WORLD: p.stop_begin = now; break;
+    case GC_EVENT_POST_STOP_WORLD: add(p.stopping, p.stop_begin); break;
+    case GC_EVENT_MARK_START: p.mark_begin = now; break;
+    case GC_EVENT_MARK_END: add(p.marking, p.mark_begin); break;
+    case GC_EVENT_PRE_START_WORLD: p.start_begin = now; break;
+    case GC_EVENT_POST_START_WORLD: add(p.starting, p.start_begin); break;
+    case GC_EVENT_RECLAIM_START: p.reclaim_begin = now; break;
+    case GC_EVENT_RECLAIM_END: add(p.reclaiming, p.reclaim_begin); break;
+    default: break;
+  }
+  if (p.previous) p.previous(event);
+}
+
+void watch_gc_phases() {
+  g_gc_phases.previous = GC_get_on_collection_event();
+  GC_set_on_collection_event(gc_event);
+}
+
+// (%GC-PHASE-US) → (STOPPING MARKING STARTING RECLAIMING BY-WORKER
+// BY-OTHERS HEAP-BYTES): microseconds collections spent stopping the
+// world, marking, restarting it and sweeping, and how many started on the
+// worker and on other threads, since boot; the heap's size now.  For
+// benchmarks.
+cl_object gc_phase_us() {
+  const GcPhases& p = g_gc_phases;
+  cl_object values[] = {
+      ecl_make_unsigned_integer(p.stopping.load(std::memory_order_relaxed)),
+      ecl_make_unsigned_integer(p.marking.load(std::memory_order_relaxed)),
+      ecl_make_unsigned_integer(p.starting.load(std::memory_order_relaxed)),
+      ecl_make_unsigned_integer(p.reclaiming.load(std::memory_order_relaxed)),
+      ecl_make_unsigned_integer(p.by_worker.load(std::memory_order_relaxed)),
+      ecl_make_unsigned_integer(p.by_others.load(std::memory_order_relaxed)),
+      ecl_make_unsigned_integer(GC_get_heap_size())};
+  cl_object list = ECL_NIL;
+  for (int i = 6; i >= 0; --i) list = ecl_cons(values[i], list);
+  return one_value(list);
+}
+
 // (%MONOTONIC-US) → microseconds of the monotonic clock (ECL's internal
 // time has a 1 ms unit): for benchmarks.
 cl_object monotonic_us() { return one_value(ecl_make_unsigned_integer(clock_us(CLOCK_MONOTONIC))); }
@@ -837,6 +982,9 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%NEXT-INTERRUPT", next_interrupt);
     define_lisp_function("%GC-TIME-MS", gc_time_ms);
     define_lisp_function("%GC-COUNT", gc_count);
+    define_lisp_function("%GC-PHASE-US", gc_phase_us);
+    define_lisp_function("%THREAD-RUN-DELAY-US", thread_run_delay_us);
+    define_lisp_function("%CURRENT-CPU", current_cpu);
     define_lisp_function("%MONOTONIC-US", monotonic_us);
     define_lisp_function("%THREAD-CPU-US", thread_cpu_us);
     define_lisp_function("%STREAM-OUTPUT", stream_output);
@@ -846,6 +994,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%WORKER-BUSY-P", worker_busy_p);
     define_lisp_function("%LOWER-THREAD-PRIORITY", lower_thread_priority);
     define_lisp_function("%KEEP-OFF-WORKER-CPUS", keep_off_worker_cpus);
+    define_lisp_function("%RELEASE-COMPILE-CPUS", release_compile_cpus);
     define_lisp_function("%RUNTIME-PROCESS-P", runtime_process_p);
     define_lisp_function("%RUNTIME-THREAD-P", runtime_thread_p);
     define_lisp_function("%ASK-HOST", ask_host);
@@ -976,6 +1125,7 @@ void* worker_main(void* generation) {
   arm_stack_guard();
   install_interrupt_gate(kInterruptSignal);
   GC_start_performance_measurement();
+  watch_gc_phases();
   process_cpus();  // before the worker moves
 
   cl_env_ptr env = ecl_process_env();

@@ -177,6 +177,64 @@
   (agentq-tiering-wait)
   (should (equal (agentq-tiering-kind "agentq-tier-after-kill") "NATIVE")))
 
+;; A batch gcc takes a second or two on: 40 DEFUNs of some size.
+(defun agentq-tiering-batch (prefix)
+  "The text of 40 DEFUNs named PREFIX-1 … PREFIX-40."
+  (mapconcat
+   (lambda (i)
+     (format "(defun %s-%d (x)
+  (let ((h (make-hash-table :test 'equal)) (acc '()))
+    (dotimes (i x) (let ((key (format nil \"~a-~a\" i %d)))
+                     (setf (gethash key h) (string-upcase key))
+                     (when (evenp i) (push (cons key (length (gethash key h))) acc))))
+    (loop for (k . v) in acc when (> v 1) collect (concatenate 'string k (princ-to-string v)))))"
+             prefix i i))
+   (number-sequence 1 40) "\n"))
+
+(defun agentq-tiering-read (code)
+  "Evaluate CODE and read its one value back."
+  (let ((content (agentq-test-eval-ok code)))
+    (should (string-prefix-p "=> " content))
+    (car (read-from-string (substring content 3)))))
+
+(ert-deftest sly-agent-q-tiering/evaluations-keep-off-the-compile-cpus ()
+  "While a batch compiles, evaluations run on none of the CPUs the compiler
+thread and its gcc keep to, even with Emacs's own thread on the worker's
+CPU.  The worker moves off Emacs's CPU between jobs; it used to move onto
+gcc's, where a 5 ms evaluation then waited for a CPU 4 ms of its 9."
+  (skip-unless (agentq-tiering-gcc-p))
+  (skip-unless (executable-find "taskset"))
+  (skip-unless (>= (num-processors) 2))
+  (agentq-tiering-wait)
+  (let ((pid (number-to-string (emacs-pid)))
+        (affinity nil) (checked 0) (cpus nil))
+    (with-temp-buffer
+      (call-process "taskset" nil t nil "-p" "-c" pid)
+      (goto-char (point-min))
+      (when (re-search-forward ": *\\([-0-9,]+\\)" nil t) (setq affinity (match-string 1))))
+    (skip-unless affinity)
+    (agentq-test-eval-ok (agentq-tiering-batch "agentq-tier-cpus"))
+    (unwind-protect
+        (progn
+          (setq cpus (agentq-tiering-read
+                      "(loop repeat 2000 until agent-q::*tiering-cpus* do (sleep 0.005)
+                         finally (return agent-q::*tiering-cpus*))"))
+          (skip-unless cpus)          ; every CPU but one the batch may not use: none left for it
+          ;; Emacs's thread onto the worker's CPU.
+          (should (eql 0 (call-process "taskset" nil nil nil "-p" "-c"
+                                       (number-to-string (agentq-tiering-read "(agent-q::%current-cpu)")) pid)))
+          (dotimes (_ 40)
+            (pcase-let ((`(,cpu ,batch-cpus)
+                         (agentq-tiering-read "(let ((l '())) (dotimes (i 20000) (push i l))
+                                                 (list (agent-q::%current-cpu) agent-q::*tiering-cpus*))")))
+              (when batch-cpus
+                (cl-incf checked)
+                (should-not (memq cpu batch-cpus)))))
+          (should (> checked 0)))
+      (call-process "taskset" nil nil nil "-p" "-c" affinity pid))
+    (agentq-tiering-wait)
+    (should (equal (agentq-tiering-kind "agentq-tier-cpus-40") "NATIVE"))))
+
 (ert-deftest sly-agent-q-tiering/off-by-option ()
   (agentq-test-with-custom ((sly-agent-q-native-tiering nil))
     (should-not (plist-get (sly-agent-q-runtime-status) :native-tiering))
