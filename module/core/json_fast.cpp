@@ -203,6 +203,82 @@ class SimpleParser {
     return after == After::Close;
   }
 
+  // At a key of an object (after '{' or ','): the key, and the colon after
+  // it stepped over.
+  bool key(std::string& out) {
+    skip_space();
+    if (!more() || peek() != '"') return false;
+    if (!string(out)) return false;
+    skip_space();
+    if (!more() || peek() != ':') return false;
+    ++at_;
+    skip_space();
+    return true;
+  }
+
+ public:
+  // The whole text as a tools/call request of the simple kind (see
+  // parse_simple_tools_call).  Duplicate keys: the last counts, as in
+  // nlohmann's parser.
+  bool tools_call(SimpleToolsCall& out) {
+    skip_space();
+    if (!more() || peek() != '{' || opens_empty('}')) return false;
+    bool version = false, method = false, params = false, id = false;
+    After after = After::Comma;
+    std::string name;
+    while (after == After::Comma) {
+      if (!key(name)) return false;
+      if (name == "params") {
+        params = tools_call_params(out);
+        if (!params) return false;
+      } else {
+        json member;
+        if (!value(member, 2)) return false;
+        if (name == "jsonrpc") {
+          version = member.is_string() && member.get_ref<const std::string&>() == "2.0";
+        } else if (name == "method") {
+          method = member.is_string() && member.get_ref<const std::string&>() == "tools/call";
+        } else if (name == "id") {
+          id = member.is_string() || member.is_number();
+          out.id = std::move(member);
+        }
+      }
+      name.clear();
+      after = after_element('}');
+    }
+    if (after != After::Close) return false;
+    skip_space();
+    return at_ == text_.size() && version && method && params && id;
+  }
+
+ private:
+  // The params object of a tools/call, at depth 2: a string name, and
+  // arguments that are an object or null (or absent); other members are
+  // read and ignored, as the dispatcher ignores them.
+  bool tools_call_params(SimpleToolsCall& out) {
+    if (!more() || peek() != '{' || opens_empty('}')) return false;
+    out.name.clear();
+    out.arguments = nullptr;
+    bool named = false;
+    After after = After::Comma;
+    std::string name;
+    while (after == After::Comma) {
+      if (!key(name)) return false;
+      json member;
+      if (!value(member, 3)) return false;
+      if (name == "name") {
+        named = member.is_string();
+        if (named) out.name = std::move(member.get_ref<std::string&>());
+      } else if (name == "arguments") {
+        if (!member.is_object() && !member.is_null()) return false;
+        out.arguments = std::move(member);
+      }
+      name.clear();
+      after = after_element('}');
+    }
+    return after == After::Close && named;
+  }
+
   std::string_view text_;
   std::size_t at_ = 0;
 };
@@ -215,6 +291,16 @@ std::optional<json> parse_simple_json(std::string_view text) {
     if (SimpleParser(text).parse(value)) return value;
   } catch (...) {
     // Out of memory: let the full parser say so.
+  }
+  return std::nullopt;
+}
+
+std::optional<SimpleToolsCall> parse_simple_tools_call(std::string_view text) {
+  try {
+    SimpleToolsCall call;
+    if (SimpleParser(text).tools_call(call)) return call;
+  } catch (...) {
+    // Out of memory: the usual way says so.
   }
   return std::nullopt;
 }
