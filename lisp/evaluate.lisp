@@ -128,7 +128,8 @@ form's values and the package in force at the end."
     (values (values-text values any output-limit) *package* values)))
 
 (defun live-package-p (object)
-  (and (packagep object) (package-name object) t))
+  "True when OBJECT is a package that was not deleted."
+  (%live-package-p object))
 
 (defun section (stream name text)
   (format stream "[~A]~%~A~%~%" name (string-right-trim '(#\Newline) text)))
@@ -216,7 +217,8 @@ and their values are kept under that key for REPL-VALUE."
              nil)))
     ;; IN-PACKAGE in the code carries over to the next call; so does the
     ;; session package when the call named none.
-    (when (and (live-package-p end-package)
+    (when (and (not (eq end-package *session-package*)) ; else nothing to change
+               (live-package-p end-package)
                (or (null package-name) (not (eq end-package package))))
       (setf *session-package* end-package))
     (record-finalizer-warning)

@@ -128,6 +128,16 @@ class SimpleParser {
     ++at_;  // the opening quote
     std::size_t plain = at_;
     for (;;) {
+      // The run of plain printable ASCII, at once.
+      const char* const data = text_.data();
+      const std::size_t size = text_.size();
+      std::size_t at = at_;
+      while (at < size) {
+        auto c = static_cast<unsigned char>(data[at]);
+        if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') break;
+        ++at;
+      }
+      at_ = at;
       if (!more()) return false;
       auto byte = static_cast<unsigned char>(peek());
       if (byte == '"') {
@@ -231,6 +241,14 @@ class SimpleParser {
       if (name == "params") {
         params = tools_call_params(out);
         if (!params) return false;
+      } else if ((name == "jsonrpc" || name == "method") && more() && peek() == '"') {
+        // Compared where they lie, without a JSON string of their own.
+        std::string text;
+        if (!string(text)) return false;
+        if (name == "jsonrpc")
+          version = text == "2.0";
+        else
+          method = text == "tools/call";
       } else {
         json member;
         if (!value(member, 2)) return false;
@@ -264,11 +282,18 @@ class SimpleParser {
     std::string name;
     while (after == After::Comma) {
       if (!key(name)) return false;
+      if (name == "name" && more() && peek() == '"') {
+        out.name.clear();
+        named = string(out.name);
+        if (!named) return false;
+        name.clear();
+        after = after_element('}');
+        continue;
+      }
       json member;
       if (!value(member, 3)) return false;
       if (name == "name") {
-        named = member.is_string();
-        if (named) out.name = std::move(member.get_ref<std::string&>());
+        named = false;  // not a string
       } else if (name == "arguments") {
         if (!member.is_object() && !member.is_null()) return false;
         out.arguments = std::move(member);
