@@ -23,13 +23,38 @@ per evaluation cost more than printing a small value.")
     (unless (zerop high) (write-decimal high stream))
     (write-char (code-char (+ 48 digit)) stream)))
 
+(declaim (inline decimal-integer-p))
+(defun decimal-integer-p (value)
+  "True when VALUE is an integer that PRIN1 would print as its plain
+decimal digits (base 10, no radix marker) and that WRITE-DECIMAL can write."
+  (and (typep value '(integer #.(- most-positive-fixnum) #.most-positive-fixnum))
+       (eql *print-base* 10) (not *print-radix*)))
+
+(defun integer-values-text (n)
+  "\"=> N\", for N of DECIMAL-INTEGER-P, made without a stream."
+  (declare (type (integer #.(- most-positive-fixnum) #.most-positive-fixnum) n))
+  (let* ((magnitude (abs n))
+         (digits (do ((rest (floor magnitude 10) (floor rest 10))
+                      (count 1 (1+ count)))
+                     ((zerop rest) count)
+                   (declare (fixnum rest count))))
+         (sign (if (minusp n) 1 0))
+         (text (make-string (+ 3 sign digits) :element-type 'base-char)))
+    (declare (fixnum magnitude digits sign))
+    (setf (schar text 0) #\= (schar text 1) #\> (schar text 2) #\Space)
+    (when (= sign 1) (setf (schar text 3) #\-))
+    (do ((rest magnitude (floor rest 10))
+         (at (+ 2 sign digits) (1- at)))
+        ((< at (+ 3 sign)) text)
+      (declare (fixnum rest at))
+      (setf (schar text at) (code-char (+ 48 (mod rest 10)))))))
+
 (defun print-value (value stream)
   "Print VALUE readably-ish per the contract, bounded by the capture limit."
   (cond
     ;; The usual value, an integer, written as PRIN1 writes it in base 10
     ;; without a radix marker, for a tenth of what PRIN1 costs.
-    ((and (typep value '(integer #.(- most-positive-fixnum) #.most-positive-fixnum))
-          (eql *print-base* 10) (not *print-radix*))
+    ((decimal-integer-p value)
      (when (minusp value) (write-char #\- stream))
      (write-decimal (abs value) stream))
     ((or (consp value) (typep value '(and array (not string))))
@@ -52,6 +77,9 @@ no user code can keep the stream it is printed to."
   "The => lines for VALUES, cut at OUTPUT-LIMIT characters with a marker."
   (let ((text (cond ((not any) "; No forms to evaluate")
                     ((null values) "; No values")
+                    ;; The usual result, one integer, without a stream.
+                    ((and (null (cdr values)) (decimal-integer-p (car values)))
+                     (integer-values-text (car values)))
                     (t (let* ((plain (loop for value in values always (plain-value-p value)))
                               (kept (and plain *values-stream*))
                               (out (or kept (make-string-output-stream))))
@@ -106,10 +134,16 @@ rest of a small evaluation (as in SBCL, whose EVAL skips its compiler for
 these too)."
   (cond ((atom form) form)
         ((eq (car form) 'quote) (second form))
+        ;; Arguments that are all atoms run no code that could redefine
+        ;; the operator SIMPLE-FORM-P looked at; two or fewer are passed
+        ;; without a list.
+        ((and (consp (cdr form)) (null (cddr form)) (atom (second form)))
+         (funcall (fdefinition (car form)) (second form)))
+        ((and (consp (cdr form)) (consp (cddr form)) (null (cdddr form))
+              (atom (second form)) (atom (third form)))
+         (funcall (fdefinition (car form)) (second form) (third form)))
         (t (let ((operator (car form))
                  (arguments (mapcar #'simple-eval (cdr form))))
-             ;; Arguments that are all atoms ran no code that could have
-             ;; redefined the operator SIMPLE-FORM-P looked at.
              (if (or (loop for argument in (cdr form) always (atom argument))
                      (plain-function-name-p operator))
                  (apply (fdefinition operator) arguments)
