@@ -1,6 +1,7 @@
 #include "core/json_fast.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "core/json_limits.hpp"
@@ -213,6 +214,11 @@ class SimpleParser {
     return after == After::Close;
   }
 
+  // TEXT is WORD (sizes first: no call to compare a key of another length).
+  static bool is(const std::string& text, std::string_view word) {
+    return text.size() == word.size() && std::memcmp(text.data(), word.data(), word.size()) == 0;
+  }
+
   // At a key of an object (after '{' or ','): the key, and the colon after
   // it stepped over.
   bool key(std::string& out) {
@@ -238,25 +244,25 @@ class SimpleParser {
     std::string name;
     while (after == After::Comma) {
       if (!key(name)) return false;
-      if (name == "params") {
+      if (is(name, "params")) {
         params = tools_call_params(out);
         if (!params) return false;
-      } else if ((name == "jsonrpc" || name == "method") && more() && peek() == '"') {
+      } else if ((is(name, "jsonrpc") || is(name, "method")) && more() && peek() == '"') {
         // Compared where they lie, without a JSON string of their own.
         std::string text;
         if (!string(text)) return false;
-        if (name == "jsonrpc")
-          version = text == "2.0";
+        if (is(name, "jsonrpc"))
+          version = is(text, "2.0");
         else
-          method = text == "tools/call";
+          method = is(text, "tools/call");
       } else {
         json member;
         if (!value(member, 2)) return false;
-        if (name == "jsonrpc") {
+        if (is(name, "jsonrpc")) {
           version = member.is_string() && member.get_ref<const std::string&>() == "2.0";
-        } else if (name == "method") {
+        } else if (is(name, "method")) {
           method = member.is_string() && member.get_ref<const std::string&>() == "tools/call";
-        } else if (name == "id") {
+        } else if (is(name, "id")) {
           id = member.is_string() || member.is_number();
           out.id = std::move(member);
         }
@@ -282,7 +288,7 @@ class SimpleParser {
     std::string name;
     while (after == After::Comma) {
       if (!key(name)) return false;
-      if (name == "name" && more() && peek() == '"') {
+      if (is(name, "name") && more() && peek() == '"') {
         out.name.clear();
         named = string(out.name);
         if (!named) return false;
@@ -292,9 +298,9 @@ class SimpleParser {
       }
       json member;
       if (!value(member, 3)) return false;
-      if (name == "name") {
+      if (is(name, "name")) {
         named = false;  // not a string
-      } else if (name == "arguments") {
+      } else if (is(name, "arguments")) {
         if (!member.is_object() && !member.is_null()) return false;
         out.arguments = std::move(member);
       }
