@@ -218,11 +218,15 @@ after BODY, still inside (see RUN-PENDING-FINALIZERS)."
          (*terminal-io* *null-io*)
          (*package* ,package)
          (*debugger-hook* #'debugger-hook)
-         (ext:*invoke-debugger-hook* #'debugger-hook))
-     (handler-bind ((warning #'record-warning)
-                    (serious-condition #'fail))
-       (multiple-value-prog1 (progn ,@body)
-         (when *pending-finalizers* (run-pending-finalizers))))))
+         (ext:*invoke-debugger-hook* #'debugger-hook)
+         ;; What (HANDLER-BIND ((WARNING #'RECORD-WARNING)
+         ;; (SERIOUS-CONDITION #'FAIL)) …) binds, its handler cluster made
+         ;; once instead of consed for every job.
+         (si:*handler-clusters* (cons (load-time-value (list (cons 'warning #'record-warning)
+                                                             (cons 'serious-condition #'fail)))
+                                      si:*handler-clusters*)))
+     (multiple-value-prog1 (progn ,@body)
+       (when *pending-finalizers* (run-pending-finalizers)))))
 
 (defun reset-job-state (output-limit)
   "Empty the captures and the per-job records before a job."

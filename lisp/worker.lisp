@@ -154,8 +154,9 @@ INTERACTIVE-KEY: see EVALUATE-STRING."
 
 (defun run-evaluate-job (code package flags output-limit timeout-ms interactive-key)
   ;; FLAGS: bit 0 capture time, bit 1 the REPL's debugger (debugger.lisp).
-  (let ((*repl-debugger* (logbitp 1 flags)))
-    (guarded-job (timeout-ms) (evaluate-string code package (logbitp 0 flags) output-limit interactive-key))))
+  (declare (fixnum flags))
+  (let ((*repl-debugger* (/= 0 (logand flags 2))))
+    (guarded-job (timeout-ms) (evaluate-string code package (/= 0 (logand flags 1)) output-limit interactive-key))))
 
 (defun escaped-job-text ()
   "Called by the host when a non-local exit unwound past WORKER-LOOP while
