@@ -22,6 +22,12 @@
   (streaming nil)                       ; true: output goes to the host as written
   (sent 0 :type fixnum))                ; characters sent to the host so far
 
+(defvar *output-written* t
+  "NIL only while nothing was written to any output capture since the job's
+captures were last emptied (RESET-JOB-STATE): the usual job, which prints
+nothing, then neither empties nor inspects them.  Set before anything is
+kept, so it errs on the side of T.")
+
 (defclass capture-stream (gray:fundamental-character-output-stream)
   ((capture :initform (make-capture) :reader stream-capture))
   (:documentation "A character output stream that keeps at most LIMIT characters."))
@@ -79,6 +85,7 @@ worker's output is streamed): the caller then keeps the output as usual."
       t)))
 
 (defun capture-write (capture string start end)
+  (setf *output-written* t)
   (unless (and (capture-streaming capture) (capture-send capture string start end))
     (let* ((buffer (capture-buffer capture))
            (room (max 0 (- (capture-limit capture) (fill-pointer buffer))))
@@ -93,6 +100,7 @@ worker's output is streamed): the caller then keeps the output as usual."
               (+ (capture-column capture) (- end start))))))
 
 (defmethod gray:stream-write-char ((stream capture-stream) char)
+  (setf *output-written* t)
   (let* ((capture (stream-capture stream))
          (buffer (capture-buffer capture)))
     (cond ((and (capture-streaming capture) (capture-send capture char 0 1)))

@@ -16,17 +16,57 @@ evaluated code changes it for the following calls.")
   "A string output stream VALUES-TEXT reuses for plain values: making one
 per evaluation cost more than printing a small value.")
 
+(defun write-decimal (n stream)
+  "Write N, a non-negative fixnum, in decimal digits."
+  (declare (type (integer 0 #.most-positive-fixnum) n))
+  (multiple-value-bind (high digit) (floor n 10)
+    (unless (zerop high) (write-decimal high stream))
+    (write-char (code-char (+ 48 digit)) stream)))
+
+(declaim (inline decimal-integer-p))
+(defun decimal-integer-p (value)
+  "True when VALUE is an integer that PRIN1 would print as its plain
+decimal digits (base 10, no radix marker) and that WRITE-DECIMAL can write."
+  (and (typep value '(integer #.(- most-positive-fixnum) #.most-positive-fixnum))
+       (eql *print-base* 10) (not *print-radix*)))
+
+(defun integer-values-text (n)
+  "\"=> N\", for N of DECIMAL-INTEGER-P, made without a stream."
+  (declare (type (integer #.(- most-positive-fixnum) #.most-positive-fixnum) n))
+  (let* ((magnitude (abs n))
+         (digits (do ((rest (floor magnitude 10) (floor rest 10))
+                      (count 1 (1+ count)))
+                     ((zerop rest) count)
+                   (declare (fixnum rest count))))
+         (sign (if (minusp n) 1 0))
+         (text (make-string (+ 3 sign digits) :element-type 'base-char)))
+    (declare (fixnum magnitude digits sign))
+    (setf (schar text 0) #\= (schar text 1) #\> (schar text 2) #\Space)
+    (when (= sign 1) (setf (schar text 3) #\-))
+    (do ((rest magnitude (floor rest 10))
+         (at (+ 2 sign digits) (1- at)))
+        ((< at (+ 3 sign)) text)
+      (declare (fixnum rest at))
+      (setf (schar text at) (code-char (+ 48 (mod rest 10)))))))
+
 (defun print-value (value stream)
   "Print VALUE readably-ish per the contract, bounded by the capture limit."
-  (if (or (consp value) (typep value '(and array (not string))))
-      (let ((*print-length* 100) (*print-level* 10) (*print-circle* t)
-            (*print-pretty* t) (*print-readably* nil))
-        (prin1 value stream))
-      ;; Atoms print the same without the pretty printer and circle
-      ;; detection, which cost more than the rest of a small evaluation.
-      (let ((*print-length* 100) (*print-level* 10) (*print-circle* nil)
-            (*print-pretty* nil) (*print-readably* nil))
-        (prin1 value stream))))
+  (cond
+    ;; The usual value, an integer, written as PRIN1 writes it in base 10
+    ;; without a radix marker, for a tenth of what PRIN1 costs.
+    ((decimal-integer-p value)
+     (when (minusp value) (write-char #\- stream))
+     (write-decimal (abs value) stream))
+    ((or (consp value) (typep value '(and array (not string))))
+     (let ((*print-length* 100) (*print-level* 10) (*print-circle* t)
+           (*print-pretty* t) (*print-readably* nil))
+       (prin1 value stream)))
+    ;; Atoms print the same without the pretty printer and circle
+    ;; detection, which cost more than the rest of a small evaluation.
+    (t
+     (let ((*print-length* 100) (*print-level* 10) (*print-circle* nil)
+           (*print-pretty* nil) (*print-readably* nil))
+       (prin1 value stream)))))
 
 (defun plain-value-p (value)
   "True when printing VALUE runs no user code (no PRINT-OBJECT method), so
@@ -37,22 +77,24 @@ no user code can keep the stream it is printed to."
   "The => lines for VALUES, cut at OUTPUT-LIMIT characters with a marker."
   (let ((text (cond ((not any) "; No forms to evaluate")
                     ((null values) "; No values")
+                    ;; The usual result, one integer, without a stream.
+                    ((and (null (cdr values)) (decimal-integer-p (car values)))
+                     (integer-values-text (car values)))
                     (t (let* ((plain (loop for value in values always (plain-value-p value)))
-                              (out (or (and plain (shiftf *values-stream* nil))
-                                       (make-string-output-stream))))
+                              (kept (and plain *values-stream*))
+                              (out (or kept (make-string-output-stream))))
+                         (when kept (setf *values-stream* nil))
                          (loop for (value . more) on values
-                               do (write-string "=> " out)
+                               do (write-char #\= out) (write-char #\> out) (write-char #\Space out)
                                   (print-value value out)
                                   (when more (terpri out)))
                          (let ((text (get-output-stream-string out)))
                            ;; Not kept when it grew big (its buffer stays that
-                           ;; big), nor when printing failed half way.
+                           ;; big), nor when printing failed half way.  ECL
+                           ;; keeps the column after GET-OUTPUT-STREAM-STRING,
+                           ;; which only the pretty printer would heed: plain
+                           ;; values are printed without it.
                            (when (and plain (< (length text) 4096))
-                             ;; ECL keeps the column after GET-OUTPUT-STREAM-STRING
-                             ;; (the pretty printer would indent from there): a
-                             ;; newline resets it, FILE-POSITION drops the newline.
-                             (terpri out)
-                             (file-position out 0)
                              (setf *values-stream* out))
                            text))))))
     (if (> (length text) output-limit)
@@ -92,9 +134,18 @@ rest of a small evaluation (as in SBCL, whose EVAL skips its compiler for
 these too)."
   (cond ((atom form) form)
         ((eq (car form) 'quote) (second form))
+        ;; Arguments that are all atoms run no code that could redefine
+        ;; the operator SIMPLE-FORM-P looked at; two or fewer are passed
+        ;; without a list.
+        ((and (consp (cdr form)) (null (cddr form)) (atom (second form)))
+         (funcall (fdefinition (car form)) (second form)))
+        ((and (consp (cdr form)) (consp (cddr form)) (null (cdddr form))
+              (atom (second form)) (atom (third form)))
+         (funcall (fdefinition (car form)) (second form) (third form)))
         (t (let ((operator (car form))
                  (arguments (mapcar #'simple-eval (cdr form))))
-             (if (plain-function-name-p operator)
+             (if (or (loop for argument in (cdr form) always (atom argument))
+                     (plain-function-name-p operator))
                  (apply (fdefinition operator) arguments)
                  ;; An argument redefined the operator: EVAL decides.
                  (eval (cons operator (mapcar (lambda (value) (list 'quote value)) arguments))))))))
@@ -128,13 +179,16 @@ form's values and the package in force at the end."
     (values (values-text values any output-limit) *package* values)))
 
 (defun live-package-p (object)
-  (and (packagep object) (package-name object) t))
+  "True when OBJECT is a package that was not deleted."
+  (%live-package-p object))
 
 (defun section (stream name text)
   (format stream "[~A]~%~A~%~%" name (string-right-trim '(#\Newline) text)))
 
 (defun no-output-p ()
-  (and (capture-empty-p *stdout-capture*) (capture-empty-p *stderr-capture*) (null *warnings*)))
+  (and (null *warnings*)
+       (or (not *output-written*)
+           (and (capture-empty-p *stdout-capture*) (capture-empty-p *stderr-capture*)))))
 
 (defun output-sections (stream)
   (unless (capture-empty-p *stdout-capture*)
@@ -164,17 +218,36 @@ after BODY, still inside (see RUN-PENDING-FINALIZERS)."
          (*terminal-io* *null-io*)
          (*package* ,package)
          (*debugger-hook* #'debugger-hook)
-         (ext:*invoke-debugger-hook* #'debugger-hook))
-     (handler-bind ((warning #'record-warning)
-                    (serious-condition #'fail))
-       (multiple-value-prog1 (progn ,@body)
-         (when *pending-finalizers* (run-pending-finalizers))))))
+         (ext:*invoke-debugger-hook* #'debugger-hook)
+         ;; What (HANDLER-BIND ((WARNING #'RECORD-WARNING)
+         ;; (SERIOUS-CONDITION #'FAIL)) …) binds, its handler cluster made
+         ;; once instead of consed for every job.
+         (si:*handler-clusters* (cons (load-time-value (list (cons 'warning #'record-warning)
+                                                             (cons 'serious-condition #'fail)))
+                                      si:*handler-clusters*)))
+     (multiple-value-prog1 (progn ,@body)
+       (when *pending-finalizers* (run-pending-finalizers)))))
 
 (defun reset-job-state (output-limit)
   "Empty the captures and the per-job records before a job."
-  (capture-reset *stdout-capture* output-limit)
-  (capture-reset *stderr-capture* output-limit)
-  (setf *warnings* '() *stack-overflowed* nil *failure-in-flight* nil *finalizer-failures* 0 *finalizer-error* nil))
+  (cond (*output-written*
+         ;; Cleared first: what another thread writes meanwhile sets it again.
+         (setf *output-written* nil)
+         (capture-reset *stdout-capture* output-limit)
+         (capture-reset *stderr-capture* output-limit))
+        (t
+         ;; Still empty since the last reset: only the limit and the mode
+         ;; may differ.
+         (let ((out *stdout-capture*) (err *stderr-capture*))
+           (setf (capture-limit out) output-limit (capture-streaming out) nil
+                 (capture-limit err) output-limit (capture-streaming err) nil))))
+  ;; Set only what the last job changed: setting a special variable costs
+  ;; more than reading it.
+  (when *warnings* (setf *warnings* '()))
+  (when *stack-overflowed* (setf *stack-overflowed* nil))
+  (when *failure-in-flight* (setf *failure-in-flight* nil))
+  (unless (eql *finalizer-failures* 0) (setf *finalizer-failures* 0))
+  (when *finalizer-error* (setf *finalizer-error* nil)))
 
 (defun evaluate-string (code package-name capture-time output-limit &optional interactive-key)
   "Evaluate the forms in the string CODE as evaluate_lisp does.
@@ -216,7 +289,8 @@ and their values are kept under that key for REPL-VALUE."
              nil)))
     ;; IN-PACKAGE in the code carries over to the next call; so does the
     ;; session package when the call named none.
-    (when (and (live-package-p end-package)
+    (when (and (not (eq end-package *session-package*)) ; else nothing to change
+               (live-package-p end-package)
                (or (null package-name) (not (eq end-package package))))
       (setf *session-package* end-package))
     (record-finalizer-warning)

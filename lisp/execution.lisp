@@ -218,6 +218,7 @@ per-job records of its own: the calling job's output stays its own."
                   (*stderr* (make-capture-stream))
                   (*stdout-capture* (stream-capture *stdout*))
                   (*stderr-capture* (stream-capture *stderr*))
+                  (*output-written* t)
                   (*warnings* '())
                   (*stack-overflowed* nil)
                   (*failure-in-flight* nil)

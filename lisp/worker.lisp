@@ -71,7 +71,7 @@ MP:WITHOUT-INTERRUPTS."
 (defun only-our-threads-p ()
   "True when the worker and the watchdog are the only Lisp threads: nobody
 else can hold (and use) the streams an evaluation was given."
-  (<= (length (mp:all-processes)) (if *compiler-process* 3 2)))
+  (<= (%lisp-thread-count) (if *compiler-process* 3 2)))
 
 (defun rotate-capture-streams ()
   "Give the next evaluation fresh output streams.  Threads started by
@@ -142,9 +142,10 @@ package after one.")
   "Run one job: an evaluation, or a call of the Lisp-handled tool TOOL.
 Returns true and the result text, or NIL and the [ERROR] text.
 INTERACTIVE-KEY: see EVALUATE-STRING."
-  (unless (string= tool "apropos_search")
+  ;; TOOL is a string (EQUAL: no keyword arguments to parse, as STRING= has).
+  (unless (equal tool "apropos_search")
     (incf *jobs-that-may-intern*))
-  (if (string= tool "evaluate_lisp")
+  (if (equal tool "evaluate_lisp")
       (run-evaluate-job code package flags output-limit timeout-ms interactive-key)
       (let ((handler (job-handler tool)))
         (if handler
@@ -153,8 +154,9 @@ INTERACTIVE-KEY: see EVALUATE-STRING."
 
 (defun run-evaluate-job (code package flags output-limit timeout-ms interactive-key)
   ;; FLAGS: bit 0 capture time, bit 1 the REPL's debugger (debugger.lisp).
-  (let ((*repl-debugger* (logbitp 1 flags)))
-    (guarded-job (timeout-ms) (evaluate-string code package (logbitp 0 flags) output-limit interactive-key))))
+  (declare (fixnum flags))
+  (let ((*repl-debugger* (/= 0 (logand flags 2))))
+    (guarded-job (timeout-ms) (evaluate-string code package (/= 0 (logand flags 1)) output-limit interactive-key))))
 
 (defun escaped-job-text ()
   "Called by the host when a non-local exit unwound past WORKER-LOOP while

@@ -153,18 +153,34 @@ PreparedCall Executor::prepare(const std::string& name, const json& args) const 
 }
 
 ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& options) const {
+  ToolPtr tool;
+  try {
+    tool = registry_.resolve(call.name);
+  } catch (const std::exception& e) {
+    Stopwatch clock;
+    ToolResult result;
+    result.id = call.id;
+    fail(result, std::string("Tool error: ") + e.what());
+    NullCallContext null_context;
+    result.execution_time_ms = clock.ms();
+    run_hooks(options, options.context ? *options.context : null_context, HookPhase::Error, call.name,
+              call.arguments, &result);
+    return result;
+  }
+  return run(call, std::move(tool), false, options);
+}
+
+ToolResult Executor::execute_validated(const ToolCall& call, ToolPtr tool, const ExecutionOptions& options) const {
+  return run(call, std::move(tool), true, options);
+}
+
+ToolResult Executor::run(const ToolCall& call, ToolPtr tool, bool validated, const ExecutionOptions& options) const {
   Stopwatch clock;
   ToolResult result;
   result.id = call.id;
   NullCallContext null_context;
   CallContext& context = options.context ? *options.context : null_context;
 
-  ToolPtr tool;
-  try {
-    tool = registry_.resolve(call.name);
-  } catch (const std::exception& e) {
-    fail(result, std::string("Tool error: ") + e.what());
-  }
   if (!tool) {
     if (!result.error) fail(result, "Unknown tool: " + call.name);
     result.execution_time_ms = clock.ms();
@@ -183,7 +199,8 @@ ToolResult Executor::execute(const ToolCall& call, const ExecutionOptions& optio
   try {
     const json* args = &call.arguments;
     std::optional<SettledCall> settled;
-    auto message = validate_arguments(*tool, *args);
+    std::optional<std::string> message;
+    if (!validated) message = validate_arguments(*tool, *args);
     if (!message) {
       args = &normalized_args(*args, storage);
       if (tool->safety_level == SafetyLevel::Dangerous && options.settled) {

@@ -128,6 +128,11 @@ class Executor {
   // failure (also unknown tool, invalid arguments, denial).
   ToolResult execute(const ToolCall& call, const ExecutionOptions& options) const;
 
+  // execute() for a call whose caller already looked its tool up (TOOL,
+  // the registry's tool named CALL.name) and found CALL.arguments valid for
+  // it (validate_arguments): both are not done again.
+  ToolResult execute_validated(const ToolCall& call, ToolPtr tool, const ExecutionOptions& options) const;
+
   // In order; once options.context->cancelled(), the rest get "Cancelled".
   std::vector<ToolResult> execute_all(const std::vector<ToolCall>& calls,
                                       const ExecutionOptions& options) const;
@@ -151,6 +156,7 @@ class Executor {
 
  private:
   void record(const std::string& name, bool success, double ms) const;
+  ToolResult run(const ToolCall& call, ToolPtr tool, bool validated, const ExecutionOptions& options) const;
   void run_hooks(const ExecutionOptions& options, CallContext& context, HookPhase phase, const std::string& tool_name,
                  const json& args, const ToolResult* result) const noexcept;
 

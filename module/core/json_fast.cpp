@@ -1,6 +1,7 @@
 #include "core/json_fast.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "core/json_limits.hpp"
@@ -128,6 +129,16 @@ class SimpleParser {
     ++at_;  // the opening quote
     std::size_t plain = at_;
     for (;;) {
+      // The run of plain printable ASCII, at once.
+      const char* const data = text_.data();
+      const std::size_t size = text_.size();
+      std::size_t at = at_;
+      while (at < size) {
+        auto c = static_cast<unsigned char>(data[at]);
+        if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') break;
+        ++at;
+      }
+      at_ = at;
       if (!more()) return false;
       auto byte = static_cast<unsigned char>(peek());
       if (byte == '"') {
@@ -203,6 +214,102 @@ class SimpleParser {
     return after == After::Close;
   }
 
+  // TEXT is WORD (sizes first: no call to compare a key of another length).
+  static bool is(const std::string& text, std::string_view word) {
+    return text.size() == word.size() && std::memcmp(text.data(), word.data(), word.size()) == 0;
+  }
+
+  // At a key of an object (after '{' or ','): the key, and the colon after
+  // it stepped over.
+  bool key(std::string& out) {
+    skip_space();
+    if (!more() || peek() != '"') return false;
+    if (!string(out)) return false;
+    skip_space();
+    if (!more() || peek() != ':') return false;
+    ++at_;
+    skip_space();
+    return true;
+  }
+
+ public:
+  // The whole text as a tools/call request of the simple kind (see
+  // parse_simple_tools_call).  Duplicate keys: the last counts, as in
+  // nlohmann's parser.
+  bool tools_call(SimpleToolsCall& out) {
+    skip_space();
+    if (!more() || peek() != '{' || opens_empty('}')) return false;
+    bool version = false, method = false, params = false, id = false;
+    After after = After::Comma;
+    std::string name;
+    while (after == After::Comma) {
+      if (!key(name)) return false;
+      if (is(name, "params")) {
+        params = tools_call_params(out);
+        if (!params) return false;
+      } else if ((is(name, "jsonrpc") || is(name, "method")) && more() && peek() == '"') {
+        // Compared where they lie, without a JSON string of their own.
+        std::string text;
+        if (!string(text)) return false;
+        if (is(name, "jsonrpc"))
+          version = is(text, "2.0");
+        else
+          method = is(text, "tools/call");
+      } else {
+        json member;
+        if (!value(member, 2)) return false;
+        if (is(name, "jsonrpc")) {
+          version = member.is_string() && member.get_ref<const std::string&>() == "2.0";
+        } else if (is(name, "method")) {
+          method = member.is_string() && member.get_ref<const std::string&>() == "tools/call";
+        } else if (is(name, "id")) {
+          id = member.is_string() || member.is_number();
+          out.id = std::move(member);
+        }
+      }
+      name.clear();
+      after = after_element('}');
+    }
+    if (after != After::Close) return false;
+    skip_space();
+    return at_ == text_.size() && version && method && params && id;
+  }
+
+ private:
+  // The params object of a tools/call, at depth 2: a string name, and
+  // arguments that are an object or null (or absent); other members are
+  // read and ignored, as the dispatcher ignores them.
+  bool tools_call_params(SimpleToolsCall& out) {
+    if (!more() || peek() != '{' || opens_empty('}')) return false;
+    out.name.clear();
+    out.arguments = nullptr;
+    bool named = false;
+    After after = After::Comma;
+    std::string name;
+    while (after == After::Comma) {
+      if (!key(name)) return false;
+      if (is(name, "name") && more() && peek() == '"') {
+        out.name.clear();
+        named = string(out.name);
+        if (!named) return false;
+        name.clear();
+        after = after_element('}');
+        continue;
+      }
+      json member;
+      if (!value(member, 3)) return false;
+      if (is(name, "name")) {
+        named = false;  // not a string
+      } else if (is(name, "arguments")) {
+        if (!member.is_object() && !member.is_null()) return false;
+        out.arguments = std::move(member);
+      }
+      name.clear();
+      after = after_element('}');
+    }
+    return after == After::Close && named;
+  }
+
   std::string_view text_;
   std::size_t at_ = 0;
 };
@@ -215,6 +322,16 @@ std::optional<json> parse_simple_json(std::string_view text) {
     if (SimpleParser(text).parse(value)) return value;
   } catch (...) {
     // Out of memory: let the full parser say so.
+  }
+  return std::nullopt;
+}
+
+std::optional<SimpleToolsCall> parse_simple_tools_call(std::string_view text) {
+  try {
+    SimpleToolsCall call;
+    if (SimpleParser(text).tools_call(call)) return call;
+  } catch (...) {
+    // Out of memory: the usual way says so.
   }
   return std::nullopt;
 }

@@ -19,4 +19,21 @@ namespace agentq {
 // input.
 std::optional<nlohmann::json> parse_simple_json(std::string_view text);
 
+// A tools/call request as MCP clients send it, read without building the
+// JSON tree of the envelope.
+struct SimpleToolsCall {
+  nlohmann::json id;         // a string or a number
+  std::string name;          // params.name
+  nlohmann::json arguments;  // params.arguments: an object, or null when absent or null
+};
+
+// TEXT as a tools/call when it is one of the simple kind (see above) that
+// the dispatcher would run: a JSON object whose "jsonrpc" is "2.0", whose
+// "id" is a string or a number, whose "method" is "tools/call" and whose
+// "params" is an object with a string "name" and "arguments" an object,
+// null or absent; other members are ignored, as the dispatcher ignores
+// them.  Anything else, nullopt: the message then takes the usual way
+// (parse, route, dispatch), which answers it as before.  Never throws.
+std::optional<SimpleToolsCall> parse_simple_tools_call(std::string_view text);
+
 }  // namespace agentq

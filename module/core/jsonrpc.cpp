@@ -256,15 +256,9 @@ std::optional<ToolResult> McpServer::call_tool(const json& params, json* argumen
     error = error_response(kInvalidParams, "Invalid params: name must be a string", id);
     return std::nullopt;
   }
-  const std::string& name = name_it->get_ref<const std::string&>();
-  ToolPtr tool = executor_.registry().resolve(name);
-  if (!tool) {
-    error = error_response(kInvalidParams, "Unknown tool: " + echo(name), id);
-    return std::nullopt;
-  }
-  ToolCall call;
-  call.id = call_id(id);
-  call.name = tool->name;
+  ToolPtr tool = resolve_tool(name_it->get_ref<const std::string&>(), id, error);
+  if (!tool) return std::nullopt;
+  const json* given = nullptr;
   const auto args_it = params.find("arguments");
   if (args_it != params.end() && !args_it->is_null()) {
     if (!args_it->is_object()) {
@@ -272,16 +266,68 @@ std::optional<ToolResult> McpServer::call_tool(const json& params, json* argumen
                              "Invalid params: arguments must be an object, got " + json_type_name(*args_it), id);
       return std::nullopt;
     }
-    if (arguments)
-      call.arguments = std::move(*arguments);
+    given = &*args_it;
+  }
+  return call_resolved_tool(std::move(tool), given, given ? arguments : nullptr, id, options, error);
+}
+
+ToolPtr McpServer::resolve_tool(const std::string& name, const json& id, json& error) {
+  ToolPtr tool = executor_.registry().resolve(name);
+  if (!tool) error = error_response(kInvalidParams, "Unknown tool: " + echo(name), id);
+  return tool;
+}
+
+std::optional<ToolResult> McpServer::call_resolved_tool(ToolPtr tool, const json* given, json* movable,
+                                                        const json& id, const ExecutionOptions& options,
+                                                        json& error) {
+  ToolCall call;
+  call.id = call_id(id);
+  call.name = tool->name;
+  if (given) {
+    if (movable)
+      call.arguments = std::move(*movable);
     else
-      call.arguments = *args_it;
+      call.arguments = *given;
   }
   if (auto problem = validate_arguments(*tool, call.arguments)) {
     error = error_response(kInvalidParams, std::move(*problem), id);
     return std::nullopt;
   }
-  return executor_.execute(call, options);
+  return executor_.execute_validated(call, std::move(tool), options);
+}
+
+namespace {
+
+// What dump(result_response(…)) writes for a tools/call's result, keys in
+// its (sorted) order.
+std::string tools_call_result_text(const json& id, const ToolResult& outcome) {
+  std::string text;
+  text.reserve(outcome.content.size() + 96);
+  text += R"({"id":)";
+  append_json_scalar(text, id);
+  text += R"(,"jsonrpc":"2.0","result":{"content":[{"text":)";
+  append_json_string(text, outcome.content);
+  text += R"(,"type":"text"}],"isError":)";
+  text += outcome.success ? "false}}" : "true}}";
+  return text;
+}
+
+}  // namespace
+
+std::string McpServer::tools_call_text(const json& id, const std::string& name, json&& arguments,
+                                       const ExecutionOptions& options) {
+  try {
+    json error;
+    std::optional<ToolResult> outcome;
+    if (ToolPtr tool = resolve_tool(name, id, error)) {
+      json* given = arguments.is_null() ? nullptr : &arguments;
+      outcome = call_resolved_tool(std::move(tool), given, given, id, options, error);
+    }
+    if (!outcome) return dump(error);
+    return tools_call_result_text(id, *outcome);
+  } catch (...) {
+    return std::string(kInternalErrorText);
+  }
 }
 
 std::optional<std::string> McpServer::handle_json_text(json&& message, const ExecutionOptions& options) {
@@ -299,16 +345,7 @@ std::optional<std::string> McpServer::handle_json_text(json&& message, const Exe
         json error;
         std::optional<ToolResult> outcome = call_tool(*request.params, arguments, request.id, options, error);
         if (!outcome) return dump(error);
-        // What dump(result_response(…)) writes, keys in its (sorted) order.
-        std::string text;
-        text.reserve(outcome->content.size() + 96);
-        text += R"({"id":)";
-        append_json_scalar(text, request.id);
-        text += R"(,"jsonrpc":"2.0","result":{"content":[{"text":)";
-        append_json_string(text, outcome->content);
-        text += R"(,"type":"text"}],"isError":)";
-        text += outcome->success ? "false}}" : "true}}";
-        return text;
+        return tools_call_result_text(request.id, *outcome);
       }
     }
     std::optional<json> response = handle_json(message, options);

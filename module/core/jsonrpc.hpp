@@ -49,6 +49,13 @@ class McpServer {
   // tree is built for it and its arguments are moved, not copied.
   std::optional<std::string> handle_json_text(json&& message, const ExecutionOptions& options);
 
+  // The response text to a tools/call request read by
+  // parse_simple_tools_call (core/json_fast): ID a string or a number,
+  // ARGUMENTS an object, or null when absent; taken, not copied.  The same
+  // bytes as handle_json_text gives for the whole message.
+  std::string tools_call_text(const json& id, const std::string& name, json&& arguments,
+                              const ExecutionOptions& options);
+
  private:
   json dispatch(const std::string& method, const json& params, const json& id,
                 const ExecutionOptions& options);
@@ -57,6 +64,12 @@ class McpServer {
   // be moved from.
   std::optional<ToolResult> call_tool(const json& params, json* arguments, const json& id,
                                       const ExecutionOptions& options, json& error);
+  // NAME's tool, or null with the error response in ERROR.
+  ToolPtr resolve_tool(const std::string& name, const json& id, json& error);
+  // The rest of call_tool, once TOOL is found: GIVEN, the arguments object
+  // (null: none given), MOVABLE the same to move from (null: copy GIVEN).
+  std::optional<ToolResult> call_resolved_tool(ToolPtr tool, const json* given, json* movable, const json& id,
+                                               const ExecutionOptions& options, json& error);
 
   // The tools/list result for the registry's current tools, rebuilt
   // whenever a tool was (re-)registered since the last call.

@@ -15,6 +15,8 @@ bool delimiter(char c) {
 }  // namespace
 
 bool lisp_nesting_exceeds(std::string_view text, std::size_t limit) {
+  // Each level is opened by a character of its own.
+  if (text.size() <= limit) return false;
   // Open lists (0) and prefixes waiting for N more objects (N > 0).
   std::vector<unsigned char> open;
   auto push = [&](unsigned char entry) {

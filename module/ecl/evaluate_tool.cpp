@@ -45,7 +45,7 @@ ToolOutput evaluate_lisp(const json& args, CallContext& context) {
   request.timeout = to_timeout(timeout);
   request.output_limit = settings.output_limit.load();
   request.interactive_key = context.interactive_key();
-  EvalOutcome outcome = Runtime::instance().evaluate(request, context);
+  EvalOutcome outcome = Runtime::instance().evaluate(std::move(request), context);
   return {outcome.success, std::move(outcome.text)};
 }
 

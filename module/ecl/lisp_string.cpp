@@ -35,8 +35,14 @@ std::size_t append_utf8_of(std::string& out, cl_object string, std::size_t start
   const std::size_t first = start;
   if (start < length) out.reserve(out.size() + std::min(length - start, most));
   for (; start < length; ++start) {
+    const char32_t code = base ? string->base_string.self[start] : static_cast<char32_t>(string->string.self[start]);
+    if (code < 0x80) {  // ASCII, one byte: the usual character
+      if (out.size() >= most && start > first) break;
+      out.push_back(static_cast<char>(code));
+      continue;
+    }
     const std::size_t before = out.size();
-    utf8::append(out, base ? string->base_string.self[start] : static_cast<char32_t>(string->string.self[start]));
+    utf8::append(out, code);
     if (out.size() > most && start > first) {
       out.resize(before);
       break;

@@ -92,7 +92,7 @@ ToolOutput run_lisp_job(const std::string& tool, const json& arguments, CallCont
   request.arguments = arguments;
   request.timeout = to_timeout(settings.default_timeout_s.load());
   request.output_limit = settings.output_limit.load();
-  EvalOutcome outcome = Runtime::instance().evaluate(request, context);
+  EvalOutcome outcome = Runtime::instance().evaluate(std::move(request), context);
   return {outcome.success, std::move(outcome.text)};
 }
 

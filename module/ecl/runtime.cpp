@@ -831,6 +831,28 @@ cl_object gc_count() {
   return one_value(ecl_make_unsigned_integer(GC_get_gc_no()));
 }
 
+// (%LIVE-PACKAGE-P object) → true when OBJECT is a package that was not
+// deleted (one whose name is not NIL).  PACKAGE-NAME would copy the name.
+cl_object live_package_p(cl_object object) {
+  return one_value(ECL_PACKAGEP(object) && object->pack.name != ECL_NIL ? ECL_T : ECL_NIL);
+}
+
+// (%LISP-THREAD-COUNT) → how many Lisp threads ECL lists (what
+// (LENGTH (MP:ALL-PROCESSES)) says, without making the list).  Read without
+// ECL's lock: a thread starting or ending meanwhile may or may not be
+// counted, as with a list taken a moment earlier or later.
+cl_object lisp_thread_count() {
+  cl_object vector = *static_cast<cl_object volatile*>(&cl_core.processes);
+  cl_fixnum count = 0;
+  if (vector != ECL_NIL && vector != nullptr) {
+    cl_index fill = vector->vector.fillp;
+    for (cl_index i = 0; i < fill; ++i) {
+      if (vector->vector.self.t[i] != ECL_NIL) ++count;
+    }
+  }
+  return one_value(ecl_make_fixnum(count));
+}
+
 cl_index clock_us(clockid_t clock) {
   timespec now{};
   clock_gettime(clock, &now);
@@ -985,6 +1007,8 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%GC-PHASE-US", gc_phase_us);
     define_lisp_function("%THREAD-RUN-DELAY-US", thread_run_delay_us);
     define_lisp_function("%CURRENT-CPU", current_cpu);
+    define_lisp_function("%LIVE-PACKAGE-P", live_package_p);
+    define_lisp_function("%LISP-THREAD-COUNT", lisp_thread_count);
     define_lisp_function("%MONOTONIC-US", monotonic_us);
     define_lisp_function("%THREAD-CPU-US", thread_cpu_us);
     define_lisp_function("%STREAM-OUTPUT", stream_output);
@@ -1386,8 +1410,8 @@ void Runtime::restart_worker() {
                  "continues on a new thread, with every definition kept.");
 }
 
-EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) {
-  if (auto refused = too_deep_to_read(request)) return {false, std::move(*refused)};
+EvalOutcome Runtime::evaluate(EvalRequest given, CallContext& context) {
+  if (auto refused = too_deep_to_read(given)) return {false, std::move(*refused)};
   ensure_booted();
   Impl& impl = *impl_;
   // A call made while this thread already waits for Lisp (from a wait
@@ -1408,7 +1432,8 @@ EvalOutcome Runtime::evaluate(const EvalRequest& request, CallContext& context) 
             "session was still unwinding an earlier evaluation."};
   auto job = std::make_shared<Job>();
   job->id = impl.next_id.fetch_add(1);
-  job->request = request;
+  job->request = std::move(given);
+  const EvalRequest& request = job->request;
   if (request.interactive_key) job->output = std::make_shared<OutputSink>();
   auto start = Clock::now();
   auto deadline = Clock::time_point::max();

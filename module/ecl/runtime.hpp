@@ -70,7 +70,7 @@ class Runtime {
   // unwinds; the call returns an [ERROR] outcome.  Never throws for
   // anything the evaluated code does; throws RuntimeError only when the
   // runtime cannot run at all.
-  EvalOutcome evaluate(const EvalRequest& request, CallContext& context);
+  EvalOutcome evaluate(EvalRequest request, CallContext& context);
 
   // Stops job JOB_ID (queued or running) from any thread, the way C-g or a
   // timeout stops it: its owner's call returns [ERROR] INTERRUPTED

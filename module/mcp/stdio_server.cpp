@@ -4,18 +4,22 @@
 #include <utility>
 
 #include "mcp/log.hpp"
+#include "core/json_fast.hpp"
 #include "core/json_text.hpp"
 #include "core/mcp_route.hpp"
 
 namespace agentq::mcp {
 
 struct StdioServer::Pending {
-  Pending(std::string key, nlohmann::json message, McpCallContext::JobCanceller cancel_job)
-      : key(std::move(key)), message(std::move(message)), context(std::move(cancel_job)) {}
-  std::string key;  // empty: not cancellable (a batch)
+  Pending(nlohmann::json id, McpCallContext::JobCanceller cancel_job)
+      : id(std::move(id)), context(std::move(cancel_job)) {}
+  nlohmann::json id;  // a string or a number, else not cancellable (a batch)
+  // The whole message; or, for a tools/call read by
+  // parse_simple_tools_call (simple), its arguments, and NAME the tool.
   nlohmann::json message;
+  std::string name;
+  bool simple = false;
   McpCallContext context;
-  bool running = false;  // taken to run (guarded by the server's mutex)
 };
 
 namespace {
@@ -42,6 +46,9 @@ std::string id_key(const nlohmann::json& id) {
   append_json_scalar(key, id);
   return key;
 }
+
+// A null id (a batch, or a request that names none) cannot be cancelled.
+bool cancellable(const nlohmann::json& id) { return id.is_string() || id.is_number(); }
 
 }  // namespace
 
@@ -91,7 +98,11 @@ void StdioServer::serve() {
     if (!executing_ && !queue_.empty()) {
       std::shared_ptr<Pending> pending = std::move(queue_.front());
       queue_.pop_front();
-      pending->running = true;
+      if (cancellable(pending->id)) {
+        auto it = in_flight_.find(id_key(pending->id));
+        if (it != in_flight_.end() && it->second == pending) in_flight_.erase(it);
+      }
+      current_ = pending;
       executing_ = true;
       lock.unlock();
       execute(*pending);
@@ -134,10 +145,21 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
   }
   if (blank(line.text)) return true;
   if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "<- " + shortened(line.text));
+  // The usual tools/call, read without building the envelope's JSON tree.
+  if (std::optional<SimpleToolsCall> simple = parse_simple_tools_call(line.text)) {
+    auto pending = std::make_shared<Pending>(std::move(simple->id), cancel_job_);
+    pending->message = std::move(simple->arguments);
+    pending->name = std::move(simple->name);
+    pending->simple = true;
+    return call(std::move(pending));
+  }
   Route route = route_message(line.text);
   switch (route.kind) {
-    case Route::Kind::Queue:
-      return call(std::move(route.id), std::move(route.message));
+    case Route::Kind::Queue: {
+      auto pending = std::make_shared<Pending>(std::move(route.id), cancel_job_);
+      pending->message = std::move(route.message);
+      return call(std::move(pending));
+    }
     case Route::Kind::Cancel:
       cancel(route.request_id);
       return true;
@@ -148,20 +170,17 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
   return true;
 }
 
-bool StdioServer::call(nlohmann::json id, nlohmann::json message) {
-  // A null id (a batch, or a request that names none) cannot be cancelled.
-  std::string key = id.is_string() || id.is_number() ? id_key(id) : std::string();
-  const bool batch = message.is_array();
-  auto pending = std::make_shared<Pending>(std::move(key), std::move(message), cancel_job_);
+bool StdioServer::call(std::shared_ptr<Pending> pending) {
+  const bool batch = !pending->simple && pending->message.is_array();
   {
     std::lock_guard lock(mutex_);
-    if (!pending->key.empty()) in_flight_.insert_or_assign(pending->key, pending);
     if (executing_ || !queue_.empty()) {
+      if (cancellable(pending->id)) in_flight_.insert_or_assign(id_key(pending->id), pending);
       queue_.push_back(std::move(pending));
       return true;  // the thread running a call takes it next
     }
     executing_ = true;
-    pending->running = true;
+    current_ = pending;
     handed_off_ = false;
   }
   // Run it here.  A batch may run long without polling: hand the reading on
@@ -195,14 +214,13 @@ void StdioServer::execute(Pending& pending) {
   // One call runs at a time, so the options are shared; only the context
   // is the call's.
   options_.context = &pending.context;
-  std::optional<std::string> response = server_.handle_json_text(std::move(pending.message), options_);
+  std::optional<std::string> response =
+      pending.simple ? server_.tools_call_text(pending.id, pending.name, std::move(pending.message), options_)
+                     : server_.handle_json_text(std::move(pending.message), options_);
   options_.context = nullptr;
   {
     std::lock_guard lock(mutex_);
-    if (!pending.key.empty()) {
-      auto it = in_flight_.find(pending.key);
-      if (it != in_flight_.end() && it->second.get() == &pending) in_flight_.erase(it);
-    }
+    if (current_.get() == &pending) current_.reset();  // its owner still holds it
   }
   respond(response);
 }
@@ -212,19 +230,19 @@ void StdioServer::cancel(const nlohmann::json& request_id) {
   std::shared_ptr<Pending> running;
   {
     std::lock_guard lock(mutex_);
+    // The latest call with that id: a queued one, else the one running.
     auto it = in_flight_.find(key);
-    if (it == in_flight_.end()) {
-      log(LogLevel::Debug, "cancellation of request " + shortened(key) + ": not queued or running");
-      return;
-    }
-    std::shared_ptr<Pending> pending = it->second;
-    if (!pending->running) {
-      std::erase(queue_, pending);
+    if (it != in_flight_.end()) {
+      std::erase(queue_, it->second);
       in_flight_.erase(it);
       log(LogLevel::Info, "request " + shortened(key) + " cancelled before it ran: dropped, not answered");
       return;
     }
-    running = std::move(pending);
+    if (!current_ || !cancellable(current_->id) || id_key(current_->id) != key) {
+      log(LogLevel::Debug, "cancellation of request " + shortened(key) + ": not queued or running");
+      return;
+    }
+    running = current_;
   }
   log(LogLevel::Info, "request " + shortened(key) + " cancelled while running: interrupting it");
   running->context.cancel();

@@ -52,7 +52,7 @@ class StdioServer {
   void read_lines();
   // False when the reading was handed on while LINE's call ran here.
   bool handle(const Line& line, std::size_t limit);
-  bool call(nlohmann::json id, nlohmann::json message);
+  bool call(std::shared_ptr<Pending> pending);
   void hand_off_reading();
   void execute(Pending& pending);
   void cancel(const nlohmann::json& request_id);
@@ -70,7 +70,10 @@ class StdioServer {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Pending>> queue_;
-  std::map<std::string, std::shared_ptr<Pending>> in_flight_;  // by the request id's JSON text
+  // The queued calls by the request id's JSON text (the latest of each
+  // id), and the call running; cancellations look for them.
+  std::map<std::string, std::shared_ptr<Pending>> in_flight_;
+  std::shared_ptr<Pending> current_;
   bool reading_free_ = false;  // nobody reads: the next idle thread takes it
   bool handed_off_ = false;    // the call running where the reading was has handed it on
   bool executing_ = false;     // a call runs (one at a time)

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <thread>
 
+#include "core/json_fast.hpp"
 #include "core/jsonrpc.hpp"
 #include "core/schema.hpp"
 #include "test_helpers.hpp"
@@ -813,6 +814,50 @@ TEST_F(McpTest, HandleJsonTextWritesWhatDumpWrites) {
     if (tree) {
       EXPECT_EQ(*text, tree->dump(-1, ' ', false, json::error_handler_t::replace)) << message;
     }
+  }
+}
+
+// The stdio server reads the usual tools/call with parse_simple_tools_call
+// and answers it with tools_call_text: the bytes must be the whole
+// dispatcher's, and what the simple reader leaves alone goes that way.
+TEST_F(McpTest, SimpleToolsCallsAnswerAsTheDispatcherDoes) {
+  const std::vector<std::pair<std::string, bool>> messages = {
+      {R"json({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"evaluate_lisp","arguments":{"code":"(+ 1 2)"}}})json", true},
+      {R"({"jsonrpc":"2.0","id":-7,"method":"tools/call","params":{"name":"echo","arguments":{"x":"a\"b\\c\n\t é ✓ 😀"}}})", true},
+      {R"({"jsonrpc":"2.0","id":"req-\"1\"","method":"tools/call","params":{"name":"fails","arguments":{}}})", true},
+      {R"({"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"reset_session"}})", true},
+      {R"({"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"echo","arguments":null}})", true},
+      {R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"nope"}})", true},
+      {R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","arguments":{"x":"no"}}})", true},
+      {R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"p","content":"c"}}})", true},
+      {R"( { "method" : "tools/call" , "params" : { "arguments" : { "x" : 1 } , "name" : "echo" , "_meta" : { "progressToken" : 5 } } , "id" : "a" , "jsonrpc" : "2.0" , "extra" : [true] } )", true},
+      {R"({"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"nope","arguments":{"x":1}},"params":{"name":"echo"}})", true},
+      {R"({"jsonrpc":"2.0","id":null,"id":21,"method":"ping","method":"tools/call","params":{"name":"echo"}})", true},
+      {R"({"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"echo","name":7}})", false},
+      {R"({"jsonrpc":"2.0","id":23,"id":null,"method":"tools/call","params":{"name":"echo"}})", false},
+      {R"({"jsonrpc":"2.0","id":2.5,"method":"tools/call","params":{"name":"echo","arguments":{"x":3}}})", false},
+      {R"({"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"echo","arguments":null}})", false},
+      {R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":[1]}})", false},
+      {R"({"jsonrpc":"2.0","id":7,"method":"tools/call"})", false},
+      {R"({"jsonrpc":"2.0","id":8,"method":"tools/call","params":[]})", false},
+      {R"({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{}})", false},
+      {R"({"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}})", false},
+      {R"({"jsonrpc":"2.0","id":10,"method":"ping"})", false},
+      {R"([{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"echo","arguments":{"x":1}}}])", false},
+      {R"({"jsonrpc":"1.0","id":12,"method":"tools/call","params":{"name":"echo"}})", false},
+      {R"({"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"echo","arguments":{"x":"\u00e9"}}})", false},
+      {R"({"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"echo"}} x)", false},
+      {R"({"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"echo"})", false},
+  };
+  for (const auto& [message, simple] : messages) {
+    std::optional<SimpleToolsCall> call = parse_simple_tools_call(message);
+    ASSERT_EQ(call.has_value(), simple) << message;
+    if (!call) continue;
+    std::optional<json> tree = server.handle_json(json::parse(message), {});
+    ASSERT_TRUE(tree) << message;
+    EXPECT_EQ(server.tools_call_text(call->id, call->name, std::move(call->arguments), {}),
+              tree->dump(-1, ' ', false, json::error_handler_t::replace))
+        << message;
   }
 }
 

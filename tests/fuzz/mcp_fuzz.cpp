@@ -126,6 +126,17 @@ void check_fast_parser(std::string_view text) {
   if (!same_json(*fast, reference)) broken("the fast parser and nlohmann disagree", text);
 }
 
+// What parse_simple_tools_call takes, the whole dispatcher answers with
+// the same bytes.
+void check_simple_tools_call(World& world, std::string_view text) {
+  std::optional<SimpleToolsCall> call = parse_simple_tools_call(text);
+  if (!call) return;
+  std::optional<std::string> reference = world.server.handle(text, world.options);
+  if (!reference) broken("a simple tools/call the dispatcher does not answer", text);
+  std::string answer = world.server.tools_call_text(call->id, call->name, std::move(call->arguments), world.options);
+  if (answer != *reference) broken("a simple tools/call answered unlike the dispatcher", text);
+}
+
 void read_lines(std::string_view data) {
   int fd = ::memfd_create("fuzz-lines", MFD_CLOEXEC);
   if (fd < 0) return;
@@ -156,6 +167,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (std::optional<std::string> response = world.server.handle(text, world.options)) check_response(*response);
   (void)mcp::route_message(text);
   check_fast_parser(text);
+  check_simple_tools_call(world, text);
 
   std::string repaired = utf8::repaired(text);
   if (!utf8::well_formed(repaired)) broken("repaired text that is not UTF-8", repaired);
