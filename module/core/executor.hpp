@@ -39,6 +39,10 @@ struct ToolResult {
 enum class ApprovalKind { Approved, Denied, Modified };
 
 struct ApprovalDecision {
+  ApprovalDecision() = default;
+  ApprovalDecision(ApprovalKind kind, json arguments, std::string reason = {}, std::string message = {})
+      : kind(kind), arguments(std::move(arguments)), reason(std::move(reason)), message(std::move(message)) {}
+
   ApprovalKind kind = ApprovalKind::Denied;
   json arguments;  // the new arguments when kind == Modified
   // When denied: what the person said, for the model ("Denied by user:

@@ -84,7 +84,9 @@ void run_in_process(const Case& c) {
   std::string problem = check(c, responses);
   EXPECT_EQ(problem, "") << c.name << ": sent " << head(c.body);
   if (!problem.empty()) std::fprintf(stderr, "FAILED %s: %s\n", c.name.c_str(), problem.c_str());
-  if (!c.then.empty()) EXPECT_EQ(check_then(handle_bounded(c.then, 30s, c.name + " (undo)")), "") << c.name;
+  if (!c.then.empty()) {
+    EXPECT_EQ(check_then(handle_bounded(c.then, 30s, c.name + " (undo)")), "") << c.name;
+  }
   expect_server_still_good(c.name);
 }
 
