@@ -258,10 +258,11 @@ class SimpleParser {
       } else {
         json member;
         if (!value(member, 2)) return false;
+        // A "jsonrpc" or "method" here is no string: the message is not one.
         if (is(name, "jsonrpc")) {
-          version = member.is_string() && member.get_ref<const std::string&>() == "2.0";
+          version = false;
         } else if (is(name, "method")) {
-          method = member.is_string() && member.get_ref<const std::string&>() == "tools/call";
+          method = false;
         } else if (is(name, "id")) {
           id = member.is_string() || member.is_number();
           out.id = std::move(member);
