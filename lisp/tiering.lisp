@@ -37,10 +37,12 @@
 ;;;; (%KEEP-OFF-WORKER-CPUS; gcc inherits that too), and the worker stays
 ;;;; off the batch's CPUs until it ends (%RELEASE-COMPILE-CPUS), so an
 ;;;; evaluation running meanwhile keeps its CPU to itself
-;;;; (bench/tiering-meanwhile.el).  ECL's COMPILE holds MP:+LOAD-COMPILE-LOCK+
-;;;; throughout; on this thread the lock is let go while gcc runs, so the
-;;;; worker's own COMPILE or COMPILE-FILE (compile_form, load_system) waits
-;;;; at most for the Lisp half of a batch.
+;;;; (bench/tiering-meanwhile.el).  A batch's Lisp half runs in a forked
+;;;; child when it can (see "Compiling in a child process" below); else, in
+;;;; the session, ECL's COMPILE holds MP:+LOAD-COMPILE-LOCK+ throughout, and
+;;;; on this thread the lock is let go while gcc runs, so the worker's own
+;;;; COMPILE or COMPILE-FILE (compile_form, load_system) waits at most for
+;;;; the Lisp half of a batch.
 
 (in-package "AGENT-Q")
 
