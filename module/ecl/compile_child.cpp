@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <string>
 
 #include "core/thread_signals.hpp"
@@ -42,9 +43,25 @@ cl_object fork_compile_child() {
   return one_value(pid > 0 ? ecl_make_fixnum(pid) : ECL_NIL);
 }
 
+// libgc marks the objects on a thread's local free lists at a collection
+// (so that they stay free): taken next, they would look older than the
+// fork.  So each small size's list (ECL allocates with GC_malloc and
+// GC_malloc_atomic) is used up, until an unmarked object comes from a
+// refill.  Larger objects come from blocks the collection swept.
+void use_up_marked_free_lists() {
+  constexpr std::size_t kGranule = 16, kLargestLocal = 25 * kGranule;
+  for (std::size_t bytes = kGranule; bytes <= kLargestLocal; bytes += kGranule)
+    for (bool atomic : {false, true})
+      for (int i = 0; i < 100000; ++i) {
+        void* object = atomic ? GC_malloc_atomic(bytes) : GC_malloc(bytes);
+        if (object == nullptr || !GC_is_marked(GC_base(object))) break;
+      }
+}
+
 cl_object mark_live_objects() {
   GC_gcollect();
   GC_disable();
+  use_up_marked_free_lists();
   return one_value(ECL_NIL);
 }
 

@@ -16,7 +16,10 @@ namespace agentq::ecl {
 //     no finalizer runs in it (one could write a stream's buffer twice).
 //   (AGENT-Q::%MARK-LIVE-OBJECTS) → NIL: in the child, a full collection,
 //     then no more (GC_disable), so that %PREEXISTING-OBJECT-P can tell the
-//     objects that existed at the fork from the ones made since.
+//     objects that existed at the fork from the ones made since (an object
+//     made since taken as an older one only makes the batch compile in the
+//     session; the other way round cannot happen: every live object is
+//     marked).
 //   (AGENT-Q::%PREEXISTING-OBJECT-P OBJECT) → true when OBJECT is not an
 //     immediate and is either outside libgc's heap or was live at
 //     %MARK-LIVE-OBJECTS.
