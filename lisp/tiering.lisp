@@ -396,8 +396,10 @@ in order, or signals.  Warnings are kept, as text, in the second value."
 ;;;;   the fork, and none after it (%MARK-LIVE-OBJECTS);
 ;;;; - any other constant (an object a macro put in its expansion, say a
 ;;;;   global's list) would lose its identity: that batch is compiled in
-;;;;   the session instead, as is a batch while the worker runs a long job
-;;;;   or the image has other Lisp threads than the runtime's.
+;;;;   the session instead, as is one with a LOAD-TIME-VALUE (COMPILE
+;;;;   evaluates its form where it compiles), one while the worker runs a
+;;;;   long job, or while the image has other Lisp threads than the
+;;;;   runtime's.
 ;;;; A lock held at the fork stays held in the child: the fork is made
 ;;;; while the worker holds still between jobs (%HOLD-WORKER) or where it
 ;;;; waits for compiles (%HOLD-POINT), and no other Lisp thread exists.  A
@@ -416,6 +418,10 @@ above); NIL: in the session.")
   "Where the last compile child's time went, in µs: (:HOLD waiting for the
 worker to be between jobs, :FORK, :CHILD the child's life after the fork,
 :GCC the parent's gcc and link, :LOAD).")
+
+(defvar *compile-child-fallback* nil
+  "Why the last batch that went to a compile child was compiled in the
+session after all (text), or NIL.")
 
 (defun count-compile (where)
   (mp:with-lock (*tiering-lock*) (incf (getf *tiering-counts* where))))
@@ -473,7 +479,8 @@ printed and read back in the parent without losing an identity."
                         ((made-in-child-p object) (cons :value object))
                         (t (return-from constant-descriptions
                              (values nil (let ((*print-length* 5) (*print-level* 3))
-                                           (ignore-errors (one-line (prin1-to-string object)))))))))))
+                                           (format nil "a constant would lose its identity: ~A"
+                                                   (ignore-errors (one-line (prin1-to-string object))))))))))))
 
 (defun write-child-result (directory result)
   (with-open-file (stream (concatenate 'string directory "result")
@@ -491,7 +498,7 @@ printed and read back in the parent without losing an identity."
 (defun child-compile (form package directory)
   "In the compile child: compile FORM up to the C file and write the
 result file: (:COMPILED COMMANDS CONSTANTS WARNINGS), (:FAILED WARNINGS)
-or (:UNSAFE)."
+or (:UNSAFE WHY)."
   (%mark-live-objects)
   (ext:setenv "ECL_PRESERVE_FILES" "1")
   (setf (logical-pathname-translations "TMP") `(("**;*.*" ,(concatenate 'string directory "**/*.*"))))
@@ -506,12 +513,21 @@ or (:UNSAFE)."
               (setf constants si:*compiler-constants*)
               (throw 'child-compiled t))
             0))
+    ;; COMPILE evaluates a LOAD-TIME-VALUE form where it compiles: here,
+    ;; its effects would be lost.
+    (let ((table (symbol-value (find-symbol "*C1-DISPATCH-TABLE*" "C"))))
+      (setf (gethash 'load-time-value table)
+            (lambda (&rest arguments)
+              (declare (ignore arguments))
+              (throw 'child-compiled :load-time-value))))
     (multiple-value-bind (values warnings)
         (call-with-compiler-settings
          package (lambda () (catch 'child-compiled (funcall *c-compile* nil form) nil)))
       (write-child-result
        directory
-       (cond ((not (and (first values) (= (length commands) 2) (vectorp constants)))
+       (cond ((eq (first values) :load-time-value)
+              (list :unsafe "LOAD-TIME-VALUE (its form is evaluated where the code is compiled)"))
+             ((not (and (first values) (= (length commands) 2) (vectorp constants)))
               (list :failed warnings))
              (t (multiple-value-bind (descriptions unsafe) (constant-descriptions constants form)
                   (if unsafe
@@ -597,7 +613,11 @@ session); signals when the compile failed."
                     (values thunk (append warnings gcc-warnings))))))
              (:failed
               (error "the C compiler failed~@[: ~A~]" (first (second result))))
-             (t nil)))                  ; :UNSAFE, or the child failed
+             (t (setf *compile-child-fallback*
+                      (if (eq (first result) :unsafe)
+                          (format nil "not in a child: ~A" (second result))
+                          (format nil "the child ended with ~S" status)))
+                nil)))
       (remove-private-directory directory))))
 
 (defun install-native (entry native)

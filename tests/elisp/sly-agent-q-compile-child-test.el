@@ -101,7 +101,20 @@
     (should (equal (agentq-cc-kind "agentq-cc-uses-table") "NATIVE"))
     (should (equal (agentq-test-eval-ok "(eq (agentq-cc-uses-table) *agentq-cc-table*)") "=> T"))
     (should (= (agentq-cc-count "in-child") in-child))
-    (should (= (agentq-cc-count "in-session") (1+ in-session)))))
+    (should (= (agentq-cc-count "in-session") (1+ in-session)))
+    ;; COMPILE evaluates a LOAD-TIME-VALUE's form where it compiles: in a
+    ;; child its effects would be lost.  The native compile evaluates it
+    ;; once more, in the session.
+    (let ((count (agentq-test-eval-ok "(defvar *agentq-cc-ltv-count* 0)
+(defun agentq-cc-ltv () (load-time-value (progn (incf *agentq-cc-ltv-count*) (list :made))))
+*agentq-cc-ltv-count*")))
+      (agentq-test-eval-ok "(agent-q::wait-for-native-compiles 60)")
+      (should (equal (agentq-cc-kind "agentq-cc-ltv") "NATIVE"))
+      (should (equal (agentq-test-eval-ok "(list (agentq-cc-ltv) *agentq-cc-ltv-count*)")
+                     (format "=> ((:MADE) %d)" (1+ (string-to-number (substring count 3)))))))
+    (should (= (agentq-cc-count "in-child") in-child))
+    (should (= (agentq-cc-count "in-session") (+ 2 in-session)))
+    (should (string-match-p "LOAD-TIME-VALUE" (agentq-test-eval-ok "agent-q::*compile-child-fallback*")))))
 
 (ert-deftest sly-agent-q-compile-child/a-child-that-does-not-end-is-killed-and-the-session-compiles ()
   (skip-unless (executable-find "gcc"))
