@@ -196,7 +196,8 @@ other form."
 (defun publish-tiering-counts ()
   "Tell the host the counters (for sly-agent-q-runtime-status)."
   (%publish-tiering-counts (max 0 (getf *tiering-counts* :waiting))
-                           (getf *tiering-counts* :native) (getf *tiering-counts* :bytecodes)))
+                           (getf *tiering-counts* :native) (getf *tiering-counts* :bytecodes)
+                           (getf *tiering-counts* :in-child) (getf *tiering-counts* :in-session)))
 
 (defun ensure-compiler-thread ()
   (unless *compiler-process*
@@ -424,7 +425,9 @@ worker to be between jobs, :FORK, :CHILD the child's life after the fork,
 session after all (text), or NIL.")
 
 (defun count-compile (where)
-  (mp:with-lock (*tiering-lock*) (incf (getf *tiering-counts* where))))
+  (mp:with-lock (*tiering-lock*)
+    (incf (getf *tiering-counts* where))
+    (publish-tiering-counts)))
 
 (defun source-objects (form)
   "The objects of FORM a constant of its code may be, in a fixed order:

@@ -73,6 +73,7 @@
       ;; Compiled in a child, not in the session.
       (should (= (agentq-cc-count "in-child") (1+ in-child)))
       (should (= (agentq-cc-count "in-session") in-session))
+      (should (= (plist-get (sly-agent-q-runtime-status) :tiering-in-child) (1+ in-child)))
       ;; The source's literal is the very object the bytecodes returned.
       (should (equal (agentq-test-eval-ok "(eq (agentq-cc-lit) *agentq-cc-lit-before*)") "=> T"))
       ;; Constants the macros made in the child (ECASE's keys) came back.
