@@ -157,5 +157,15 @@ meanwhile wait for the fork only, and all come back right."
     (should (> calls 0))
     (should (= (agentq-cc-count "in-child") (+ in-child batches)))))
 
+(ert-deftest sly-agent-q-compile-child/describe-runtime-counts-where-batches-compiled ()
+  (let ((status (sly-agent-q-runtime-status)))
+    (save-window-excursion (sly-agent-q-describe-runtime))
+    (with-current-buffer "*sly-agent-q runtime*"
+      (should (string-match-p
+               (format "batches compiled in a child process %d, in the session %d"
+                       (plist-get status :tiering-in-child) (plist-get status :tiering-in-session))
+               (buffer-string)))
+      (should (string-match-p "^Fasl cache: " (buffer-string))))))
+
 (provide 'sly-agent-q-compile-child-test)
 ;;; sly-agent-q-compile-child-test.el ends here
