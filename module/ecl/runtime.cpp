@@ -1196,8 +1196,21 @@ void serve_jobs(cl_env_ptr env, std::uint64_t generation, bool fresh) {
   if (!current_worker()) impl.retired_running.fetch_sub(1);
 }
 
+// SI::*EXIT-HOOKS*, run as cl_shutdown runs them: each once, errors
+// caught (si_safe_eval), the list shortened as it goes.
+void run_exit_hooks() {
+  const cl_object hooks_symbol = ecl_make_symbol("*EXIT-HOOKS*", "SI");
+  const cl_object funcall = ecl_make_symbol("FUNCALL", "CL");
+  cl_object hooks = ecl_symbol_value(hooks_symbol);
+  while (ECL_CONSP(hooks)) {
+    si_safe_eval(3, cl_list(2, funcall, ECL_CONS_CAR(hooks)), ECL_NIL, OBJNULL);
+    hooks = ECL_CONS_CDR(hooks);
+    cl_set(hooks_symbol, hooks);
+  }
+}
+
 // The runtime stops with this thread, the worker: the watchdog ends, and
-// ECL is shut down here if this is the thread that booted it.
+// ECL's exit hooks run here if this is the thread that booted it.
 void stop_runtime(bool boot_thread) {
   Runtime::Impl& impl = *g_impl;
   {
@@ -1205,10 +1218,13 @@ void stop_runtime(bool boot_thread) {
     impl.interrupt_stop = true;
   }
   impl.interrupt_cv.notify_all();
-  if (boot_thread)
-    cl_shutdown();
-  else
-    ecl_set_option(ECL_OPT_BOOTED, -1);  // ECL's atexit handler would shut down on the main thread: hang
+  // What cl_shutdown does first: the exit hooks.  Its next step, closing
+  // every loaded library, is left out: other Lisp threads may still run
+  // (the background compiler loading ECL's compiler or its own code, a
+  // thread of the user's), and one faulted at exit in a library closed
+  // under it.  The process is ending; the libraries go with it.
+  if (boot_thread) run_exit_hooks();
+  ecl_set_option(ECL_OPT_BOOTED, -1);  // else ECL's atexit handler would shut down on the main thread: hang
   impl.boot_state = BootState::Stopped;
   impl.wake_callers();
 }

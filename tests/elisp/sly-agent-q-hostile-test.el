@@ -368,6 +368,26 @@ fresh Emacs, so that the first call is the asynchronous one."
     (should (equal stdout
                    "<=> 3><=> :BUILT><[ERROR] EXT:STACK-OVERFLOW><0><[ERROR] TIMEOUT><[ERROR] EXT:STACK-OVERFLOW><=> 3><0>"))))
 
+(ert-deftest sly-agent-q-hostile/exit-while-the-background-compiler-works ()
+  "Emacs exits cleanly while the background compiler loads ECL's compiler
+or compiles: ECL's shutdown used to close every loaded library under it,
+and the compiler thread faulted at exit (\"Detected access to protected
+memory\" on stderr).  Fresh Emacsen, exiting at several moments after a
+`defun' started the compiler."
+  (skip-unless (executable-find "gcc"))
+  (dolist (pause '(0.05 0.1 0.15 0.2 0.3 0.5))
+    (pcase-let ((`(,code ,_stdout ,stderr ,_seconds)
+                 (agentq-test-run-emacs
+                  `((require 'sly-agent-q)
+                    (sly-agent-q-execute-tool-calls
+                     (list (list :id "d" :name "evaluate_lisp"
+                                 :arguments (list :code "(defun agentq-exit-tier (x) (list x x))"))))
+                    (sleep-for ,pause)
+                    (kill-emacs 0))
+                  :timeout 30)))
+      (should (equal (list pause code (string-match-p "protected memory\\|fault" stderr))
+                     (list pause 0 nil))))))
+
 (ert-deftest sly-agent-q-hostile/child-processes-never-get-the-terminal ()
   "Children that inherit stdio read the null device and write into the result.
 In a fresh Emacs, `cat' inheriting stdin ends at once, and output a child
