@@ -97,32 +97,53 @@ time, for a model and for a test."
       (and (symbolp name)
            (eq (symbol-package name) (load-time-value (find-package "AGENT-Q"))))))
 
-(defun capture-backtrace ()
-  "Up to +BACKTRACE-FRAMES+ user frames, innermost first, as text lines."
-  (let ((lines '()) (n 0))
+(defun backtrace-names ()
+  "The names of up to +BACKTRACE-FRAMES+ user frames, innermost first."
+  (let ((names '()) (n 0))
     (loop for i from (si::ihs-top) downto 1
           for name = (frame-name i)
           while (< n +backtrace-frames+)
           unless (internal-frame-p name)
-            do (push (format nil "~D: (~A)" n
-                             (let ((*package* (printing-package)))
-                               (safe-princ (if (symbolp name) (prin1-to-string name) name))))
-                     lines)
+            do (push name names)
                (incf n))
-    (nreverse lines)))
+    (nreverse names)))
 
-(defun error-text (condition &optional note)
+(defun backtrace-lines (names)
+  "NAMES (see BACKTRACE-NAMES) as numbered text lines."
+  (let ((*package* (printing-package)))
+    (loop for name in names for n from 0
+          collect (format nil "~D: (~A)" n (safe-princ (if (symbolp name) (prin1-to-string name) name))))))
+
+(defun capture-backtrace ()
+  "Up to +BACKTRACE-FRAMES+ user frames, innermost first, as text lines."
+  (backtrace-lines (backtrace-names)))
+
+(defun error-text (condition &optional note (names nil names-p))
   "The [ERROR] text of CONDITION, printed the same way whatever printer
 variables the evaluated code set (say *PRINT-BASE* 36), in the current
-package."
+package.  NAMES: its frames' names, taken earlier (BACKTRACE-NAMES)."
   (let ((package *package*))
     (with-standard-io-syntax
       (let ((*package* package) (*print-readably* nil))
-        (error-text-1 condition note)))))
+        (if names-p
+            (error-text-1 condition note names)
+            (error-text-1 condition note))))))
 
-(defun error-text-1 (condition note)
+(defstruct (deferred-failure (:constructor make-deferred-failure (condition names note)))
+  "A storage condition's failure, described once the unwinding has let the
+evaluation's data go (FAILURE-TEXT)."
+  condition names note)
+
+(defun failure-text (failure)
+  "What was thrown to %EVALUATION-FAILED, as the [ERROR] text (NIL stays NIL)."
+  (if (deferred-failure-p failure)
+      (error-text (deferred-failure-condition failure) (deferred-failure-note failure)
+                  (deferred-failure-names failure))
+      failure))
+
+(defun error-text-1 (condition note &optional (names nil names-p))
   (handler-case
-      (let ((frames (capture-backtrace)))
+      (let ((frames (backtrace-lines (if names-p names (backtrace-names)))))
         ;; The missing function of an UNDEFINED-FUNCTION was never called, so
         ;; it has no frame; show it where the call failed.
         (when (typep condition 'undefined-function)
@@ -140,6 +161,13 @@ package."
   "Handler for serious conditions: describe CONDITION where it was
 signalled, then unwind out of the evaluation."
   (maybe-repl-debug condition)         ; debugger.lisp: returns unless a restart was chosen
+  (when (typep condition '(and storage-condition (not ext:stack-overflow)))
+    ;; Out of memory: all the evaluation made is still live here, and
+    ;; describing it could run out again, outside any handler.  Take the
+    ;; frames' names (a short list), unwind, then describe.
+    (setf *last-error* condition)
+    (throw '%evaluation-failed
+      (make-deferred-failure condition (ignore-errors (backtrace-names)) note)))
   (let ((text (error-text condition note)))
     (setf *last-error* condition)
     (when (typep condition 'ext:stack-overflow)

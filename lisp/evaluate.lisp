@@ -272,7 +272,8 @@ and their values are kept under that key for REPL-VALUE."
          (values-text nil)
          (result-values nil)
          (error-text
-           (catch '%evaluation-failed
+           (failure-text
+            (catch '%evaluation-failed
              (unless package
                (throw '%evaluation-failed
                  (format nil "[ERROR] PACKAGE-ERROR~%Package ~S does not exist."
@@ -280,7 +281,7 @@ and their values are kept under that key for REPL-VALUE."
              (with-job-environment (package)
                (multiple-value-setq (values-text end-package result-values)
                  (read-eval-forms code output-limit)))
-             nil)))
+             nil))))
     ;; IN-PACKAGE in the code carries over to the next call; so does the
     ;; session package when the call named none.
     (when (and (not (eq end-package *session-package*)) ; else nothing to change
@@ -344,7 +345,8 @@ text; output the handler printed comes as in evaluate_lisp: before a
 result, after an error."
   (reset-job-state output-limit)
   (let* ((value nil) (message nil)
-         (error-text (catch '%evaluation-failed
+         (error-text (failure-text
+                      (catch '%evaluation-failed
                        (with-job-environment (*session-package*)
                          ;; An error is the tool's answer, "Tool error: …",
                          ;; as the contracts have it; other serious
@@ -354,7 +356,7 @@ result, after an error."
                            (error (condition)
                              (setf value nil
                                    message (format nil "Tool error: ~A" (condition-message condition))))))
-                       nil))
+                       nil)))
          (success (and (null error-text) (null message)))
          (text (cond (error-text error-text)
                      (message (princ-to-string message))
