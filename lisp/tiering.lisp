@@ -61,6 +61,19 @@ saying why native compilation is not possible (CMP failed to load).")
 bytecodes; batches compiled, and those that failed.")
 (defvar *tiered* (make-hash-table :test 'equal)
   "Function name → the TIERED entry of its latest top-level DEFUN.")
+(defvar *tiered-methods* (make-hash-table :test 'eq :weakness :key)
+  "Method object → the TIERED entry of the DEFMETHOD that made it.")
+(defvar *methods-made* '()
+  "(FUNCTION . METHOD) for the methods CLOS::INSTALL-METHOD made from
+bytecodes since the last TIERING-NOTE, newest first: FUNCTION is the
+method's own function, before CLOS wraps it.")
+(defvar *methods-made-count* 0 "The length of *METHODS-MADE*.")
+(defvar *methods-made-lock* (mp:make-lock :name "agent-q methods made")
+  "Guards *METHODS-MADE*: any thread may define methods.")
+(defparameter *methods-made-limit* 256
+  "At most this many methods are kept between two top-level forms.")
+(defparameter *tiering-subform-limit* 2000
+  "Subforms of a top-level PROGN or EVAL-WHEN looked at, at most.")
 (defvar *native-names* (make-hash-table :test 'eq :weakness :key)
   "Native function → its name: ECL's COMPILE leaves the functions of a batch
 unnamed, and backtraces should name them.")
@@ -87,12 +100,16 @@ to, which the worker stays off; NIL when it may use every CPU.")
 (defparameter *tiering-batch-limit* 200 "At most this many definitions in one gcc run.")
 (defparameter *tiering-walk-limit* 20000 "Conses walked in a form, at most.")
 
-(defstruct (tiered (:constructor make-tiered (name form package bytecodes macros specials)))
-  "One top-level DEFUN of the session, and what became of it."
+(defstruct (tiered (:constructor make-tiered
+                       (name form package bytecodes macros specials &optional (kind :defun) method)))
+  "One top-level DEFUN or DEFMETHOD of the session, and what became of it."
   name form package
-  bytecodes                             ; the function DEFUN made
+  bytecodes                             ; the function DEFUN made; a method's METHOD-FUNCTION
   macros                                ; ((symbol . macro-function) ...) it used
   specials                              ; symbols special when it was defined
+  (kind :defun)                         ; :defun or :method
+  (method nil)                          ; the method object a DEFMETHOD made
+  (native nil)                          ; a method's native METHOD-FUNCTION, once installed
   (state :new)                          ; :new, :waiting, :native, :bytecodes, :replaced
   (reason nil))                         ; why :bytecodes
 
@@ -142,40 +159,252 @@ conses.  Circular structure is walked once."
       (walk form))
     symbols))
 
+;;; What a top-level form defined is known by identity: a DEFUN's function
+;;; is its name's definition right after a top-level DEFUN; inside a PROGN
+;;; or EVAL-WHEN, later subforms may have redefined the name, so the
+;;; function must be the one made from that DEFUN: ECL keeps each bytecodes
+;;; function's definition (FUNCTION-LAMBDA-EXPRESSION), whose body is made
+;;; of the very conses of the DEFUN's body.  A DEFMETHOD's method is found
+;;; the same way among those CLOS::INSTALL-METHOD made while the form ran
+;;; (HOOK-INSTALL-METHOD records them), so nothing is macroexpanded again.
+
 (defun tiering-note (form)
-  "After FORM was evaluated at top level on the worker: queue it for the
-native compiler when it is a DEFUN that can be tiered.  Cheap for any
+  "After FORM was evaluated at top level on the worker: queue the DEFUNs
+and DEFMETHODs it made for the native compiler (FORM itself, or the
+subforms of a top-level PROGN, or of an EVAL-WHEN whose situations
+include :EXECUTE, recursively), when they can be tiered.  Cheap for any
 other form."
+  (let ((made (and *methods-made* (take-methods-made))))
+    (when (consp form)
+      (note-form form made t (list 0)))))
+
+(defun note-form (form made top budget)
+  "Note FORM (a top-level form when TOP, else a subform of one) and its
+top-level subforms.  BUDGET is a one-element list counting the subforms."
+  (when (and (consp form) (<= (incf (car budget)) *tiering-subform-limit*))
+    (case (car form)
+      (defun (note-defun form top))
+      (defmethod (note-defmethod form made))
+      (progn (note-subforms (cdr form) made budget))
+      (eval-when
+       (when (and (consp (cdr form)) (listp (second form))
+                  (ignore-errors (intersection '(:execute eval) (second form))))
+         (note-subforms (cddr form) made budget))))))
+
+(defun note-subforms (forms made budget)
+  (loop for tail on forms
+        while (and (consp tail) (<= (car budget) *tiering-subform-limit*))
+        do (note-form (car tail) made nil budget)))
+
+(defun tree-holds-p (tree cell)
+  "True when the cons CELL is one of TREE's conses (at most
+*TIERING-WALK-LIMIT* conses are looked at)."
+  (let ((seen (make-hash-table :test 'eq)) (count 0))
+    (labels ((walk (x)
+               (loop
+                 (cond ((eq x cell) (return-from tree-holds-p t))
+                       ((or (not (consp x)) (gethash x seen)) (return))
+                       (t (setf (gethash x seen) t)
+                          (when (> (incf count) *tiering-walk-limit*)
+                            (return-from tree-holds-p nil))
+                          (walk (car x))
+                          (setf x (cdr x)))))))
+      (walk tree))
+    nil))
+
+(defun made-from-body-p (function forms)
+  "True when the bytecodes FUNCTION was made from a definition whose body
+forms are FORMS (the same conses, not equal ones)."
+  (let ((cell (last forms)))
+    (and (consp cell)
+         (tree-holds-p (ignore-errors (function-lambda-expression function)) cell))))
+
+(defun note-defun (form top)
+  "Queue the DEFUN FORM's function, when it is the one FORM made."
   (let ((name (defun-name form)))
     (when name
       (let ((function (and (fboundp name) (fdefinition name))))
-        (when (and (bytecodes-function-p function) (not (closure-with-environment-p function)))
-          (let* ((symbols (form-symbols form))
-                 (entry (make-tiered name form *package* function
-                                     (if (listp symbols)
-                                         (loop for s in symbols
-                                               for m = (macro-function s)
-                                               when m collect (cons s m))
-                                         :too-big)
-                                     (if (listp symbols) (remove-if-not #'si:specialp symbols) '()))))
-            (cond ((eq symbols :too-big)
-                   (settle entry :bytecodes "the definition is too big to compile in the background"))
-                  ((not (%tiering-enabled-p))
-                   (settle entry :bytecodes "native tiering is off (sly-agent-q-native-tiering)"))
-                  ((not (c-compiler-on-path-p))
-                   (settle entry :bytecodes "no C compiler (gcc) on PATH"))
-                  ((stringp *compiler-state*)
-                   (settle entry :bytecodes *compiler-state*))
-                  (t
-                   (mp:with-lock (*tiering-lock*)
-                     (push entry *tiering-queue*)
-                     (setf (tiered-state entry) :waiting)
-                     (incf (getf *tiering-counts* :waiting))
-                     (publish-tiering-counts)
-                     (setf *tiering-last-note* (get-internal-real-time)))
-                   (mp:condition-variable-broadcast *tiering-wakeup*)
-                   (ensure-compiler-thread)))
+        (when (and (bytecodes-function-p function) (not (closure-with-environment-p function))
+                   (or top (made-from-body-p function (nth-value 1 (split-body (cdddr form))))))
+          (let ((entry (queue-entry (make-tiered name form *package* function nil nil))))
             (setf (gethash name *tiered*) entry)))))))
+
+(defun queue-entry (entry)
+  "Fill in ENTRY's macros and specials, and queue it for the native
+compiler, or settle it as bytecodes and why.  Returns ENTRY."
+  (let ((symbols (form-symbols (tiered-form entry))))
+    (setf (tiered-macros entry) (if (listp symbols)
+                                    (loop for s in symbols
+                                          for m = (macro-function s)
+                                          when m collect (cons s m))
+                                    :too-big)
+          (tiered-specials entry) (if (listp symbols) (remove-if-not #'si:specialp symbols) '()))
+    (cond ((eq symbols :too-big)
+           (settle entry :bytecodes "the definition is too big to compile in the background"))
+          ((not (%tiering-enabled-p))
+           (settle entry :bytecodes "native tiering is off (sly-agent-q-native-tiering)"))
+          ((not (c-compiler-on-path-p))
+           (settle entry :bytecodes "no C compiler (gcc) on PATH"))
+          ((stringp *compiler-state*)
+           (settle entry :bytecodes *compiler-state*))
+          (t
+           (mp:with-lock (*tiering-lock*)
+             (push entry *tiering-queue*)
+             (setf (tiered-state entry) :waiting)
+             (incf (getf *tiering-counts* :waiting))
+             (publish-tiering-counts)
+             (setf *tiering-last-note* (get-internal-real-time)))
+           (mp:condition-variable-broadcast *tiering-wakeup*)
+           (ensure-compiler-thread)))
+    entry))
+
+;;;; Methods
+
+(defun note-method-made (function method)
+  "Called by CLOS::INSTALL-METHOD (on any thread) with the method's own
+FUNCTION and the METHOD it made."
+  (when (bytecodes-function-p function)
+    (mp:with-lock (*methods-made-lock*)
+      (when (< *methods-made-count* *methods-made-limit*)
+        (push (cons function method) *methods-made*)
+        (incf *methods-made-count*)))))
+
+(defun take-methods-made ()
+  "The methods made since the last call, newest first (see *METHODS-MADE*)."
+  (mp:with-lock (*methods-made-lock*)
+    (prog1 *methods-made*
+      (setf *methods-made* '() *methods-made-count* 0))))
+
+(defvar *install-method-hooked* nil "True once CLOS::INSTALL-METHOD records the methods it makes.")
+
+(defun hook-install-method ()
+  "Make ECL's CLOS::INSTALL-METHOD, which every DEFMETHOD calls with the
+method's function, tell NOTE-METHOD-MADE what it made."
+  (unless *install-method-hooked*
+    (let* ((symbol (find-symbol "INSTALL-METHOD" "CLOS"))
+           (original (and symbol (fboundp symbol) (fdefinition symbol))))
+      (when (functionp original)
+        (setf (fdefinition symbol)
+              (lambda (name qualifiers specializers lambda-list function &rest options)
+                (let ((method (apply original name qualifiers specializers lambda-list function options)))
+                  (ignore-errors (note-method-made function method))
+                  method)))
+        (setf *install-method-hooked* t)))))
+
+(hook-install-method)
+
+(defun defmethod-parts (form)
+  "(values NAME QUALIFIERS LAMBDA-LIST BODY) of (DEFMETHOD NAME
+{QUALIFIER}* LAMBDA-LIST . BODY), or NIL."
+  (when (and (consp form) (consp (cdr form)))
+    (let ((name (second form)) (rest (cddr form)) (qualifiers '()))
+      (loop while (and (consp rest) (atom (car rest)) (car rest))
+            do (push (pop rest) qualifiers))
+      (when (and (consp rest) (listp (car rest))
+                 (or (symbolp name)
+                     (and (consp name) (eq (car name) 'setf) (consp (cdr name)) (symbolp (cadr name)))))
+        (values name (nreverse qualifiers) (car rest) (cdr rest))))))
+
+(defun note-defmethod (form made)
+  "Queue the method the DEFMETHOD FORM made (found among MADE by its body),
+when it is a standard method of a standard generic function."
+  (multiple-value-bind (name qualifiers lambda-list body) (defmethod-parts form)
+    (declare (ignore qualifiers lambda-list))
+    (when name
+      (let* ((forms (nth-value 1 (split-body body)))
+             (record (and forms (find-if (lambda (record) (made-from-body-p (car record) forms)) made)))
+             (method (cdr record))
+             (gf (and method (ignore-errors (clos:method-generic-function method)))))
+        (when (and gf
+                   (eq (class-of method) (find-class 'standard-method))
+                   (eq (class-of gf) (find-class 'standard-generic-function))
+                   (not (closure-with-environment-p (car record)))
+                   (member method (clos:generic-function-methods gf))
+                   (not (gethash method *tiered-methods*)))
+          (setf (gethash method *tiered-methods*)
+                (queue-entry (make-tiered name form *package* (clos:method-function method) nil nil
+                                          :method method))))))))
+
+(defun method-current-p (entry)
+  "True when ENTRY's method is still in its generic function, running the
+function its DEFMETHOD made."
+  (let* ((method (tiered-method entry))
+         (gf (ignore-errors (clos:method-generic-function method))))
+    (and gf
+         (eq (clos:method-function method) (tiered-bytecodes entry))
+         (member method (clos:generic-function-methods gf))
+         t)))
+
+(defun entry-label (entry)
+  "How logs name ENTRY's definition."
+  (let ((*package* (tiered-package entry)))
+    (entry-label-1 entry)))
+
+(defun entry-label-1 (entry)
+  (if (eq (tiered-kind entry) :method)
+      (let ((method (tiered-method entry)))
+        (format nil "method ~S~{ ~S~} ~S" (tiered-name entry) (method-qualifiers method)
+                (mapcar (lambda (specializer)
+                          (if (typep specializer 'class)
+                              (class-name specializer)
+                              (list 'eql (ignore-errors (clos:eql-specializer-object specializer)))))
+                        (clos:method-specializers method))))
+      (format nil "~S" (tiered-name entry))))
+
+(defun method-native-lambda (entry)
+  "The form compiled for a method ENTRY: the method's own function as ECL's
+DEFMETHOD makes it (its expansion, taken again: no generic function is
+touched by that), with the session's functions it calls kept NOTINLINE."
+  (let* ((expansion (macroexpand-1 (tiered-form entry) nil))
+         (install (find-symbol "INSTALL-METHOD" "CLOS"))
+         (call (and (consp expansion) (eq (car expansion) 'progn)
+                    (find-if (lambda (x) (and (consp x) (eq (car x) install))) (cdr expansion))))
+         (function (and (consp call) (nth 5 call))))
+    (unless (and (consp function) (member (car function) '(lambda ext:lambda-block))
+                 (consp (cdr function)) (or (eq (car function) 'lambda) (consp (cddr function))))
+      (error "ECL's DEFMETHOD made no method function this compiler knows"))
+    (let* ((head (if (eq (car function) 'lambda) (list (car function) (cadr function))
+                     (list (car function) (cadr function) (caddr function))))
+           (body (nthcdr (length head) function))
+           (called (loop for s in (form-symbols (nth-value 3 (defmethod-parts (tiered-form entry))))
+                         when (and (fboundp s) (not (macro-function s)) (not (special-operator-p s))
+                                   (not (image-symbol-p s)))
+                           collect s)))
+      `(function (,@head ,@(when called `((declare (notinline ,@called)))) ,@body)))))
+
+(defun install-native-method (entry native)
+  "Make NATIVE ENTRY's method's function (wrapped as CLOS wraps it), unless
+the method was redefined or removed meanwhile."
+  (let ((method (tiered-method entry)))
+    (setf (gethash native *native-names*) (tiered-name entry))
+    (if (method-current-p entry)
+        (let ((wrapped (clos::wrapped-method-function native)))
+          (setf (tiered-native entry) wrapped
+                (clos:method-function method) wrapped)
+          ;; Every thread's cache of effective methods forgets the old one.
+          (si:clear-gfun-hash (clos:method-generic-function method))
+          (settle entry :native))
+        (settle entry :replaced))))
+
+(defun methods-state-text (gf)
+  "For a generic function: how the methods the session's DEFMETHODs made
+run, or NIL when it has none."
+  (let ((native 0) (bytecodes 0) (waiting 0) (reasons '()))
+    (dolist (method (clos:generic-function-methods gf))
+      (let ((entry (gethash method *tiered-methods*)))
+        (when entry
+          (cond ((and (eq (tiered-state entry) :native)
+                      (eq (clos:method-function method) (tiered-native entry)))
+                 (incf native))
+                (t (incf bytecodes)
+                   (case (tiered-state entry)
+                     (:waiting (incf waiting))
+                     (:replaced (pushnew "replaced while waiting for the native compiler" reasons :test #'equal))
+                     (t (when (tiered-reason entry)
+                          (pushnew (tiered-reason entry) reasons :test #'equal)))))))))
+    (when (plusp (+ native bytecodes))
+      (format nil "of the methods the session's DEFMETHODs made, ~D native (compiled in the background), ~D bytecodes~@[ (~D waiting for the native compiler)~]~@[: ~{~A~^; ~}~]"
+              native bytecodes (and (plusp waiting) waiting) (reverse reasons)))))
 
 (defun settle (entry state &optional reason)
   "ENTRY's definition is now in STATE (:NATIVE, :BYTECODES for REASON, or
@@ -262,7 +491,10 @@ session's."
   "The form compiled for ENTRY: its DEFUN's function, with the session's
 functions it calls kept NOTINLINE.  Its recursive calls of itself are
 direct calls (LABELS), as COMPILE makes them (CLHS 3.2.2.3): 1.4 times
-faster for a (fib 30); not when its name was proclaimed NOTINLINE."
+faster for a (fib 30); not when its name was proclaimed NOTINLINE.  For
+a DEFMETHOD, its method's function (METHOD-NATIVE-LAMBDA)."
+  (when (eq (tiered-kind entry) :method)
+    (return-from native-lambda (method-native-lambda entry)))
   (destructuring-bind (name lambda-list &rest body) (cdr (tiered-form entry))
     (multiple-value-bind (declarations forms) (split-body body)
       (let* ((direct (not (declared-notinline-p name)))
@@ -279,8 +511,10 @@ faster for a (fib 30); not when its name was proclaimed NOTINLINE."
 
 (defun stale-reason (entry)
   "Why ENTRY may not be compiled now, or NIL."
-  (cond ((not (eq (and (fboundp (tiered-name entry)) (fdefinition (tiered-name entry)))
-                  (tiered-bytecodes entry)))
+  (cond ((if (eq (tiered-kind entry) :method)
+             (not (method-current-p entry))
+             (not (eq (and (fboundp (tiered-name entry)) (fdefinition (tiered-name entry)))
+                      (tiered-bytecodes entry))))
          :replaced)
         ((loop for (symbol . macro) in (tiered-macros entry)
                thereis (not (eq (macro-function symbol) macro)))
@@ -353,6 +587,8 @@ in order, or signals.  Warnings are kept, as text, in the second value."
 
 (defun install-native (entry native)
   "Swap NATIVE in for ENTRY's bytecodes, unless the name was redefined."
+  (when (eq (tiered-kind entry) :method)
+    (return-from install-native (install-native-method entry native)))
   (let ((name (tiered-name entry)))
     (setf (gethash native *native-names*) name)
     (if (and (fboundp name) (eq (fdefinition name) (tiered-bytecodes entry)))
@@ -413,8 +649,8 @@ background compiler made of its DEFUN, else NIL."
           (let ((entry (first group))
                 (text (one-line (or (ignore-errors (condition-message condition)) "unknown error"))))
             (settle entry :bytecodes (format nil "the native compile failed: ~A" text))
-            (log-note "WARNING: ~S stays bytecodes: the native compile failed: ~A"
-                      (tiered-name entry) text))))))
+            (log-note "WARNING: ~A stays bytecodes: the native compile failed: ~A"
+                      (entry-label entry) text))))))
 
 (defun compiler-loop ()
   "The compiler thread: compile batches until the runtime stops."
@@ -460,13 +696,15 @@ needs to wait for it."
 
 (defun tiering-state-text (name)
   "How NAME's function runs: native, bytecodes waiting, or bytecodes and
-why; NIL when NAME names no function, a generic function, or one of the
-image's."
+why; for a generic function, how many of the methods the session's
+DEFMETHODs made are native.  NIL when NAME names no function, one of the
+image's, or a generic function without such methods."
   (let ((function (and (fboundp name) (not (macro-function name)) (not (special-operator-p name))
                        (fdefinition name)))
         (entry (gethash name *tiered*)))
-    (cond ((or (null function) (typep function 'generic-function)
-               (and (symbolp name) (image-symbol-p name)))
+    (cond ((typep function 'generic-function)
+           (methods-state-text function))
+          ((or (null function) (and (symbolp name) (image-symbol-p name)))
            nil)
           ((not (bytecodes-function-p function))
            (if (and entry (eq (tiered-state entry) :native)) "native (compiled in the background)" "native"))
@@ -491,4 +729,5 @@ image's."
 (defun forget-tiering ()
   "For reset_session: forget the session's entries (the counters stay)."
   (mp:with-lock (*tiering-lock*)
-    (clrhash *tiered*)))
+    (clrhash *tiered*)
+    (clrhash *tiered-methods*)))
