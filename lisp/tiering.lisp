@@ -3,14 +3,32 @@
 ;;;; (gcc) and swaps each native function in, unless it was redefined
 ;;;; meanwhile.
 ;;;;
-;;;; What is tiered: a DEFUN evaluated at top level by evaluate_lisp,
-;;;; eval_form, the REPL or the evaluate commands (READ-EVAL-FORMS calls
-;;;; TIERING-NOTE after each form).  Its form, already read, is kept with the
-;;;; package it was read in; nothing is printed and read again, so
-;;;; uninterned symbols, #. objects and literal structures stay the same
-;;;; objects (ECL's COMPILE keeps literals by identity).  Definitions that
-;;;; arrive together (20 DEFUNs in one call) are compiled as one lambda
-;;;; returning all of them: one gcc run.
+;;;; What is tiered: a DEFUN or DEFMETHOD evaluated at top level by
+;;;; evaluate_lisp, eval_form, the REPL or the evaluate commands
+;;;; (READ-EVAL-FORMS calls TIERING-NOTE after each form), or as a subform
+;;;; of a top-level PROGN, or of an EVAL-WHEN whose situations include
+;;;; :EXECUTE, at any depth (nothing is macroexpanded to find them).  Its
+;;;; form, already read, is kept with the package it was read in; nothing
+;;;; is printed and read again, so uninterned symbols, #. objects and
+;;;; literal structures stay the same objects (ECL's COMPILE keeps literals
+;;;; by identity).  Definitions that arrive together (20 DEFUNs in one
+;;;; call) are compiled as one lambda returning all of them: one gcc run.
+;;;;
+;;;; Methods: a method of a standard generic function keeps its method
+;;;; object; only its function changes.  ECL's DEFMETHOD passes the
+;;;; method's own function (bytecodes) to CLOS::INSTALL-METHOD, which wraps
+;;;; it (CLOS::WRAPPED-METHOD-FUNCTION: the wrapper binds what
+;;;; CALL-NEXT-METHOD needs) into the METHOD-FUNCTION.  The compiler
+;;;; thread takes that function's form from DEFMETHOD's expansion again
+;;;; (which touches no generic function in ECL 21.2.1), compiles it, and
+;;;; sets the METHOD-FUNCTION to the native one wrapped the same way, if
+;;;; the method is still in its generic function with the function it had;
+;;;; SI:CLEAR-GFUN-HASH then makes every thread's dispatch cache forget the
+;;;; old effective methods (until then they still run the bytecodes, which
+;;;; are as correct).  Which method a DEFMETHOD made is known by identity:
+;;;; INSTALL-METHOD tells HOOK-INSTALL-METHOD's wrapper each method it made
+;;;; and its function, whose definition ECL keeps and which holds the very
+;;;; conses of the DEFMETHOD's body.
 ;;;;
 ;;;; What native code would change, and is prevented:
 ;;;; - A call of another global function of the session's could be inlined
@@ -25,8 +43,8 @@
 ;;;;   definition stays bytecodes, and says why.
 ;;;; - A redefinition made while the compile ran wins: the native function
 ;;;;   replaces only the very bytecodes function it was compiled from.
-;;;; Closures (a DEFUN inside a LET) are not top-level DEFUNs: they stay
-;;;; bytecodes.
+;;;; Closures (a DEFUN inside a LET), and definitions inside LOCALLY, FLET,
+;;;; MACROLET..., are not tiered: they stay bytecodes.
 ;;;;
 ;;;; The thread: made by the worker, so every asynchronous signal stays
 ;;;; blocked on it (Emacs keeps them); known to the host as one of the
@@ -176,36 +194,36 @@ include :EXECUTE, recursively), when they can be tiered.  Cheap for any
 other form."
   (let ((made (and *methods-made* (take-methods-made))))
     (when (consp form)
-      (note-form form made t (list 0)))))
+      (let ((defmethods (note-form form t (list 0) '())))
+        (when (and defmethods made)
+          (note-defmethods (nreverse defmethods) made))))))
 
-(defun note-form (form made top budget)
-  "Note FORM (a top-level form when TOP, else a subform of one) and its
-top-level subforms.  BUDGET is a one-element list counting the subforms."
+(defun note-form (form top budget defmethods)
+  "Note the DEFUNs of FORM (a top-level form when TOP, else a subform of
+one) and of its top-level subforms; returns DEFMETHODS with its
+DEFMETHODs pushed.  BUDGET is a one-element list counting the subforms."
   (when (and (consp form) (<= (incf (car budget)) *tiering-subform-limit*))
     (case (car form)
       (defun (note-defun form top))
-      (defmethod (note-defmethod form made))
-      (progn (note-subforms (cdr form) made budget))
-      (eval-when
-       (when (and (consp (cdr form)) (listp (second form))
-                  (ignore-errors (intersection '(:execute eval) (second form))))
-         (note-subforms (cddr form) made budget))))))
-
-(defun note-subforms (forms made budget)
-  (loop for tail on forms
-        while (and (consp tail) (<= (car budget) *tiering-subform-limit*))
-        do (note-form (car tail) made nil budget)))
+      (defmethod (push form defmethods))
+      ((progn eval-when)
+       (when (or (eq (car form) 'progn)
+                 (and (consp (cdr form)) (listp (second form))
+                      (ignore-errors (intersection '(:execute eval) (second form)))))
+         (loop for tail on (if (eq (car form) 'progn) (cdr form) (cddr form))
+               while (and (consp tail) (<= (car budget) *tiering-subform-limit*))
+               do (setf defmethods (note-form (car tail) nil budget defmethods)))))))
+  defmethods)
 
 (defun tree-holds-p (tree cell)
   "True when the cons CELL is one of TREE's conses (at most
 *TIERING-WALK-LIMIT* conses are looked at)."
-  (let ((seen (make-hash-table :test 'eq)) (count 0))
+  (let ((count 0))
     (labels ((walk (x)
                (loop
                  (cond ((eq x cell) (return-from tree-holds-p t))
-                       ((or (not (consp x)) (gethash x seen)) (return))
-                       (t (setf (gethash x seen) t)
-                          (when (> (incf count) *tiering-walk-limit*)
+                       ((not (consp x)) (return))
+                       (t (when (> (incf count) *tiering-walk-limit*)
                             (return-from tree-holds-p nil))
                           (walk (car x))
                           (setf x (cdr x)))))))
@@ -215,9 +233,12 @@ top-level subforms.  BUDGET is a one-element list counting the subforms."
 (defun made-from-body-p (function forms)
   "True when the bytecodes FUNCTION was made from a definition whose body
 forms are FORMS (the same conses, not equal ones)."
-  (let ((cell (last forms)))
+  (let ((cell (last forms))
+        (definition (ignore-errors (function-lambda-expression function))))
     (and (consp cell)
-         (tree-holds-p (ignore-errors (function-lambda-expression function)) cell))))
+         ;; A DEFUN's body ends its definition.
+         (or (eq (last definition) cell)
+             (tree-holds-p definition cell)))))
 
 (defun note-defun (form top)
   "Queue the DEFUN FORM's function, when it is the one FORM made."
@@ -305,15 +326,37 @@ method's function, tell NOTE-METHOD-MADE what it made."
                      (and (consp name) (eq (car name) 'setf) (consp (cdr name)) (symbolp (cadr name)))))
         (values name (nreverse qualifiers) (car rest) (cdr rest))))))
 
-(defun note-defmethod (form made)
-  "Queue the method the DEFMETHOD FORM made (found among MADE by its body),
+(defun note-defmethods (forms made)
+  "Queue the methods the DEFMETHOD FORMS made: each is the newest of MADE
+whose function's definition holds the last cons of the form's body.
+Each definition is walked once (at most *TIERING-WALK-LIMIT* conses)."
+  (let ((forms-by-cell (make-hash-table :test 'eq)) (matched (make-hash-table :test 'eq)))
+    (dolist (form forms)
+      (let ((cell (last (nth-value 1 (split-body (nth-value 3 (defmethod-parts form)))))))
+        (when (consp cell)
+          (setf (gethash cell forms-by-cell) form))))
+    (when (plusp (hash-table-count forms-by-cell))
+      (dolist (record made)
+        (let ((count 0))
+          (block walk-record
+            (labels ((walk (x)
+                       (loop
+                         (unless (consp x) (return))
+                         (let ((form (gethash x forms-by-cell)))
+                           (when (and form (not (gethash form matched)))
+                             (setf (gethash form matched) t)
+                             (note-defmethod form record)))
+                         (when (> (incf count) *tiering-walk-limit*) (return-from walk-record))
+                         (walk (car x))
+                         (setf x (cdr x)))))
+              (walk (ignore-errors (function-lambda-expression (car record)))))))))))
+
+(defun note-defmethod (form record)
+  "Queue the method the DEFMETHOD FORM made, RECORD (FUNCTION . METHOD),
 when it is a standard method of a standard generic function."
-  (multiple-value-bind (name qualifiers lambda-list body) (defmethod-parts form)
-    (declare (ignore qualifiers lambda-list))
+  (let ((name (defmethod-parts form)))
     (when name
-      (let* ((forms (nth-value 1 (split-body body)))
-             (record (and forms (find-if (lambda (record) (made-from-body-p (car record) forms)) made)))
-             (method (cdr record))
+      (let* ((method (cdr record))
              (gf (and method (ignore-errors (clos:method-generic-function method)))))
         (when (and gf
                    (eq (class-of method) (find-class 'standard-method))
@@ -355,7 +398,8 @@ function its DEFMETHOD made."
   "The form compiled for a method ENTRY: the method's own function as ECL's
 DEFMETHOD makes it (its expansion, taken again: no generic function is
 touched by that), with the session's functions it calls kept NOTINLINE."
-  (let* ((expansion (macroexpand-1 (tiered-form entry) nil))
+  (let* ((expansion (let ((*package* (tiered-package entry)))
+                      (macroexpand-1 (tiered-form entry) nil)))
          (install (find-symbol "INSTALL-METHOD" "CLOS"))
          (call (and (consp expansion) (eq (car expansion) 'progn)
                     (find-if (lambda (x) (and (consp x) (eq (car x) install))) (cdr expansion))))
