@@ -447,7 +447,7 @@ run, or NIL when it has none."
                      (t (when (tiered-reason entry)
                           (pushnew (tiered-reason entry) reasons :test #'equal)))))))))
     (when (plusp (+ native bytecodes))
-      (format nil "of the methods the session's DEFMETHODs made, ~D native (compiled in the background), ~D bytecodes~@[ (~D waiting for the native compiler)~]~@[: ~{~A~^; ~}~]"
+      (format nil "methods the session defined: ~D native (compiled in the background), ~D bytecodes~@[ (~D waiting for the native compiler)~]~@[: ~{~A~^; ~}~]"
               native bytecodes (and (plusp waiting) waiting) (reverse reasons)))))
 
 (defun settle (entry state &optional reason)

@@ -366,7 +366,7 @@ the next method returns."
                  '((:AROUND :BYTECODES (:INTEGER :BYTECODES :NUMBER :BYTECODES T :T :BYTECODES 71))
                    (:NUMBER :BYTECODES T :T :BYTECODES 2.5) ((:BEFORE :BYTECODES)))))
   (should (string-match-p
-           "Runs as: of the methods the session's DEFMETHODs made, 0 native (compiled in the background), 5 bytecodes (5 waiting for the native compiler)"
+           "Runs as: methods the session defined: 0 native (compiled in the background), 5 bytecodes (5 waiting for the native compiler)"
            (agentq-tiering-describe "agentq-tier-gf")))
   (agentq-tiering-wait)
   ;; The same results, from native methods: CALL-NEXT-METHOD with and
@@ -377,7 +377,7 @@ the next method returns."
                  '((:AROUND :NATIVE (:INTEGER :NATIVE :NUMBER :NATIVE T :T :NATIVE 71))
                    (:NUMBER :NATIVE T :T :NATIVE 2.5) (:T :NATIVE "s") ((:BEFORE :NATIVE)))))
   (should (string-match-p
-           "Runs as: of the methods the session's DEFMETHODs made, 5 native (compiled in the background), 0 bytecodes"
+           "Runs as: methods the session defined: 5 native (compiled in the background), 0 bytecodes"
            (agentq-tiering-describe "agentq-tier-gf")))
   ;; The same method objects, still found by FIND-METHOD.
   (should (equal (agentq-test-eval-ok "(let ((m (find-method #'agentq-tier-gf '(:around) '(integer))))
@@ -417,7 +417,7 @@ the next method returns."
   (agentq-tiering-wait)
   (should (equal (agentq-test-eval-ok "(list (agentq-tier-gbad 1) (agentq-tier-gbad \"s\"))")
                  "=> ((1 :BYTECODES) (\"s\" :NATIVE))"))
-  (should (string-match-p "Runs as: of the methods the session's DEFMETHODs made, 1 native (compiled in the background), 1 bytecodes: the native compile failed"
+  (should (string-match-p "Runs as: methods the session defined: 1 native (compiled in the background), 1 bytecodes: the native compile failed"
                           (agentq-tiering-describe "agentq-tier-gbad")))
   (sly-agent-q-log-runtime-notes)
   (with-current-buffer (get-buffer-create "*Agent-Q Log*")
