@@ -181,10 +181,12 @@ conses.  Circular structure is walked once."
 ;;; is its name's definition right after a top-level DEFUN; inside a PROGN
 ;;; or EVAL-WHEN, later subforms may have redefined the name, so the
 ;;; function must be the one made from that DEFUN: ECL keeps each bytecodes
-;;; function's definition (FUNCTION-LAMBDA-EXPRESSION), whose body is made
-;;; of the very conses of the DEFUN's body.  A DEFMETHOD's method is found
-;;; the same way among those CLOS::INSTALL-METHOD made while the form ran
-;;; (HOOK-INSTALL-METHOD records them), so nothing is macroexpanded again.
+;;; function's definition (FUNCTION-LAMBDA-EXPRESSION), whose lambda list
+;;; and body are the very conses of the DEFUN's.  A DEFMETHOD's method is
+;;; found the same way among those CLOS::INSTALL-METHOD made while the
+;;; form ran (HOOK-INSTALL-METHOD records them): its function's definition
+;;; holds the form's body, and its name, qualifiers and lambda list are
+;;; the form's.  Nothing is macroexpanded to find them.
 
 (defun tiering-note (form)
   "After FORM was evaluated at top level on the worker: queue the DEFUNs
@@ -215,30 +217,16 @@ DEFMETHODs pushed.  BUDGET is a one-element list counting the subforms."
                do (setf defmethods (note-form (car tail) nil budget defmethods)))))))
   defmethods)
 
-(defun tree-holds-p (tree cell)
-  "True when the cons CELL is one of TREE's conses (at most
-*TIERING-WALK-LIMIT* conses are looked at)."
-  (let ((count 0))
-    (labels ((walk (x)
-               (loop
-                 (cond ((eq x cell) (return-from tree-holds-p t))
-                       ((not (consp x)) (return))
-                       (t (when (> (incf count) *tiering-walk-limit*)
-                            (return-from tree-holds-p nil))
-                          (walk (car x))
-                          (setf x (cdr x)))))))
-      (walk tree))
-    nil))
-
-(defun made-from-body-p (function forms)
-  "True when the bytecodes FUNCTION was made from a definition whose body
-forms are FORMS (the same conses, not equal ones)."
-  (let ((cell (last forms))
+(defun made-from-defun-p (function form)
+  "True when the bytecodes FUNCTION was made from the DEFUN FORM: its
+definition is (EXT:LAMBDA-BLOCK NAME LAMBDA-LIST . BODY) with FORM's
+lambda list and ending with FORM's body forms (the same conses, not
+equal ones)."
+  (let ((cell (last (nth-value 1 (split-body (cdddr form)))))
         (definition (ignore-errors (function-lambda-expression function))))
-    (and (consp cell)
-         ;; A DEFUN's body ends its definition.
-         (or (eq (last definition) cell)
-             (tree-holds-p definition cell)))))
+    (and (consp cell) (consp definition) (consp (cdr definition)) (consp (cddr definition))
+         (eq (third definition) (third form))
+         (eq (last definition) cell))))
 
 (defun note-defun (form top)
   "Queue the DEFUN FORM's function, when it is the one FORM made."
@@ -246,7 +234,7 @@ forms are FORMS (the same conses, not equal ones)."
     (when name
       (let ((function (and (fboundp name) (fdefinition name))))
         (when (and (bytecodes-function-p function) (not (closure-with-environment-p function))
-                   (or top (made-from-body-p function (nth-value 1 (split-body (cdddr form))))))
+                   (or top (made-from-defun-p function form)))
           (let ((entry (queue-entry (make-tiered name form *package* function nil nil))))
             (setf (gethash name *tiered*) entry)))))))
 
@@ -354,11 +342,18 @@ Each definition is walked once (at most *TIERING-WALK-LIMIT* conses)."
 (defun note-defmethod (form record)
   "Queue the method the DEFMETHOD FORM made, RECORD (FUNCTION . METHOD),
 when it is a standard method of a standard generic function."
-  (let ((name (defmethod-parts form)))
+  (multiple-value-bind (name qualifiers lambda-list) (defmethod-parts form)
     (when name
       (let* ((method (cdr record))
              (gf (and method (ignore-errors (clos:method-generic-function method)))))
         (when (and gf
+                   ;; The same body could be shared by two forms (#1#).
+                   (equal (clos:generic-function-name gf) name)
+                   (equal (method-qualifiers method) qualifiers)
+                   (equal (clos:method-lambda-list method)
+                          (ignore-errors (clos:extract-lambda-list lambda-list)))
+                   (specializers-match-p (clos:method-specializers method)
+                                         (ignore-errors (clos:extract-specializer-names lambda-list)))
                    (eq (class-of method) (find-class 'standard-method))
                    (eq (class-of gf) (find-class 'standard-generic-function))
                    (not (closure-with-environment-p (car record)))
@@ -367,6 +362,16 @@ when it is a standard method of a standard generic function."
           (setf (gethash method *tiered-methods*)
                 (queue-entry (make-tiered name form *package* (clos:method-function method) nil nil
                                           :method method))))))))
+
+(defun specializers-match-p (specializers names)
+  "True when the method SPECIALIZERS are those NAMES name (an (EQL FORM)
+name matches any EQL specializer: FORM is not evaluated again)."
+  (and (= (length specializers) (length names))
+       (every (lambda (specializer name)
+                (if (and (consp name) (eq (car name) 'eql))
+                    (typep specializer 'clos:eql-specializer)
+                    (eq specializer (find-class name nil))))
+              specializers names)))
 
 (defun method-current-p (entry)
   "True when ENTRY's method is still in its generic function, running the

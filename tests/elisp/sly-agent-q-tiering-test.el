@@ -302,7 +302,13 @@ gcc's, where a 5 ms evaluation then waited for a CPU 4 ms of its 9."
   (should (equal (agentq-test-eval-ok "(list (agentq-tier-p3) (agentq-tier-p4) (agentq-tier-p5))")
                  "=> (:P3 :SECOND :P3)"))
   (should (string-match-p "Runs as: bytecodes: not defined by a top-level DEFUN"
-                          (agentq-tiering-describe "agentq-tier-p5"))))
+                          (agentq-tiering-describe "agentq-tier-p5")))
+  ;; A function made from the same body conses (#1#) but another lambda
+  ;; list is not taken for the DEFUN's.
+  (agentq-test-eval-ok "(progn (defun agentq-tier-p6 (x) . #1=((list :p6 x)))
+       (setf (fdefinition 'agentq-tier-p6) (lambda (x &optional y) (declare (ignore y)) . #1#)))")
+  (agentq-tiering-wait)
+  (should (equal (agentq-test-eval-ok "(agentq-tier-p6 1 2)") "=> (:P6 1)")))
 
 (ert-deftest sly-agent-q-tiering/eval-when-defuns-become-native ()
   (skip-unless (agentq-tiering-gcc-p))
@@ -379,6 +385,12 @@ the next method returns."
   (should (string-match-p
            "Runs as: methods the session defined: 5 native (compiled in the background), 0 bytecodes"
            (agentq-tiering-describe "agentq-tier-gf")))
+  ;; Two DEFMETHODs sharing their body's conses (#1#) each get their own.
+  (agentq-test-eval-ok "(progn (defmethod agentq-tier-gs ((x integer)) . #1=((list :shared x)))
+       (defmethod agentq-tier-gs ((x string)) . #1#))")
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-read "(list (agentq-tier-gs 1) (agentq-tier-gs \"a\"))")
+                 '((:SHARED 1) (:SHARED "a"))))
   ;; The same method objects, still found by FIND-METHOD.
   (should (equal (agentq-test-eval-ok "(let ((m (find-method #'agentq-tier-gf '(:around) '(integer))))
   (and (member m (clos:generic-function-methods #'agentq-tier-gf)) (method-qualifiers m)))")
