@@ -88,7 +88,7 @@ method's own function, before CLOS wraps it.")
 (defvar *methods-made-count* 0 "The length of *METHODS-MADE*.")
 (defvar *methods-made-lock* (mp:make-lock :name "agent-q methods made")
   "Guards *METHODS-MADE*: any thread may define methods.")
-(defparameter *methods-made-limit* 256
+(defparameter *methods-made-limit* 2000
   "At most this many methods are kept between two top-level forms.")
 (defparameter *tiering-subform-limit* 2000
   "Subforms of a top-level PROGN or EVAL-WHEN looked at, at most.")
