@@ -423,12 +423,16 @@ the next method returns."
   (agentq-test-eval-ok (format "(defgeneric agentq-tier-gbad (x))
 (defmethod agentq-tier-gbad ((x integer))
   (if (eq x :never) (ffi:c-inline () () :int \"this is not C\" :one-liner t) (list x %s)))
-(defmethod agentq-tier-gbad ((x string)) (list x %s))"
+(defmethod agentq-tier-gbad ((x string)) (list x %s))
+(let ((n 0))
+  (defmethod agentq-tier-gbad ((x symbol)) (list (incf n) %s)))"
+                               (agentq-tiering-frame-probe "agentq-tier-gbad")
                                (agentq-tiering-frame-probe "agentq-tier-gbad")
                                (agentq-tiering-frame-probe "agentq-tier-gbad")))
   (agentq-tiering-wait)
-  (should (equal (agentq-test-eval-ok "(list (agentq-tier-gbad 1) (agentq-tier-gbad \"s\"))")
-                 "=> ((1 :BYTECODES) (\"s\" :NATIVE))"))
+  ;; The closure (a DEFMETHOD inside a LET) is not compiled either.
+  (should (equal (agentq-test-eval-ok "(list (agentq-tier-gbad 1) (agentq-tier-gbad \"s\") (agentq-tier-gbad 'a))")
+                 "=> ((1 :BYTECODES) (\"s\" :NATIVE) (1 :BYTECODES))"))
   (should (string-match-p "Runs as: methods the session defined: 1 native (compiled in the background), 1 bytecodes: the native compile failed"
                           (agentq-tiering-describe "agentq-tier-gbad")))
   (sly-agent-q-log-runtime-notes)
