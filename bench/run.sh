@@ -46,9 +46,12 @@ else
   echo "bench: tiering_fib30_peer sbcl not installed (bench/install-peers.sh installs it)"
 fi
 echo "== evaluations beside a background native compile (3 processes, 3 rounds each; the load with each)"
+echo "== and, as the noise to compare with, beside an unrelated gcc on the other CPU (tiering_meanwhile_unrelated_gcc_*)"
 for _ in 1 2 3; do
   echo "bench: tiering_meanwhile_load loadavg=$(cut -d' ' -f1 /proc/loadavg)"
   emacs -Q --batch -L elisp -l bench/tiering-meanwhile.el 3 2>/dev/null | grep '^bench:' || echo "bench: tiering_meanwhile failed"
+  emacs -Q --batch -L elisp -l bench/tiering-meanwhile.el 3 gcc 2>/dev/null | grep '^bench:' \
+    | sed 's/tiering_meanwhile_/tiering_meanwhile_unrelated_gcc_/' || echo "bench: tiering_meanwhile_unrelated_gcc failed"
 done
 echo "== load_system of alexandria: fasl cache empty, then filled (a fresh session each)"
 fasl_home=$(mktemp -d)

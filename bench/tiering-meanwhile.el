@@ -24,6 +24,9 @@
 ;; went (stopping the world, marking, restarting it, sweeping), in each
 ;; phase, and the heap's size.
 ;;
+;; MODE in-session: as the default, but the compiler's Lisp half runs in
+;; the session's own heap, not in a compile child (as before 2026-11-26).
+;;
 ;; MODE gcc or spin: no compile in the session; instead, each round, an
 ;; unrelated process on the CPUs the worker is not pinned to, at nice 10:
 ;; gcc on the C file ECL makes of such a batch (written by a separate
@@ -170,6 +173,9 @@ compiled in the background; \"gcc\" or \"spin\": no compile in the
 session, an unrelated process (gcc on the C file of such a batch, or a
 shell loop) on the other CPUs meanwhile."
   (setq mode (or mode "tiering"))
+  (when (equal mode "in-session")
+    (bench-eval "(setf agent-q::*compile-in-child* nil)")
+    (setq mode "tiering"))
   (bench-eval bench-meanwhile--sampler)
   (bench-eval "(agent-q::wait-for-native-compiles 120)")
   ;; Warm up (CMP loaded, the sampler native).

@@ -217,6 +217,9 @@ time limit are replaced this way by themselves, after a grace of 3 s."
                      (or (plist-get status :tiering-waiting) 0)
                      (or (plist-get status :tiering-native) 0)
                      (or (plist-get status :tiering-bytecodes) 0)))
+      (princ (format "  batches compiled in a child process %d, in the session %d\n"
+                     (or (plist-get status :tiering-in-child) 0)
+                     (or (plist-get status :tiering-in-session) 0)))
       (let ((cache (sly-agent-q--fasl-cache-directory)))
         (princ (format "Fasl cache: %s, %s\n\nTools:\n" cache
                        (if (file-directory-p cache)

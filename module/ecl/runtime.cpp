@@ -44,6 +44,7 @@
 #include "core/utf8.hpp"
 #include "ecl/child_pipes.hpp"
 #include "ecl/child_signals.hpp"
+#include "ecl/compile_child.hpp"
 #include "ecl/ecl_api.hpp"
 #include "ecl/interrupt_gate.hpp"
 #include "ecl/lisp_function.hpp"
@@ -208,6 +209,15 @@ struct Runtime::Impl {
   // The CPUs (0-63, as bits; 0: none) a background compile runs on: the
   // compiler thread and the gcc it starts.  The worker stays off them.
   std::atomic<std::uint64_t> compile_cpus{0};
+  // A background compile forks the process (ecl/compile_child.hpp): while
+  // it does, the worker holds still between jobs, in %NEXT-JOB, where it
+  // holds none of ECL's locks (a lock held at the fork stays locked in the
+  // child for good).  Under mutex; hold_flag mirrors hold_requested for
+  // the worker's polling.
+  bool hold_requested = false;
+  bool worker_held = false;
+  std::condition_variable held_cv;
+  std::atomic<bool> hold_flag{false};
 
   // --- interrupts, served by the watchdog
   std::mutex interrupt_mutex;
@@ -478,7 +488,8 @@ cl_object next_job() {
     auto start = Clock::now();
     auto poll_until = start + kWorkerPoll, next_yield = start + kWorkerYieldEvery;
     const bool spin = can_spin();  // with a single CPU the caller needs it back at once
-    for (auto now = start; impl.queued.load(std::memory_order_acquire) == 0 && now < poll_until && current_worker();
+    for (auto now = start; impl.queued.load(std::memory_order_acquire) == 0 && now < poll_until && current_worker() &&
+                           !impl.hold_flag.load(std::memory_order_relaxed);
          now = Clock::now()) {
       cpu_relax();
       // On the caller's CPU, the caller needs it back at once too.
@@ -492,10 +503,23 @@ cl_object next_job() {
       }
     }
     std::unique_lock lock(impl.mutex);
-    if (impl.queue.empty() && !impl.stopping && current_worker()) {
-      impl.worker_sleeping = true;
-      impl.job_cv.wait(lock, [&] { return impl.stopping || !impl.queue.empty() || !current_worker(); });
-      impl.worker_sleeping = false;
+    for (;;) {
+      if (impl.hold_requested && !impl.stopping && current_worker()) {
+        impl.worker_held = true;
+        impl.held_cv.notify_all();
+        impl.job_cv.wait(lock, [&] { return !impl.hold_requested || impl.stopping || !current_worker(); });
+        impl.worker_held = false;
+        continue;
+      }
+      if (impl.queue.empty() && !impl.stopping && current_worker()) {
+        impl.worker_sleeping = true;
+        impl.job_cv.wait(lock, [&] {
+          return impl.stopping || !impl.queue.empty() || !current_worker() || impl.hold_requested;
+        });
+        impl.worker_sleeping = false;
+        continue;
+      }
+      break;
     }
     if (!impl.queue.empty() && current_worker()) {
       job = std::move(impl.queue.front());
@@ -689,6 +713,59 @@ cl_object keep_off_worker_cpus() {
 // again (it moves when it next meets the caller on its CPU).
 cl_object release_compile_cpus() {
   g_impl->compile_cpus.store(0, std::memory_order_relaxed);
+  return one_value(ECL_NIL);
+}
+
+// (%HOLD-WORKER timeout-ms) → T once the worker holds still between jobs,
+// until %RELEASE-WORKER; NIL (and no hold) when it did not within
+// TIMEOUT-MS (a long job).  The compiler thread forks meanwhile.
+cl_object hold_worker(cl_object timeout) {
+  Runtime::Impl& impl = *g_impl;
+  const auto wait = std::chrono::milliseconds(ECL_FIXNUMP(timeout) && ecl_fixnum(timeout) > 0 ? ecl_fixnum(timeout) : 0);
+  bool held = false;
+  outside_lisp([&] {
+    std::unique_lock lock(impl.mutex);
+    impl.hold_requested = true;
+    impl.hold_flag.store(true, std::memory_order_relaxed);
+    impl.job_cv.notify_all();
+    held = impl.held_cv.wait_for(lock, wait, [&] { return impl.worker_held || impl.stopping; }) && impl.worker_held;
+    if (!held) {
+      impl.hold_requested = false;
+      impl.hold_flag.store(false, std::memory_order_relaxed);
+      impl.job_cv.notify_all();
+    }
+  });
+  return one_value(held ? ECL_T : ECL_NIL);
+}
+
+// (%HOLD-POINT) → T after holding still for a %HOLD-WORKER, else NIL at
+// once.  For a job of the worker's that waits for the compiler thread
+// (WAIT-FOR-NATIVE-COMPILES), at a point where it holds no lock.
+cl_object hold_point() {
+  Runtime::Impl& impl = *g_impl;
+  if (!impl.hold_flag.load(std::memory_order_relaxed) || !current_worker()) return one_value(ECL_NIL);
+  bool held = false;
+  outside_lisp([&] {
+    std::unique_lock lock(impl.mutex);
+    if (!impl.hold_requested || impl.stopping) return;
+    held = true;
+    impl.worker_held = true;
+    impl.held_cv.notify_all();
+    impl.job_cv.wait(lock, [&] { return !impl.hold_requested || impl.stopping || !current_worker(); });
+    impl.worker_held = false;
+  });
+  return one_value(held ? ECL_T : ECL_NIL);
+}
+
+// (%RELEASE-WORKER): the worker goes on (see %HOLD-WORKER).
+cl_object release_worker() {
+  Runtime::Impl& impl = *g_impl;
+  outside_lisp([&] {
+    std::lock_guard lock(impl.mutex);
+    impl.hold_requested = false;
+    impl.hold_flag.store(false, std::memory_order_relaxed);
+    impl.job_cv.notify_all();
+  });
   return one_value(ECL_NIL);
 }
 
@@ -1019,6 +1096,9 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%LOWER-THREAD-PRIORITY", lower_thread_priority);
     define_lisp_function("%KEEP-OFF-WORKER-CPUS", keep_off_worker_cpus);
     define_lisp_function("%RELEASE-COMPILE-CPUS", release_compile_cpus);
+    define_lisp_function("%HOLD-WORKER", hold_worker);
+    define_lisp_function("%RELEASE-WORKER", release_worker);
+    define_lisp_function("%HOLD-POINT", hold_point);
     define_lisp_function("%RUNTIME-PROCESS-P", runtime_process_p);
     define_lisp_function("%RUNTIME-THREAD-P", runtime_thread_p);
     define_lisp_function("%ASK-HOST", ask_host);
@@ -1028,6 +1108,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_child_pipes();
     define_lisp_tool_functions();
     define_tiering_functions();
+    define_compile_child_functions();
     define_stack_guard_functions();
     for (cl_object* root : {&g_roots.worker_loop, &g_roots.escaped_job_text, &g_roots.worker, &g_roots.watchdog,
                             &g_roots.compiler, &g_roots.worker_keyword, &g_roots.watchdog_keyword,

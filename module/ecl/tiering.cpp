@@ -11,14 +11,17 @@ namespace agentq::ecl {
 namespace {
 
 std::atomic<bool> g_native_tiering{true};
-std::atomic<std::uint64_t> g_waiting{0}, g_native{0}, g_bytecodes{0};
+std::atomic<std::uint64_t> g_waiting{0}, g_native{0}, g_bytecodes{0}, g_in_child{0}, g_in_session{0};
 
 std::uint64_t count_of(cl_object n) { return ECL_FIXNUMP(n) && ecl_fixnum(n) > 0 ? static_cast<std::uint64_t>(ecl_fixnum(n)) : 0; }
 
-cl_object publish_tiering_counts(cl_object waiting, cl_object native, cl_object bytecodes) {
+cl_object publish_tiering_counts(cl_object waiting, cl_object native, cl_object bytecodes, cl_object in_child,
+                                 cl_object in_session) {
   g_waiting.store(count_of(waiting), std::memory_order_relaxed);
   g_native.store(count_of(native), std::memory_order_relaxed);
   g_bytecodes.store(count_of(bytecodes), std::memory_order_relaxed);
+  g_in_child.store(count_of(in_child), std::memory_order_relaxed);
+  g_in_session.store(count_of(in_session), std::memory_order_relaxed);
   return one_value(ECL_NIL);
 }
 
@@ -53,7 +56,8 @@ std::vector<std::string> take_runtime_notes() {
 
 TieringCounts tiering_counts() {
   return {g_waiting.load(std::memory_order_relaxed), g_native.load(std::memory_order_relaxed),
-          g_bytecodes.load(std::memory_order_relaxed)};
+          g_bytecodes.load(std::memory_order_relaxed), g_in_child.load(std::memory_order_relaxed),
+          g_in_session.load(std::memory_order_relaxed)};
 }
 
 void define_tiering_functions() {

@@ -19,18 +19,22 @@ bool native_tiering();
 std::vector<std::string> take_runtime_notes();
 
 // Definitions waiting for the background compiler, made native, and left
-// as bytecodes since boot, as the Lisp side last published them.
+// as bytecodes since boot, and batches whose Lisp half ran in a compile
+// child or in the session, as the Lisp side last published them.
 struct TieringCounts {
   std::uint64_t waiting = 0;
   std::uint64_t native = 0;
   std::uint64_t bytecodes = 0;
+  std::uint64_t in_child = 0;
+  std::uint64_t in_session = 0;
 };
 TieringCounts tiering_counts();
 
 // Defines, on an ECL thread:
 //   (AGENT-Q::%TIERING-ENABLED-P) → whether native tiering is on;
 //   (AGENT-Q::%POST-NOTE TEXT) → NIL: TEXT for the host's log;
-//   (AGENT-Q::%PUBLISH-TIERING-COUNTS WAITING NATIVE BYTECODES) → NIL.
+//   (AGENT-Q::%PUBLISH-TIERING-COUNTS WAITING NATIVE BYTECODES IN-CHILD
+//     IN-SESSION) → NIL.
 void define_tiering_functions();
 
 }  // namespace agentq::ecl

@@ -564,8 +564,10 @@ emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
       env.intern(":tiering-waiting"), env.integer(static_cast<std::intmax_t>(tiering.waiting)),
       env.intern(":tiering-native"), env.integer(static_cast<std::intmax_t>(tiering.native)),
       env.intern(":tiering-bytecodes"), env.integer(static_cast<std::intmax_t>(tiering.bytecodes)),
+      env.intern(":tiering-in-child"), env.integer(static_cast<std::intmax_t>(tiering.in_child)),
+      env.intern(":tiering-in-session"), env.integer(static_cast<std::intmax_t>(tiering.in_session)),
   };
-  return env.call(Env::sym().list, 26, plist);
+  return env.call(Env::sym().list, 30, plist);
 }
 
 // (sly-agent-q--module-take-notes) → the background compiler's lines for

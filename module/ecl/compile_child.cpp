@@ -1,0 +1,144 @@
+#include "ecl/compile_child.hpp"
+
+#include <gc/gc.h>
+#include <gc/gc_mark.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <string>
+
+#include "core/thread_signals.hpp"
+#include "ecl/lisp_function.hpp"
+#include "ecl/lisp_string.hpp"
+
+namespace agentq::ecl {
+namespace {
+
+// Only the thread that forked exists in the child; see the header.
+void become_compile_child(pid_t parent) {
+  GC_atfork_child();
+  sigset_t set = all_but_fault_signals();
+  pthread_sigmask(SIG_SETMASK, &set, nullptr);  // our atfork handler let them all in
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);  // the parent was already gone
+  setpgid(0, 0);
+  GC_set_finalizer_notifier(nullptr);  // finalize_on_demand is set: none run
+}
+
+cl_object fork_compile_child() {
+  const pid_t parent = getpid();
+  GC_atfork_prepare();  // does nothing when libgc installed its own handlers
+  const pid_t pid = fork();
+  if (pid == 0) {
+    become_compile_child(parent);
+    return one_value(ecl_make_fixnum(0));
+  }
+  GC_atfork_parent();
+  return one_value(pid > 0 ? ecl_make_fixnum(pid) : ECL_NIL);
+}
+
+// libgc marks the objects on a thread's local free lists at a collection
+// (so that they stay free): taken next, they would look older than the
+// fork.  So each small size's list (ECL allocates with GC_malloc and
+// GC_malloc_atomic) is used up, until an unmarked object comes from a
+// refill.  Larger objects come from blocks the collection swept.
+void use_up_marked_free_lists() {
+  constexpr std::size_t kGranule = 16, kLargestLocal = 25 * kGranule;
+  for (std::size_t bytes = kGranule; bytes <= kLargestLocal; bytes += kGranule)
+    for (bool atomic : {false, true})
+      for (int i = 0; i < 100000; ++i) {
+        void* object = atomic ? GC_malloc_atomic(bytes) : GC_malloc(bytes);
+        if (object == nullptr || !GC_is_marked(GC_base(object))) break;
+      }
+}
+
+cl_object mark_live_objects() {
+  GC_gcollect();
+  GC_disable();
+  use_up_marked_free_lists();
+  return one_value(ECL_NIL);
+}
+
+cl_object preexisting_object_p(cl_object object) {
+  void* address = object;
+#ifdef ECL_SMALL_CONS
+  if (ECL_CONSP(object)) address = ECL_CONS_PTR(object);
+  else if (ECL_IMMEDIATE(object)) return one_value(ECL_NIL);
+#else
+  if (ECL_IMMEDIATE(object) || object == ECL_NIL) return one_value(ECL_NIL);
+#endif
+  void* base = GC_base(address);
+  return one_value(base == nullptr || GC_is_marked(base) ? ECL_T : ECL_NIL);
+}
+
+cl_object child_exit(cl_object code) { _exit(ECL_FIXNUMP(code) ? static_cast<int>(ecl_fixnum(code) & 0xff) : 1); }
+
+int exit_status(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
+
+cl_object wait_child(cl_object pid_object, cl_object timeout_object) {
+  if (!ECL_FIXNUMP(pid_object) || ecl_fixnum(pid_object) <= 0 || !ECL_FIXNUMP(timeout_object))
+    return one_value(ECL_NIL);
+  const auto pid = static_cast<pid_t>(ecl_fixnum(pid_object));
+  const long timeout_ms = ecl_fixnum(timeout_object);
+  int result = -1;
+  bool timed_out = false;
+  outside_lisp([&] {
+    timespec start{}, now{};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+      int status = 0;
+      pid_t done = waitpid(pid, &status, WNOHANG);
+      if (done == pid) {
+        result = exit_status(status);
+        return;
+      }
+      if (done < 0 && errno != EINTR) return;  // not our child (any more)
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      long elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+      if (elapsed >= timeout_ms) break;
+      timespec pause{0, 1000000};  // a child lives some tens of ms: 1 ms is close enough
+      nanosleep(&pause, nullptr);
+    }
+    timed_out = true;
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  });
+  if (timed_out) return one_value(ecl_make_keyword("TIMEOUT"));
+  return one_value(result >= 0 ? ecl_make_fixnum(result) : ECL_NIL);
+}
+
+cl_object make_private_directory() {
+  std::string path;
+  bool made = false;
+  outside_lisp([&] {
+    const char* tmp = getenv("TMPDIR");
+    path = (tmp && *tmp) ? tmp : "/tmp";
+    if (path.back() != '/') path += '/';
+    path += "sly-agent-q-compile-XXXXXX";
+    made = mkdtemp(path.data()) != nullptr;
+    path += '/';
+  });
+  return one_value(made ? make_lisp_string(path) : ECL_NIL);
+}
+
+}  // namespace
+
+void define_compile_child_functions() {
+  define_lisp_function("%FORK-COMPILE-CHILD", fork_compile_child);
+  define_lisp_function("%MARK-LIVE-OBJECTS", mark_live_objects);
+  define_lisp_function("%PREEXISTING-OBJECT-P", preexisting_object_p);
+  define_lisp_function("%CHILD-EXIT", child_exit);
+  define_lisp_function("%WAIT-CHILD", wait_child);
+  define_lisp_function("%MAKE-PRIVATE-DIRECTORY", make_private_directory);
+}
+
+}  // namespace agentq::ecl
