@@ -423,7 +423,12 @@ touched by that), with the session's functions it calls kept NOTINLINE."
                          when (and (fboundp s) (not (macro-function s)) (not (special-operator-p s))
                                    (not (image-symbol-p s)))
                            collect s)))
-      `(function (,@head ,@(when called `((declare (notinline ,@called)))) ,@body)))))
+      ;; CALL-NEXT-METHOD's compiler macro puts a string of ECL's own
+      ;; into the code ("No next method."): a constant that would keep
+      ;; the batch out of a compile child.  The global function (what the
+      ;; bytecodes call) does the same.
+      (push 'call-next-method called)
+      `(function (,@head (declare (notinline ,@called)) ,@body)))))
 
 (defun install-native-method (entry native)
   "Make NATIVE ENTRY's method's function (wrapped as CLOS wraps it), unless

@@ -440,4 +440,24 @@ the next method returns."
     (should (string-match-p "method AGENTQ-TIER-GBAD (INTEGER) stays bytecodes: the native compile failed"
                             (buffer-string)))))
 
+(ert-deftest sly-agent-q-tiering/methods-compile-in-a-child ()
+  "Methods' batches go to a compile child like DEFUNs' (CALL-NEXT-METHOD's
+compiler macro would bring a constant of ECL's own into the code)."
+  (skip-unless (agentq-tiering-gcc-p))
+  (skip-unless (equal (agentq-test-eval-ok "(agent-q::only-our-threads-p)") "=> T"))
+  (agentq-tiering-wait)
+  (let ((in-child (plist-get (sly-agent-q-runtime-status) :tiering-in-child))
+        (in-session (plist-get (sly-agent-q-runtime-status) :tiering-in-session)))
+    (agentq-test-eval-ok (format "(defgeneric agentq-tier-gch (x))
+(defmethod agentq-tier-gch ((x t)) (list :t %1$s))
+(defmethod agentq-tier-gch ((x number)) (list* :number %1$s (funcall #'call-next-method)))
+(defmethod agentq-tier-gch ((x integer)) (list* :integer %1$s (call-next-method)))
+(defmethod agentq-tier-gch :around ((x integer)) (list* :around %1$s (call-next-method)))"
+                                 (agentq-tiering-frame-probe "agentq-tier-gch")))
+    (agentq-tiering-wait)
+    (should (equal (agentq-tiering-read "(agentq-tier-gch 1)")
+                   '(:AROUND :NATIVE :INTEGER :NATIVE :NUMBER :NATIVE :T :NATIVE)))
+    (should (= (plist-get (sly-agent-q-runtime-status) :tiering-in-child) (1+ in-child)))
+    (should (= (plist-get (sly-agent-q-runtime-status) :tiering-in-session) in-session))))
+
 ;;; sly-agent-q-tiering-test.el ends here
