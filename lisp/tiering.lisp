@@ -20,7 +20,8 @@
 ;;;; it (CLOS::WRAPPED-METHOD-FUNCTION: the wrapper binds what
 ;;;; CALL-NEXT-METHOD needs) into the METHOD-FUNCTION.  The compiler
 ;;;; thread takes that function's form from DEFMETHOD's expansion again
-;;;; (which touches no generic function in ECL 21.2.1), compiles it, and
+;;;; (which touches no generic function in ECL 21.2.1), compiles it (with
+;;;; CALL-NEXT-METHOD NOTINLINE: METHOD-NATIVE-LAMBDA says why), and
 ;;;; sets the METHOD-FUNCTION to the native one wrapped the same way, if
 ;;;; the method is still in its generic function with the function it had;
 ;;;; SI:CLEAR-GFUN-HASH then makes every thread's dispatch cache forget the
