@@ -39,6 +39,7 @@ echo "== the chat: a 200 KB answer streamed through curl from a local fake provi
 emacs -Q --batch -L elisp -L tests/elisp -l bench/chat-stream.el 2>/dev/null | grep '^bench:' || echo "bench: chat_stream_200kb failed"
 echo "== native tiering: (fib 30) as bytecodes, tiered, compiled explicitly; SBCL"
 emacs -Q --batch -L elisp -l bench/tiering.el fib 2>/dev/null | grep '^bench:' || echo "bench: tiering_fib30 failed"
+emacs -Q --batch -L elisp -l bench/tiering.el methods 2>/dev/null | grep '^bench:' || echo "bench: tiering_method failed"
 if command -v sbcl >/dev/null; then
   sbcl --noinform --non-interactive --no-userinit --eval '(progn (defun fib (n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2))))) (let ((best nil)) (dotimes (i 3) (let ((start (get-internal-real-time))) (fib 30) (let ((ms (/ (* 1000.0 (- (get-internal-real-time) start)) internal-time-units-per-second))) (setf best (if best (min best ms) ms))))) (format t "bench: tiering_fib30_peer sbcl_ms=~,1F~%" best)))' 2>/dev/null | grep '^bench:'
 else

@@ -1,6 +1,6 @@
 ;;; tiering.el --- Native tiering and the fasl cache: figures -*- lexical-binding: t; -*-
 
-;; emacs -Q --batch -L elisp -l bench/tiering.el [fib|cold|cached]
+;; emacs -Q --batch -L elisp -l bench/tiering.el [fib|methods|cold|cached]
 ;;
 ;; fib:    (fib 30) defined through evaluate_lisp and run once at once
 ;;         (bytecodes), again after the background compile finished (waited
@@ -8,6 +8,11 @@
 ;;         in the same session.  Tiered and explicit are timed in turns,
 ;;         the best of 21 runs each, in ms, inside Lisp.  (Evaluations
 ;;         beside a background compile: bench/tiering-meanwhile.el.)
+;; methods: two DEFMETHODs defined through evaluate_lisp, timed as bytecodes
+;;         (the background compile held back meanwhile) and after it: a
+;;         body-heavy method (a sum of squares to 10^6), and a generic
+;;         Fibonacci (25) whose time is mostly dispatch.  The best of 7
+;;         rounds of the best of 3 calls, in ms, inside Lisp.
 ;; cold / cached: load_system of alexandria, timed from Emacs, in a session
 ;;         whose fasl cache is empty / already filled (run.sh sets
 ;;         XDG_CACHE_HOME to a fresh directory for both).
@@ -70,6 +75,37 @@
     (princ (format "bench: tiering_fib30 bytecodes_ms=%.1f tiered_ms=%.1f explicit_compile_ms=%.1f tiered_over_explicit=%.2f target_ratio=1.3 background_compile_s=%.2f\n"
                    bytecodes native explicit (/ native explicit) compile-s))))
 
+(defun bench-tiering-methods ()
+  (bench-eval bench-tiering--timer)
+  (bench-eval "(agent-q::wait-for-native-compiles 60)")
+  ;; The compile waits for the evaluation that defines the methods and
+  ;; times their bytecodes to end.
+  (bench-eval "(setf agent-q::*tiering-busy-grace-ms* 600000)")
+  (bench-eval "(defgeneric bench-sum (n))
+(defmethod bench-sum ((n integer)) (let ((s 0)) (dotimes (i n) (setf s (+ s (* i i)))) s))
+(defgeneric bench-gfib (n))
+(defmethod bench-gfib ((n integer)) (if (< n 2) n (+ (bench-gfib (- n 1)) (bench-gfib (- n 2)))))
+(defun bench-best-of-rounds ()
+  (let ((best (list nil nil)))
+    (dotimes (round 7 best)
+      (loop for thunk in (list (lambda () (bench-sum 1000000)) (lambda () (bench-gfib 25))) for i from 0
+            do (let ((ms (bench-ms thunk)))
+                 (setf (nth i best) (if (nth i best) (min ms (nth i best)) ms)))))))
+(defvar *bench-bytecodes* (bench-best-of-rounds))")
+  (bench-eval "(setf agent-q::*tiering-busy-grace-ms* 1000)")
+  (bench-eval "(agent-q::wait-for-native-compiles 60)")
+  (let ((state (bench-eval "(agent-q::tiering-state-text 'bench-sum)")))
+    (unless (string-match-p "1 native (compiled in the background), 0 bytecodes" state)
+      (error "bench-sum's method is not native after the background compile: %s" state)))
+  (bench-eval "(defvar *bench-native* (bench-best-of-rounds))")
+  (let ((values (mapcar (lambda (code) (bench-tiering--number (bench-eval code)))
+                        '("(first *bench-bytecodes*)" "(first *bench-native*)"
+                          "(second *bench-bytecodes*)" "(second *bench-native*)"))))
+    (princ (format "bench: tiering_method_sum bytecodes_ms=%.1f tiered_ms=%.1f speedup=%.1f\n"
+                   (nth 0 values) (nth 1 values) (/ (nth 0 values) (nth 1 values))))
+    (princ (format "bench: tiering_method_gfib25 bytecodes_ms=%.1f tiered_ms=%.1f speedup=%.1f\n"
+                   (nth 2 values) (nth 3 values) (/ (nth 2 values) (nth 3 values))))))
+
 (defun bench-tiering-load (label)
   (let* ((start (float-time))
          (result (car (sly-agent-q-execute-tool-calls
@@ -80,6 +116,7 @@
 (pcase (car command-line-args-left)
   ("cold" (bench-tiering-load "cold"))
   ("cached" (bench-tiering-load "cached"))
+  ("methods" (bench-tiering-methods))
   (_ (bench-tiering-fib)))
 (setq command-line-args-left nil)
 

@@ -115,10 +115,11 @@ Longer output is cut with a visible \"output truncated\" marker."
 
 (defcustom sly-agent-q-native-tiering t
   "Whether the session's functions are compiled natively in the background.
-A DEFUN evaluated at top level (evaluate_lisp, eval_form, the REPL, the
-evaluate commands) runs at once as ECL bytecodes; with this on, a
-background Lisp thread then compiles it with ECL's C compiler (gcc) and
-swaps the native function in, unless it was redefined meanwhile.
+A DEFUN or DEFMETHOD evaluated at top level (evaluate_lisp, eval_form,
+the REPL, the evaluate commands), also inside a top-level PROGN or
+EVAL-WHEN, runs at once as ECL bytecodes; with this on, a background
+Lisp thread then compiles it with ECL's C compiler (gcc) and swaps the
+native function in, unless it was redefined meanwhile.
 Nothing waits for it.  Without a C compiler on PATH it is off whatever
 this says.  describe_symbol says how a function runs."
   :type 'boolean

@@ -3,14 +3,33 @@
 ;;;; (gcc) and swaps each native function in, unless it was redefined
 ;;;; meanwhile.
 ;;;;
-;;;; What is tiered: a DEFUN evaluated at top level by evaluate_lisp,
-;;;; eval_form, the REPL or the evaluate commands (READ-EVAL-FORMS calls
-;;;; TIERING-NOTE after each form).  Its form, already read, is kept with the
-;;;; package it was read in; nothing is printed and read again, so
-;;;; uninterned symbols, #. objects and literal structures stay the same
-;;;; objects (ECL's COMPILE keeps literals by identity).  Definitions that
-;;;; arrive together (20 DEFUNs in one call) are compiled as one lambda
-;;;; returning all of them: one gcc run.
+;;;; What is tiered: a DEFUN or DEFMETHOD evaluated at top level by
+;;;; evaluate_lisp, eval_form, the REPL or the evaluate commands
+;;;; (READ-EVAL-FORMS calls TIERING-NOTE after each form), or as a subform
+;;;; of a top-level PROGN, or of an EVAL-WHEN whose situations include
+;;;; :EXECUTE, at any depth (nothing is macroexpanded to find them).  Its
+;;;; form, already read, is kept with the package it was read in; nothing
+;;;; is printed and read again, so uninterned symbols, #. objects and
+;;;; literal structures stay the same objects (ECL's COMPILE keeps literals
+;;;; by identity).  Definitions that arrive together (20 DEFUNs in one
+;;;; call) are compiled as one lambda returning all of them: one gcc run.
+;;;;
+;;;; Methods: a method of a standard generic function keeps its method
+;;;; object; only its function changes.  ECL's DEFMETHOD passes the
+;;;; method's own function (bytecodes) to CLOS::INSTALL-METHOD, which wraps
+;;;; it (CLOS::WRAPPED-METHOD-FUNCTION: the wrapper binds what
+;;;; CALL-NEXT-METHOD needs) into the METHOD-FUNCTION.  The compiler
+;;;; thread takes that function's form from DEFMETHOD's expansion again
+;;;; (which touches no generic function in ECL 21.2.1), compiles it (with
+;;;; CALL-NEXT-METHOD NOTINLINE: METHOD-NATIVE-LAMBDA says why), and
+;;;; sets the METHOD-FUNCTION to the native one wrapped the same way, if
+;;;; the method is still in its generic function with the function it had;
+;;;; SI:CLEAR-GFUN-HASH then makes every thread's dispatch cache forget the
+;;;; old effective methods (until then they still run the bytecodes, which
+;;;; are as correct).  Which method a DEFMETHOD made is known by identity:
+;;;; INSTALL-METHOD tells HOOK-INSTALL-METHOD's wrapper each method it made
+;;;; and its function, whose definition ECL keeps and which holds the very
+;;;; conses of the DEFMETHOD's body.
 ;;;;
 ;;;; What native code would change, and is prevented:
 ;;;; - A call of another global function of the session's could be inlined
@@ -25,8 +44,8 @@
 ;;;;   definition stays bytecodes, and says why.
 ;;;; - A redefinition made while the compile ran wins: the native function
 ;;;;   replaces only the very bytecodes function it was compiled from.
-;;;; Closures (a DEFUN inside a LET) are not top-level DEFUNs: they stay
-;;;; bytecodes.
+;;;; Closures (a DEFUN inside a LET), and definitions inside LOCALLY, FLET,
+;;;; MACROLET..., are not tiered: they stay bytecodes.
 ;;;;
 ;;;; The thread: made by the worker, so every asynchronous signal stays
 ;;;; blocked on it (Emacs keeps them); known to the host as one of the
@@ -65,6 +84,19 @@ bytecodes; batches compiled, those that failed, and where compiles' Lisp
 half ran: in a compile child, or in the session.")
 (defvar *tiered* (make-hash-table :test 'equal)
   "Function name → the TIERED entry of its latest top-level DEFUN.")
+(defvar *tiered-methods* (make-hash-table :test 'eq :weakness :key)
+  "Method object → the TIERED entry of the DEFMETHOD that made it.")
+(defvar *methods-made* '()
+  "(FUNCTION . METHOD) for the methods CLOS::INSTALL-METHOD made from
+bytecodes since the last TIERING-NOTE, newest first: FUNCTION is the
+method's own function, before CLOS wraps it.")
+(defvar *methods-made-count* 0 "The length of *METHODS-MADE*.")
+(defvar *methods-made-lock* (mp:make-lock :name "agent-q methods made")
+  "Guards *METHODS-MADE*: any thread may define methods.")
+(defparameter *methods-made-limit* 2000
+  "At most this many methods are kept between two top-level forms.")
+(defparameter *tiering-subform-limit* 2000
+  "Subforms of a top-level PROGN or EVAL-WHEN looked at, at most.")
 (defvar *native-names* (make-hash-table :test 'eq :weakness :key)
   "Native function → its name: ECL's COMPILE leaves the functions of a batch
 unnamed, and backtraces should name them.")
@@ -91,12 +123,16 @@ to, which the worker stays off; NIL when it may use every CPU.")
 (defparameter *tiering-batch-limit* 200 "At most this many definitions in one gcc run.")
 (defparameter *tiering-walk-limit* 20000 "Conses walked in a form, at most.")
 
-(defstruct (tiered (:constructor make-tiered (name form package bytecodes macros specials)))
-  "One top-level DEFUN of the session, and what became of it."
+(defstruct (tiered (:constructor make-tiered
+                       (name form package bytecodes macros specials &optional (kind :defun) method)))
+  "One top-level DEFUN or DEFMETHOD of the session, and what became of it."
   name form package
-  bytecodes                             ; the function DEFUN made
+  bytecodes                             ; the function DEFUN made; a method's METHOD-FUNCTION
   macros                                ; ((symbol . macro-function) ...) it used
   specials                              ; symbols special when it was defined
+  (kind :defun)                         ; :defun or :method
+  (method nil)                          ; the method object a DEFMETHOD made
+  (native nil)                          ; a method's native METHOD-FUNCTION, once installed
   (state :new)                          ; :new, :waiting, :native, :bytecodes, :replaced
   (reason nil))                         ; why :bytecodes
 
@@ -146,40 +182,288 @@ conses.  Circular structure is walked once."
       (walk form))
     symbols))
 
+;;; What a top-level form defined is known by identity: a DEFUN's function
+;;; is its name's definition right after a top-level DEFUN; inside a PROGN
+;;; or EVAL-WHEN, later subforms may have redefined the name, so the
+;;; function must be the one made from that DEFUN: ECL keeps each bytecodes
+;;; function's definition (FUNCTION-LAMBDA-EXPRESSION), whose lambda list
+;;; and body are the very conses of the DEFUN's.  A DEFMETHOD's method is
+;;; found the same way among those CLOS::INSTALL-METHOD made while the
+;;; form ran (HOOK-INSTALL-METHOD records them): its function's definition
+;;; holds the form's body, and its name, qualifiers and lambda list are
+;;; the form's.  Nothing is macroexpanded to find them.
+
 (defun tiering-note (form)
-  "After FORM was evaluated at top level on the worker: queue it for the
-native compiler when it is a DEFUN that can be tiered.  Cheap for any
+  "After FORM was evaluated at top level on the worker: queue the DEFUNs
+and DEFMETHODs it made for the native compiler (FORM itself, or the
+subforms of a top-level PROGN, or of an EVAL-WHEN whose situations
+include :EXECUTE, recursively), when they can be tiered.  Cheap for any
 other form."
+  (let ((made (and *methods-made* (take-methods-made))))
+    (when (consp form)
+      (let ((defmethods (note-form form t (list 0) '())))
+        (when (and defmethods made)
+          (note-defmethods (nreverse defmethods) made))))))
+
+(defun note-form (form top budget defmethods)
+  "Note the DEFUNs of FORM (a top-level form when TOP, else a subform of
+one) and of its top-level subforms; returns DEFMETHODS with its
+DEFMETHODs pushed.  BUDGET is a one-element list counting the subforms."
+  (when (and (consp form) (<= (incf (car budget)) *tiering-subform-limit*))
+    (case (car form)
+      (defun (note-defun form top))
+      (defmethod (push form defmethods))
+      ((progn eval-when)
+       (when (or (eq (car form) 'progn)
+                 (and (consp (cdr form)) (listp (second form))
+                      (ignore-errors (intersection '(:execute eval) (second form)))))
+         (loop for tail on (if (eq (car form) 'progn) (cdr form) (cddr form))
+               while (and (consp tail) (<= (car budget) *tiering-subform-limit*))
+               do (setf defmethods (note-form (car tail) nil budget defmethods)))))))
+  defmethods)
+
+(defun made-from-defun-p (function form)
+  "True when the bytecodes FUNCTION was made from the DEFUN FORM: its
+definition is (EXT:LAMBDA-BLOCK NAME LAMBDA-LIST . BODY) with FORM's
+lambda list and ending with FORM's body forms (the same conses, not
+equal ones)."
+  (let ((cell (last (nth-value 1 (split-body (cdddr form)))))
+        (definition (ignore-errors (function-lambda-expression function))))
+    (and (consp cell) (consp definition) (consp (cdr definition)) (consp (cddr definition))
+         (eq (third definition) (third form))
+         (eq (last definition) cell))))
+
+(defun note-defun (form top)
+  "Queue the DEFUN FORM's function, when it is the one FORM made."
   (let ((name (defun-name form)))
     (when name
       (let ((function (and (fboundp name) (fdefinition name))))
-        (when (and (bytecodes-function-p function) (not (closure-with-environment-p function)))
-          (let* ((symbols (form-symbols form))
-                 (entry (make-tiered name form *package* function
-                                     (if (listp symbols)
-                                         (loop for s in symbols
-                                               for m = (macro-function s)
-                                               when m collect (cons s m))
-                                         :too-big)
-                                     (if (listp symbols) (remove-if-not #'si:specialp symbols) '()))))
-            (cond ((eq symbols :too-big)
-                   (settle entry :bytecodes "the definition is too big to compile in the background"))
-                  ((not (%tiering-enabled-p))
-                   (settle entry :bytecodes "native tiering is off (sly-agent-q-native-tiering)"))
-                  ((not (c-compiler-on-path-p))
-                   (settle entry :bytecodes "no C compiler (gcc) on PATH"))
-                  ((stringp *compiler-state*)
-                   (settle entry :bytecodes *compiler-state*))
-                  (t
-                   (mp:with-lock (*tiering-lock*)
-                     (push entry *tiering-queue*)
-                     (setf (tiered-state entry) :waiting)
-                     (incf (getf *tiering-counts* :waiting))
-                     (publish-tiering-counts)
-                     (setf *tiering-last-note* (get-internal-real-time)))
-                   (mp:condition-variable-broadcast *tiering-wakeup*)
-                   (ensure-compiler-thread)))
+        (when (and (bytecodes-function-p function) (not (closure-with-environment-p function))
+                   (or top (made-from-defun-p function form)))
+          (let ((entry (queue-entry (make-tiered name form *package* function nil nil))))
             (setf (gethash name *tiered*) entry)))))))
+
+(defun queue-entry (entry)
+  "Fill in ENTRY's macros and specials, and queue it for the native
+compiler, or settle it as bytecodes and why.  Returns ENTRY."
+  (let ((symbols (form-symbols (tiered-form entry))))
+    (setf (tiered-macros entry) (if (listp symbols)
+                                    (loop for s in symbols
+                                          for m = (macro-function s)
+                                          when m collect (cons s m))
+                                    :too-big)
+          (tiered-specials entry) (if (listp symbols) (remove-if-not #'si:specialp symbols) '()))
+    (cond ((eq symbols :too-big)
+           (settle entry :bytecodes "the definition is too big to compile in the background"))
+          ((not (%tiering-enabled-p))
+           (settle entry :bytecodes "native tiering is off (sly-agent-q-native-tiering)"))
+          ((not (c-compiler-on-path-p))
+           (settle entry :bytecodes "no C compiler (gcc) on PATH"))
+          ((stringp *compiler-state*)
+           (settle entry :bytecodes *compiler-state*))
+          (t
+           (mp:with-lock (*tiering-lock*)
+             (push entry *tiering-queue*)
+             (setf (tiered-state entry) :waiting)
+             (incf (getf *tiering-counts* :waiting))
+             (publish-tiering-counts)
+             (setf *tiering-last-note* (get-internal-real-time)))
+           (mp:condition-variable-broadcast *tiering-wakeup*)
+           (ensure-compiler-thread)))
+    entry))
+
+;;;; Methods
+
+(defun note-method-made (function method)
+  "Called by CLOS::INSTALL-METHOD (on any thread) with the method's own
+FUNCTION and the METHOD it made."
+  (when (bytecodes-function-p function)
+    (mp:with-lock (*methods-made-lock*)
+      (when (< *methods-made-count* *methods-made-limit*)
+        (push (cons function method) *methods-made*)
+        (incf *methods-made-count*)))))
+
+(defun take-methods-made ()
+  "The methods made since the last call, newest first (see *METHODS-MADE*)."
+  (mp:with-lock (*methods-made-lock*)
+    (prog1 *methods-made*
+      (setf *methods-made* '() *methods-made-count* 0))))
+
+(defvar *install-method-hooked* nil "True once CLOS::INSTALL-METHOD records the methods it makes.")
+
+(defun hook-install-method ()
+  "Make ECL's CLOS::INSTALL-METHOD, which every DEFMETHOD calls with the
+method's function, tell NOTE-METHOD-MADE what it made."
+  (unless *install-method-hooked*
+    (let* ((symbol (find-symbol "INSTALL-METHOD" "CLOS"))
+           (original (and symbol (fboundp symbol) (fdefinition symbol))))
+      (when (functionp original)
+        (setf (fdefinition symbol)
+              (lambda (name qualifiers specializers lambda-list function &rest options)
+                (let ((method (apply original name qualifiers specializers lambda-list function options)))
+                  (ignore-errors (note-method-made function method))
+                  method)))
+        (setf *install-method-hooked* t)))))
+
+(hook-install-method)
+
+(defun defmethod-parts (form)
+  "(values NAME QUALIFIERS LAMBDA-LIST BODY) of (DEFMETHOD NAME
+{QUALIFIER}* LAMBDA-LIST . BODY), or NIL."
+  (when (and (consp form) (consp (cdr form)))
+    (let ((name (second form)) (rest (cddr form)) (qualifiers '()))
+      (loop while (and (consp rest) (atom (car rest)) (car rest))
+            do (push (pop rest) qualifiers))
+      (when (and (consp rest) (listp (car rest))
+                 (or (symbolp name)
+                     (and (consp name) (eq (car name) 'setf) (consp (cdr name)) (symbolp (cadr name)))))
+        (values name (nreverse qualifiers) (car rest) (cdr rest))))))
+
+(defun note-defmethods (forms made)
+  "Queue the methods the DEFMETHOD FORMS made: each is the newest of MADE
+whose function's definition holds the last cons of the form's body.
+Each definition is walked once (at most *TIERING-WALK-LIMIT* conses)."
+  (let ((forms-by-cell (make-hash-table :test 'eq)) (matched (make-hash-table :test 'eq)))
+    (dolist (form forms)
+      (let ((cell (last (nth-value 1 (split-body (nth-value 3 (defmethod-parts form)))))))
+        (when (consp cell)
+          (setf (gethash cell forms-by-cell) form))))
+    (when (plusp (hash-table-count forms-by-cell))
+      (dolist (record made)
+        (let ((count 0))
+          (block walk-record
+            (labels ((walk (x)
+                       (loop
+                         (unless (consp x) (return))
+                         (let ((form (gethash x forms-by-cell)))
+                           (when (and form (not (gethash form matched)))
+                             (setf (gethash form matched) t)
+                             (note-defmethod form record)))
+                         (when (> (incf count) *tiering-walk-limit*) (return-from walk-record))
+                         (walk (car x))
+                         (setf x (cdr x)))))
+              (walk (ignore-errors (function-lambda-expression (car record)))))))))))
+
+(defun note-defmethod (form record)
+  "Queue the method the DEFMETHOD FORM made, RECORD (FUNCTION . METHOD),
+when it is a standard method of a standard generic function."
+  (multiple-value-bind (name qualifiers lambda-list) (defmethod-parts form)
+    (when name
+      (let* ((method (cdr record))
+             (gf (and method (ignore-errors (clos:method-generic-function method)))))
+        (when (and gf
+                   ;; The same body could be shared by two forms (#1#).
+                   (equal (clos:generic-function-name gf) name)
+                   (equal (method-qualifiers method) qualifiers)
+                   (equal (clos:method-lambda-list method)
+                          (ignore-errors (clos:extract-lambda-list lambda-list)))
+                   (specializers-match-p (clos:method-specializers method)
+                                         (ignore-errors (clos:extract-specializer-names lambda-list)))
+                   (eq (class-of method) (find-class 'standard-method))
+                   (eq (class-of gf) (find-class 'standard-generic-function))
+                   (not (closure-with-environment-p (car record)))
+                   (member method (clos:generic-function-methods gf))
+                   (not (gethash method *tiered-methods*)))
+          (setf (gethash method *tiered-methods*)
+                (queue-entry (make-tiered name form *package* (clos:method-function method) nil nil
+                                          :method method))))))))
+
+(defun specializers-match-p (specializers names)
+  "True when the method SPECIALIZERS are those NAMES name (an (EQL FORM)
+name matches any EQL specializer: FORM is not evaluated again)."
+  (and (= (length specializers) (length names))
+       (every (lambda (specializer name)
+                (if (and (consp name) (eq (car name) 'eql))
+                    (typep specializer 'clos:eql-specializer)
+                    (eq specializer (find-class name nil))))
+              specializers names)))
+
+(defun method-current-p (entry)
+  "True when ENTRY's method is still in its generic function, running the
+function its DEFMETHOD made."
+  (let* ((method (tiered-method entry))
+         (gf (ignore-errors (clos:method-generic-function method))))
+    (and gf
+         (eq (clos:method-function method) (tiered-bytecodes entry))
+         (member method (clos:generic-function-methods gf))
+         t)))
+
+(defun entry-label (entry)
+  "How logs name ENTRY's definition."
+  (let ((*package* (tiered-package entry)))
+    (entry-label-1 entry)))
+
+(defun entry-label-1 (entry)
+  (if (eq (tiered-kind entry) :method)
+      (let ((method (tiered-method entry)))
+        (format nil "method ~S~{ ~S~} ~S" (tiered-name entry) (method-qualifiers method)
+                (mapcar (lambda (specializer)
+                          (if (typep specializer 'class)
+                              (class-name specializer)
+                              (list 'eql (ignore-errors (clos:eql-specializer-object specializer)))))
+                        (clos:method-specializers method))))
+      (format nil "~S" (tiered-name entry))))
+
+(defun method-native-lambda (entry)
+  "The form compiled for a method ENTRY: the method's own function as ECL's
+DEFMETHOD makes it (its expansion, taken again: no generic function is
+touched by that), with the session's functions it calls kept NOTINLINE."
+  (let* ((expansion (let ((*package* (tiered-package entry)))
+                      (macroexpand-1 (tiered-form entry) nil)))
+         (install (find-symbol "INSTALL-METHOD" "CLOS"))
+         (call (and (consp expansion) (eq (car expansion) 'progn)
+                    (find-if (lambda (x) (and (consp x) (eq (car x) install))) (cdr expansion))))
+         (function (and (consp call) (nth 5 call))))
+    (unless (and (consp function) (member (car function) '(lambda ext:lambda-block))
+                 (consp (cdr function)) (or (eq (car function) 'lambda) (consp (cddr function))))
+      (error "ECL's DEFMETHOD made no method function this compiler knows"))
+    (let* ((head (if (eq (car function) 'lambda) (list (car function) (cadr function))
+                     (list (car function) (cadr function) (caddr function))))
+           (body (nthcdr (length head) function))
+           (called (loop for s in (form-symbols (nth-value 3 (defmethod-parts (tiered-form entry))))
+                         when (and (fboundp s) (not (macro-function s)) (not (special-operator-p s))
+                                   (not (image-symbol-p s)))
+                           collect s)))
+      ;; CALL-NEXT-METHOD's compiler macro puts a string of ECL's own
+      ;; into the code ("No next method."): a constant that would keep
+      ;; the batch out of a compile child.  The global function (what the
+      ;; bytecodes call) does the same.
+      (push 'call-next-method called)
+      `(function (,@head (declare (notinline ,@called)) ,@body)))))
+
+(defun install-native-method (entry native)
+  "Make NATIVE ENTRY's method's function (wrapped as CLOS wraps it), unless
+the method was redefined or removed meanwhile."
+  (let ((method (tiered-method entry)))
+    (setf (gethash native *native-names*) (tiered-name entry))
+    (if (method-current-p entry)
+        (let ((wrapped (clos::wrapped-method-function native)))
+          (setf (tiered-native entry) wrapped
+                (clos:method-function method) wrapped)
+          ;; Every thread's cache of effective methods forgets the old one.
+          (si:clear-gfun-hash (clos:method-generic-function method))
+          (settle entry :native))
+        (settle entry :replaced))))
+
+(defun methods-state-text (gf)
+  "For a generic function: how the methods the session's DEFMETHODs made
+run, or NIL when it has none."
+  (let ((native 0) (bytecodes 0) (waiting 0) (reasons '()))
+    (dolist (method (clos:generic-function-methods gf))
+      (let ((entry (gethash method *tiered-methods*)))
+        (when entry
+          (cond ((and (eq (tiered-state entry) :native)
+                      (eq (clos:method-function method) (tiered-native entry)))
+                 (incf native))
+                (t (incf bytecodes)
+                   (case (tiered-state entry)
+                     (:waiting (incf waiting))
+                     (:replaced (pushnew "replaced while waiting for the native compiler" reasons :test #'equal))
+                     (t (when (tiered-reason entry)
+                          (pushnew (tiered-reason entry) reasons :test #'equal)))))))))
+    (when (plusp (+ native bytecodes))
+      (format nil "methods the session defined: ~D native (compiled in the background), ~D bytecodes~@[ (~D waiting for the native compiler)~]~@[: ~{~A~^; ~}~]"
+              native bytecodes (and (plusp waiting) waiting) (reverse reasons)))))
 
 (defun settle (entry state &optional reason)
   "ENTRY's definition is now in STATE (:NATIVE, :BYTECODES for REASON, or
@@ -267,7 +551,10 @@ session's."
   "The form compiled for ENTRY: its DEFUN's function, with the session's
 functions it calls kept NOTINLINE.  Its recursive calls of itself are
 direct calls (LABELS), as COMPILE makes them (CLHS 3.2.2.3): 1.4 times
-faster for a (fib 30); not when its name was proclaimed NOTINLINE."
+faster for a (fib 30); not when its name was proclaimed NOTINLINE.  For
+a DEFMETHOD, its method's function (METHOD-NATIVE-LAMBDA)."
+  (when (eq (tiered-kind entry) :method)
+    (return-from native-lambda (method-native-lambda entry)))
   (destructuring-bind (name lambda-list &rest body) (cdr (tiered-form entry))
     (multiple-value-bind (declarations forms) (split-body body)
       (let* ((direct (not (declared-notinline-p name)))
@@ -284,8 +571,10 @@ faster for a (fib 30); not when its name was proclaimed NOTINLINE."
 
 (defun stale-reason (entry)
   "Why ENTRY may not be compiled now, or NIL."
-  (cond ((not (eq (and (fboundp (tiered-name entry)) (fdefinition (tiered-name entry)))
-                  (tiered-bytecodes entry)))
+  (cond ((if (eq (tiered-kind entry) :method)
+             (not (method-current-p entry))
+             (not (eq (and (fboundp (tiered-name entry)) (fdefinition (tiered-name entry)))
+                      (tiered-bytecodes entry))))
          :replaced)
         ((loop for (symbol . macro) in (tiered-macros entry)
                thereis (not (eq (macro-function symbol) macro)))
@@ -625,6 +914,8 @@ session); signals when the compile failed."
 
 (defun install-native (entry native)
   "Swap NATIVE in for ENTRY's bytecodes, unless the name was redefined."
+  (when (eq (tiered-kind entry) :method)
+    (return-from install-native (install-native-method entry native)))
   (let ((name (tiered-name entry)))
     (setf (gethash native *native-names*) name)
     (if (and (fboundp name) (eq (fdefinition name) (tiered-bytecodes entry)))
@@ -685,8 +976,8 @@ background compiler made of its DEFUN, else NIL."
           (let ((entry (first group))
                 (text (one-line (or (ignore-errors (condition-message condition)) "unknown error"))))
             (settle entry :bytecodes (format nil "the native compile failed: ~A" text))
-            (log-note "WARNING: ~S stays bytecodes: the native compile failed: ~A"
-                      (tiered-name entry) text))))))
+            (log-note "WARNING: ~A stays bytecodes: the native compile failed: ~A"
+                      (entry-label entry) text))))))
 
 (defun compiler-loop ()
   "The compiler thread: compile batches until the runtime stops."
@@ -733,13 +1024,15 @@ needs to wait for it."
 
 (defun tiering-state-text (name)
   "How NAME's function runs: native, bytecodes waiting, or bytecodes and
-why; NIL when NAME names no function, a generic function, or one of the
-image's."
+why; for a generic function, how many of the methods the session's
+DEFMETHODs made are native.  NIL when NAME names no function, one of the
+image's, or a generic function without such methods."
   (let ((function (and (fboundp name) (not (macro-function name)) (not (special-operator-p name))
                        (fdefinition name)))
         (entry (gethash name *tiered*)))
-    (cond ((or (null function) (typep function 'generic-function)
-               (and (symbolp name) (image-symbol-p name)))
+    (cond ((typep function 'generic-function)
+           (methods-state-text function))
+          ((or (null function) (and (symbolp name) (image-symbol-p name)))
            nil)
           ((not (bytecodes-function-p function))
            (if (and entry (eq (tiered-state entry) :native)) "native (compiled in the background)" "native"))
@@ -764,4 +1057,5 @@ image's."
 (defun forget-tiering ()
   "For reset_session: forget the session's entries (the counters stay)."
   (mp:with-lock (*tiering-lock*)
-    (clrhash *tiered*)))
+    (clrhash *tiered*)
+    (clrhash *tiered-methods*)))

@@ -270,4 +270,194 @@ gcc's, where a 5 ms evaluation then waited for a CPU 4 ms of its 9."
                      '("=> AGENTQ-TIER-NOGCC" "=> T" "=> :BYTECODES"
                        "=> \"bytecodes: no C compiler (gcc) on PATH\"" "=> 42"))))))
 
+;;;; Definitions inside a top-level PROGN or EVAL-WHEN, and methods
+
+(ert-deftest sly-agent-q-tiering/progn-of-defuns-becomes-native ()
+  (skip-unless (agentq-tiering-gcc-p))
+  (should (equal (agentq-test-eval-ok "(progn (defun agentq-tier-p1 (x) (+ x 1))
+       (defun agentq-tier-p2 (x) (* x 2))
+       (agentq-tier-p2 (agentq-tier-p1 2)))")
+                 "=> 6"))
+  ;; The call came back with the bytecodes in place.
+  (should (equal (agentq-tiering-kind "agentq-tier-p1") "BYTECODES"))
+  (should (string-match-p "Runs as: bytecodes, waiting for the native compiler"
+                          (agentq-tiering-describe "agentq-tier-p2")))
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-kind "agentq-tier-p1") "NATIVE"))
+  (should (equal (agentq-tiering-kind "agentq-tier-p2") "NATIVE"))
+  (should (equal (agentq-test-eval-ok "(agentq-tier-p2 (agentq-tier-p1 4))") "=> 10"))
+  (should (string-match-p "Runs as: native (compiled in the background)"
+                          (agentq-tiering-describe "agentq-tier-p1")))
+  ;; Nested PROGNs; a name defined twice keeps its second definition; a
+  ;; name a later subform set to another function keeps that function (the
+  ;; text of its DEFUN is not what it runs).
+  (agentq-test-eval-ok "(progn (progn (defun agentq-tier-p3 () :p3))
+       (defun agentq-tier-p4 () :first)
+       (defun agentq-tier-p4 () :second)
+       (defun agentq-tier-p5 () :p5)
+       (setf (fdefinition 'agentq-tier-p5) #'agentq-tier-p3))")
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-kind "agentq-tier-p3") "NATIVE"))
+  (should (equal (agentq-tiering-kind "agentq-tier-p4") "NATIVE"))
+  (should (equal (agentq-test-eval-ok "(list (agentq-tier-p3) (agentq-tier-p4) (agentq-tier-p5))")
+                 "=> (:P3 :SECOND :P3)"))
+  (should (string-match-p "Runs as: bytecodes: not defined by a top-level DEFUN"
+                          (agentq-tiering-describe "agentq-tier-p5")))
+  ;; A function made from the same body conses (#1#) but another lambda
+  ;; list is not taken for the DEFUN's.
+  (agentq-test-eval-ok "(progn (defun agentq-tier-p6 (x) . #1=((list :p6 x)))
+       (setf (fdefinition 'agentq-tier-p6) (lambda (x &optional y) (declare (ignore y)) . #1#)))")
+  (agentq-tiering-wait)
+  (should (equal (agentq-test-eval-ok "(agentq-tier-p6 1 2)") "=> (:P6 1)")))
+
+(ert-deftest sly-agent-q-tiering/eval-when-defuns-become-native ()
+  (skip-unless (agentq-tiering-gcc-p))
+  (agentq-test-eval-ok "(eval-when (:compile-toplevel :load-toplevel :execute)
+  (defun agentq-tier-ew1 (x) (list :ew1 x)))
+(eval-when (:execute)
+  (progn (defun agentq-tier-ew2 (x) (list :ew2 x))))
+(locally (declare (optimize (debug 1)))
+  (defun agentq-tier-loc (x) (list :loc x)))")
+  (should (equal (agentq-tiering-kind "agentq-tier-ew1") "BYTECODES"))
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-kind "agentq-tier-ew1") "NATIVE"))
+  (should (equal (agentq-tiering-kind "agentq-tier-ew2") "NATIVE"))
+  (should (equal (agentq-test-eval-ok "(list (agentq-tier-ew1 1) (agentq-tier-ew2 2))")
+                 "=> ((:EW1 1) (:EW2 2))"))
+  ;; LOCALLY (declarations around it) is left as it was: bytecodes.
+  (should (equal (agentq-tiering-kind "agentq-tier-loc") "BYTECODES"))
+  ;; Without :EXECUTE, EVAL-WHEN evaluates nothing: nothing is defined.
+  (should (equal (agentq-test-eval-ok "(eval-when (:compile-toplevel) (defun agentq-tier-ew3 () 3))
+(fboundp 'agentq-tier-ew3)")
+                 "=> NIL")))
+
+(defun agentq-tiering-frame-probe (name)
+  "Lisp that says how the method of NAME it is written in runs, asked of
+ECL: a bytecodes function has a frame of its own, named NAME, whose
+function SI:BC-SPLIT splits; native code compiled by the background
+compiler has none (the innermost frame is then its caller's)."
+  (format "(let ((f (si::ihs-fun (si::ihs-top))))
+  (if (and (functionp f) (nth-value 1 (si:bc-split f)) (eq (si:compiled-function-name f) '%s))
+      :bytecodes :native))" name))
+
+(defun agentq-tiering-method-code (gf)
+  "DEFMETHODs of GF: methods on INTEGER, on NUMBER, on T, an :AROUND and a
+:BEFORE method; each primary method returns its probe's answer and what
+the next method returns."
+  (let ((probe (agentq-tiering-frame-probe gf)))
+    (format "(defvar *agentq-tier-before* '())
+(defgeneric %1$s (x &optional y))
+(defmethod %1$s ((x integer) &optional (y 0))
+  (list* :integer %2$s (call-next-method (* 10 x) y)))
+(progn
+  (defmethod %1$s ((x number) &optional (y 0))
+    (let ((next #'call-next-method))
+      (list* :number %2$s (and (next-method-p) t) (funcall next (+ x y)))))
+  (eval-when (:load-toplevel :execute)
+    (defmethod %1$s ((x t) &optional y)
+      (declare (ignore y))
+      (list :t %2$s x))))
+(defmethod %1$s :around ((x integer) &optional y)
+  (declare (ignore y))
+  (list :around %2$s (call-next-method)))
+(defmethod %1$s :before ((x (eql 7)) &optional y)
+  (declare (ignore y))
+  (push (list :before %2$s) *agentq-tier-before*))"
+            gf probe)))
+
+(ert-deftest sly-agent-q-tiering/defmethod-becomes-native-and-dispatches ()
+  (skip-unless (agentq-tiering-gcc-p))
+  (agentq-test-eval-ok (agentq-tiering-method-code "agentq-tier-gf"))
+  (should (equal (agentq-tiering-read "(list (agentq-tier-gf 7 1) (agentq-tier-gf 2.5) *agentq-tier-before*)")
+                 '((:AROUND :BYTECODES (:INTEGER :BYTECODES :NUMBER :BYTECODES T :T :BYTECODES 71))
+                   (:NUMBER :BYTECODES T :T :BYTECODES 2.5) ((:BEFORE :BYTECODES)))))
+  (should (string-match-p
+           "Runs as: methods the session defined: 0 native (compiled in the background), 5 bytecodes (5 waiting for the native compiler)"
+           (agentq-tiering-describe "agentq-tier-gf")))
+  (agentq-tiering-wait)
+  ;; The same results, from native methods: CALL-NEXT-METHOD with and
+  ;; without arguments, as a function object, NEXT-METHOD-P, :AROUND,
+  ;; :BEFORE on an EQL specializer.
+  (should (equal (agentq-tiering-read "(progn (setf *agentq-tier-before* '())
+  (list (agentq-tier-gf 7 1) (agentq-tier-gf 2.5) (agentq-tier-gf \"s\") *agentq-tier-before*))")
+                 '((:AROUND :NATIVE (:INTEGER :NATIVE :NUMBER :NATIVE T :T :NATIVE 71))
+                   (:NUMBER :NATIVE T :T :NATIVE 2.5) (:T :NATIVE "s") ((:BEFORE :NATIVE)))))
+  (should (string-match-p
+           "Runs as: methods the session defined: 5 native (compiled in the background), 0 bytecodes"
+           (agentq-tiering-describe "agentq-tier-gf")))
+  ;; Two DEFMETHODs sharing their body's conses (#1#) each get their own.
+  (agentq-test-eval-ok "(progn (defmethod agentq-tier-gs ((x integer)) . #1=((list :shared x)))
+       (defmethod agentq-tier-gs ((x string)) . #1#))")
+  (agentq-tiering-wait)
+  (should (equal (agentq-tiering-read "(list (agentq-tier-gs 1) (agentq-tier-gs \"a\"))")
+                 '((:SHARED 1) (:SHARED "a"))))
+  ;; The same method objects, still found by FIND-METHOD.
+  (should (equal (agentq-test-eval-ok "(let ((m (find-method #'agentq-tier-gf '(:around) '(integer))))
+  (and (member m (clos:generic-function-methods #'agentq-tier-gf)) (method-qualifiers m)))")
+                 "=> (:AROUND)")))
+
+(ert-deftest sly-agent-q-tiering/defmethod-redefined-during-compile-wins ()
+  (skip-unless (agentq-tiering-gcc-p))
+  (agentq-test-eval-ok (format "(defgeneric agentq-tier-gr (x))
+(defmethod agentq-tier-gr ((x integer)) (list :old %s))" (agentq-tiering-frame-probe "agentq-tier-gr")))
+  (should (equal (agentq-test-eval-ok "(loop repeat 1000 until agent-q::*tiering-compiling* do (sleep 0.005)
+  finally (return agent-q::*tiering-compiling*))")
+                 "=> T"))
+  (agentq-test-eval-ok (format "(defmethod agentq-tier-gr ((x integer)) (list :new %s))"
+                               (agentq-tiering-frame-probe "agentq-tier-gr")))
+  (should (equal (agentq-test-eval-ok "(agentq-tier-gr 1)") "=> (:NEW :BYTECODES)"))
+  (agentq-tiering-wait)
+  ;; The new method, compiled in turn; the old one's native function was
+  ;; never installed.
+  (should (equal (agentq-test-eval-ok "(agentq-tier-gr 1)") "=> (:NEW :NATIVE)"))
+  ;; A method removed before its compile stays removed.
+  (agentq-test-eval-ok "(defmethod agentq-tier-gr ((x string)) :string)
+(remove-method #'agentq-tier-gr (find-method #'agentq-tier-gr '() '(string)))")
+  (agentq-tiering-wait)
+  (should (equal (agentq-test-eval-ok "(length (clos:generic-function-methods #'agentq-tier-gr))")
+                 "=> 1")))
+
+(ert-deftest sly-agent-q-tiering/failed-defmethod-compile-keeps-bytecodes ()
+  (skip-unless (agentq-tiering-gcc-p))
+  (sly-agent-q-log-runtime-notes)
+  (agentq-test-eval-ok (format "(defgeneric agentq-tier-gbad (x))
+(defmethod agentq-tier-gbad ((x integer))
+  (if (eq x :never) (ffi:c-inline () () :int \"this is not C\" :one-liner t) (list x %s)))
+(defmethod agentq-tier-gbad ((x string)) (list x %s))
+(let ((n 0))
+  (defmethod agentq-tier-gbad ((x symbol)) (list (incf n) %s)))"
+                               (agentq-tiering-frame-probe "agentq-tier-gbad")
+                               (agentq-tiering-frame-probe "agentq-tier-gbad")
+                               (agentq-tiering-frame-probe "agentq-tier-gbad")))
+  (agentq-tiering-wait)
+  ;; The closure (a DEFMETHOD inside a LET) is not compiled either.
+  (should (equal (agentq-test-eval-ok "(list (agentq-tier-gbad 1) (agentq-tier-gbad \"s\") (agentq-tier-gbad 'a))")
+                 "=> ((1 :BYTECODES) (\"s\" :NATIVE) (1 :BYTECODES))"))
+  (should (string-match-p "Runs as: methods the session defined: 1 native (compiled in the background), 1 bytecodes: the native compile failed"
+                          (agentq-tiering-describe "agentq-tier-gbad")))
+  (sly-agent-q-log-runtime-notes)
+  (with-current-buffer (get-buffer-create "*Agent-Q Log*")
+    (should (string-match-p "method AGENTQ-TIER-GBAD (INTEGER) stays bytecodes: the native compile failed"
+                            (buffer-string)))))
+
+(ert-deftest sly-agent-q-tiering/methods-compile-in-a-child ()
+  "Methods' batches go to a compile child like DEFUNs' (CALL-NEXT-METHOD's
+compiler macro would bring a constant of ECL's own into the code)."
+  (skip-unless (agentq-tiering-gcc-p))
+  (skip-unless (equal (agentq-test-eval-ok "(agent-q::only-our-threads-p)") "=> T"))
+  (agentq-tiering-wait)
+  (let ((in-child (plist-get (sly-agent-q-runtime-status) :tiering-in-child))
+        (in-session (plist-get (sly-agent-q-runtime-status) :tiering-in-session)))
+    (agentq-test-eval-ok (format "(defgeneric agentq-tier-gch (x))
+(defmethod agentq-tier-gch ((x t)) (list :t %1$s))
+(defmethod agentq-tier-gch ((x number)) (list* :number %1$s (funcall #'call-next-method)))
+(defmethod agentq-tier-gch ((x integer)) (list* :integer %1$s (call-next-method)))
+(defmethod agentq-tier-gch :around ((x integer)) (list* :around %1$s (call-next-method)))"
+                                 (agentq-tiering-frame-probe "agentq-tier-gch")))
+    (agentq-tiering-wait)
+    (should (equal (agentq-tiering-read "(agentq-tier-gch 1)")
+                   '(:AROUND :NATIVE :INTEGER :NATIVE :NUMBER :NATIVE :T :NATIVE)))
+    (should (= (plist-get (sly-agent-q-runtime-status) :tiering-in-child) (1+ in-child)))
+    (should (= (plist-get (sly-agent-q-runtime-status) :tiering-in-session) in-session))))
+
 ;;; sly-agent-q-tiering-test.el ends here
