@@ -161,14 +161,17 @@ Its notes go on the forms; THEN, if non-nil, is called with the result."
           (t (message "%s" (car (split-string text "\n")))))))
 
 (defun sly-agent-q-load-file (file)
-  "Load the Lisp FILE into ECL (saving its buffer first)."
+  "Load the Lisp FILE into ECL (saving its buffer first).
+It is loaded as source, form by form as `load' does; its `defun's and
+`defmethod's then go to the background native compiler, as evaluated
+ones do (see `sly-agent-q-native-tiering')."
   (interactive (list (or buffer-file-name (read-file-name "Load Lisp file: "))))
   (when-let ((buffer (find-buffer-visiting file)))
     (with-current-buffer buffer (when (buffer-modified-p) (save-buffer))))
   (message "Loading %s..." file)
   (sly-agent-q-lisp--call "evaluate_lisp"
                           ;; Indexed after loading, for M-. and who-calls.
-                          (list :code (format "(progn (load %S) (agent-q::xref-index-file %S t) %S)"
+                          (list :code (format "(progn (agent-q::load-source %S) (agent-q::xref-index-file %S t) %S)"
                                               (expand-file-name file) (expand-file-name file)
                                               (expand-file-name file)))
                           (lambda (result)

@@ -172,6 +172,25 @@ form's values and the package in force at the end."
                      *** ** ** * * (first values))))
     (values (values-text values any output-limit) *package* values)))
 
+(defun load-source (file)
+  "LOAD the Lisp source FILE as LOAD does (*LOAD-PATHNAME*, *LOAD-TRUENAME*,
+*PACKAGE* and *READTABLE* rebound; each form read, then evaluated), and
+note each form as READ-EVAL-FORMS does: its DEFUNs and DEFMETHODs go to the
+background native compiler as evaluated ones do (ECL's LOAD of source
+leaves them bytecodes).  Returns FILE's truename."
+  (let* ((truename (truename file))
+         (*load-pathname* (merge-pathnames file))
+         (*load-truename* truename)
+         (*package* *package*)
+         (*readtable* *readtable*)
+         (eof '#:eof))
+    (with-open-file (in truename :external-format :default)
+      (loop for form = (read in nil eof)
+            until (eq form eof)
+            do (eval-form form)
+               (tiering-note form)))
+    truename))
+
 (defun live-package-p (object)
   "True when OBJECT is a package that was not deleted."
   (%live-package-p object))

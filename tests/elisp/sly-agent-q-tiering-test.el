@@ -460,4 +460,39 @@ compiler macro would bring a constant of ECL's own into the code)."
     (should (= (plist-get (sly-agent-q-runtime-status) :tiering-in-child) (1+ in-child)))
     (should (= (plist-get (sly-agent-q-runtime-status) :tiering-in-session) in-session))))
 
+(ert-deftest sly-agent-q-tiering/a-loaded-file-is-tiered ()
+  "C-c C-l (`sly-agent-q-load-file') loads source as LOAD does, and its
+definitions go to the background native compiler as evaluated ones do."
+  (skip-unless (agentq-tiering-gcc-p))
+  (let* ((dir (make-temp-file "agentq-tier-load" t))
+         (file (expand-file-name "defs.lisp" dir))
+         (package-before (agentq-test-eval-ok "(package-name *package*)")))
+    (unwind-protect
+        (progn
+          (with-temp-file file
+            (insert "(defpackage :agentq-tier-loaded (:use :cl))\n(in-package :agentq-tier-loaded)\n"
+                    "(defparameter *where* (list *load-truename* *load-pathname*))\n"
+                    "(defun tier-loaded (x) (* x 3))\n"
+                    "(defgeneric tier-loaded-gf (x))\n(defmethod tier-loaded-gf ((x integer)) (+ x 1))\n"))
+          (let ((loaded nil))
+            (cl-letf (((symbol-function 'message)
+                       (lambda (&rest args) (when (string-prefix-p "Loaded" (car args)) (setq loaded t)))))
+              (sly-agent-q-load-file file)
+              (let ((deadline (+ (float-time) 20)))
+                (while (and (not loaded) (< (float-time) deadline)) (accept-process-output nil 0.02))))
+            (should loaded))
+          (agentq-tiering-wait)
+          (should (equal (agentq-tiering-kind "agentq-tier-loaded::tier-loaded") "NATIVE"))
+          (should (equal (agentq-test-eval-ok "(list (agentq-tier-loaded::tier-loaded 2) (agentq-tier-loaded::tier-loaded-gf 2))")
+                         "=> (6 3)"))
+          (should (string-match-p "Runs as: methods the session defined: 1 native"
+                                  (agentq-tiering-describe "agentq-tier-loaded::tier-loaded-gf")))
+          ;; LOAD's variables were bound, and its IN-PACKAGE stayed inside.
+          (should (equal (agentq-test-eval-ok
+                          (format "(equal (mapcar #'namestring agentq-tier-loaded::*where*) (list %S %S))"
+                                  (file-truename file) file))
+                         "=> T"))
+          (should (equal (agentq-test-eval-ok "(package-name *package*)") package-before)))
+      (delete-directory dir t))))
+
 ;;; sly-agent-q-tiering-test.el ends here
