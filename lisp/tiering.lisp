@@ -701,6 +701,9 @@ in order, or signals.  Warnings are kept, as text, in the second value."
 above); NIL: in the session.")
 (defparameter *compile-child-timeout-ms* 30000
   "A compile child that takes longer is killed; its batch is compiled in the session.")
+(defparameter *compile-child-stall-ms* 5000
+  "A compile child that uses no CPU time for this long (it waits on a lock
+held at the fork) is killed too.")
 (defparameter *worker-hold-timeout-ms* 200
   "How long a batch waits for the worker to be between jobs before it forks.")
 
@@ -886,12 +889,15 @@ session); signals when the compile failed."
          (let* ((pid (progn (setf *compile-child-us* (list :start (%monotonic-us)))
                             (run-compile-child form package directory)))
                 (forked (%monotonic-us))
-                (status (and pid (%wait-child pid *compile-child-timeout-ms*)))
+                (status (and pid (%wait-child pid *compile-child-timeout-ms* *compile-child-stall-ms*)))
                 (ended (%monotonic-us))
                 (result (and (eql status 0) (ignore-errors (read-child-result directory)))))
            (when (and pid (not (eql status 0)))
-             (log-note "NOTE: a compile child ~:[failed (~A)~;timed out~*~]; compiling in the session"
-                       (eq status :timeout) status))
+             (log-note "NOTE: a compile child ~A; compiling in the session"
+                       (case status
+                         (:timeout "timed out")
+                         (:stalled "stopped using the CPU (it waited on a lock?)")
+                         (t (format nil "failed (~A)" status)))))
            (case (first result)
              (:compiled
               (destructuring-bind (commands descriptions warnings) (rest result)

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <cstddef>
 #include <string>
 
@@ -81,17 +83,39 @@ cl_object child_exit(cl_object code) { _exit(ECL_FIXNUMP(code) ? static_cast<int
 
 int exit_status(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
 
-cl_object wait_child(cl_object pid_object, cl_object timeout_object) {
-  if (!ECL_FIXNUMP(pid_object) || ecl_fixnum(pid_object) <= 0 || !ECL_FIXNUMP(timeout_object))
+// The CPU time (utime + stime, in clock ticks) PID has used, or -1.
+long long cpu_ticks(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  std::FILE* file = std::fopen(path, "r");
+  if (!file) return -1;
+  char line[1024];
+  const bool read = std::fgets(line, sizeof line, file) != nullptr;
+  std::fclose(file);
+  if (!read) return -1;
+  // pid (comm) state ...: comm may hold anything, so from the last ')'.
+  const char* fields = std::strrchr(line, ')');
+  unsigned long long utime = 0, stime = 0;
+  if (!fields || std::sscanf(fields + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+    return -1;
+  return static_cast<long long>(utime + stime);
+}
+
+cl_object wait_child(cl_object pid_object, cl_object timeout_object, cl_object stall_object) {
+  if (!ECL_FIXNUMP(pid_object) || ecl_fixnum(pid_object) <= 0 || !ECL_FIXNUMP(timeout_object) ||
+      !ECL_FIXNUMP(stall_object))
     return one_value(ECL_NIL);
   const auto pid = static_cast<pid_t>(ecl_fixnum(pid_object));
   const long timeout_ms = ecl_fixnum(timeout_object);
+  const long stall_ms = ecl_fixnum(stall_object);
   int result = -1;
-  bool timed_out = false;
+  const char* ended_by = nullptr;  // "TIMEOUT" or "STALLED"
   outside_lisp([&] {
     timespec start{}, now{};
     clock_gettime(CLOCK_MONOTONIC, &start);
-    for (;;) {
+    long long last_ticks = -1;
+    long progress_ms = 0;  // when the child last used CPU time
+    for (long checked_ms = 0;;) {
       int status = 0;
       pid_t done = waitpid(pid, &status, WNOHANG);
       if (done == pid) {
@@ -101,18 +125,33 @@ cl_object wait_child(cl_object pid_object, cl_object timeout_object) {
       if (done < 0 && errno != EINTR) return;  // not our child (any more)
       clock_gettime(CLOCK_MONOTONIC, &now);
       long elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-      if (elapsed >= timeout_ms) break;
+      if (elapsed >= timeout_ms) {
+        ended_by = "TIMEOUT";
+        break;
+      }
+      // A child that uses no CPU for STALL-MS waits for something that will
+      // not come (a lock held at the fork): checked every 100 ms.
+      if (stall_ms > 0 && elapsed - checked_ms >= 100) {
+        checked_ms = elapsed;
+        long long ticks = cpu_ticks(pid);
+        if (ticks != last_ticks) {
+          last_ticks = ticks;
+          progress_ms = elapsed;
+        } else if (elapsed - progress_ms >= stall_ms) {
+          ended_by = "STALLED";
+          break;
+        }
+      }
       timespec pause{0, 1000000};  // a child lives some tens of ms: 1 ms is close enough
       nanosleep(&pause, nullptr);
     }
-    timed_out = true;
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   });
-  if (timed_out) return one_value(ecl_make_keyword("TIMEOUT"));
+  if (ended_by) return one_value(ecl_make_keyword(ended_by));
   return one_value(result >= 0 ? ecl_make_fixnum(result) : ECL_NIL);
 }
 

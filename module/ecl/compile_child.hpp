@@ -24,9 +24,11 @@ namespace agentq::ecl {
 //     immediate and is either outside libgc's heap or was live at
 //     %MARK-LIVE-OBJECTS.
 //   (AGENT-Q::%CHILD-EXIT CODE) → does not return: _exit(CODE).
-//   (AGENT-Q::%WAIT-CHILD PID TIMEOUT-MS) → its exit status (128 + signal
-//     when killed), or :TIMEOUT after killing its process group and
-//     reaping it.
+//   (AGENT-Q::%WAIT-CHILD PID TIMEOUT-MS STALL-MS) → its exit status (128
+//     + signal when killed), or, after killing its process group and
+//     reaping it, :TIMEOUT past TIMEOUT-MS, or :STALLED when it used no CPU
+//     time for STALL-MS (0: never), as a child waiting on a lock held at
+//     the fork would.
 //   (AGENT-Q::%MAKE-PRIVATE-DIRECTORY) → a new directory only this user
 //     can read ("/tmp/sly-agent-q-compile-XXXXXX/", under $TMPDIR if set),
 //     or NIL.

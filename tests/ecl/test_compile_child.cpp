@@ -37,7 +37,7 @@ std::string in_child(const std::string& child_form, int timeout_ms = 10000) {
       "(let ((pid (agent-q::%fork-compile-child)))"
       "  (if (eql pid 0)"
       "      (agent-q::%child-exit (or (ignore-errors " + child_form + ") 99))"
-      "      (agent-q::%wait-child pid " + std::to_string(timeout_ms) + ")))");
+      "      (agent-q::%wait-child pid " + std::to_string(timeout_ms) + " 0)))");
 }
 
 TEST(CompileChild, TheChildComputesAndItsExitCodeComesBack) {
@@ -68,9 +68,26 @@ TEST(CompileChild, AChildThatDoesNotEndIsKilledAndReaped) {
   EXPECT_EQ(eval_text("(let ((pid (agent-q::%fork-compile-child)))"
                       "  (if (eql pid 0)"
                       "      (loop)"
-                      "      (list (agent-q::%wait-child pid 200) (agent-q::%wait-child pid 0))))"),
+                      "      (list (agent-q::%wait-child pid 200 0) (agent-q::%wait-child pid 0 0))))"),
             "=> (:TIMEOUT NIL)");
   EXPECT_EQ(eval_text("(+ 1 2)"), "=> 3");
+}
+
+TEST(CompileChild, AChildThatStopsUsingTheCpuIsKilledBeforeTheTimeout) {
+  // Waiting for a lock held at the fork looks like this: no CPU time.  A
+  // child that computes is not stalled, however long it takes.
+  EXPECT_EQ(eval_text("(let ((pid (agent-q::%fork-compile-child)))"
+                      "  (if (eql pid 0)"
+                      "      (sleep 60)"
+                      "      (let ((start (get-internal-real-time)))"
+                      "        (list (agent-q::%wait-child pid 20000 500)"
+                      "              (< (- (get-internal-real-time) start) (* 5 internal-time-units-per-second))))))"),
+            "=> (:STALLED T)");
+  EXPECT_EQ(eval_text("(let ((pid (agent-q::%fork-compile-child)))"
+                      "  (if (eql pid 0)"
+                      "      (loop)"
+                      "      (agent-q::%wait-child pid 1500 500)))"),
+            "=> :TIMEOUT");
 }
 
 TEST(CompileChild, PrivateDirectoriesAreTheUsersOnly) {
