@@ -872,11 +872,6 @@ constants DESCRIPTIONS name: the batch's thunk."
           (setf (getf *compile-child-us* :load) (- (%monotonic-us) start)))
         (symbol-value gazonk)))))
 
-(defun remove-private-directory (directory)
-  (dolist (file (ignore-errors (directory (make-pathname :name :wild :type :wild :defaults directory))))
-    (ignore-errors (delete-file file)))
-  (ignore-errors (si:rmdir directory)))
-
 (defun compile-in-child (form package)
   "Compile FORM with its Lisp half in a compile child: (values THUNK
 WARNINGS); NIL when the child cannot be used (then compile in the
@@ -916,7 +911,7 @@ session); signals when the compile failed."
                           (format nil "not in a child: ~A" (second result))
                           (format nil "the child ended with ~S" status)))
                 nil)))
-      (remove-private-directory directory))))
+      (%remove-private-directory directory))))
 
 (defun install-native (entry native)
   "Swap NATIVE in for ENTRY's bytecodes, unless the name was redefined."

@@ -1,5 +1,6 @@
 #include "ecl/compile_child.hpp"
 
+#include <dirent.h>
 #include <gc/gc.h>
 #include <gc/gc_mark.h>
 #include <signal.h>
@@ -10,9 +11,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <cstddef>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "core/thread_signals.hpp"
@@ -155,18 +158,63 @@ cl_object wait_child(cl_object pid_object, cl_object timeout_object, cl_object s
   return one_value(result >= 0 ? ecl_make_fixnum(result) : ECL_NIL);
 }
 
+// The private directories made and not yet removed: removed at exit too
+// (an Emacs that quits while a batch compiles would leave them in /tmp).
+std::mutex g_directories_mutex;
+std::set<std::string> g_directories;
+
+// Removes PATH's files (ECL's temporary files lie flat in it) and PATH.
+void remove_flat_directory(const std::string& path) {
+  for (int pass = 0; pass < 2; ++pass) {  // a file gcc made meanwhile
+    if (DIR* directory = opendir(path.c_str())) {
+      const int fd = dirfd(directory);
+      while (dirent* entry = readdir(directory))
+        if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0)
+          unlinkat(fd, entry->d_name, 0);
+      closedir(directory);
+    }
+    if (rmdir(path.c_str()) == 0 || errno == ENOENT) return;
+  }
+}
+
+void remove_directories_at_exit() {
+  std::unique_lock lock(g_directories_mutex, std::try_to_lock);  // never wait at exit
+  if (!lock.owns_lock()) return;
+  for (const std::string& path : g_directories) remove_flat_directory(path);
+  g_directories.clear();
+}
+
 cl_object make_private_directory() {
   std::string path;
   bool made = false;
   outside_lisp([&] {
+    static std::once_flag at_exit;
+    std::call_once(at_exit, [] { std::atexit(remove_directories_at_exit); });
     const char* tmp = getenv("TMPDIR");
     path = (tmp && *tmp) ? tmp : "/tmp";
     if (path.back() != '/') path += '/';
     path += "sly-agent-q-compile-XXXXXX";
     made = mkdtemp(path.data()) != nullptr;
+    if (made) {
+      std::lock_guard lock(g_directories_mutex);
+      g_directories.insert(path);
+    }
     path += '/';
   });
   return one_value(made ? make_lisp_string(path) : ECL_NIL);
+}
+
+cl_object remove_private_directory(cl_object path_object) {
+  if (!ecl_stringp(path_object)) return one_value(ECL_NIL);
+  std::string path = lisp_string_to_utf8(path_object);
+  bool known = false;
+  outside_lisp([&] {
+    if (!path.empty() && path.back() == '/') path.pop_back();
+    std::lock_guard lock(g_directories_mutex);
+    known = g_directories.erase(path) > 0;
+    if (known) remove_flat_directory(path);
+  });
+  return one_value(known ? ECL_T : ECL_NIL);
 }
 
 }  // namespace
@@ -178,6 +226,7 @@ void define_compile_child_functions() {
   define_lisp_function("%CHILD-EXIT", child_exit);
   define_lisp_function("%WAIT-CHILD", wait_child);
   define_lisp_function("%MAKE-PRIVATE-DIRECTORY", make_private_directory);
+  define_lisp_function("%REMOVE-PRIVATE-DIRECTORY", remove_private_directory);
 }
 
 }  // namespace agentq::ecl

@@ -31,7 +31,10 @@ namespace agentq::ecl {
 //     the fork would.
 //   (AGENT-Q::%MAKE-PRIVATE-DIRECTORY) → a new directory only this user
 //     can read ("/tmp/sly-agent-q-compile-XXXXXX/", under $TMPDIR if set),
-//     or NIL.
+//     or NIL.  Removed at exit if it is still there.
+//   (AGENT-Q::%REMOVE-PRIVATE-DIRECTORY PATH) → T: PATH, made by
+//     %MAKE-PRIVATE-DIRECTORY, is removed with the files in it (not
+//     subdirectories); NIL for any other PATH.
 void define_compile_child_functions();
 
 }  // namespace agentq::ecl

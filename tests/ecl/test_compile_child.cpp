@@ -98,7 +98,12 @@ TEST(CompileChild, PrivateDirectoriesAreTheUsersOnly) {
   ASSERT_EQ(stat(path.c_str(), &info), 0) << path;
   EXPECT_TRUE(S_ISDIR(info.st_mode));
   EXPECT_EQ(info.st_mode & 0777, 0700u);
-  EXPECT_EQ(rmdir(path.c_str()), 0);
+  std::ofstream(path + "ecl001x.c") << "int x;";
+  // Removed with its files; a second time, or any other path: NIL.
+  EXPECT_EQ(eval_text("(agent-q::%remove-private-directory \"" + path + "\")"), "=> T");
+  EXPECT_NE(stat(path.c_str(), &info), 0);
+  EXPECT_EQ(eval_text("(agent-q::%remove-private-directory \"" + path + "\")"), "=> NIL");
+  EXPECT_EQ(eval_text("(agent-q::%remove-private-directory \"/tmp\")"), "=> NIL");
 }
 
 }  // namespace

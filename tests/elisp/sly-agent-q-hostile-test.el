@@ -376,7 +376,9 @@ memory\" on stderr).  Fresh Emacsen, exiting at several moments after a
 `defun' started the compiler."
   (skip-unless (executable-find "gcc"))
   (dolist (pause '(0.05 0.1 0.15 0.2 0.3 0.5))
-    (pcase-let ((`(,code ,_stdout ,stderr ,_seconds)
+    (pcase-let* ((tmp (make-temp-file "agentq-exit-tmp" t))
+                 (process-environment (cons (concat "TMPDIR=" tmp) process-environment))
+                 (`(,code ,_stdout ,stderr ,_seconds)
                  (agentq-test-run-emacs
                   `((require 'sly-agent-q)
                     (sly-agent-q-execute-tool-calls
@@ -386,7 +388,10 @@ memory\" on stderr).  Fresh Emacsen, exiting at several moments after a
                     (kill-emacs 0))
                   :timeout 30)))
       (should (equal (list pause code (string-match-p "protected memory\\|fault" stderr))
-                     (list pause 0 nil))))))
+                     (list pause 0 nil)))
+      ;; A batch's private directory goes, even when Emacs quit during it.
+      (should (equal (list pause (directory-files tmp nil "\\`sly-agent-q-compile-")) (list pause nil)))
+      (delete-directory tmp t))))
 
 (ert-deftest sly-agent-q-hostile/child-processes-never-get-the-terminal ()
   "Children that inherit stdio read the null device and write into the result.
