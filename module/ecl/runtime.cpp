@@ -212,12 +212,11 @@ struct Runtime::Impl {
   // A background compile forks the process (ecl/compile_child.hpp): while
   // it does, the worker holds still between jobs, in %NEXT-JOB, where it
   // holds none of ECL's locks (a lock held at the fork stays locked in the
-  // child for good).  Under mutex; hold_flag mirrors hold_requested for
-  // the worker's polling.
-  bool hold_requested = false;
+  // child for good).  Both changed under mutex; hold_requested is atomic
+  // for the worker's polling, which reads it without the lock.
+  std::atomic<bool> hold_requested{false};
   bool worker_held = false;
   std::condition_variable held_cv;
-  std::atomic<bool> hold_flag{false};
 
   // --- interrupts, served by the watchdog
   std::mutex interrupt_mutex;
@@ -481,6 +480,15 @@ void place_worker(int caller) {
   }
 }
 
+// The worker, with LOCK on impl.mutex, holds still for %HOLD-WORKER until
+// %RELEASE-WORKER (or the runtime stops, or it is retired).
+void hold_still(Runtime::Impl& impl, std::unique_lock<std::mutex>& lock) {
+  impl.worker_held = true;
+  impl.held_cv.notify_all();
+  impl.job_cv.wait(lock, [&] { return !impl.hold_requested || impl.stopping || !current_worker(); });
+  impl.worker_held = false;
+}
+
 cl_object next_job() {
   Runtime::Impl& impl = *g_impl;
   std::shared_ptr<Job> job;
@@ -489,7 +497,7 @@ cl_object next_job() {
     auto poll_until = start + kWorkerPoll, next_yield = start + kWorkerYieldEvery;
     const bool spin = can_spin();  // with a single CPU the caller needs it back at once
     for (auto now = start; impl.queued.load(std::memory_order_acquire) == 0 && now < poll_until && current_worker() &&
-                           !impl.hold_flag.load(std::memory_order_relaxed);
+                           !impl.hold_requested.load(std::memory_order_relaxed);
          now = Clock::now()) {
       cpu_relax();
       // On the caller's CPU, the caller needs it back at once too.
@@ -505,10 +513,7 @@ cl_object next_job() {
     std::unique_lock lock(impl.mutex);
     for (;;) {
       if (impl.hold_requested && !impl.stopping && current_worker()) {
-        impl.worker_held = true;
-        impl.held_cv.notify_all();
-        impl.job_cv.wait(lock, [&] { return !impl.hold_requested || impl.stopping || !current_worker(); });
-        impl.worker_held = false;
+        hold_still(impl, lock);
         continue;
       }
       if (impl.queue.empty() && !impl.stopping && current_worker()) {
@@ -726,12 +731,10 @@ cl_object hold_worker(cl_object timeout) {
   outside_lisp([&] {
     std::unique_lock lock(impl.mutex);
     impl.hold_requested = true;
-    impl.hold_flag.store(true, std::memory_order_relaxed);
     impl.job_cv.notify_all();
     held = impl.held_cv.wait_for(lock, wait, [&] { return impl.worker_held || impl.stopping; }) && impl.worker_held;
     if (!held) {
       impl.hold_requested = false;
-      impl.hold_flag.store(false, std::memory_order_relaxed);
       impl.job_cv.notify_all();
     }
   });
@@ -743,16 +746,13 @@ cl_object hold_worker(cl_object timeout) {
 // (WAIT-FOR-NATIVE-COMPILES), at a point where it holds no lock.
 cl_object hold_point() {
   Runtime::Impl& impl = *g_impl;
-  if (!impl.hold_flag.load(std::memory_order_relaxed) || !current_worker()) return one_value(ECL_NIL);
+  if (!impl.hold_requested.load(std::memory_order_relaxed) || !current_worker()) return one_value(ECL_NIL);
   bool held = false;
   outside_lisp([&] {
     std::unique_lock lock(impl.mutex);
     if (!impl.hold_requested || impl.stopping) return;
     held = true;
-    impl.worker_held = true;
-    impl.held_cv.notify_all();
-    impl.job_cv.wait(lock, [&] { return !impl.hold_requested || impl.stopping || !current_worker(); });
-    impl.worker_held = false;
+    hold_still(impl, lock);
   });
   return one_value(held ? ECL_T : ECL_NIL);
 }
@@ -763,7 +763,6 @@ cl_object release_worker() {
   outside_lisp([&] {
     std::lock_guard lock(impl.mutex);
     impl.hold_requested = false;
-    impl.hold_flag.store(false, std::memory_order_relaxed);
     impl.job_cv.notify_all();
   });
   return one_value(ECL_NIL);
