@@ -118,16 +118,15 @@ time, for a model and for a test."
   "Up to +BACKTRACE-FRAMES+ user frames, innermost first, as text lines."
   (backtrace-lines (backtrace-names)))
 
-(defun error-text (condition &optional note (names nil names-p))
+(defun error-text (condition &optional note (names :here))
   "The [ERROR] text of CONDITION, printed the same way whatever printer
 variables the evaluated code set (say *PRINT-BASE* 36), in the current
-package.  NAMES: its frames' names, taken earlier (BACKTRACE-NAMES)."
+package.  NAMES: its frames' names, taken earlier (BACKTRACE-NAMES), or
+:HERE to take them now."
   (let ((package *package*))
     (with-standard-io-syntax
       (let ((*package* package) (*print-readably* nil))
-        (if names-p
-            (error-text-1 condition note names)
-            (error-text-1 condition note))))))
+        (error-text-1 condition note names)))))
 
 (defstruct (deferred-failure (:constructor make-deferred-failure (condition names note)))
   "A storage condition's failure, described once the unwinding has let the
@@ -141,9 +140,9 @@ evaluation's data go (FAILURE-TEXT)."
                   (deferred-failure-names failure))
       failure))
 
-(defun error-text-1 (condition note &optional (names nil names-p))
+(defun error-text-1 (condition note names)
   (handler-case
-      (let ((frames (backtrace-lines (if names-p names (backtrace-names)))))
+      (let ((frames (backtrace-lines (if (eq names :here) (backtrace-names) names))))
         ;; The missing function of an UNDEFINED-FUNCTION was never called, so
         ;; it has no frame; show it where the call failed.
         (when (typep condition 'undefined-function)

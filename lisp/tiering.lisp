@@ -606,22 +606,23 @@ let go of the compile lock while gcc runs on this thread."
 
 (defun wrap-safe-run-program ()
   "ECL's compiler runs gcc through C::SAFE-RUN-PROGRAM, holding the
-compile lock; on the compiler thread, let the lock go meanwhile."
+compile lock when it compiles here; on the compiler thread, let the lock
+go meanwhile, and say that gcc runs (*TIERING-IN-GCC*), also when the
+compiler thread runs a compile child's commands."
   (let* ((symbol (find-symbol "SAFE-RUN-PROGRAM" "C"))
          (original (and symbol (fboundp symbol) (fdefinition symbol))))
     (when original
       (setf (fdefinition symbol)
             (lambda (&rest arguments)
-              (let ((lock mp:+load-compile-lock+))
-                (if (and (eq mp:*current-process* *compiler-process*)
-                         (mp:holding-lock-p lock)
-                         (eql (mp:lock-count lock) 1))
-                    (progn (mp:giveup-lock lock)
-                           (setf *tiering-in-gcc* t)
-                           (unwind-protect (apply original arguments)
-                             (setf *tiering-in-gcc* nil)
-                             (mp:get-lock lock)))
-                    (apply original arguments))))))))
+              (if (eq mp:*current-process* *compiler-process*)
+                  (let* ((lock mp:+load-compile-lock+)
+                         (give-up (and (mp:holding-lock-p lock) (eql (mp:lock-count lock) 1))))
+                    (when give-up (mp:giveup-lock lock))
+                    (setf *tiering-in-gcc* t) ; the global value (benchmarks read it)
+                    (unwind-protect (apply original arguments)
+                      (setf *tiering-in-gcc* nil)
+                      (when give-up (mp:get-lock lock))))
+                  (apply original arguments)))))))
 
 (defun call-with-compiler-settings (package function)
   "Call FUNCTION with ECL's C compiler quiet, in PACKAGE; its warnings,
@@ -850,11 +851,9 @@ or (:UNSAFE WHY)."
 constants DESCRIPTIONS name: the batch's thunk."
   (let ((run (fdefinition (find-symbol "SAFE-RUN-PROGRAM" "C")))
         (fasl (second (member "-o" (rest (second commands)) :test #'string=))))
-    (setf *tiering-in-gcc* t)            ; the global value (benchmarks read it)
     (let ((start (%monotonic-us)))
-      (unwind-protect (dolist (command commands)
-                        (funcall run (first command) (rest command)))
-        (setf *tiering-in-gcc* nil))
+      (dolist (command commands)
+        (funcall run (first command) (rest command)))
       (setf (getf *compile-child-us* :gcc) (- (%monotonic-us) start)))
     (unless (and fasl (probe-file fasl))
       (error "the C compiler failed"))
