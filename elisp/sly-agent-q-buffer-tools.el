@@ -200,10 +200,8 @@ Fails the call when there is none."
 
 ;;;; Reading and writing files
 
-(defun sly-agent-q--insert-file (file)
-  "Insert FILE, a readable regular file, decoded; return its coding system.
-The coding system is the one Emacs detected, with a definite end of
-line; text that decodes as nothing in particular gives utf-8."
+(defun sly-agent-q--check-readable (file)
+  "Fail the call unless FILE is an existing, readable regular file."
   (sly-agent-q--local-files
     (cond ((file-directory-p file)
            (sly-agent-q-tool-fail "%s is a directory, not a file. Give the path of a file in it." file))
@@ -213,23 +211,28 @@ line; text that decodes as nothing in particular gives utf-8."
           ((not (file-regular-p file))
            (sly-agent-q-tool-fail "%s is not a regular file (it is a pipe, a socket or a device); only regular files can be read." file))
           ((not (file-readable-p file))
-           (sly-agent-q-tool-fail "%s cannot be read: permission denied." file)))
+           (sly-agent-q-tool-fail "%s cannot be read: permission denied." file)))))
+
+(defun sly-agent-q--usable-coding (coding)
+  "CODING, as Emacs detected it, made definite: utf-8 for no coding in
+particular, and a definite end of line (unix when it was not known)."
+  (when (or (null coding)
+            (memq (coding-system-base coding) '(undecided prefer-utf-8 no-conversion raw-text)))
+    (setq coding (coding-system-change-text-conversion (or coding 'utf-8-unix) 'utf-8)))
+  (when (vectorp (coding-system-eol-type coding))
+    (setq coding (coding-system-change-eol-conversion coding 'unix)))
+  coding)
+
+(defun sly-agent-q--insert-file (file)
+  "Insert FILE, a readable regular file, decoded; return its coding system.
+The coding system is the one Emacs detected, with a definite end of
+line; text that decodes as nothing in particular gives utf-8."
+  (sly-agent-q--check-readable file)
+  (sly-agent-q--local-files
     (condition-case err
         (insert-file-contents file)
       (file-error (sly-agent-q-tool-fail "%s cannot be read: %s." file (error-message-string err)))))
-  (let ((coding last-coding-system-used))
-    (when (or (null coding)
-              (memq (coding-system-base coding) '(undecided prefer-utf-8 no-conversion raw-text)))
-      (setq coding (coding-system-change-text-conversion (or coding 'utf-8-unix) 'utf-8)))
-    (when (vectorp (coding-system-eol-type coding))
-      (setq coding (coding-system-change-eol-conversion coding 'unix)))
-    coding))
-
-(defun sly-agent-q--binary-p ()
-  "Non-nil when the current buffer's text looks binary (a NUL near its start)."
-  (save-excursion
-    (goto-char (point-min))
-    (search-forward "\0" (min (point-max) (+ (point-min) 8000)) t)))
+  (sly-agent-q--usable-coding last-coding-system-used))
 
 (defun sly-agent-q--file-coding (file)
   "The coding system to write FILE with: as Emacs reads it, or utf-8-unix."
@@ -291,48 +294,157 @@ permissions are kept.  Fails the call, saying why, when it cannot."
 
 ;;;; read_file
 
+(defvar sly-agent-q--read-file-chunk 262144
+  "Bytes read_file reads of a file at a time.
+A file no larger than this is read whole, and the answer says how many
+lines it has.  A larger one is read a chunk at a time, only as far as
+the lines asked for need: its lines are counted only when the reading
+reached its end, and the answer says \"more follow\" otherwise.")
+
+(defun sly-agent-q--pass-newlines (count)
+  "Move past up to COUNT newlines from point; return how many were passed.
+Point ends just after the last newline passed."
+  (let ((left (forward-line count)))
+    (if (bolp)
+        (- count left)
+      ;; `forward-line' went on into an unfinished last line, and counted it.
+      (forward-line 0)
+      (- count left 1))))
+
+(defun sly-agent-q--line-end (read-more longest)
+  "Where the line at the start of the buffer ends, reading on as needed.
+READ-MORE appends the next bytes of the file, or returns nil at its end.
+The answer is the position after the line's newline; `:last' for a last
+line without one (it ends at `point-max'); `:none' when nothing is left;
+`:long' when LONGEST bytes were read without finding the line's end
+\(the file goes on)."
+  (let ((scan (point-min)) (state nil))
+    (while (not state)
+      (goto-char scan)
+      (cond ((search-forward "\n" nil t) (setq state (point)))
+            ((>= (buffer-size) longest) (setq state :long))
+            (t (setq scan (point-max))
+               (unless (funcall read-more)
+                 (setq state (if (= (point-min) (point-max)) :none :last))))))
+    state))
+
 (defun sly-agent-q--read-file (args)
-  "The read_file tool: ARGS has path, and maybe offset and limit (lines)."
+  "The read_file tool: ARGS has path, and maybe offset and limit (lines).
+Only what the answer needs is read: the file's bytes are read
+`sly-agent-q--read-file-chunk' at a time into a unibyte buffer, the
+lines before `offset' are passed over there, and only the lines shown
+are decoded, with the coding system Emacs finds for the file's first
+chunk.  The answer counts the file's lines when the reading reached the
+end of the file, and says that more lines follow otherwise.  A file is
+taken as binary when its first 8000 bytes, or a line shown, hold a NUL."
   (let* ((file (sly-agent-q--resolve-path (gethash "path" args)))
          (offset (sly-agent-q--integer-argument args "offset" 1 1))
          (limit (sly-agent-q--integer-argument args "limit" nil 1))
-         (cap (max 1 sly-agent-q-read-limit)))
+         (last (and limit (+ offset limit -1)))
+         (cap (max 1 sly-agent-q-read-limit))
+         (chunk (max 1 sly-agent-q--read-file-chunk))
+         ;; A line this long (in bytes) is longer than the read limit in
+         ;; any encoding a text file has: it is cut without reading on.
+         (longest (* 4 (+ cap 16)))
+         (read-to 0) (eof nil) (coding nil)
+         (line 1)                        ; the number of the line the buffer starts with
+         (parts nil) (size 0) (cut nil) (after nil) (total nil) (end nil))
+    (sly-agent-q--check-readable file)
     (with-temp-buffer
-      (sly-agent-q--insert-file file)
-      (when (sly-agent-q--binary-p)
-        (sly-agent-q-tool-fail "%s looks like a binary file (it contains NUL bytes); read_file reads text files only." file))
-      (let* ((total (count-lines (point-min) (point-max)))
-             (last (if limit (min total (+ offset limit -1)) total))
-             (visitor (find-buffer-visiting file))
-             (parts nil) (size 0) (line offset) (cut nil))
-        (when (and (> offset total) (> total 0))
-          (sly-agent-q-tool-fail "offset %d is past the end of %s, which has %d line%s."
-                                 offset file total (if (= total 1) "" "s")))
+      (set-buffer-multibyte nil)
+      (cl-flet ((read-more ()
+                  (unless eof
+                    (let ((inserted
+                           (save-excursion
+                             (goto-char (point-max))
+                             (condition-case err
+                                 (sly-agent-q--local-files
+                                   (cadr (insert-file-contents-literally file nil read-to (+ read-to chunk))))
+                               (file-error
+                                (sly-agent-q-tool-fail "%s cannot be read: %s." file (error-message-string err)))))))
+                      (setq read-to (+ read-to inserted))
+                      (when (< inserted chunk) (setq eof t))
+                      (> inserted 0))))
+                (count-total ()
+                  (when eof
+                    (setq total (+ line -1 (count-lines (point-min) (point-max)))))))
+        (read-more)
         (goto-char (point-min))
-        (forward-line (1- offset))
-        (while (and (<= line last) (not cut))
-          (let ((entry (format "%6d\t%s\n" line
-                               (buffer-substring-no-properties (point) (line-end-position)))))
-            (cond ((<= (+ size (length entry)) cap)
-                   (push entry parts)
-                   (setq size (+ size (length entry)) line (1+ line))
-                   (forward-line 1))
-                  (parts (setq cut 'limit))
-                  (t (push (concat (substring entry 0 cap) "\n") parts)
-                     (setq cut 'long)))))
+        (when (search-forward "\0" (min (point-max) (+ (point-min) 8000)) t)
+          (sly-agent-q-tool-fail "%s looks like a binary file (it contains NUL bytes); read_file reads text files only." file))
+        ;; The coding system, as Emacs would find it for the first chunk's
+        ;; whole lines (coding cookie, file name, contents).
+        (let ((bytes (buffer-substring-no-properties
+                      (point-min)
+                      (if eof (point-max)
+                        (save-excursion (goto-char (point-max))
+                                        (if (search-backward "\n" nil t) (1+ (point)) (point-max)))))))
+          (setq coding (sly-agent-q--usable-coding
+                        (with-temp-buffer
+                          (insert (string-to-multibyte bytes))
+                          (decode-coding-inserted-region (point-min) (point-max) file)
+                          last-coding-system-used)))
+          ;; Lines end at \n: old Mac line ends (\r) make one line.
+          (when (eq (coding-system-eol-type coding) 2)
+            (setq coding (coding-system-change-eol-conversion coding 'unix))))
+        ;; Pass over the lines before OFFSET.
+        (goto-char (point-min))
+        (while (and (< line offset) (not end))
+          (setq line (+ line (sly-agent-q--pass-newlines (- offset line))))
+          (delete-region (point-min) (point))
+          (when (and (< line offset) (not (read-more)))
+            (setq end :none)))
+        ;; The lines shown.
+        (while (and (not cut) (not (memq end '(:none :last))) (or (null last) (<= line last)))
+          (setq end (sly-agent-q--line-end #'read-more longest))
+          (unless (eq end :none)
+            (let* ((stop (if (integerp end) end (point-max)))
+                   (text (string-remove-suffix
+                          "\n" (decode-coding-string (buffer-substring-no-properties (point-min) stop) coding)))
+                   (entry (format "%6d\t%s\n" line text)))
+              (when (string-search "\0" text)
+                (sly-agent-q-tool-fail "%s looks like a binary file (line %d contains NUL bytes); read_file reads text files only."
+                                       file line))
+              (cond ((and (not (eq end :long)) (<= (+ size (length entry)) cap))
+                     (push entry parts)
+                     (setq size (+ size (length entry)))
+                     (delete-region (point-min) stop)
+                     (setq line (1+ line)))
+                    (parts (setq cut 'limit))
+                    (t (push (concat (substring entry 0 (min cap (length entry))) "\n") parts)
+                       (setq cut 'long)
+                       (setq after (cond ((eq end :last) nil)
+                                         ((eq end :long) (if eof nil 'unknown))
+                                         ((< stop (point-max)) t)
+                                         ((read-more) t))))))))
+        ;; Whether lines follow those shown, and how many lines there are.
+        (unless (or cut (memq end '(:none :last)))
+          (setq after (or (> (point-max) (point-min)) (and (read-more) t))))
+        (count-total)
+        (when (and total (> total 0) (> offset total))
+          (sly-agent-q-tool-fail "offset %d is past the end of %s, which has %d line%s."
+                                 offset file total (if (= total 1) "" "s"))))
+      (let ((visitor (find-buffer-visiting file))
+            (lines-shown (lambda (first final)
+                           (if total
+                               (format "lines %d-%d of %d shown" first final total)
+                             (format "lines %d-%d shown, and more follow (the file is %s; it was read only as far as these lines, so its lines were not counted)"
+                                     first final (file-size-human-readable
+                                                  (file-attribute-size (sly-agent-q--local-files (file-attributes file)))))))))
         (concat
-         (if (= total 0) (format "[%s is empty]\n" file) "")
+         (if (equal total 0) (format "[%s is empty]\n" file) "")
          (sly-agent-q--clean-text (apply #'concat (nreverse parts)))
          (pcase cut
-           ('limit (format "[... truncated at the read limit of %d characters: lines %d-%d of %d shown. Call read_file with offset=%d to read more ...]\n"
-                           cap offset (1- line) total line))
+           ('limit (format "[... truncated at the read limit of %d characters: %s. Call read_file with offset=%d to read more ...]\n"
+                           cap (funcall lines-shown offset (1- line)) line))
            ('long (format "[... line %d is longer than the read limit of %d characters and was cut.%s ...]\n"
-                          line cap (if (< line total)
-                                       (format " The lines after it: call read_file with offset=%d" (1+ line))
-                                     "")))
-           (_ (if (< last total)
-                  (format "[... lines %d-%d of %d shown. Call read_file with offset=%d to read more ...]\n"
-                          offset last total (1+ last))
+                          line cap (pcase after
+                                     ('t (format " The lines after it: call read_file with offset=%d" (1+ line)))
+                                     ('unknown (format " The lines after it, if any: call read_file with offset=%d" (1+ line)))
+                                     (_ ""))))
+           (_ (if after
+                  (format "[... %s. Call read_file with offset=%d to read more ...]\n"
+                          (funcall lines-shown offset (1- line)) line)
                 "")))
          (if (and visitor (buffer-modified-p visitor))
              (format "[note: buffer %s visits this file and has unsaved changes; this is the file as saved. read_buffer shows the buffer's text.]\n"

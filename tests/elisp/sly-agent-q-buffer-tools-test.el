@@ -330,6 +330,99 @@ in an immutable one.  The flag is removed when the test ends."
                              "The lines after it: call read_file with offset=2 ...]\n")))
       (should (equal (agentq-bt-ok "read_file" '(:path "wide.txt" :offset 2)) "     2\tnext\n")))))
 
+(defun agentq-bt--recording-reads (function)
+  "Call FUNCTION; return the (BEG . END) of each `insert-file-contents' it made."
+  (let* ((reads nil)
+         (record (lambda (_file &optional _visit beg end &rest _) (push (cons beg end) reads))))
+    (advice-add 'insert-file-contents :before record)
+    (unwind-protect (funcall function)
+      (advice-remove 'insert-file-contents record))
+    (nreverse reads)))
+
+(ert-deftest sly-agent-q-buffer-tools/read-file-reads-only-what-is-asked ()
+  "read_file with limit 1 on a 50 MB file reads its first chunk, not the
+file, and says that more lines follow; offsets near its end still work,
+and then it counts the lines."
+  (agentq-bt-with-directory dir
+    (let* ((file (expand-file-name "big.txt" dir))
+           ;; 1 MB: 16384 lines of 64 bytes.
+           (filler (apply #'concat (make-list 16384 (concat (make-string 63 ?x) "\n"))))
+           (lines (+ 1 (* 50 16384) 2)))
+      (agentq-bt-write file "first line\n")
+      (let ((coding-system-for-write 'utf-8-unix))
+        (dotimes (_ 50) (write-region filler nil file t 'silent))
+        (write-region "second to last\nlast λ line\n" nil file t 'silent))
+      (should (> (file-attribute-size (file-attributes file)) (* 50 1024 1024)))
+      (let* ((text nil)
+             (reads (agentq-bt--recording-reads
+                     (lambda () (setq text (agentq-bt-ok "read_file" '(:path "big.txt" :limit 1)))))))
+        (should (string-prefix-p "     1\tfirst line\n[... lines 1-1 shown, and more follow (the file is " text))
+        (should (string-suffix-p "so its lines were not counted). Call read_file with offset=2 to read more ...]\n" text))
+        ;; Two calls (Elisp and MCP), each read a part of the file, never all of it.
+        (should reads)
+        (dolist (read reads)
+          (should (and (car read) (cdr read)))
+          (should (<= (- (cdr read) (car read)) sly-agent-q--read-file-chunk)))
+        (should (<= (apply #'+ (mapcar (lambda (read) (- (cdr read) (car read))) reads))
+                    (* 4 sly-agent-q--read-file-chunk))))
+      ;; Near the end: the lines, and no marker (nothing follows).
+      (should (equal (agentq-bt-ok "read_file" `(:path "big.txt" :offset ,(1- lines)))
+                     (format "%6d\tsecond to last\n%6d\tlast λ line\n" (1- lines) lines)))
+      (should (equal (agentq-bt-ok "read_file" `(:path "big.txt" :offset ,(- lines 2) :limit 1))
+                     (format "%6d\t%s\n[... lines %d-%d of %d shown. Call read_file with offset=%d to read more ...]\n"
+                             (- lines 2) (make-string 63 ?x) (- lines 2) (- lines 2) lines (1- lines))))
+      (should (equal (agentq-bt-fails "read_file" `(:path "big.txt" :offset ,(1+ lines)))
+                     (format "offset %d is past the end of %sbig.txt, which has %d lines." (1+ lines) dir lines))))))
+
+(ert-deftest sly-agent-q-buffer-tools/read-file-in-small-chunks ()
+  "Read a chunk at a time, read_file answers the same lines whatever the
+chunk size: lines and characters cut by a chunk's end are put together."
+  (agentq-bt-with-directory dir
+    (let ((lines '("(defun foo ()" "  \"λ → ∀\")" "" "(foo) ; ok" "é")))
+      (agentq-bt-write (expand-file-name "a.lisp" dir) (concat (string-join lines "\n") "\n"))
+      (agentq-bt-write (expand-file-name "crlf.txt" dir) "one\r\ntwo λ\r\nthree\r\n")
+      (dolist (chunk '(1 2 3 5 7 64))
+        (let ((sly-agent-q--read-file-chunk chunk))
+          ;; The lines are counted when the reading reached the end.
+          (should (string-match-p
+                   (concat "\\`     2\t  \"λ → ∀\")\n     3\t\n     4\t(foo) ; ok\n"
+                           "\\[\\.\\.\\. lines 2-4 \\(?:of 5 shown\\|shown, and more follow (the file is 45; "
+                           "it was read only as far as these lines, so its lines were not counted)\\)"
+                           "\\. Call read_file with offset=5 to read more \\.\\.\\.]\n\\'")
+                   (agentq-bt-ok "read_file" '(:path "a.lisp" :offset 2 :limit 3))))
+          (when (>= chunk 64)
+            (should (string-match-p "lines 2-4 of 5 shown" (agentq-bt-ok "read_file" '(:path "a.lisp" :offset 2 :limit 3)))))
+          ;; To the end: the last line, and the count.
+          (should (equal (agentq-bt-ok "read_file" '(:path "a.lisp" :offset 4)) "     4\t(foo) ; ok\n     5\té\n"))
+          (should (equal (agentq-bt-fails "read_file" '(:path "a.lisp" :offset 7))
+                         (format "offset 7 is past the end of %sa.lisp, which has 5 lines." dir)))))
+      ;; CRLF found in the first chunk's lines holds for the rest.
+      (let ((sly-agent-q--read-file-chunk 5))
+        (should (equal (agentq-bt-ok "read_file" '(:path "crlf.txt")) "     1\tone\n     2\ttwo λ\n     3\tthree\n"))))))
+
+(ert-deftest sly-agent-q-buffer-tools/read-file-long-line-and-nul-in-what-is-read ()
+  "A line longer than the limit is cut without reading to its end, and
+a NUL counts where it is read: in the first 8000 bytes, or a line shown."
+  (agentq-bt-with-directory dir
+    (let ((sly-agent-q-read-limit 70)
+          (sly-agent-q--read-file-chunk 1000))
+      (agentq-bt-write (expand-file-name "wide.txt" dir) (concat (make-string 5000 ?y) "\nnext\n"))
+      (let* ((text nil)
+             (reads (agentq-bt--recording-reads
+                     (lambda () (setq text (agentq-bt-ok "read_file" '(:path "wide.txt")))))))
+        (should (equal text (concat "     1\t" (make-string 63 ?y) "\n"
+                                    "[... line 1 is longer than the read limit of 70 characters and was cut. "
+                                    "The lines after it, if any: call read_file with offset=2 ...]\n")))
+        (should (equal reads '((0 . 1000) (0 . 1000)))))
+      (should (equal (agentq-bt-ok "read_file" '(:path "wide.txt" :offset 2)) "     2\tnext\n")))
+    (agentq-bt-write (expand-file-name "log.txt" dir)
+                     (concat (apply #'concat (make-list 5000 "ok\n")) "a\0b\n" "fine\n"))
+    (should (equal (agentq-bt-ok "read_file" '(:path "log.txt" :limit 1))
+                   "     1\tok\n[... lines 1-1 of 5002 shown. Call read_file with offset=2 to read more ...]\n"))
+    (should (equal (agentq-bt-ok "read_file" '(:path "log.txt" :offset 5002)) "  5002\tfine\n"))
+    (should (equal (agentq-bt-fails "read_file" '(:path "log.txt" :offset 5000))
+                   (format "%slog.txt looks like a binary file (line 5001 contains NUL bytes); read_file reads text files only." dir)))))
+
 ;;;; read_buffer
 
 (ert-deftest sly-agent-q-buffer-tools/read-buffer ()
