@@ -323,24 +323,12 @@ LISP non-nil: the text is Lisp code, fontified as such."
 A list of (KIND FILE LINE) from the session's index, else the source
 file ECL recorded for the function (with LINE nil and a character
 POSITION as fourth element), else (:ecl PACKAGE) for a function of ECL's
-own of which ECL recorded no source, or nil."
-  (let* ((code (format "(let ((s (let ((*package* (or (find-package %S) *package*))) (ignore-errors (read-from-string %S)))))
-  (or (loop for d in (and s (gethash s agent-q::*xref-defined*))
-            when (agent-q::xref-definition-file d)
-            collect (list (string-downcase (symbol-name (agent-q::xref-definition-kind d)))
-                          (namestring (agent-q::xref-definition-file d))
-                          (or (agent-q::xref-definition-line d) 1)))
-      (and s (symbolp s) (fboundp s)
-           (multiple-value-bind (file position)
-               (ignore-errors (si::compiled-function-file (or (macro-function s) (fdefinition s))))
-             (if (and file (ignore-errors (probe-file file)))
-                 (list (list \"function\" (namestring (truename file)) nil (max 0 (or position 0))))
-                 (and (symbol-package s)
-                      (member (package-name (symbol-package s))
-                              '(\"COMMON-LISP\" \"SYSTEM\" \"EXT\" \"MP\" \"CLOS\" \"GRAY\" \"FFI\" \"C\" \"SB-BSD-SOCKETS\")
-                              :test #'string=)
-                      (list :ecl (package-name (symbol-package s)))))))))"
-                       (or package "CL-USER") name))
+own of which ECL recorded no source, or nil.  PACKAGE is the name an
+`in-package' form gives (\"bb\" for (in-package :bb)), nil for CL-USER.
+The symbol is looked up with FIND-SYMBOL in PACKAGE
+\(`agent-q::definition-locations'): looking a name up never interns it."
+  (let* ((code (format "(agent-q::definition-locations %S %S)"
+                       (substring-no-properties name) (and package (substring-no-properties package))))
          (result (car (sly-agent-q-execute-tool-calls
                        (list (list :id "xref" :name "evaluate_lisp" :arguments (list :code code :timeout 2))))))
          (content (plist-get result :content)))

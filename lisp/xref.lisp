@@ -294,6 +294,46 @@ systems that count as the image's."
       (forget-definition (gethash key *xref-definitions*))
       (remhash key *xref-definitions*))))
 
+;;; M-. in Emacs
+
+(defun existing-symbol (text package-name)
+  "The symbol TEXT names (\"helper\", \"pkg::helper\", \"|Mixed|\") read
+in the package PACKAGE-NAME (as an IN-PACKAGE form names it: \"bb\" for
+(in-package :bb); CL-USER when NIL), or NIL.  Looked up with FIND-SYMBOL:
+nothing is interned, so looking a name up never makes it exist."
+  (multiple-value-bind (qualifier name) (split-qualified (string-trim " " text))
+    (let* ((package-text (or qualifier package-name "CL-USER"))
+           (package (or (find-package package-text) (find-package (string-upcase package-text)))))
+      (when package
+        (multiple-value-bind (symbol status) (find-symbol (symbol-text name) package)
+          (and status symbol))))))
+
+(defparameter +ecl-packages+
+  '("COMMON-LISP" "SYSTEM" "EXT" "MP" "CLOS" "GRAY" "FFI" "C" "SB-BSD-SOCKETS")
+  "ECL's own packages, whose functions have no source to go to.")
+
+(defun definition-locations (text package-name)
+  "Where the symbol TEXT, read in PACKAGE-NAME as EXISTING-SYMBOL reads it,
+is defined, for M-. in Emacs: a list of (KIND FILE LINE) from the index
+\(KIND a lowercase string), else ((\"function\" FILE NIL POSITION)) for a
+function whose source file ECL recorded, else (:ECL PACKAGE) for a
+function of ECL's own, else NIL (also when no such symbol exists)."
+  (let ((symbol (existing-symbol text package-name)))
+    (when symbol
+      (or (loop for definition in (gethash symbol *xref-defined*)
+                when (xref-definition-file definition)
+                  collect (list (string-downcase (symbol-name (xref-definition-kind definition)))
+                                (namestring (xref-definition-file definition))
+                                (or (xref-definition-line definition) 1)))
+          (and (fboundp symbol)
+               (multiple-value-bind (file position)
+                   (ignore-errors (si::compiled-function-file (or (macro-function symbol) (fdefinition symbol))))
+                 (if (and file (ignore-errors (probe-file file)))
+                     (list (list "function" (namestring (truename file)) nil (max 0 (or position 0))))
+                     (and (symbol-package symbol)
+                          (member (package-name (symbol-package symbol)) +ecl-packages+ :test #'string=)
+                          (list :ecl (package-name (symbol-package symbol)))))))))))
+
 ;;; The tools
 
 (defun definition-text (definition)

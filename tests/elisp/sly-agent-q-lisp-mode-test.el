@@ -126,6 +126,47 @@
           (should-error (xref-backend-definitions 'sly-agent-q "agentq-lm-nowhere-defined") :type 'user-error))
       (delete-directory dir t))))
 
+(ert-deftest sly-agent-q-lisp-mode/find-definition-in-the-files-package ()
+  "C-c C-k on a file in its own package, then M-. on a name in it: found
+in that package (the buffer's, as its `in-package' names it), and looking
+it up interns nothing in CL-USER."
+  (let* ((dir (make-temp-file "agentq-lm" t))
+         (file (expand-file-name "bb.lisp" dir)))
+    ;; Left by an older run, it would hide what this test looks for.
+    (agentq-test-eval-ok "(let ((s (find-symbol \"HELPER\" \"CL-USER\"))) (when s (unintern s \"CL-USER\")))")
+    (unwind-protect
+        (progn
+          (with-temp-file file
+            (insert "(defpackage :agentq-bb (:use :cl))\n(in-package :agentq-bb)\n\n"
+                    "(defun helper () 1)\n\n(defun agentq-bb-user ()\n  (helper))\n"))
+          (with-current-buffer (find-file-noselect file)
+            (should sly-agent-q-lisp-mode)
+            ;; C-c C-k: compile_form, then the index job its callback submits.
+            (sly-agent-q-compile-and-load-file file)
+            (let ((deadline (+ (float-time) 30)))
+              (while (and sly-agent-q-lisp--jobs (< (float-time) deadline))
+                (accept-process-output nil 0.02)))
+            (should (null sly-agent-q-lisp--jobs))
+            (should (equal (agentq-test-content "(agentq-bb::helper)") "=> 1"))
+            ;; M-. with point on `helper' in the call.
+            (goto-char (point-min))
+            (search-forward "(help")
+            (let ((identifier (xref-backend-identifier-at-point 'sly-agent-q)))
+              (should (equal identifier "helper"))
+              (let* ((xrefs (xref-backend-definitions 'sly-agent-q identifier))
+                     (location (xref-item-location (car xrefs))))
+                (should (= (length xrefs) 1))
+                (should (equal (file-truename (xref-file-location-file location)) (file-truename file)))
+                (should (= (xref-file-location-line location) 4))))
+            ;; A name that exists nowhere: no source, and still not interned.
+            (should-error (xref-backend-definitions 'sly-agent-q "agentq-bb-nowhere") :type 'user-error))
+          (should (equal (agentq-test-content "(find-symbol \"HELPER\" \"CL-USER\")") "=> NIL\n=> NIL"))
+          (should (equal (agentq-test-content "(find-symbol \"AGENTQ-BB-NOWHERE\" \"CL-USER\")") "=> NIL\n=> NIL"))
+          (should (equal (agentq-test-content "(find-symbol \"AGENTQ-BB-NOWHERE\" \"AGENTQ-BB\")") "=> NIL\n=> NIL")))
+      (let ((buffer (find-buffer-visiting file)))
+        (when buffer (kill-buffer buffer)))
+      (delete-directory dir t))))
+
 ;; C-u M-. prompts with the live image's symbols, in the buffer's package.
 (ert-deftest sly-agent-q-lisp-mode/find-definition-prompt-completes ()
   (agentq-lm-with-buffer "(in-package :cl-user)\n"
