@@ -727,7 +727,8 @@ rewritten atomically."
                                     (insert-buffer-substring-no-properties buffer)
                                     (sly-agent-q--replace-once original modified)
                                     (buffer-string)))
-                            (coding (or buffer-file-coding-system 'utf-8-unix)))
+                            (coding (or buffer-file-coding-system 'utf-8-unix))
+                            (old-time (visited-file-modtime)))
                         (when (vectorp (coding-system-eol-type coding))
                           (setq coding (coding-system-change-eol-conversion coding 'unix)))
                         ;; The file first: should that fail, the buffer is untouched.
@@ -738,6 +739,15 @@ rewritten atomically."
                         (let ((inhibit-read-only t)
                               (create-lockfiles nil))
                           (sly-agent-q--replace-once original modified))
+                        ;; The undo entry (t . TIME) of that change says the
+                        ;; buffer was unmodified at the new file's time, so
+                        ;; undoing it would mark the old text unmodified: it
+                        ;; was so at the old file's time.
+                        (when (listp buffer-undo-list)
+                          (let ((time (if (equal old-time (visited-file-modtime)) -1 old-time)))
+                            (cl-loop for entry in buffer-undo-list
+                                     while entry
+                                     when (eq (car-safe entry) t) do (setcdr entry time))))
                         (set-buffer-modified-p nil)))
                     (format "The edit is applied to %s and saved; buffer %s shows it."
                             file (buffer-name buffer))))))

@@ -131,4 +131,59 @@
               (kill-buffer))))
       (delete-directory dir t))))
 
+;;;; Issue 36: editing a hunk, the keys, line numbers, undo, the chat
+
+(defmacro agentq-review--with-file (spec &rest body)
+  "Run BODY with PATH a file holding TEXT in a fresh allowed directory.
+SPEC is (PATH TEXT).  The directory, and any buffer visiting PATH, go after."
+  (declare (indent 1) (debug ((symbolp form) body)))
+  (let ((dir (make-symbol "dir")))
+    `(let* ((,dir (file-name-as-directory (make-temp-file "agentq-review" t)))
+            (,(car spec) (expand-file-name "code.lisp" ,dir))
+            (sly-agent-q-allowed-directories (list ,dir)))
+       (unwind-protect
+           (progn
+             (with-temp-file ,(car spec) (insert ,(cadr spec)))
+             ,@body)
+         (when-let ((buffer (get-file-buffer ,(car spec))))
+           (with-current-buffer buffer (set-buffer-modified-p nil))
+           (kill-buffer buffer))
+         (delete-directory ,dir t)))))
+
+(defun agentq-review--file-text (path)
+  "The text of the file PATH."
+  (with-temp-buffer (insert-file-contents path) (buffer-string)))
+
+(defun agentq-review--apply (args decision)
+  "The content of propose_file_edit of ARGS, the approval answering DECISION."
+  (let ((sly-agent-q-approval-function (lambda (_name _args) decision)))
+    (plist-get (agentq-test-call "propose_file_edit" args) :content)))
+
+(defun agentq-review--keys (keys)
+  "Type KEYS (a `kbd' string) as a person would, through the keymaps."
+  (execute-kbd-macro (kbd keys)))
+
+(ert-deftest sly-agent-q-review-ui/undo-after-an-accepted-edit-leaves-the-buffer-modified ()
+  "Accept into an unmodified visiting buffer, undo: the buffer is modified,
+and saving writes the undone text."
+  (agentq-review--with-file (path agentq-review--original)
+    (let ((make-backup-files nil)
+          (args (agentq-review--args path)))
+      (with-current-buffer (find-file-noselect path)
+        (should-not (buffer-modified-p))
+        (let ((decision (agentq-review--decide args '(?a ?a ?a))))
+          (undo-boundary)
+          (should (string-prefix-p "accepted\nThe edit is applied to" (agentq-review--apply args decision))))
+        (should (equal (buffer-string) (agentq-review--modified)))
+        (should (equal (agentq-review--file-text path) (agentq-review--modified)))
+        (should-not (buffer-modified-p))
+        ;; C-/ as a person types it.
+        (undo-boundary)
+        (let ((last-command nil)) (undo))
+        (should (equal (buffer-string) agentq-review--original))
+        (should (buffer-modified-p))
+        (save-buffer)
+        (should-not (buffer-modified-p))
+        (should (equal (agentq-review--file-text path) agentq-review--original))))))
+
 ;;; sly-agent-q-review-ui-test.el ends here
