@@ -374,6 +374,12 @@ The record is a plist kept on the line's text (property
           (insert (propertize (concat line details)
                               'read-only t 'sly-agent-q-chat-tool record)))))))
 
+(defconst sly-agent-q-chat--denied-regexp
+  "\\`\\(?:Denied\\|User denied tool execution\\|rejected — STOP\\)"
+  "How the result of a call the user denied begins.
+The usual denials, and propose_file_edit's when its review rejected
+every hunk (`sly-agent-q--rejected-text').")
+
 (defun sly-agent-q-chat--tool-finished (record result)
   "Show in RECORD's line the RESULT plist of its call."
   (let* ((success (plist-get result :success))
@@ -384,7 +390,7 @@ The record is a plist kept on the line's text (property
           (plist-get record :content) content
           (plist-get record :status)
           (concat (cond (success "ok")
-                        ((string-prefix-p "Denied" content) "denied")
+                        ((string-match-p sly-agent-q-chat--denied-regexp content) "denied")
                         (t "failed"))
                   (cond ((not (numberp ms)) "")
                         ((< ms 10) (format " %.2f ms" ms))
@@ -585,6 +591,7 @@ The answer, and the tool calls it makes, show in the chat buffer;
          ;; dangerous calls are asked about before the job takes the
          ;; runner, as all jobs' are.
          (sly-agent-q-caller (sly-agent-q-chat--buffer))
+         (sly-agent-q-call-origin (or sly-agent-q-call-origin "chat")) ; the audit log's door
          (sly-agent-q-approval-function (sly-agent-q-chat--approve-from-chat sly-agent-q-approval-function)))
     (setq sly-agent-q-chat--state 'tools)
     (setq sly-agent-q-chat--job

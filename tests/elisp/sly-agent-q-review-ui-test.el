@@ -186,4 +186,54 @@ and saving writes the undone text."
         (should-not (buffer-modified-p))
         (should (equal (agentq-review--file-text path) agentq-review--original))))))
 
+(ert-deftest sly-agent-q-review-ui/a-rejected-review-is-denied-in-the-chat ()
+  "The chat shows a review that rejected every hunk as denied, not failed."
+  (require 'sly-agent-q-chat)
+  (require 'sly-agent-q-fake-provider)
+  (agentq-review--with-file (path agentq-review--original)
+    (let* ((server (sly-agent-q-fake-provider-start))
+           (sessions (make-temp-file "agentq-review-sessions" t))
+           (done nil)
+           (sly-agent-q-chat-done-functions (list (lambda (text) (push text done))))
+           (sly-agent-q-backends (list (list :name "fake" :type 'openai
+                                             :url (sly-agent-q-fake-provider-url server)
+                                             :model "fake-model" :key "sk-test")))
+           (sly-agent-q-backend "fake")
+           (sly-agent-q-stream t)
+           (sly-agent-q-session-directory sessions)
+           ;; The review, every hunk rejected with r.
+           (sly-agent-q-approval-function
+            (lambda (_name args) (agentq-review--decide args '(?r ?r ?r)))))
+      (unwind-protect
+          (progn
+            (sly-agent-q-new-conversation)
+            (sly-agent-q-fake-provider-push
+             server (list :status 200 :chunks (sly-agent-q-fake-provider-openai-stream
+                                               :tool-calls `((:id "p1" :name "propose_file_edit"
+                                                                  :arguments ,(json-serialize
+                                                                               (list :path path
+                                                                                     :original agentq-review--original
+                                                                                     :modified (agentq-review--modified))))))))
+            (sly-agent-q-fake-provider-push
+             server (list :status 200 :chunks (sly-agent-q-fake-provider-openai-stream :text "I will not retry.")))
+            (sly-agent-q-send "Return keywords")
+            (sly-agent-q-fake-provider-wait (lambda () done) 30)
+            (should (equal (car done) "I will not retry."))
+            (should (equal (agentq-review--file-text path) agentq-review--original))
+            (let ((id sly-agent-q-chat--id))
+              ;; As it ran, and as a saved conversation shows it again.
+              (dotimes (_ 2)
+                (let ((text (with-current-buffer sly-agent-q-chat-buffer-name
+                              (buffer-substring-no-properties (point-min) (point-max)))))
+                  (should (string-match-p "propose_file_edit .*  denied" text))
+                  (should-not (string-match-p "propose_file_edit .*  failed" text)))
+                (sly-agent-q-new-conversation)
+                (sly-agent-q-chat-open id))))
+        (when (sly-agent-q-chat-busy-p) (sly-agent-q-cancel-chat))
+        (sly-agent-q-fake-provider-stop server)
+        (when (get-buffer sly-agent-q-chat-buffer-name)
+          (kill-buffer sly-agent-q-chat-buffer-name))
+        (setq sly-agent-q-chat--id nil sly-agent-q-chat--messages nil)
+        (delete-directory sessions t)))))
+
 ;;; sly-agent-q-review-ui-test.el ends here
