@@ -14,6 +14,16 @@
 ;;   C-c C-c accept all and finish   C-c C-k reject all and finish
 ;;   q finish with the marks (unmarked hunks are rejected)   ? help
 ;;
+;; `e' opens the hunk's proposed lines in a buffer of their own, in the
+;; file's major mode with `sly-agent-q-hunk-edit-mode': everything typed
+;; there is text; C-c C-c puts the edited lines in the review as that
+;; hunk, accepted, and C-c C-k drops the edit.
+;;
+;; The diff is made over whole lines of the file and numbered by the
+;; file's lines: `original' may begin or end in the middle of a line, and
+;; the rest of those lines is context (and "\ No newline at end of file"
+;; is shown only where the file really ends without one).
+;;
 ;; The review blocks the tool call (a recursive edit) while Emacs stays
 ;; usable.  Its answer follows propose_file_edit's approval contract:
 ;; (:modified ARGS) with `modified' made of the accepted hunks and
@@ -35,15 +45,16 @@
 
 ;;;; Hunks: parsing and applying
 
-(defun sly-agent-q--diff-text (old new)
-  "The unified diff (3 lines of context) from OLD to NEW, two strings."
+(defun sly-agent-q--diff-text (old new &optional context)
+  "The unified diff from OLD to NEW, two strings, with CONTEXT lines (3)."
   (let ((old-file (make-temp-file "agentq-old")) (new-file (make-temp-file "agentq-new")))
     (unwind-protect
         (progn
           (with-temp-file old-file (insert old))
           (with-temp-file new-file (insert new))
           (with-temp-buffer
-            (call-process "diff" nil t nil "-U" "3" "--label" "original" "--label" "proposed"
+            (call-process "diff" nil t nil "-U" (number-to-string (or context 3))
+                          "--label" "original" "--label" "proposed"
                           old-file new-file)
             (buffer-string)))
       (delete-file old-file)
@@ -107,15 +118,71 @@ replace."
       (setq next (1+ next)))
     (apply #'concat (nreverse out))))
 
-;;;; The review buffer
+(defun sly-agent-q--hunk-side (lines side)
+  "The text of one SIDE of a hunk's LINES: ?- the old one, ?+ the new one."
+  (mapconcat (lambda (line) (substring line 1))
+             (cl-remove-if-not (lambda (line) (memq (aref line 0) (list ?\s side))) lines)
+             ""))
 
-(defvar-local sly-agent-q--review-states nil
-  "Vector of the hunks' states: `accepted', `rejected' or nil (unmarked).")
-(defvar-local sly-agent-q--review-result nil)
-(defvar-local sly-agent-q--review-file nil)
-(defvar-local sly-agent-q--review-description nil)
-(defvar-local sly-agent-q--review-first-line 1
-  "The line of the file where the proposal's `original' text begins.")
+(defun sly-agent-q--hunk-lines (old new)
+  "The body lines of one hunk that turns the text OLD into NEW.
+Every line of OLD is in it, as context or removed: a hunk that stands
+for the same lines of the file as the hunk OLD came from."
+  (let ((hunks (sly-agent-q--parse-hunks
+                (sly-agent-q--diff-text old new (max 3 (length (sly-agent-q--split-lines old))
+                                                     (length (sly-agent-q--split-lines new)))))))
+    (if hunks
+        (cdar hunks)
+      (mapcar (lambda (line) (concat " " line)) (sly-agent-q--split-lines old)))))
+
+(defun sly-agent-q--hunk-counts (lines)
+  "The number of old and of new lines of a hunk's LINES: (OLD . NEW)."
+  (cons (cl-count-if (lambda (line) (memq (aref line 0) '(?\s ?-))) lines)
+        (cl-count-if (lambda (line) (memq (aref line 0) '(?\s ?+))) lines)))
+
+(defun sly-agent-q--hunk-text (hunk offset shift)
+  "The text of HUNK, (OLD-START . LINES), as a unified diff shows it.
+OFFSET is added to its old line numbers, OFFSET + SHIFT to its new ones
+\(SHIFT: the lines the hunks before it add)."
+  (pcase-let* ((`(,start . ,lines) hunk)
+               (`(,old . ,new) (sly-agent-q--hunk-counts lines))
+               (range (lambda (first count)
+                        ;; As diff writes them: an empty range names the line before.
+                        (let ((first (if (= count 0) (1- first) first)))
+                          (if (= count 1) (number-to-string first) (format "%d,%d" first count))))))
+    (concat (format "@@ -%s +%s @@\n" (funcall range (+ start offset) old)
+                    (funcall range (+ start offset shift) new))
+            (mapconcat (lambda (line)
+                         (if (string-suffix-p "\n" line)
+                             line
+                           (concat line "\n\\ No newline at end of file\n")))
+                       lines ""))))
+
+(defun sly-agent-q--snippet-context (file text)
+  "Where TEXT stands in FILE: (LINE PREFIX SUFFIX).
+LINE is the file's line where TEXT begins, PREFIX the part of that line
+before TEXT, SUFFIX the rest of TEXT's last line after it, with its
+newline.  The text of FILE is that of the buffer visiting it when that
+has unsaved changes (as propose_file_edit's check reads it), else the
+file's.  When TEXT is not found: (1 \"\" \"\")."
+  (with-temp-buffer
+    (let ((buffer (get-file-buffer file)))
+      (if (and buffer (or (buffer-modified-p buffer) (not (file-readable-p file))))
+          (insert-buffer-substring-no-properties buffer)
+        (ignore-errors (insert-file-contents file))))
+    (goto-char (point-min))
+    (let ((case-fold-search nil))
+      (if (and (stringp text) (not (string-empty-p text)) (search-forward text nil t))
+          (let ((begin (match-beginning 0)) (end (match-end 0)))
+            (list (line-number-at-pos begin)
+                  (buffer-substring-no-properties (save-excursion (goto-char begin) (line-beginning-position))
+                                                  begin)
+                  (buffer-substring-no-properties end (save-excursion
+                                                        (goto-char end)
+                                                        (if (bolp) end (min (point-max) (1+ (line-end-position))))))))
+        (list 1 "" "")))))
+
+;;;; Keymaps
 
 (defvar sly-agent-q-diff-mode-map
   (let ((map (make-sparse-keymap)))
@@ -131,16 +198,66 @@ replace."
     (define-key map (kbd "q") #'sly-agent-q-review-finish)
     (define-key map (kbd "?") #'sly-agent-q-review-help)
     map)
-  "Keys of `sly-agent-q-diff-mode'.")
+  "Keys of `sly-agent-q-diff-mode', the review of a proposed edit.")
+
+(defvar sly-agent-q-hunk-edit-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "C-c C-c") #'sly-agent-q-hunk-edit-finish)
+    (define-key map (kbd "C-c C-k") #'sly-agent-q-hunk-edit-drop)
+    map)
+  "Keys of `sly-agent-q-hunk-edit-mode', the edit of one hunk.")
+
+;;;; The review buffer
+
+(defvar-local sly-agent-q--review-states nil
+  "Vector of the hunks' states: `accepted', `rejected' or nil (unmarked).")
+(defvar-local sly-agent-q--review-hunks nil
+  "Vector of the hunks, (OLD-START . LINES), as they are now (edits included).
+OLD-START counts the lines of the text reviewed: `original' with the
+rest of its first and last lines (`sly-agent-q--review-prefix' and
+`sly-agent-q--review-suffix').")
+(defvar-local sly-agent-q--review-proposed nil
+  "Vector of the hunks as the agent proposed them.")
+(defvar-local sly-agent-q--review-prefix ""
+  "The part of the file's line before `original'.")
+(defvar-local sly-agent-q--review-suffix ""
+  "The rest of the file's line after `original', with its newline.")
+(defvar-local sly-agent-q--review-result nil)
+(defvar-local sly-agent-q--review-file nil)
+(defvar-local sly-agent-q--review-description nil)
+(defvar-local sly-agent-q--review-first-line 1
+  "The line of the file where the text reviewed (and `original') begins.")
+(defvar-local sly-agent-q--review-edit-buffer nil
+  "The buffer where a hunk of this review is being edited, if any.")
 
 (define-derived-mode sly-agent-q-diff-mode diff-mode "Agent-Q Diff"
   "Review an edit the agent proposes, hunk by hunk.
+
+Each hunk shows its mark, [accept] or [reject] (or none yet), and
+its @@ line numbers the lines of the file.  Mark the hunks, then
+finish: exactly the accepted hunks are applied to the file, in one
+undo step, and the agent is told which.
+\\<sly-agent-q-diff-mode-map>
+\\[sly-agent-q-review-accept] accepts the hunk at point, \\[sly-agent-q-review-reject] rejects it,
+\\[sly-agent-q-review-toggle] toggles it; each goes on to the next hunk.
+\\[diff-hunk-next] and \\[diff-hunk-prev] go to the next and the previous hunk.
+\\[sly-agent-q-review-goto] shows the hunk's place in the file.
+\\[sly-agent-q-review-edit] edits the hunk's proposed lines, in a buffer of their own
+  where everything typed is text (`sly-agent-q-hunk-edit-mode'):
+  \\<sly-agent-q-hunk-edit-mode-map>\\[sly-agent-q-hunk-edit-finish] finishes the edit, and the edited hunk is accepted;
+  \\[sly-agent-q-hunk-edit-drop] drops the edit.\\<sly-agent-q-diff-mode-map>
+\\[sly-agent-q-review-finish] finishes: unmarked hunks are rejected.
+\\[sly-agent-q-review-accept-all] accepts every hunk and finishes.
+\\[sly-agent-q-review-reject-all] rejects every hunk and finishes.
+\\[sly-agent-q-review-help] shows this help.
+
 \\{sly-agent-q-diff-mode-map}"
   (setq buffer-read-only t)
-  ;; diff-mode gives a read-only buffer its own keys (r, a, …) through
-  ;; this alist, ahead of the major mode's: the review's keys win here.
+  ;; diff-mode gives a read-only buffer its own one-key commands (k, R,
+  ;; W, q, ? …) through this alist, ahead of the major mode's keys:
+  ;; here the review's keys are the ones, so that entry goes.
   (setq-local minor-mode-overriding-map-alist
-              (list (cons 'buffer-read-only sly-agent-q-diff-mode-map))))
+              (cl-remove 'buffer-read-only minor-mode-overriding-map-alist :key #'car)))
 
 (defun sly-agent-q--hunk-starts ()
   "Positions of the hunks' @@ lines, in order."
@@ -158,6 +275,20 @@ replace."
       (when (<= start (point)) (setq index i))
       (setq i (1+ i)))))
 
+(defun sly-agent-q--review-render ()
+  "Write the hunks into the review buffer, numbered by the file's lines."
+  (let ((inhibit-read-only t)
+        (offset (1- sly-agent-q--review-first-line))
+        (shift 0))
+    (erase-buffer)
+    (insert "--- original\n+++ proposed\n")
+    (cl-loop for hunk across sly-agent-q--review-hunks
+             do (insert (sly-agent-q--hunk-text hunk offset shift))
+                (let ((counts (sly-agent-q--hunk-counts (cdr hunk))))
+                  (setq shift (+ shift (- (cdr counts) (car counts))))))
+    (set-buffer-modified-p nil))
+  (sly-agent-q--review-redisplay))
+
 (defun sly-agent-q--review-redisplay ()
   "Show each hunk's state on its @@ line, and the counts in the header line."
   (remove-overlays (point-min) (point-max) 'sly-agent-q-review t)
@@ -171,6 +302,8 @@ replace."
                                ('accepted (propertize "[accept] " 'face 'sly-agent-q-hunk-accepted))
                                ('rejected (propertize "[reject] " 'face 'sly-agent-q-hunk-rejected))
                                (_ "[      ] ")))
+                (unless (equal (aref sly-agent-q--review-hunks index) (aref sly-agent-q--review-proposed index))
+                  (overlay-put overlay 'after-string " (edited)"))
                 (when state
                   (overlay-put overlay 'face (if (eq state 'accepted)
                                                  'sly-agent-q-hunk-accepted
@@ -178,9 +311,9 @@ replace."
   (let ((total (length sly-agent-q--review-states))
         (accepted (cl-count 'accepted sly-agent-q--review-states)))
     (setq header-line-format
-          (format " %s — %s: %d hunk%s, %d accepted, %d rejected   (a/r/SPC mark, C-c C-c all, q finish, ? help)"
-                  (file-name-nondirectory sly-agent-q--review-file)
-                  (or sly-agent-q--review-description "proposed edit")
+          (format " %s — %s: %d hunk%s, %d accepted, %d rejected   (a/r/SPC mark, e edit, C-c C-c all, q finish, ? help)"
+                  (string-replace "%" "%%" (file-name-nondirectory sly-agent-q--review-file))
+                  (string-replace "%" "%%" (or sly-agent-q--review-description "proposed edit"))
                   total (if (= total 1) "" "s") accepted
                   (cl-count 'rejected sly-agent-q--review-states)))))
 
@@ -212,21 +345,141 @@ Then go to the next hunk."
   "Show the place of the hunk at point in the file."
   (interactive)
   (let ((file sly-agent-q--review-file)
-        (line (save-excursion
-                (goto-char (nth (or (sly-agent-q--hunk-index) 0) (sly-agent-q--hunk-starts)))
-                (and (looking-at "@@ -\\([0-9]+\\)") (string-to-number (match-string 1)))))
-        (first sly-agent-q--review-first-line))
-    ;; The hunk's line counts from the start of `original', not of the file.
+        (line (+ (1- sly-agent-q--review-first-line)
+                 (car (aref sly-agent-q--review-hunks (or (sly-agent-q--hunk-index) 0))))))
     (with-selected-window (display-buffer (or (get-file-buffer file) (find-file-noselect file)))
       (goto-char (point-min))
-      (forward-line (max 0 (+ (1- first) (1- (or line 1))))))))
+      (forward-line (max 0 (1- line))))))
+
+(defun sly-agent-q-review-help ()
+  "Show what the review's keys do."
+  (interactive)
+  (let ((text (documentation 'sly-agent-q-diff-mode)))
+    (with-help-window (help-buffer)
+      (princ text))))
+
+;;;; Editing a hunk
+
+(defvar-local sly-agent-q--hunk-edit-review nil
+  "The review buffer of the hunk this buffer edits.")
+(defvar-local sly-agent-q--hunk-edit-index nil
+  "The index of the hunk this buffer edits.")
+
+(define-minor-mode sly-agent-q-hunk-edit-mode
+  "Editing the proposed lines of one hunk of a review.
+The buffer holds the lines the hunk proposes (its context lines
+included); change them as you like, everything typed is text.
+
+\\{sly-agent-q-hunk-edit-mode-map}"
+  :lighter " Hunk-Edit"
+  (if (not sly-agent-q-hunk-edit-mode)
+      (progn
+        (setq-local minor-mode-overriding-map-alist
+                    (assq-delete-all 'sly-agent-q-hunk-edit-mode (copy-sequence minor-mode-overriding-map-alist)))
+        (setq header-line-format nil))
+    ;; Ahead of other minor modes' C-c C-c (SLY's, say).
+    (setq-local minor-mode-overriding-map-alist
+                (cons (cons 'sly-agent-q-hunk-edit-mode sly-agent-q-hunk-edit-mode-map)
+                      minor-mode-overriding-map-alist))
+    (let ((review sly-agent-q--hunk-edit-review))
+      (setq header-line-format
+            (concat (if (buffer-live-p review)
+                        (format " Editing hunk %d of %d" (1+ sly-agent-q--hunk-edit-index)
+                                (length (buffer-local-value 'sly-agent-q--review-hunks review)))
+                      " Editing a hunk")
+                    (substitute-command-keys
+                     " — \\<sly-agent-q-hunk-edit-mode-map>\\[sly-agent-q-hunk-edit-finish]: finish (accepts it), \\[sly-agent-q-hunk-edit-drop]: drop the edit")
+                    (if (buffer-live-p review)
+                        (concat " — " (string-replace "%" "%%" (file-name-nondirectory
+                                                               (buffer-local-value 'sly-agent-q--review-file review))))
+                      ""))))))
+
+(defun sly-agent-q--file-major-mode (file)
+  "The major mode for the text of FILE: its buffer's, else by its name."
+  (let* ((buffer (get-file-buffer file))
+         (mode (if buffer
+                   (buffer-local-value 'major-mode buffer)
+                 (let ((entry (assoc-default file auto-mode-alist #'string-match)))
+                   (if (consp entry) (car entry) entry)))))
+    (if (functionp mode) mode #'fundamental-mode)))
 
 (defun sly-agent-q-review-edit ()
-  "Edit the hunk at point in place: its `+' lines are what is applied.
-Mark it accepted (a) and finish as usual."
+  "Edit the proposed lines of the hunk at point, in a buffer of their own.
+There \\<sly-agent-q-hunk-edit-mode-map>\\[sly-agent-q-hunk-edit-finish] \
+finishes the edit: the hunk becomes the edited lines,
+accepted; \\[sly-agent-q-hunk-edit-drop] drops the edit."
   (interactive)
-  (setq buffer-read-only nil)
-  (message "Edit the hunk's lines (keep their \" \", \"-\", \"+\" prefixes); mark it with a, then finish"))
+  (let ((index (or (sly-agent-q--hunk-index) (user-error "Not on a hunk: n goes to the first")))
+        (review (current-buffer)))
+    (if (buffer-live-p sly-agent-q--review-edit-buffer)
+        (progn
+          (pop-to-buffer sly-agent-q--review-edit-buffer)
+          (message (substitute-command-keys
+                    "A hunk is being edited: \\<sly-agent-q-hunk-edit-mode-map>\\[sly-agent-q-hunk-edit-finish] finishes the edit, \\[sly-agent-q-hunk-edit-drop] drops it")))
+      (let* ((lines (cdr (aref sly-agent-q--review-hunks index)))
+             (mode (sly-agent-q--file-major-mode sly-agent-q--review-file))
+             (buffer (generate-new-buffer (format "*Agent-Q Hunk %d*" (1+ index))))
+             ;; The first proposed line, or the first line.
+             (line (or (cl-loop for l in (cl-remove-if (lambda (l) (eq (aref l 0) ?-)) lines)
+                                for n from 0
+                                when (eq (aref l 0) ?+) return n)
+                       0)))
+        (with-current-buffer buffer
+          (insert (sly-agent-q--hunk-side lines ?+))
+          (condition-case nil
+              (funcall mode)
+            (error (fundamental-mode)))
+          (setq sly-agent-q--hunk-edit-review review
+                sly-agent-q--hunk-edit-index index)
+          (sly-agent-q-hunk-edit-mode 1)
+          (set-buffer-modified-p nil)
+          (goto-char (point-min))
+          (forward-line line))
+        (setq sly-agent-q--review-edit-buffer buffer)
+        (pop-to-buffer buffer)))))
+
+(defun sly-agent-q--hunk-edit-close ()
+  "Kill this edit buffer and go back to its review."
+  (let ((review sly-agent-q--hunk-edit-review)
+        (buffer (current-buffer)))
+    (when (buffer-live-p review)
+      (with-current-buffer review (setq sly-agent-q--review-edit-buffer nil)))
+    (if (eq (window-buffer) buffer) (quit-window t) (kill-buffer buffer))
+    (when (buffer-live-p review)
+      (pop-to-buffer review))))
+
+(defun sly-agent-q-hunk-edit-finish ()
+  "Finish the edit: the hunk becomes the edited lines, and is accepted."
+  (interactive)
+  (let ((review sly-agent-q--hunk-edit-review)
+        (index sly-agent-q--hunk-edit-index)
+        (text (buffer-substring-no-properties (point-min) (point-max))))
+    (unless (buffer-live-p review)
+      (user-error "The review of this hunk has ended"))
+    (with-current-buffer review
+      (let* ((hunk (aref sly-agent-q--review-hunks index))
+             (old (sly-agent-q--hunk-side (cdr hunk) ?-))
+             (proposed (sly-agent-q--hunk-side (cdr hunk) ?+)))
+        ;; A last newline lost while editing would join the next line to it.
+        (when (and (string-suffix-p "\n" proposed)
+                   (not (string-empty-p text))
+                   (not (string-suffix-p "\n" text)))
+          (setq text (concat text "\n")))
+        (aset sly-agent-q--review-hunks index (cons (car hunk) (sly-agent-q--hunk-lines old text)))
+        (aset sly-agent-q--review-states index 'accepted)
+        (sly-agent-q--review-render)))
+    (sly-agent-q--hunk-edit-close)
+    ;; In the review's window: on the hunk just edited.
+    (goto-char (nth index (sly-agent-q--hunk-starts)))
+    (message "Hunk %d edited and accepted" (1+ index))))
+
+(defun sly-agent-q-hunk-edit-drop ()
+  "Drop the edit: the hunk stays as it was."
+  (interactive)
+  (sly-agent-q--hunk-edit-close)
+  (message "Edit dropped"))
+
+;;;; Finishing
 
 (defun sly-agent-q--review-done (result)
   "End the review with RESULT."
@@ -250,56 +503,52 @@ Mark it accepted (a) and finish as usual."
   (interactive)
   (sly-agent-q--review-done 'finish))
 
-(defun sly-agent-q-review-help ()
-  "Show the keys of the review."
-  (interactive)
-  (with-help-window (get-buffer-create "*Agent-Q Diff Help*")
-    (princ (substitute-command-keys
-            "Review of an edit the agent proposes.\n\n\\{sly-agent-q-diff-mode-map}"))))
-
 (defun sly-agent-q--review-decision (args)
   "The approval answer of the review of ARGS, from the review buffer's state."
-  (let* ((hunks (sly-agent-q--parse-hunks (buffer-substring-no-properties (point-min) (point-max))))
+  (let* ((hunks (append sly-agent-q--review-hunks nil))
          (accepted (cl-loop for state across sly-agent-q--review-states
                             for index from 0
                             when (eq state 'accepted) collect index))
-         (total (length hunks)))
-    (if (null accepted)
+         (original (gethash "original" args))
+         (prefix sly-agent-q--review-prefix)
+         (suffix sly-agent-q--review-suffix)
+         (whole (concat prefix original suffix))
+         (result (sly-agent-q--apply-hunks whole hunks accepted)))
+    (if (or (null accepted) (equal result whole))
         :denied
       (let ((new (copy-hash-table args)))
-        (puthash "modified" (sly-agent-q--apply-hunks (gethash "original" args) hunks accepted) new)
-        (puthash "hunks_total" total new)
+        (if (and (string-prefix-p prefix result)
+                 (string-suffix-p suffix result)
+                 (>= (length result) (+ (length prefix) (length suffix))))
+            (puthash "modified" (substring result (length prefix) (- (length result) (length suffix))) new)
+          ;; An edit changed the rest of `original''s first or last line:
+          ;; those whole lines are replaced.
+          (puthash "original" whole new)
+          (puthash "modified" result new))
+        (puthash "hunks_total" (length hunks) new)
         (puthash "hunks_applied" (length accepted) new)
         (list :modified new)))))
 
-(defun sly-agent-q--first-line-of (file text)
-  "The line where TEXT begins in FILE (its visiting buffer's text first), or 1."
-  (with-temp-buffer
-    (let ((buffer (get-file-buffer file)))
-      (if buffer
-          (insert-buffer-substring-no-properties buffer)
-        (ignore-errors (insert-file-contents file))))
-    (goto-char (point-min))
-    (if (and (stringp text) (search-forward text nil t))
-        (line-number-at-pos (match-beginning 0))
-      1)))
-
 (defun sly-agent-q--review-buffer (args)
   "The *Agent-Q Diff* buffer showing the edit of ARGS, every hunk unmarked."
-  (let ((diff (sly-agent-q--diff-text (gethash "original" args) (gethash "modified" args)))
-        (buffer (get-buffer-create "*Agent-Q Diff*")))
+  (let ((buffer (get-buffer-create "*Agent-Q Diff*"))
+        (file (expand-file-name (gethash "path" args))))
     (with-current-buffer buffer
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (insert diff))
       (sly-agent-q-diff-mode)
-      (setq sly-agent-q--review-first-line (sly-agent-q--first-line-of (expand-file-name (gethash "path" args))
-                                                                       (gethash "original" args)))
-      (setq sly-agent-q--review-file (expand-file-name (gethash "path" args))
-            sly-agent-q--review-description (gethash "description" args)
-            sly-agent-q--review-states (make-vector (length (sly-agent-q--hunk-starts)) nil)
-            sly-agent-q--review-result nil)
-      (sly-agent-q--review-redisplay)
+      (pcase-let* ((`(,line ,prefix ,suffix) (sly-agent-q--snippet-context file (gethash "original" args)))
+                   (hunks (vconcat (sly-agent-q--parse-hunks
+                                    (sly-agent-q--diff-text (concat prefix (gethash "original" args) suffix)
+                                                            (concat prefix (gethash "modified" args) suffix))))))
+        (setq sly-agent-q--review-first-line line
+              sly-agent-q--review-prefix prefix
+              sly-agent-q--review-suffix suffix
+              sly-agent-q--review-hunks hunks
+              sly-agent-q--review-proposed (copy-sequence hunks)
+              sly-agent-q--review-file file
+              sly-agent-q--review-description (gethash "description" args)
+              sly-agent-q--review-states (make-vector (length hunks) nil)
+              sly-agent-q--review-result nil))
+      (sly-agent-q--review-render)
       (goto-char (or (car (sly-agent-q--hunk-starts)) (point-min))))
     buffer))
 
@@ -317,6 +566,9 @@ approval answer: (:modified NEW-ARGS) with the accepted hunks, or :denied."
       (prog1 (if (eq sly-agent-q--review-result 'finish)
                  (sly-agent-q--review-decision args)
                :denied)
+        ;; An edit not finished when the review ends is dropped.
+        (when (buffer-live-p sly-agent-q--review-edit-buffer)
+          (kill-buffer sly-agent-q--review-edit-buffer))
         (kill-buffer buffer)))))
 
 (provide 'sly-agent-q-review)

@@ -163,6 +163,180 @@ SPEC is (PATH TEXT).  The directory, and any buffer visiting PATH, go after."
   "Type KEYS (a `kbd' string) as a person would, through the keymaps."
   (execute-kbd-macro (kbd keys)))
 
+(ert-deftest sly-agent-q-review-ui/editing-a-hunk-is-an-editing-state ()
+  "e edits the hunk in a buffer of its own: q and the review's keys are text
+there, C-c C-c puts the edited hunk in the review, accepted, and C-c C-k
+drops an edit."
+  (agentq-review--with-file (path agentq-review--original)
+    (let* ((args (agentq-review--args path))
+           (review (sly-agent-q--review-buffer args)))
+      (unwind-protect
+          (save-window-excursion
+            (switch-to-buffer review)
+            ;; Hunk 1: e, then text with every key of the review in it.
+            (goto-char (car (sly-agent-q--hunk-starts)))
+            (agentq-review--keys "e")
+            (should-not (eq (current-buffer) review))
+            (should sly-agent-q-hunk-edit-mode)
+            (let ((header header-line-format))  ; a string (format-mode-line gives "" in batch)
+              (should (string-match-p "Editing hunk 1 of 3" header))
+              (should (string-match-p "C-c C-c" header))
+              (should (string-match-p "C-c C-k" header)))
+            ;; Point is on the hunk's first proposed line.
+            (should (equal (thing-at-point 'line t) "(defun f2 () :two)\n"))
+            (agentq-review--keys "C-e SPC ; SPC q u i c k SPC q ? SPC a SPC r SPC n SPC p SPC e")
+            (should (string-match-p "^(defun f2 () :two) ; quick q\\? a r n p e$" (buffer-string)))
+            ;; The review goes on: nothing was marked, nothing ended.
+            (with-current-buffer review
+              (should (equal (append sly-agent-q--review-states nil) '(nil nil nil))))
+            (agentq-review--keys "C-c C-c")
+            (should (eq (current-buffer) review))
+            (should (equal (append sly-agent-q--review-states nil) '(accepted nil nil)))
+            (should (string-match-p "^\\+(defun f2 () :two) ; quick q\\? a r n p e$" (buffer-string)))
+            (should-not (string-match-p "^\\+(defun f2 () :two)$" (buffer-string)))
+            ;; Hunk 2: an edit dropped with C-c C-k leaves it as proposed.
+            (goto-char (nth 1 (sly-agent-q--hunk-starts)))
+            (agentq-review--keys "e")
+            (should sly-agent-q-hunk-edit-mode)
+            (let ((edit (current-buffer)))
+              (agentq-review--keys "C-e SPC q q q")
+              (agentq-review--keys "C-c C-k")
+              (should-not (buffer-live-p edit)))
+            (should (eq (current-buffer) review))
+            (should (equal (append sly-agent-q--review-states nil) '(accepted nil nil)))
+            (should (string-match-p "^\\+(defun f14 () :fourteen)$" (buffer-string)))
+            (should-not (string-match-p "qqq" (buffer-string)))
+            ;; What is applied is the edited hunk 1, and nothing else.
+            (let ((decision (sly-agent-q--review-decision args)))
+              (should (string-prefix-p "partially accepted: 1 of 3 hunks applied"
+                                       (agentq-review--apply args decision))))
+            (let ((text (agentq-review--file-text path)))
+              (should (string-match-p "^(defun f2 () :two) ; quick q\\? a r n p e$" text))
+              (should (string-match-p "^(defun f14 () 14)$" text))
+              (should (string-match-p "^(defun f25 () 25)$" text))
+              (should (= (length (split-string text "\n" t)) 30))))
+        (kill-buffer review)))))
+
+(ert-deftest sly-agent-q-review-ui/an-edit-may-change-the-rest-of-the-line ()
+  "`original' is part of a line; an edit of the text around it on that line
+is applied too (the whole line is then replaced)."
+  (agentq-review--with-file (path "(a)\n(list 1 2 3) ; end\n(c)\n")
+    (let ((args (make-hash-table :test 'equal)))
+      (puthash "path" path args)
+      (puthash "original" "1 2 3" args)
+      (puthash "modified" "1 2 3 4" args)
+      (let ((review (sly-agent-q--review-buffer args)))
+        (unwind-protect
+            (save-window-excursion
+              (switch-to-buffer review)
+              (goto-char (car (sly-agent-q--hunk-starts)))
+              (sly-agent-q-review-edit)
+              ;; The hunk's proposed lines: the whole line.
+              (should (equal (buffer-string) "(list 1 2 3 4) ; end\n"))
+              (goto-char (point-min))
+              (delete-region (point) (line-end-position))
+              (insert "(vector 1 2 3 4) ; the end")
+              (sly-agent-q-hunk-edit-finish)
+              (should (eq (current-buffer) review))
+              (should (string-prefix-p "accepted" (agentq-review--apply args (sly-agent-q--review-decision args)))))
+          (kill-buffer review)))
+      (should (equal (agentq-review--file-text path) "(a)\n(vector 1 2 3 4) ; the end\n(c)\n")))))
+
+(ert-deftest sly-agent-q-review-ui/help-and-describe-mode-list-the-keys ()
+  "? and C-h m in the review show its keys."
+  (agentq-review--with-file (path agentq-review--original)
+    (let ((review (sly-agent-q--review-buffer (agentq-review--args path))))
+      (unwind-protect
+          (save-window-excursion
+            (switch-to-buffer review)
+            (dolist (keys '("?" "C-h m"))
+              (when (get-buffer "*Help*") (kill-buffer "*Help*"))
+              (with-current-buffer review (agentq-review--keys keys))
+              (let ((help (with-current-buffer "*Help*" (buffer-string))))
+                (dolist (binding '(("a" . "sly-agent-q-review-accept")
+                                   ("r" . "sly-agent-q-review-reject")
+                                   ("SPC" . "sly-agent-q-review-toggle")
+                                   ("e" . "sly-agent-q-review-edit")
+                                   ("q" . "sly-agent-q-review-finish")
+                                   ("C-c C-c" . "sly-agent-q-review-accept-all")
+                                   ("C-c C-k" . "sly-agent-q-review-reject-all")))
+                  (should (string-match-p (format "^%s[ \t]+%s$" (regexp-quote (car binding)) (cdr binding))
+                                          help))))))
+        (kill-buffer review)))))
+
+(ert-deftest sly-agent-q-review-ui/hunks-number-the-lines-of-the-file ()
+  "@@ lines count the file's lines; \"No newline\" only at the file's real end."
+  ;; `original' is lines 7 and 8 of the file; the change is on line 8.
+  (agentq-review--with-file (path ";; 1\n;; 2\n;; 3\n;; 4\n;; 5\n;; 6\n(defun g1 () 1)\n(defun g2 () 2)\n(defun g3 () 3)\n")
+    (let ((args (make-hash-table :test 'equal)))
+      (puthash "path" path args)
+      (puthash "original" "(defun g1 () 1)\n(defun g2 () 2)\n" args)
+      (puthash "modified" "(defun g1 () 1)\n(defun g2 () :two)\n(defun g2b () 2)\n" args)
+      (with-current-buffer (sly-agent-q--review-buffer args)
+        (unwind-protect
+            (progn
+              (should (string-match-p "^@@ -7,2 \\+7,3 @@$" (buffer-string)))
+              (should-not (string-match-p "^@@ -1," (buffer-string))))
+          (kill-buffer)))))
+  ;; Hunks after one that adds lines: the new side is shifted by them.
+  (agentq-review--with-file (path (concat ";; header\n" agentq-review--original))
+    (let ((args (agentq-review--args path)))
+      (puthash "modified" (replace-regexp-in-string "(defun f2 () :two)\n" "(defun f2 () :two)\n(defun f2b () :new)\n"
+                                                    (agentq-review--modified))
+               args)
+      (with-current-buffer (sly-agent-q--review-buffer args)
+        (unwind-protect
+            (should (equal (mapcar (lambda (start) (goto-char start) (buffer-substring (point) (line-end-position)))
+                                   (sly-agent-q--hunk-starts))
+                           '("@@ -2,5 +2,6 @@" "@@ -12,7 +13,7 @@" "@@ -23,7 +24,7 @@")))
+          (kill-buffer)))))
+  ;; `original' ends in the middle of the file without its newline: no
+  ;; "No newline at end of file", and the edit applies as proposed.
+  (agentq-review--with-file (path "(defun g1 () 1)\n(defun g2 () 2)\n(defun g3 () 3)\n")
+    (let ((args (make-hash-table :test 'equal)))
+      (puthash "path" path args)
+      (puthash "original" "(defun g2 () 2)" args)
+      (puthash "modified" "(defun g2 () :two)" args)
+      (with-current-buffer (sly-agent-q--review-buffer args)
+        (unwind-protect
+            (progn
+              (should-not (string-match-p "No newline" (buffer-string)))
+              (should (string-match-p "^@@ -2 \\+2 @@$" (buffer-string)))
+              (should (string-match-p "^-(defun g2 () 2)\n\\+(defun g2 () :two)\n" (buffer-string)))
+              (sly-agent-q-review-accept)
+              (should (string-prefix-p "accepted" (agentq-review--apply args (sly-agent-q--review-decision args)))))
+          (kill-buffer)))
+      (should (equal (agentq-review--file-text path) "(defun g1 () 1)\n(defun g2 () :two)\n(defun g3 () 3)\n"))))
+  ;; `original' part of a line: the @@ line still numbers the file's lines.
+  (agentq-review--with-file (path "(a)\n(b)\n(list 1 2 3) ; end\n(c)\n")
+    (let ((args (make-hash-table :test 'equal)))
+      (puthash "path" path args)
+      (puthash "original" "1 2 3" args)
+      (puthash "modified" "1 2 3 4" args)
+      (with-current-buffer (sly-agent-q--review-buffer args)
+        (unwind-protect
+            (progn
+              (should (string-match-p "^@@ -3 \\+3 @@$" (buffer-string)))
+              (should-not (string-match-p "No newline" (buffer-string)))
+              (sly-agent-q-review-accept)
+              (should (string-prefix-p "accepted" (agentq-review--apply args (sly-agent-q--review-decision args)))))
+          (kill-buffer)))
+      (should (equal (agentq-review--file-text path) "(a)\n(b)\n(list 1 2 3 4) ; end\n(c)\n"))))
+  ;; The file really ends without a newline: then it is said.
+  (agentq-review--with-file (path "(defun g1 () 1)\n(defun g2 () 2)")
+    (let ((args (make-hash-table :test 'equal)))
+      (puthash "path" path args)
+      (puthash "original" "(defun g2 () 2)" args)
+      (puthash "modified" "(defun g2 () :two)" args)
+      (with-current-buffer (sly-agent-q--review-buffer args)
+        (unwind-protect
+            (progn
+              (should (string-match-p "^-(defun g2 () 2)\n\\\\ No newline at end of file\n" (buffer-string)))
+              (sly-agent-q-review-accept)
+              (should (string-prefix-p "accepted" (agentq-review--apply args (sly-agent-q--review-decision args)))))
+          (kill-buffer)))
+      (should (equal (agentq-review--file-text path) "(defun g1 () 1)\n(defun g2 () :two)")))))
+
 (ert-deftest sly-agent-q-review-ui/undo-after-an-accepted-edit-leaves-the-buffer-modified ()
   "Accept into an unmodified visiting buffer, undo: the buffer is modified,
 and saving writes the undone text."
