@@ -83,7 +83,7 @@ tmux_ send-keys -t "$session" C-c C-c
 wait_for '1 accepted, 0 rejected' 5 screen || fail "C-c C-c did not accept the edited hunk"
 pane | grep -q 'Editing hunk' && fail "the edit buffer is still shown after C-c C-c"
 pane | grep -qF '[accept] @@ -1,5 +1,5 @@ (edited)' || fail "hunk 1 is not shown accepted and edited"
-pane | grep -qF '|+(defun f2 () :two) ; quick q? a r n p e' || fail "the review does not show the edited line"
+pane | grep -qF '+(defun f2 () :two) ; quick q? a r n p e' || fail "the review does not show the edited line"
 echo "----- the review buffer after the edit -----"
 pane | sed '/^[[:space:]]*$/d'
 echo "--------------------------------------------"
