@@ -230,9 +230,13 @@ time limit are replaced this way by themselves, after a grace of 3 s."
           (let ((row (cdr (assoc name stats))))
             (princ (format "  %-24s %s\n" name
                            (if row
-                               (format "%d calls, %d failed, %.2f ms total"
+                               (format "%d calls, %d failed, %.2f ms total%s"
                                        (plist-get row :calls) (plist-get row :failures)
-                                       (plist-get row :total-ms))
+                                       (plist-get row :total-ms)
+                                       (if (plist-get row :not-found)
+                                           (format " (%d look-ups of eldoc, completion or M-. found no such name)"
+                                                   (plist-get row :not-found))
+                                         ""))
                              "not called yet")))))))))
 
 (defun sly-agent-q--fasl-cache-directory ()

@@ -35,10 +35,11 @@ Each NAME is the symbol's own name, without its package.  One
 apropos_search, which searches sorted indexes of the packages' names,
 not the packages themselves.  :no-package when PACKAGE does not exist."
   (let ((matches nil))
-    (dolist (result (sly-agent-q-execute-tool-calls
-                     (list (list :id "complete" :name "apropos_search"
-                                 :arguments (list :pattern name :prefix t :limit 500 :package package
-                                                  :accessible (if accessible t :false))))))
+    (dolist (result (let ((sly-agent-q-call-origin sly-agent-q-ui-origin)) ; the front end's own
+                      (sly-agent-q-execute-tool-calls
+                       (list (list :id "complete" :name "apropos_search"
+                                   :arguments (list :pattern name :prefix t :limit 500 :package package
+                                                    :accessible (if accessible t :false)))))))
       (if (not (plist-get result :success))
           (setq matches :no-package)
         (let ((content (or (plist-get result :content) ""))
@@ -158,7 +159,10 @@ For `completion-at-point-functions'.  Offers nothing while Lisp is busy."
 Asked without blocking: the answer comes when the session is free."
   (let ((context (sly-agent-q-eldoc--context)))
     (when (and context (not (sly-agent-q--lisp-busy-p)))
-      (let ((package (sly-agent-q-completion--package)))
+      (let ((package (sly-agent-q-completion--package))
+            ;; The front end's own look-up: not logged, and an unknown
+            ;; operator is no failed call.
+            (sly-agent-q-call-origin sly-agent-q-ui-origin))
         (sly-agent-q-execute-tool-calls-async
          (list (list :id "eldoc" :name "function_arglist"
                      :arguments (list :function (car context) :package package)))

@@ -195,10 +195,12 @@ The compiler's warnings go on the forms they concern, as with
          (point-min) (point-max) (list :form text :package "CL-USER")
          (lambda (result)
            (when (plist-get result :success)
-             ;; Indexed for M-. and who-calls, as C-c C-l does.
-             (sly-agent-q-lisp--call "evaluate_lisp"
-                                     (list :code (format "(agent-q::xref-index-file %S t)" file))
-                                     #'ignore))))))))
+             ;; Indexed for M-. and who-calls, as C-c C-l does: the
+             ;; front end's own call, not in the audit log.
+             (let ((sly-agent-q-call-origin sly-agent-q-ui-origin))
+               (sly-agent-q-lisp--call "evaluate_lisp"
+                                       (list :code (format "(agent-q::xref-index-file %S t)" file))
+                                       #'ignore)))))))))
 
 ;;;; Documentation
 
@@ -329,8 +331,9 @@ The symbol is looked up with FIND-SYMBOL in PACKAGE
 \(`agent-q::definition-locations'): looking a name up never interns it."
   (let* ((code (format "(agent-q::definition-locations %S %S)"
                        (substring-no-properties name) (and package (substring-no-properties package))))
-         (result (car (sly-agent-q-execute-tool-calls
-                       (list (list :id "xref" :name "evaluate_lisp" :arguments (list :code code :timeout 2))))))
+         (result (car (let ((sly-agent-q-call-origin sly-agent-q-ui-origin)) ; not the person's evaluation
+                        (sly-agent-q-execute-tool-calls
+                         (list (list :id "xref" :name "evaluate_lisp" :arguments (list :code code :timeout 2)))))))
          (content (plist-get result :content)))
     (when (and (plist-get result :success) (string-prefix-p "=> " content))
       (condition-case nil

@@ -6,8 +6,11 @@
 
 ;; While `sly-agent-q-mode' is on, every cautious and dangerous tool call
 ;; (and so every approval decision) is written to the buffer
-;; *Agent-Q Log*: time, tool, short arguments, decision, duration and
-;; outcome; optionally also to a file.  Safe calls are not logged.
+;; *Agent-Q Log*: time, the door it came through (`user', `chat', `MCP',
+;; `Lisp': `sly-agent-q-call-origin'), tool, decision, duration, outcome
+;; and short arguments; optionally also to a file.  Safe calls are not
+;; logged, nor the calls the front end makes for itself (eldoc,
+;; completion, M-., the REPL's prompt and inspector: `sly-agent-q-ui-origin').
 ;; The Lisp runtime's own notes go there too, such as a definition the
 ;; background native compiler could not compile (it stays bytecodes).
 
@@ -41,15 +44,21 @@ API keys of providers."
                args))
     (string-join (nreverse parts) " ")))
 
+(defun sly-agent-q--log-origin ()
+  "The door of the running call as the log writes it: `user' for nil."
+  (replace-regexp-in-string "[\n\t ]+" " " (or sly-agent-q-call-origin "user")))
+
 (defun sly-agent-q--log-line (tool-name args result)
-  "The log line of a finished call of TOOL-NAME with ARGS and its RESULT plist."
+  "The log line of a finished call of TOOL-NAME with ARGS and its RESULT plist.
+The call's door is `sly-agent-q-call-origin', bound where it runs."
   (let* ((metadata (plist-get result :metadata))
          (level (plist-get metadata :safety_level))
          (decision (cond ((not (equal level "dangerous")) "-")
                          ((plist-get metadata :approved) "approved")
                          (t "denied"))))
-    (format "%s %-18s %-9s %-8s %7.1fms %s  %s%s"
+    (format "%s %-6s %-18s %-9s %-8s %7.1fms %s  %s%s"
             (format-time-string "%F %T")
+            (sly-agent-q--log-origin)
             tool-name level decision
             (or (plist-get metadata :execution_time_ms) 0)
             (if (plist-get result :success) "ok    " "FAILED")
@@ -60,10 +69,12 @@ API keys of providers."
                                 120 nil nil "…"))))))
 
 (defun sly-agent-q-log-call (phase tool-name args result)
-  "Log a finished cautious or dangerous call.
+  "Log a finished cautious or dangerous call, with the door it came through.
 A function of `sly-agent-q-tool-execution-functions': PHASE, TOOL-NAME,
-ARGS and RESULT are as that hook gives them."
+ARGS and RESULT are as that hook gives them.  The calls the front end
+makes for itself (`sly-agent-q-ui-origin') are not logged."
   (when (and (memq phase '(:after :error)) result
+             (not (equal sly-agent-q-call-origin sly-agent-q-ui-origin))
              (member (plist-get (plist-get result :metadata) :safety_level) '("cautious" "dangerous")))
     (sly-agent-q--log-insert (sly-agent-q--log-line tool-name args result))))
 

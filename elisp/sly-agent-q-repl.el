@@ -64,9 +64,10 @@
   "The name of the session's current package.
 Asked of describe_symbol, which leaves `*' and `+' alone (an evaluation
 would make itself the last one)."
-  (let* ((result (car (sly-agent-q-execute-tool-calls
-                       (list (list :id "repl" :name "describe_symbol"
-                                   :arguments (list :symbol "cl:*package*"))))))
+  (let* ((result (car (let ((sly-agent-q-call-origin sly-agent-q-ui-origin))
+                        (sly-agent-q-execute-tool-calls
+                         (list (list :id "repl" :name "describe_symbol"
+                                     :arguments (list :symbol "cl:*package*")))))))
          (content (or (plist-get result :content) "")))
     (if (and (plist-get result :success) (string-match "^Value: #<\"\\(.*\\)\" package>" content))
         (pcase (match-string 1 content)
@@ -136,7 +137,9 @@ evaluation JOB, whose values the session keeps (`agent-q::repl-value')."
 The session keeps the values of the REPL's last 100 evaluations.
 Inspecting is an evaluation of its own, made with `sly-agent-q-inspect'."
   (require 'sly-agent-q-lisp-mode)
-  (sly-agent-q-inspect (format "(agent-q::repl-value %d %d)" job index)))
+  ;; The REPL's own call, not one the person typed: not in the audit log.
+  (let ((sly-agent-q-call-origin sly-agent-q-ui-origin))
+    (sly-agent-q-inspect (format "(agent-q::repl-value %d %d)" job index))))
 
 (defun sly-agent-q-repl--inspect-button (button)
   "Inspect the value BUTTON stands for."

@@ -278,10 +278,62 @@ quit is not caught: C-g here quits the evaluation that asked."
 ;;;; What Lisp's `agent-q:execute-tool-calls' asks of Emacs
 
 (defvar sly-agent-q-call-origin nil
-  "Which door the running tool call came through, for approval prompts.
-nil for a call made from Elisp, \"Lisp\" for `agent-q:execute-tool-calls',
-\"MCP\" for `sly-agent-q-mcp-request' (a front end may bind a more
-precise text, such as \"MCP: claude-code\").")
+  "Which door the running tool call came through.
+The approval prompt shows it, and the audit log writes it on each line.
+nil for a call made from Elisp (the person's commands: the REPL, keys
+in Lisp buffers, \\[sly-agent-q-evaluate]), \"Lisp\" for
+`agent-q:execute-tool-calls', \"MCP\" for `sly-agent-q-mcp-request' (a
+front end may bind a more precise text, such as \"MCP: claude-code\"),
+\"chat\" for the chat's model, and `sly-agent-q-ui-origin' for the calls
+the front end makes for itself (see there).  Bound around a submission,
+it holds for the job's approval questions and hooks, whenever they run.")
+
+(defconst sly-agent-q-ui-origin "UI"
+  "The `sly-agent-q-call-origin' of the calls the front end makes for itself.
+Eldoc's arglists, completion, \\[xref-find-definitions]'s look-up, the
+REPL asking for its prompt's package or inspecting a value it printed,
+\\[sly-agent-q-compile-and-load-file]'s indexing: none is a call of the
+person's or a model's.  The audit log leaves them out, and their look-ups
+of names that exist nowhere are not counted as failed calls (see
+`sly-agent-q-tool-stats').")
+
+(defvar sly-agent-q--not-found-lookups (make-hash-table :test 'equal)
+  "Tool name → how many of the front end's own look-ups found no such name.")
+
+(defconst sly-agent-q--not-found-regexp
+  (concat "\\`\\(?:Symbol .* not found in package "
+          "\\|Package .* not found\\."
+          "\\|[^ \n]+ is not a function or macro\\)")
+  "What the introspection tools answer for a name that names nothing there.")
+
+(defun sly-agent-q--count-not-found (phase name _args result)
+  "Count a front end's look-up of tool NAME that found no such name.
+A function of `sly-agent-q-tool-execution-functions' (PHASE and RESULT
+as it gets them), added to the hooks of calls made with
+`sly-agent-q-ui-origin'."
+  (when (and (eq phase :error) result
+             (string-match-p sly-agent-q--not-found-regexp (or (plist-get result :error) "")))
+    (puthash name (1+ (gethash name sly-agent-q--not-found-lookups 0))
+             sly-agent-q--not-found-lookups)))
+
+(defun sly-agent-q--hooks-for-origin (hooks origin &optional later)
+  "HOOKS, the hook functions of calls made with ORIGIN as their door.
+For the front end's own calls (`sly-agent-q-ui-origin'),
+`sly-agent-q--count-not-found' comes first.  LATER non-nil: the hooks
+run later, for an asynchronous job, where ORIGIN is not bound any more;
+each then binds `sly-agent-q-call-origin' to ORIGIN around itself."
+  (let ((hooks (if later
+                   (mapcar (lambda (hook)
+                             (if (eq hook t)
+                                 t
+                               (lambda (&rest arguments)
+                                 (let ((sly-agent-q-call-origin origin))
+                                   (apply hook arguments)))))
+                           hooks)
+                 hooks)))
+    (if (equal origin sly-agent-q-ui-origin)
+        (cons #'sly-agent-q--count-not-found hooks)
+      hooks)))
 
 (defvar sly-agent-q-approval-pending)   ; sly-agent-q-approval.el
 
@@ -329,11 +381,12 @@ function that fails denies."
   "Run `sly-agent-q-tool-execution-functions' for a call Lisp made.
 PHASE, tool NAME, the arguments as JSON text and the RESULT plist (nil
 for `:before') are as for calls made from Emacs."
-  (dolist (function sly-agent-q-tool-execution-functions)
-    (unless (eq function t)
-      (condition-case nil
-          (funcall function phase name (sly-agent-q--module-parse-json json) result)
-        (error nil))))
+  (let ((sly-agent-q-call-origin (or sly-agent-q-call-origin "Lisp")))
+    (dolist (function sly-agent-q-tool-execution-functions)
+      (unless (eq function t)
+        (condition-case nil
+            (funcall function phase name (sly-agent-q--module-parse-json json) result)
+          (error nil)))))
   nil)
 
 (defvar sly-agent-q--progress nil
@@ -398,7 +451,7 @@ Dangerous tools ask `sly-agent-q-approval-function'; every call runs
 `sly-agent-q-tool-execution-functions'.  \\[keyboard-quit] interrupts a
 running call."
   (let ((approve sly-agent-q-approval-function)
-        (hooks sly-agent-q-tool-execution-functions)
+        (hooks (sly-agent-q--hooks-for-origin sly-agent-q-tool-execution-functions sly-agent-q-call-origin))
         (results nil))
     (sly-agent-q--calling-module
       (if (not (proper-list-p calls))
@@ -699,7 +752,7 @@ from 0, of the last evaluation of job JOB (the last 100 such jobs)."
   (sly-agent-q--async-channel)
   (let* ((approve sly-agent-q-approval-function)
          (origin sly-agent-q-call-origin)
-         (hooks sly-agent-q-tool-execution-functions)
+         (hooks (sly-agent-q--hooks-for-origin sly-agent-q-tool-execution-functions origin t))
          (job (sly-agent-q--submit-held
                (lambda (hold)
                  (sly-agent-q--module-submit calls (sly-agent-q--async-approval approve origin)
@@ -789,9 +842,9 @@ job: its calls answer [ERROR] INTERRUPTED, and CALLBACK still gets the
 response."
   (sly-agent-q--async-channel)
   (sly-agent-q--sync-options)
-  (let ((approve sly-agent-q-approval-function)
-        (origin (or sly-agent-q-call-origin "MCP"))
-        (hooks sly-agent-q-tool-execution-functions))
+  (let* ((approve sly-agent-q-approval-function)
+         (origin (or sly-agent-q-call-origin "MCP"))
+         (hooks (sly-agent-q--hooks-for-origin sly-agent-q-tool-execution-functions origin t)))
     (sly-agent-q--submit-held
      (lambda (hold)
        (sly-agent-q--module-mcp-submit json-string (sly-agent-q--async-approval approve origin)

@@ -84,8 +84,19 @@ keywords; a tool needs one of them) filter the tools."
 
 (defun sly-agent-q-tool-stats ()
   "Return the per-tool counters.
-A list of (NAME :calls N :failures N :total-ms MS)."
-  (sly-agent-q--module-stats))
+A list of (NAME :calls N :failures N :total-ms MS), with
+:not-found K at the end of a row when K of its calls were the front
+end's own look-ups of names that exist nowhere (eldoc's arglist of an
+unknown operator, say: calls made with `sly-agent-q-ui-origin').  Those
+are answers, not failures: :failures does not count them (:calls does)."
+  (mapcar (lambda (row)
+            (let ((not-found (gethash (car row) sly-agent-q--not-found-lookups 0)))
+              (if (= not-found 0)
+                  row
+                (let ((counters (copy-sequence (cdr row))))
+                  (plist-put counters :failures (max 0 (- (or (plist-get counters :failures) 0) not-found)))
+                  (cons (car row) (append counters (list :not-found not-found)))))))
+          (sly-agent-q--module-stats)))
 
 (declare-function sly-agent-q-approve "sly-agent-q-approval" (tool-name args))
 (define-obsolete-function-alias 'sly-agent-q-ask-approval #'sly-agent-q-approve "0.2")

@@ -12,6 +12,7 @@
 (require 'sly-agent-q-test-helpers)
 (require 'sly-agent-q-fake-provider)
 (require 'sly-agent-q-chat)
+(require 'sly-agent-q-log)
 
 (defvar agentq-chat--done nil
   "What `sly-agent-q-chat-done-functions' got, newest first.")
@@ -188,6 +189,19 @@ go to a temporary directory; the chat buffer and the server go after."
                 (when (eq type 'anthropic) (should (nth 2 result))))
               (should (string-match-p "write_file .*  denied" (agentq-chat-text))))
           (delete-directory dir t))))))
+
+(ert-deftest sly-agent-q-chat/audit-log-names-the-chat ()
+  "The chat's tool calls are logged as coming through the chat's door."
+  (agentq-chat-with-provider (server 'openai)
+    (let ((sly-agent-q-tool-execution-functions (list #'sly-agent-q-log-call)))
+      (when (get-buffer "*Agent-Q Log*") (kill-buffer "*Agent-Q Log*"))
+      (agentq-chat--push server 'openai
+                         :tool-calls '((:id "g1" :name "evaluate_lisp" :arguments "{\"code\":\"(+ 40 2)\"}")))
+      (agentq-chat--push server 'openai :text "It is 42.")
+      (sly-agent-q-send "Add 40 and 2.")
+      (should (equal (agentq-chat-wait-done) "It is 42."))
+      (should (string-match-p "^[-0-9]+ [:0-9]+ chat +evaluate_lisp +cautious .* code=(\\+ 40 2)"
+                              (with-current-buffer "*Agent-Q Log*" (buffer-string)))))))
 
 ;;;; Ending a request
 

@@ -73,6 +73,40 @@
     (agentq-test-eval-ok "(+ 1 2)")
     (should-not (get-buffer "*Agent-Q Log*"))))
 
+(ert-deftest sly-agent-q-front-end/audit-log-names-the-door ()
+  "Each line of the audit log says which door its call came through:
+user (Elisp: the person's commands), chat, MCP, Lisp; for asynchronous
+jobs too, whose hooks run after the door's binding has ended."
+  (agentq-front-end--with-mode
+    (when (get-buffer "*Agent-Q Log*") (kill-buffer "*Agent-Q Log*"))
+    (agentq-test-eval-ok "(+ 1 2)")
+    (let ((sly-agent-q-call-origin "chat"))
+      (agentq-test-eval-ok "(+ 2 3)"))
+    (agentq-test-mcp '(:jsonrpc "2.0" :id 1 :method "tools/call"
+                                :params (:name "evaluate_lisp" :arguments (:code "(+ 3 4)"))))
+    (agentq-test-eval-ok "(agent-q:execute-tool-calls '((:id \"l\" :name \"eval_form\" :arguments (:form \"(+ 5 6)\"))))")
+    (let ((done 0))
+      (let ((sly-agent-q-call-origin "MCP: agentq-client"))
+        (sly-agent-q-execute-tool-calls-async '((:id "a" :name "evaluate_lisp" :arguments (:code "(+ 6 7)")))
+                                              (lambda (_) (cl-incf done))))
+      (sly-agent-q-mcp-request-async
+       "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"evaluate_lisp\",\"arguments\":{\"code\":\"(+ 7 8)\"}}}"
+       (lambda (_) (cl-incf done)))
+      (let ((deadline (+ (float-time) 20)))
+        (while (and (< done 2) (< (float-time) deadline)) (accept-process-output nil 0.02)))
+      (should (= done 2)))
+    (let ((log (with-current-buffer "*Agent-Q Log*" (buffer-string))))
+      (dolist (expected '(("user" "evaluate_lisp" "code=(\\+ 1 2)")
+                          ("chat" "evaluate_lisp" "code=(\\+ 2 3)")
+                          ("MCP" "evaluate_lisp" "code=(\\+ 3 4)")
+                          ("user" "evaluate_lisp" "code=(agent-q:execute-tool-calls")
+                          ("Lisp" "eval_form" "form=(\\+ 5 6)")
+                          ("MCP: agentq-client" "evaluate_lisp" "code=(\\+ 6 7)")
+                          ("MCP" "evaluate_lisp" "code=(\\+ 7 8)")))
+        (should (string-match-p (format "^[-0-9]+ [:0-9]+ %s +%s +cautious .* %s"
+                                        (regexp-quote (car expected)) (nth 1 expected) (nth 2 expected))
+                                log))))))
+
 (ert-deftest sly-agent-q-front-end/tool-list ()
   (agentq-test-eval-ok "(+ 1 2)")
   (should (member "evaluate_lisp" (sly-agent-q-list-tools)))

@@ -6,6 +6,7 @@
 (require 'cl-lib)
 (require 'sly-agent-q-test-helpers)
 (require 'sly-agent-q-lisp-mode)
+(require 'sly-agent-q-log)
 
 (defmacro agentq-lm-with-buffer (text &rest body)
   "Run BODY in a `lisp-mode' buffer holding TEXT, point at its end."
@@ -324,6 +325,74 @@ it up interns nothing in CL-USER."
         (should (memq 'eldoc-highlight-function-argument
                       (ensure-list (get-text-property (1+ at) 'face shown))))
         (should-not (get-text-property (string-search "start" shown) 'face shown))))))
+
+(defun agentq-lm-arglist-row ()
+  "The counters of function_arglist: (CALLS FAILURES NOT-FOUND)."
+  (let ((row (cdr (assoc "function_arglist" (sly-agent-q-tool-stats)))))
+    (list (or (plist-get row :calls) 0) (or (plist-get row :failures) 0) (or (plist-get row :not-found) 0))))
+
+(ert-deftest sly-agent-q-lisp-mode/eldoc-asking-about-unknown-names-fails-no-call ()
+  "Eldoc's arglist look-ups of operators that name no function (unknown,
+or a special operator) count as calls but not as failed calls; a person's
+or a model's call that finds nothing still fails, and counts so."
+  (let ((before (agentq-lm-arglist-row)))
+    (dolist (text '("(agentq-lm-no-such-operator 1 " "(let ((x 1)) "))
+      (agentq-lm-with-buffer text
+        (backward-char 1)
+        (let ((shown nil) (calls (car (agentq-lm-arglist-row))))
+          (should (sly-agent-q-eldoc-function (lambda (text &rest _) (setq shown text))))
+          (let ((deadline (+ (float-time) 10)))
+            (while (and (or (= (car (agentq-lm-arglist-row)) calls) (sly-agent-q--lisp-busy-p))
+                        (< (float-time) deadline))
+              (accept-process-output nil 0.02)))
+          (should-not shown))))
+    (let ((after (agentq-lm-arglist-row)))
+      (should (= (nth 0 after) (+ 2 (nth 0 before))))
+      (should (= (nth 1 after) (nth 1 before)))
+      (should (= (nth 2 after) (+ 2 (nth 2 before)))))
+    (should-not (plist-get (agentq-test-call "function_arglist" '(:function "agentq-lm-no-such-operator")) :success))
+    (should (= (nth 1 (agentq-lm-arglist-row)) (1+ (nth 1 before))))
+    (should (string-match-p "function_arglist +[0-9]+ calls, [0-9]+ failed, .* ([0-9]+ look-ups of eldoc, completion or M-\\. found no such name)"
+                            (progn
+                              (save-window-excursion (sly-agent-q-describe-runtime))
+                              (with-current-buffer "*sly-agent-q runtime*" (buffer-string)))))))
+
+(ert-deftest sly-agent-q-lisp-mode/the-front-ends-own-calls-are-not-in-the-audit-log ()
+  "M-.'s look-up, C-c C-k's indexing and the REPL inspecting a value it
+printed are the front end's calls, not the person's: the audit log leaves
+them out, and has the person's own (C-c C-k's compile_form, an evaluation)."
+  (let ((sly-agent-q-tool-execution-functions (list #'sly-agent-q-log-call))
+        (dir (make-temp-file "agentq-lm" t)))
+    (when (get-buffer "*Agent-Q Log*") (kill-buffer "*Agent-Q Log*"))
+    (unwind-protect
+        (let ((file (expand-file-name "ui.lisp" dir)))
+          (with-temp-file file (insert "(in-package :cl-user)\n(defun agentq-lm-ui-fn () 1)\n"))
+          (with-current-buffer (find-file-noselect file)
+            (sly-agent-q-compile-and-load-file file)
+            (let ((deadline (+ (float-time) 30)))
+              (while (and sly-agent-q-lisp--jobs (< (float-time) deadline))
+                (accept-process-output nil 0.02)))
+            (should (xref-backend-definitions 'sly-agent-q "agentq-lm-ui-fn"))
+            (kill-buffer))
+          ;; An evaluation whose values the session keeps, as the REPL's, then inspected.
+          (let* ((done nil)
+                 (job (sly-agent-q-execute-tool-calls-async
+                       '((:id "v" :name "evaluate_lisp" :arguments (:code "(list :agentq-lm-inspected)")))
+                       (lambda (_) (setq done t)) nil #'ignore)))
+            (let ((deadline (+ (float-time) 20)))
+              (while (and (not done) (< (float-time) deadline)) (accept-process-output nil 0.02)))
+            (when (get-buffer "*sly-agent-q inspect*") (kill-buffer "*sly-agent-q inspect*"))
+            (save-window-excursion (sly-agent-q-repl-inspect-value job 0))
+            (let ((deadline (+ (float-time) 20)))
+              (while (and sly-agent-q-lisp--jobs (< (float-time) deadline)) (accept-process-output nil 0.02)))
+            (should (string-match-p "AGENTQ-LM-INSPECTED"
+                                    (with-current-buffer "*sly-agent-q inspect*" (buffer-string)))))
+          (let ((log (with-current-buffer "*Agent-Q Log*" (buffer-string))))
+            (should (string-match-p "^[-0-9]+ [:0-9]+ user +compile_form +cautious .* form=(in-package :cl-user)" log))
+            (should (string-match-p "^[-0-9]+ [:0-9]+ user +evaluate_lisp +cautious .* code=(list :agentq-lm-inspected)" log))
+            (should-not (string-match-p "xref-index-file\\|definition-locations\\|repl-value\\| UI " log))))
+      (when (get-buffer "*sly-agent-q inspect*") (kill-buffer "*sly-agent-q inspect*"))
+      (delete-directory dir t))))
 
 (provide 'sly-agent-q-lisp-mode-test)
 
