@@ -110,7 +110,7 @@ the evaluation as usual."
                          (list 'sly-agent-q--debugger-enter
                                (type-name condition)
                                (without-object-addresses (condition-message condition))
-                               (list 'quote (mapcar #'restart-line restarts))
+                               (list 'quote (mapcar (lambda (r) (restart-line r)) restarts))
                                (list 'quote (mapcar (lambda (restart) (if (restart-wants-value-p restart) t nil))
                                                     restarts))
                                (list 'quote (or frames '("(no user frames)")))

@@ -135,7 +135,7 @@ evaluation's data go (FAILURE-TEXT)."
 
 (defun failure-text (failure)
   "What was thrown to %EVALUATION-FAILED, as the [ERROR] text (NIL stays NIL)."
-  (if (deferred-failure-p failure)
+  (if (typep failure 'deferred-failure)   ; inline: no call by name
       (error-text (deferred-failure-condition failure) (deferred-failure-note failure)
                   (deferred-failure-names failure))
       failure))

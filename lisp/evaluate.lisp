@@ -137,7 +137,7 @@ these too)."
               (atom (second form)) (atom (third form)))
          (funcall (fdefinition (car form)) (second form) (third form)))
         (t (let ((operator (car form))
-                 (arguments (mapcar #'simple-eval (cdr form))))
+                 (arguments (mapcar (lambda (f) (simple-eval f)) (cdr form))))
              (if (or (loop for argument in (cdr form) always (atom argument))
                      (plain-function-name-p operator))
                  (apply (fdefinition operator) arguments)
@@ -230,8 +230,8 @@ after BODY, still inside (see RUN-PENDING-FINALIZERS)."
          (*debug-io* *null-io*)
          (*terminal-io* *null-io*)
          (*package* ,package)
-         (*debugger-hook* #'debugger-hook)
-         (ext:*invoke-debugger-hook* #'debugger-hook)
+         (*debugger-hook* (load-time-value #'debugger-hook t))
+         (ext:*invoke-debugger-hook* (load-time-value #'debugger-hook t))
          ;; What (HANDLER-BIND ((WARNING #'RECORD-WARNING)
          ;; (SERIOUS-CONDITION #'FAIL)) …) binds, its handler cluster made
          ;; once instead of consed for every job.

@@ -45,6 +45,58 @@ collection to end, when interrupts are enabled."
               (when ext:*interrupts-enabled*
                 (si:check-pending-interrupts)))))))
 
+;; ECL resizes a thread's stacks under the running code.  Its Lisp stack
+;; holds the frames of the bytecodes running the very call (growing it
+;; left them behind: Emacs aborted, "not a lisp data object", and a Lisp
+;; stack set below what it held was cut under them); a C stack set above
+;; the thread's real one stops ECL seeing overflows, and raises the
+;; process's RLIMIT_STACK, which is Emacs's.  So those two stay as they
+;; are, and the binding and frame stacks may grow, and shrink back to their
+;; size at boot, never below.
+(defvar *stack-sizes* '()
+  "Plist of the worker's stack sizes at boot: EXT:BINDING-STACK and
+EXT:FRAME-STACK in entries (which EXT:GET-LIMIT does not report),
+EXT:LISP-STACK in entries, EXT:C-STACK in bytes.")
+
+(defun stack-limit-refusal (limit size)
+  "Why setting the stack LIMIT to SIZE on this thread cannot work, or NIL
+when it can."
+  (let ((current (ext:get-limit limit))
+        (boot (getf *stack-sizes* limit 0)))
+    (cond ((eq limit 'ext:c-stack)
+           (format nil "this thread's C stack is ~:D bytes, fixed when the thread started: ~
+                        ECL cannot resize it (a larger limit only stops it seeing overflows, ~
+                        and raises Emacs's own stack limit)." current))
+          ((eq limit 'ext:lisp-stack)
+           (format nil "the Lisp stack (~:D entries) holds the frames of the code running ~
+                        this call: resizing it moves it under them." current))
+          ((and (< size (max current boot)) (< size boot))
+           (format nil "~S may grow, or shrink back to its size at boot (~:D), but not below: ~
+                        ECL would cut the stack under the running code." limit boot)))))
+
+(defun original-set-limit ()
+  ;; A literal of the compiled code, not a variable: evaluated code cannot
+  ;; reach ECL's own EXT:SET-LIMIT.
+  (load-time-value (list nil)))
+
+(defun install-limit-guard ()
+  "Make EXT:SET-LIMIT refuse stack sizes that would break the thread using them."
+  (let ((original (fdefinition 'ext:set-limit)))
+    (setf (car (original-set-limit)) original
+          (fdefinition 'ext:set-limit)
+          (lambda (limit size)
+            (let ((why (and (member limit '(ext:c-stack ext:lisp-stack ext:binding-stack ext:frame-stack))
+                            (integerp size)
+                            (stack-limit-refusal limit size))))
+              (if why
+                  (error 'operation-refused
+                         :operator (format nil "(EXT:SET-LIMIT '~S ~D)" limit size) :reason why)
+                  (funcall original limit size)))))))
+
+(defun set-limit (limit size)
+  "ECL's own EXT:SET-LIMIT, for the runtime restoring its limits."
+  (funcall (or (car (original-set-limit)) #'ext:set-limit) limit size))
+
 (defun guarded-thread-function (function)
   "FUNCTION (a function designator), run in a new thread after arming it
 against C-stack overflow."

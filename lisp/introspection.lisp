@@ -108,7 +108,7 @@ first half), as qualified names."
     (let ((found (or (matching name)
                      (and (> (length name) 3) (matching (subseq name 0 (ceiling (length name) 2)))))))
       ;; Closest in length first: MAPCARR suggests MAPCAR before MAPC.
-      (mapcar #'qualified-name
+      (mapcar (lambda (s) (qualified-name s))
               (stable-sort found #'< :key (lambda (symbol) (abs (- (length (symbol-name symbol)) (length name)))))))))
 
 (defun find-named-symbol (text package-name)

@@ -14,3 +14,40 @@
            "EVAL-IN-EMACS"
            "EMACS-ERROR"
            "EMACS-ERROR-MESSAGE"))
+
+(in-package "AGENT-Q")
+
+;;; The functions the host (the C++ side) defines in this package.  The
+;;; compiled Lisp takes each by identity when it loads, after the host
+;;; defined them: a call of one is a FUNCALL of that function object, never
+;;; a look-up of its name, so evaluated code that redefines a name (say
+;;; %NEXT-JOB) changes only what it calls itself.  The runtime's own Lisp
+;;; functions call each other directly the same way (build.lisp compiles
+;;; the files as one unit).  The list is checked against the host's
+;;; definitions by a test (sly-agent-q-hostile/runtime-functions-out-of-reach).
+
+(defmacro define-host-functions (&rest names)
+  "Make every compiled call of one of NAMES call the function the host
+defined under that name when this code was loaded."
+  `(progn
+     (defparameter +host-functions+ ',names
+       "The functions the host defines in AGENT-Q, which the runtime calls by identity.")
+     ,@(mapcar (lambda (name)
+                 `(define-compiler-macro ,name (&rest arguments)
+                    (list* 'funcall (list 'load-time-value (list 'fdefinition '',name) t) arguments)))
+               names)))
+
+(define-host-functions
+  %any-running-p %arm-stack-guard %ask-host %child-exit %current-cpu
+  %current-job %define-tool %end-processes %finish-job %forget-host-request
+  %fork-compile-child %gc-count %gc-phase-us %gc-time-ms %hold-point
+  %hold-worker %host-answer %keep-off-worker-cpus %lisp-thread-count
+  %live-package-p %lower-thread-priority %make-private-directory
+  %mark-live-objects %monotonic-ms %monotonic-us %next-interrupt %next-job
+  %post-note %preexisting-object-p %prepare-tool-call %publish-tiering-counts
+  %read-pipe %record-tool-call %registry-generation %release-compile-cpus
+  %release-worker %remove-private-directory %runtime-process-p
+  %runtime-thread-p %set-compiler-thread %set-lisp-hooks %set-watchdog
+  %stop-family %stream-output %thread-cpu-us %thread-run-delay-us
+  %tiering-enabled-p %tools %tools-attached %wait-child %worker-busy-p
+  %write-pipe)

@@ -230,7 +230,7 @@ the child running with nothing to end it.)"
                (waited nil))
           (unwind-protect
                (mp:with-restored-interrupts
-                 (loop (setf pipes (remove-if #'drain pipes))
+                 (loop (setf pipes (remove-if (lambda (p) (drain p)) pipes))
                        (when (and copying (copy-input copying))
                          (setf copying nil))
                        (when (or (and (null pipes) (null copying)) (ended-p process))
@@ -238,7 +238,7 @@ the child running with nothing to end it.)"
                        (sleep 0.001))
                  ;; What the child wrote just before it ended (a child of its
                  ;; own may keep the pipe open: not waited for, as in ECL).
-                 (mapc #'drain pipes)
+                 (mapc (lambda (p) (drain p)) pipes)
                  (let ((code (nth-value 1 (ext:external-process-wait process t))))
                    (setf waited t)
                    (values stream code process)))

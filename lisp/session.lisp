@@ -85,14 +85,14 @@ given, sorted by name."
                          (format out "[~A]" title)
                          (dolist (symbol (nreverse symbols))
                            (format out "~%- ~A ~A" (definition-name symbol) (funcall describe symbol))))))
-                (section "Functions" functions #'definition-lambda-list)
+                (section "Functions" functions (lambda (s) (definition-lambda-list s)))
                 (section "Variables" variables
                          (lambda (symbol)
                            (let ((*package* (printing-package)))
                              (format nil "= ~A"
                                      (handler-case (with-output-to-string (s) (print-value (symbol-value symbol) s))
                                        (serious-condition () "#<unprintable>"))))))
-                (section "Macros" macros #'definition-lambda-list))))))))
+                (section "Macros" macros (lambda (s) (definition-lambda-list s))))))))))
 
 (defun reset-session (arguments)
   "The reset_session tool."

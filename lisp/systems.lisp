@@ -481,7 +481,7 @@ then any [stdout], [stderr] and [warnings] sections; or NIL and the
                                  such as \"alexandria\"."))))
     (setf name (string-trim " " name))
     (handler-case
-        (handler-bind ((warning #'record-load-warning)
+        (handler-bind ((warning (lambda (c) (record-load-warning c)))
                        (condition (lambda (condition)
                                     ;; ECL's C compiler signals its errors as
                                     ;; conditions, not errors, then fails the file.
@@ -495,7 +495,7 @@ then any [stdout], [stderr] and [warnings] sections; or NIL and the
             (setf directories names
                   tracking (make-load-tracking
                             (funcall (asdf-symbol "COERCE-NAME") name)
-                            (remove nil (mapcar #'directory-truename names)))))
+                            (remove nil (mapcar (lambda (n) (directory-truename n)) names)))))
           (configure-source-registry (load-tracking-user-directories tracking))
           (let ((*load-tracking* tracking)
                 (*package* (printing-package))

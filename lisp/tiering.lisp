@@ -486,7 +486,7 @@ run, or NIL when it has none."
 (defun ensure-compiler-thread ()
   (unless *compiler-process*
     (let ((process (mp:make-process :name "agent-q native compiler")))
-      (mp:process-preset process #'compiler-loop)
+      (mp:process-preset process (lambda () (compiler-loop)))
       (%set-compiler-thread process)
       (setf *compiler-process* process)
       (mp:process-enable process))))
@@ -585,6 +585,21 @@ a DEFMETHOD, its method's function (METHOD-NATIVE-LAMBDA)."
                       thereis (and (si:specialp s) (not (member s (tiered-specials entry)))))))
          "a variable it names became special after it; evaluate the DEFUN again")))
 
+(defun guard-first-compile ()
+  "Make the session's first COMPILE and COMPILE-FILE load CMP under
+*REQUIRE-LOCK*: ECL's own ones load it on their first call, and the
+background compiler may be loading it at that moment (the worker's load
+then failed: \"Attempt to redefine function WITH-COMPILATION-UNIT in
+locked package\").  Loading CMP replaces both functions, and these with
+them."
+  (dolist (name '(compile compile-file))
+    (let ((original (fdefinition name))
+          (si:*ignore-package-locks* t))
+      (setf (fdefinition name)
+            (lambda (&rest arguments)
+              (mp:with-lock (*require-lock*)
+                (apply original arguments)))))))
+
 (defun prepare-compiler ()
   "Load ECL's C compiler once (with *REQUIRE-LOCK*), take its COMPILE, and
 let go of the compile lock while gcc runs on this thread."
@@ -657,7 +672,7 @@ or signals."
 (defun compile-batch (entries)
   "Compile ENTRIES natively in one gcc run; returns the native functions
 in order, or signals.  Warnings are kept, as text, in the second value."
-  (let ((form `(lambda () (list ,@(mapcar #'native-lambda entries))))
+  (let ((form `(lambda () (list ,@(mapcar (lambda (e) (native-lambda e)) entries))))
         (package (tiered-package (first entries))))
     (multiple-value-bind (thunk warnings) (compile-in-child form package)
       (count-compile (if thunk :in-child :in-session))
@@ -959,15 +974,15 @@ background compiler made of its DEFUN, else NIL."
       ;; Packages differ (in-package between DEFUNs): one batch per package.
       (loop while live
             do (let* ((package (tiered-package (first live)))
-                      (group (remove package live :key #'tiered-package :test-not #'eq)))
-                 (setf live (remove package live :key #'tiered-package :test #'eq))
+                      (group (remove package live :key (lambda (e) (tiered-package e)) :test-not #'eq)))
+                 (setf live (remove package live :key (lambda (e) (tiered-package e)) :test #'eq))
                  (compile-group group))))))
 
 (defun compile-group (group)
   (mp:with-lock (*tiering-lock*) (incf (getf *tiering-counts* :batches)))
   (handler-case
       (let ((natives (compile-batch group)))
-        (mapc #'install-native group natives))
+        (mapc (lambda (e n) (install-native e n)) group natives))
     (serious-condition (condition)
       (mp:with-lock (*tiering-lock*) (incf (getf *tiering-counts* :failed-batches)))
       (if (rest group)

@@ -175,7 +175,7 @@ of CATEGORIES (keywords) when given; both filters apply together."
                      (and (or (null limit) (<= (safety-rank (slot-value tool 'safety-level)) limit))
                           (or (null categories)
                               (intersection categories (slot-value tool 'categories) :test #'string-equal))))
-                   (mapcar #'find-tool (list-registered-tools)))))
+                   (mapcar (lambda (n) (find-tool n)) (list-registered-tools)))))
 
 (defun parameter-schema (parameter)
   (let ((type (getf parameter :type :string)))
@@ -201,7 +201,7 @@ of CATEGORIES (keywords) when given; both filters apply together."
 
 (defun tools-to-schema (tools)
   "TOOLS (from GET-AGENT-Q-TOOLS) as a list of function schemas (see TOOL-TO-SCHEMA)."
-  (mapcar #'tool-to-schema tools))
+  (mapcar (lambda (tool) (tool-to-schema tool)) tools))
 
 (defun register-agent-q-tools ()
   "Register the 18 Agent-Q tools again (those handled in Lisp, and, when

@@ -9,27 +9,25 @@ own reference, out of evaluated code's reach, and never reads this.")
 (defvar *watchdog* nil
   "The ECL process that interrupts the worker, for looking at (see *WORKER*).")
 (defvar *heap-limit* nil "Heap limit in bytes re-armed after exhaustion, or NIL.")
-(defvar *stack-sizes* '()
-  "Plist of the worker's stack sizes in entries (EXT:BINDING-STACK,
-EXT:FRAME-STACK) set at boot, which EXT:GET-LIMIT does not report.")
 
 (defun restore-limits ()
   "Re-arm the stack guards an overflow used up, and the heap limit."
-  (dolist (limit '(ext:c-stack ext:lisp-stack ext:binding-stack ext:frame-stack))
+  ;; Not the C and Lisp stacks: EXT:SET-LIMIT refuses to change them.
+  (dolist (limit '(ext:binding-stack ext:frame-stack))
     ;; EXT:GET-LIMIT says 0 until a SET-LIMIT (by us, or evaluated code
     ;; raising a limit, which is kept); boot's sizes are in *STACK-SIZES*.
     ;; Never below boot's: evaluated code may have shrunk it (and a
     ;; frame stack of 4 entries fails every later evaluation).
     (let ((size (max (ext:get-limit limit) (getf *stack-sizes* limit 0))))
       ;; 0 means "ECL's default, size unknown": setting it would shrink the stack.
-      (when (plusp size)
-        (ignore-errors (ext:set-limit limit size)))))
+      (when (and (plusp size) (/= size (ext:get-limit limit)))
+        (ignore-errors (set-limit limit size)))))
   (when *heap-limit*
-    (ignore-errors (ext:set-limit 'ext:heap-size *heap-limit*))))
+    (ignore-errors (set-limit 'ext:heap-size *heap-limit*))))
 
 (defun set-heap-limit (bytes)
   (setf *heap-limit* bytes)
-  (ext:set-limit 'ext:heap-size bytes))
+  (set-limit 'ext:heap-size bytes))
 
 (defun interrupt-job (id reason)
   "Run in the worker by MP:INTERRUPT-PROCESS: abandon job ID, if it is
@@ -106,23 +104,29 @@ a job stopped by an interrupt.  (A macro: no closure per job.)"
 (defparameter +built-in-tools+ '("evaluate_lisp" "list_definitions" "reset_session" "load_system" "%tool_hooks")
   "The tools (and jobs) of the runtime's own, whose handlers evaluated code may not replace.")
 
-(let ((handlers (make-hash-table :test 'equal)))
-  ;; In a closure, not a variable: evaluated code cannot empty the table.
-  (defun job-handler (tool)
-    "The function that runs jobs of TOOL, or NIL."
-    (gethash tool handlers))
-  (defun register-job-handler (tool function)
-    "Run jobs of the Lisp-handled tool TOOL (a name) with FUNCTION, which
+(defun job-handlers ()
+  ;; A literal of the compiled code, not a variable: evaluated code cannot
+  ;; empty or replace the table.
+  (load-time-value (make-hash-table :test 'equal)))
+
+(defun job-handler (tool)
+  "The function that runs jobs of TOOL, or NIL."
+  (gethash tool (job-handlers)))
+
+(defun register-job-handler (tool function)
+  "Run jobs of the Lisp-handled tool TOOL (a name) with FUNCTION, which
 is called with the job's arguments (a hash table with string keys) and
 returns its result (see CALL-TOOL-HANDLER).  The runtime's own tools
 cannot be replaced."
-    (check-type tool string)
-    (check-type function function)
-    (when (member tool +built-in-tools+ :test #'string=)
-      (error 'operation-refused :operator "REGISTER-JOB-HANDLER"
-                                :reason (format nil "~A is the runtime's own tool." tool)))
-    (setf (gethash tool handlers) function))
-  (defun register-built-in-job-handlers ()
+  (check-type tool string)
+  (check-type function function)
+  (when (member tool +built-in-tools+ :test #'string=)
+    (error 'operation-refused :operator "REGISTER-JOB-HANDLER"
+                              :reason (format nil "~A is the runtime's own tool." tool)))
+  (setf (gethash tool (job-handlers)) function))
+
+(defun register-built-in-job-handlers ()
+  (let ((handlers (job-handlers)))
     (setf (gethash "list_definitions" handlers) #'list-definitions
           (gethash "reset_session" handlers) #'reset-session
           (gethash "load_system" handlers) #'load-system
@@ -193,6 +197,29 @@ hooks: only then does each of them cost a job more."
       (setf *hooks-published* present)
       (%set-lisp-hooks present))))
 
+(defparameter +runtime-generic-functions+
+  '(stream-capture emacs-error-message exit-intercepted-operator operation-refused-operator
+    operation-refused-reason tool-definition-error-message tool-result-id tool-result-success)
+  "The runtime's generic functions its compiled code calls by name (everything
+else it calls directly: build.lisp, package.lisp).")
+
+(defun runtime-generic-functions ()
+  ;; A literal of the compiled code: (NAME . FUNCTION) as INITIALIZE found them.
+  (load-time-value (list nil)))
+
+(defun remember-runtime-generic-functions ()
+  (setf (car (runtime-generic-functions))
+        (mapcar (lambda (name) (cons name (fdefinition name))) +runtime-generic-functions+)))
+
+(defun repair-runtime-generic-functions ()
+  "Put back a generic function of the runtime's that evaluated code replaced
+\(say with (SETF FDEFINITION)): the runtime calls those by name."
+  (dolist (entry (car (runtime-generic-functions)))
+    (let ((name (car entry)))
+      (unless (and (fboundp name) (eq (fdefinition name) (cdr entry)))
+        (fmakunbound name)
+        (setf (fdefinition name) (cdr entry))))))
+
 (defun worker-loop (fresh)
   "Serve jobs until %NEXT-JOB says stop.  Interrupts are only let in while
 a job runs, so a late interrupt can never hit the loop itself.  FRESH: this
@@ -207,6 +234,7 @@ the limits or the output streams in any state."
       (multiple-value-bind (id tool code package flags output-limit timeout-ms heap-limit arguments interactive-key)
           (%next-job)
         (unless id (return))
+        (repair-runtime-generic-functions)
         (when heap-limit (ignore-errors (set-heap-limit heap-limit)))
         (multiple-value-bind (success text)
             (catch '%worker-top
@@ -241,6 +269,7 @@ stacks BINDING-STACK and FRAME-STACK entries deep."
     (install-thread-guards)
     (install-process-guards)
     (install-collection-guard)
+    (guard-first-compile)
     (start-watchdog interrupt))
   (let ((sink *sink*))
     ;; Nothing of ours writes to Emacs's stdout/stderr or reads its stdin.
@@ -254,9 +283,13 @@ stacks BINDING-STACK and FRAME-STACK entries deep."
           *debugger-hook* #'last-resort-debugger-hook
           ext:*invoke-debugger-hook* #'last-resort-debugger-hook))
   (si::gc-stats t)
-  (setf *stack-sizes* (list 'ext:binding-stack binding-stack 'ext:frame-stack frame-stack))
+  (setf *stack-sizes* (list 'ext:binding-stack binding-stack 'ext:frame-stack frame-stack
+                            'ext:lisp-stack (ext:get-limit 'ext:lisp-stack)
+                            'ext:c-stack (ext:get-limit 'ext:c-stack)))
+  (install-limit-guard)
   (when (plusp heap-limit) (set-heap-limit heap-limit))
   (register-built-in-job-handlers)
+  (remember-runtime-generic-functions)
   ;; The contracts' examples use the tool API unqualified, in CL-USER.
   (import-tool-api "CL-USER")
   (when (%tools-attached)

@@ -353,7 +353,7 @@ function of ECL's own, else NIL (also when no such symbol exists)."
            (with-output-to-string (out)
              (format out "~D definition~:P ~A~:[~;s~] ~A (among ~:D indexed):"
                      (length found) verb (= (length found) 1) name total)
-             (dolist (text (sort (mapcar #'definition-text found) #'string<))
+             (dolist (text (sort (mapcar (lambda (d) (definition-text d)) found) #'string<))
                (format out "~%- ~A" text))))
           ((gethash symbol *xref-defined*)
            (format nil "No ~A of ~A among ~:D indexed definitions." what name total))

@@ -1074,7 +1074,12 @@ void shutdown_at_exit() { Runtime::instance().shutdown(); }
 cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
   cl_object failure = ECL_T;
   ECL_CATCH_ALL_BEGIN(env) {
-    ecl_init_module(nullptr, init_agentq_lisp);
+    // The package, then the functions written in C++, then the compiled
+    // Lisp: it takes those functions by identity as it loads (see
+    // DEFINE-HOST-FUNCTIONS in package.lisp), so evaluated code that
+    // redefines their names changes nothing the runtime calls.
+    cl_make_package(3, ecl_make_simple_base_string(const_cast<char*>("AGENT-Q"), -1), ecl_make_keyword("USE"),
+                    ecl_list1(ecl_make_simple_base_string(const_cast<char*>("CL"), -1)));
     define_lisp_function("%NEXT-JOB", next_job);
     define_lisp_function("%FINISH-JOB", finish_job);
     define_lisp_function("%NEXT-INTERRUPT", next_interrupt);
@@ -1109,6 +1114,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_tiering_functions();
     define_compile_child_functions();
     define_stack_guard_functions();
+    ecl_init_module(nullptr, init_agentq_lisp);
     for (cl_object* root : {&g_roots.worker_loop, &g_roots.escaped_job_text, &g_roots.worker, &g_roots.watchdog,
                             &g_roots.compiler, &g_roots.worker_keyword, &g_roots.watchdog_keyword,
                             &g_roots.compiler_keyword, &g_roots.evaluate_lisp_name})

@@ -235,6 +235,95 @@ past its size the overflow is an error and the guard is re-armed."
                          "=> (200000 50000)")))
       (agentq-test-eval "(ext:set-limit 'ext:binding-stack 65536) (ext:set-limit 'ext:frame-stack 16384)"))))
 
+(ert-deftest sly-agent-q-hostile/stack-limits-that-cannot-work-are-refused ()
+  "EXT:SET-LIMIT may not cut a stack under the running code: a Lisp stack
+below its size at boot (1000 entries aborted Emacs: \"not a lisp data
+object\"; growing it left the running bytecodes' frames behind), nor
+change the C stack (fixed when the thread started: larger only hides
+overflows).  Also from natively compiled code.  Growing the binding
+stack, and shrinking it back to its size at boot, still work."
+  (agentq-test-surviving
+    (dolist (code '("(ext:set-limit 'ext:lisp-stack 1000)"
+                    "(ext:set-limit 'ext:binding-stack 10)"
+                    "(ext:set-limit 'ext:frame-stack 10)"
+                    "(ext:set-limit 'ext:lisp-stack 1000000)"
+                    "(ext:set-limit 'ext:c-stack 4096)"
+                    "(ext:set-limit 'ext:c-stack (* 2 1024 1024))"
+                    "(ext:set-limit 'ext:c-stack (* 1024 1024 1024))"))
+      (let ((text (agentq-test-eval-fails code)))
+        (should (string-prefix-p "[ERROR] AGENT-Q:OPERATION-REFUSED\n(EXT:SET-LIMIT" text))
+        (should (string-match-p "The session is still alive" text)))
+      (agentq-test-should-be-alive))
+    (when (executable-find "gcc")
+      (should (string-match-p
+               "OPERATION-REFUSED"
+               (agentq-test-eval-fails
+                "(funcall (compile nil '(lambda () (ext:set-limit 'ext:lisp-stack 1000))))"
+                :timeout 60))))
+    (should (equal (agentq-test-eval-ok
+                    "(list (ext:set-limit 'ext:binding-stack 300000) (ext:set-limit 'ext:binding-stack 65536))")
+                   "=> (300000 65536)"))
+    (should (equal (agentq-test-eval-ok
+                    "(= (ext:get-limit 'ext:c-stack) (getf agent-q::*stack-sizes* 'ext:c-stack))")
+                   "=> T"))))
+
+(ert-deftest sly-agent-q-hostile/runtime-functions-out-of-reach ()
+  "Evaluated code that replaces every function of the AGENT-Q package
+breaks nothing the runtime does: the runtime calls its own functions
+directly and the host's by identity (setting `agent-q::evaluate-string'
+made every later evaluation answer empty content).  In a fresh Emacs."
+  (pcase-let ((`(,code ,stdout ,stderr ,_seconds)
+               (agentq-test-run-emacs
+                `((require 'sly-agent-q)
+                  (defun agentq-call (name arguments)
+                    (let ((result (car (sly-agent-q-execute-tool-calls
+                                        (list (list :id "r" :name name :arguments arguments))))))
+                      (princ (format "<%s>" (car (split-string (plist-get result :content) "\n"))))))
+                  (agentq-call "evaluate_lisp" '(:code "(defun cl-user::agentq-helper (x) (* x 2))"))
+                  (agentq-call "evaluate_lisp"
+                               '(:code "(let ((n 0))
+                                          (do-symbols (s \"AGENT-Q\")
+                                            (when (and (eq (symbol-package s) (find-package \"AGENT-Q\"))
+                                                       (fboundp s) (not (macro-function s)))
+                                              (incf n)
+                                              (setf (fdefinition s) (lambda (&rest r) (declare (ignore r)) (values t 42)))))
+                                          (> n 400))"))
+                  (agentq-call "evaluate_lisp" '(:code "(+ 1 2)"))
+                  (agentq-call "evaluate_lisp" '(:code "(car 1)"))
+                  (agentq-call "evaluate_lisp" '(:code "(print 5)"))
+                  (agentq-call "evaluate_lisp" '(:code "(loop)" :timeout 0.5))
+                  (agentq-call "evaluate_lisp" '(:code "(cl-user::agentq-helper 21)"))
+                  (agentq-call "function_arglist" '(:function "cl-user::agentq-helper"))
+                  (agentq-call "list_definitions" nil)
+                  (agentq-call "apropos_search" '(:pattern "agentq-helper"))
+                  (agentq-call "evaluate_lisp" '(:code "(ext:quit)"))
+                  (agentq-call "evaluate_lisp" '(:code "(+ 1 2)")))
+                :timeout 90)))
+    (should (equal (list code (if (equal code 0) "" stderr)) '(0 "")))
+    (should (equal stdout
+                   (concat "<=> AGENTQ-HELPER><=> T><=> 3><[ERROR] SIMPLE-TYPE-ERROR><[stdout]>"
+                           "<[ERROR] TIMEOUT><=> 42><(agentq-helper x)><[Functions]>"
+                           "<1 symbol matches 'agentq-helper':><[ERROR] AGENT-Q:EXIT-INTERCEPTED><=> 3>")))))
+
+(ert-deftest sly-agent-q-hostile/host-functions-are-all-taken-by-identity ()
+  "Every function the C++ side defines in AGENT-Q is in
+`agent-q::+host-functions+' (package.lisp), which the compiled Lisp calls
+by identity: one missing would be called by name."
+  (let ((defined '()))
+    (dolist (file (directory-files (expand-file-name "module/ecl" agentq-test-root) t "\\.cpp\\'"))
+      (with-temp-buffer
+        (insert-file-contents file)
+        (while (re-search-forward "define_lisp_function(\"\\([^\"]+\\)\"" nil t)
+          (push (match-string 1) defined))))
+    (should (> (length defined) 40))
+    (should (equal (sort defined #'string<)
+                   (sort (split-string
+                          (string-trim (agentq-test-eval-ok
+                                        "(format nil \"~{~A~^ ~}\" agent-q::+host-functions+)")
+                                       "=> \"" "\"")
+                          " ")
+                         #'string<)))))
+
 (ert-deftest sly-agent-q-hostile/argument-redefining-the-operator ()
   "A call whose argument turns its function into a macro is an error or a
 value, never a crash."
