@@ -46,6 +46,7 @@ add_dependencies(agentq_lisp agentq_lisp_build)
 # ---------------------------------------------------------------- ecl/: the runtime
 file(GLOB ECL_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/module/ecl/*.cpp
      ${CMAKE_SOURCE_DIR}/module/app/*.cpp)  # the composition root, shared by every front door
+list(REMOVE_ITEM ECL_SOURCES ${CMAKE_SOURCE_DIR}/module/ecl/run_compiler_main.cpp)  # a program of its own
 add_library(agentq_ecl STATIC ${ECL_SOURCES})
 target_include_directories(agentq_ecl PUBLIC ${CMAKE_SOURCE_DIR}/module)
 target_compile_options(agentq_ecl PRIVATE ${ECL_CFLAGS})
@@ -99,6 +100,14 @@ target_link_libraries(agentq_mcp PUBLIC agentq_core)
 add_executable(sly-agent-q-mcp ${CMAKE_SOURCE_DIR}/module/mcp/main.cpp)
 set_target_properties(sly-agent-q-mcp PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 target_link_libraries(sly-agent-q-mcp PRIVATE agentq_mcp agentq_ecl)
+
+# build/sly-agent-q-run-compiler: runs ECL's gcc so that it ends with its
+# caller (module/ecl/run_compiler_main.cpp); found beside the module or
+# the MCP server.
+add_executable(sly-agent-q-run-compiler ${CMAKE_SOURCE_DIR}/module/ecl/run_compiler_main.cpp)
+set_target_properties(sly-agent-q-run-compiler PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+target_include_directories(sly-agent-q-run-compiler PRIVATE ${CMAKE_SOURCE_DIR}/module)
+add_dependencies(agentq_ecl sly-agent-q-run-compiler)
 
 # bench/ecl_responder: the ECL floor of the MCP round trip (bench/run.sh).
 add_executable(ecl_responder ${CMAKE_SOURCE_DIR}/bench/ecl_responder.cpp)

@@ -182,16 +182,45 @@ signalled, then unwind out of the evaluation."
   "How many finalizers failed during this evaluation.")
 (defvar *finalizer-error* nil "The first of those failures' condition.")
 
+(defconstant +finalizer-budget-ms+ 200
+  "How long the finalizers may run at the end of one job, in milliseconds.")
+
+(define-condition finalizer-overran (error)
+  ()
+  (:report (lambda (condition stream)
+             (declare (ignore condition))
+             (format stream "a finalizer ran past the ~,1F s the finalizers get at the end of a call; ~
+                             it was interrupted and dropped (any others wait for the next call)"
+                     (/ +finalizer-budget-ms+ 1000))))
+  (:documentation "A finalizer that used up its call's finalizer budget."))
+
 (defun run-pending-finalizers ()
   "Run the finalizers the collector has called for since the last job, in
-the job: a failure is counted and becomes one warning of the job (see
-FINALIZER-WARNING)."
-  (loop for entry = (mp:atomic-pop *pending-finalizers*)
-        while entry
-        do (handler-case (funcall (car entry) (cdr entry))
-             (serious-condition (condition)
-               (when (= 1 (incf *finalizer-failures*))
-                 (setf *finalizer-error* condition))))))
+the job, for at most +FINALIZER-BUDGET-MS+: a failure is counted and
+becomes one warning of the job (see FINALIZER-WARNING); one still running
+when the budget is spent is interrupted (by the host, as a timeout is) and
+dropped, and the rest wait for the next job."
+  (%finalizer-budget +finalizer-budget-ms+)
+  (unwind-protect
+       (loop for entry = (mp:atomic-pop *pending-finalizers*)
+             while entry
+             do (multiple-value-bind (status reason)
+                    (catch '%job-aborted
+                      ;; Bound only here: a late :FINALIZER interrupt that
+                      ;; lands anywhere else is ignored (INTERRUPT-JOB).
+                      (let ((*running-finalizers* t))
+                        (handler-case (funcall (car entry) (cdr entry))
+                          (serious-condition (condition)
+                            (when (= 1 (incf *finalizer-failures*))
+                              (setf *finalizer-error* condition)))))
+                      nil)
+                  (when (eq status :aborted)
+                    (unless (eq reason :finalizer)
+                      (throw '%job-aborted (values status reason))) ; C-g, the job's timeout
+                    (when (= 1 (incf *finalizer-failures*))
+                      (setf *finalizer-error* (make-condition 'finalizer-overran)))
+                    (return))))
+    (%finalizer-budget 0)))
 
 (defun record-finalizer-warning ()
   "Add the one warning of the finalizers that failed during this job, if any."

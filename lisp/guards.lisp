@@ -5,6 +5,9 @@
 (in-package "AGENT-Q")
 
 (defvar *exit-process* nil "The original MP:EXIT-PROCESS.")
+(defvar *running-finalizers* nil
+  "True while the worker runs finalizers (RUN-PENDING-FINALIZERS): only then
+may the host's :FINALIZER interrupt land.")
 (defvar *pending-finalizers* '()
   "(FUNCTION . OBJECT) of the finalizers the collector has called for,
 for the worker to run (see RUN-PENDING-FINALIZERS).")

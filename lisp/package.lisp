@@ -38,8 +38,8 @@ defined under that name when this code was loaded."
                names)))
 
 (define-host-functions
-  %any-running-p %arm-stack-guard %ask-host %child-exit %current-cpu
-  %current-job %define-tool %end-processes %finish-job %forget-host-request
+  %any-running-p %arm-stack-guard %ask-host %child-exit %compiler-keeper %current-cpu
+  %current-job %define-tool %end-processes %finalizer-budget %finish-job %forget-host-request
   %fork-compile-child %gc-count %gc-phase-us %gc-time-ms %hold-point
   %hold-worker %host-answer %keep-off-worker-cpus %lisp-thread-count
   %live-package-p %lower-thread-priority %make-private-directory

@@ -587,18 +587,21 @@ a DEFMETHOD, its method's function (METHOD-NATIVE-LAMBDA)."
 
 (defun guard-first-compile ()
   "Make the session's first COMPILE and COMPILE-FILE load CMP under
-*REQUIRE-LOCK*: ECL's own ones load it on their first call, and the
-background compiler may be loading it at that moment (the worker's load
-then failed: \"Attempt to redefine function WITH-COMPILATION-UNIT in
-locked package\").  Loading CMP replaces both functions, and these with
-them."
+*REQUIRE-LOCK*, and wrap what it runs gcc with (WRAP-SAFE-RUN-PROGRAM):
+ECL's own ones load it on their first call, and the background compiler
+may be loading it at that moment (the worker's load then failed:
+\"Attempt to redefine function WITH-COMPILATION-UNIT in locked
+package\").  Loading CMP replaces both functions, and these with them."
   (dolist (name '(compile compile-file))
     (let ((original (fdefinition name))
           (si:*ignore-package-locks* t))
       (setf (fdefinition name)
             (lambda (&rest arguments)
               (mp:with-lock (*require-lock*)
-                (apply original arguments)))))))
+                (let ((*load-verbose* nil) (*compile-verbose* nil))
+                  (require "CMP"))
+                (wrap-safe-run-program))
+              (apply original arguments))))))
 
 (defun prepare-compiler ()
   "Load ECL's C compiler once (with *REQUIRE-LOCK*), take its COMPILE, and
@@ -619,15 +622,38 @@ let go of the compile lock while gcc runs on this thread."
             (serious-condition (condition)
               (format nil "ECL's C compiler could not be loaded: ~A" (condition-message condition)))))))
 
+(defun safe-run-program-wrapper ()
+  ;; A literal of the compiled code: the wrapper installed, once made.
+  (load-time-value (list nil)))
+
+(defun use-compiler-keeper ()
+  "Make ECL's compiler run gcc (its *CC* and *LD*) through
+sly-agent-q-run-compiler, when there is one: gcc, and what it starts, then
+end with this process, however it ends, and leave none of the compile's
+files (module/ecl/run_compiler_main.cpp).  The program it runs is passed
+in SLY_AGENT_Q_CC.  (ECL's compiler calls its SAFE-RUN-PROGRAM and
+EXT:RUN-PROGRAM directly: only its variables reach every gcc it runs.)"
+  (let ((keeper (%compiler-keeper))
+        (cc (find-symbol "*CC*" "C"))
+        (ld (find-symbol "*LD*" "C")))
+    (when (and keeper cc ld (boundp cc) (boundp ld)
+               (stringp (symbol-value cc)) (equal (symbol-value cc) (symbol-value ld))
+               (not (equal (symbol-value cc) keeper)))
+      (ext:setenv "SLY_AGENT_Q_CC" (symbol-value cc))
+      (setf (symbol-value cc) keeper
+            (symbol-value ld) keeper))))
+
 (defun wrap-safe-run-program ()
-  "ECL's compiler runs gcc through C::SAFE-RUN-PROGRAM, holding the
-compile lock when it compiles here; on the compiler thread, let the lock
+  "ECL's compiler runs gcc through C::SAFE-RUN-PROGRAM: on the compiler
+thread, which holds the compile lock when it compiles here, let the lock
 go meanwhile, and say that gcc runs (*TIERING-IN-GCC*), also when the
-compiler thread runs a compile child's commands."
+compiler thread runs a compile child's commands.  Once.  And run gcc
+under sly-agent-q-run-compiler (USE-COMPILER-KEEPER)."
   (let* ((symbol (find-symbol "SAFE-RUN-PROGRAM" "C"))
-         (original (and symbol (fboundp symbol) (fdefinition symbol))))
-    (when original
-      (setf (fdefinition symbol)
+         (original (and symbol (fboundp symbol) (fdefinition symbol)))
+         (installed (safe-run-program-wrapper)))
+    (when (and original (not (eq original (car installed))))
+      (setf (car installed)
             (lambda (&rest arguments)
               (if (eq mp:*current-process* *compiler-process*)
                   (let* ((lock mp:+load-compile-lock+)
@@ -637,7 +663,9 @@ compiler thread runs a compile child's commands."
                     (unwind-protect (apply original arguments)
                       (setf *tiering-in-gcc* nil)
                       (when give-up (mp:get-lock lock))))
-                  (apply original arguments)))))))
+                  (apply original arguments)))
+            (fdefinition symbol) (car installed)))
+    (use-compiler-keeper)))
 
 (defun call-with-compiler-settings (package function)
   "Call FUNCTION with ECL's C compiler quiet, in PACKAGE; its warnings,

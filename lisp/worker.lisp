@@ -37,7 +37,9 @@ still the one running."
   ;; interrupts where Lisp has them disabled (when C code re-enables its
   ;; own): outside the job's catch, or inside MP:WITHOUT-INTERRUPTS.  Such a
   ;; call does nothing; the host repeats the interrupt.
-  (when (and ext:*interrupts-enabled* (eql (%current-job) id))
+  ;; :FINALIZER (the finalizers' budget spent) lands only among them.
+  (when (and ext:*interrupts-enabled* (eql (%current-job) id)
+             (or (not (eq reason :finalizer)) *running-finalizers*))
     (throw '%job-aborted (values :aborted reason))))
 
 (defun aborted-text (reason timeout-ms &optional note)

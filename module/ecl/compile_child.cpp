@@ -1,6 +1,7 @@
 #include "ecl/compile_child.hpp"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <gc/gc.h>
 #include <gc/gc_mark.h>
 #include <signal.h>
@@ -19,18 +20,39 @@
 #include <string>
 
 #include "core/thread_signals.hpp"
+#include "ecl/flat_directory.hpp"
 #include "ecl/lisp_function.hpp"
 #include "ecl/lisp_string.hpp"
 
 namespace agentq::ecl {
 namespace {
 
+// The private directories made and not yet removed: removed at exit too
+// (an Emacs that quits while a batch compiles would leave them in /tmp).
+std::mutex g_directories_mutex;
+std::set<std::string> g_directories;
+
+// The compile child's SIGTERM, which the kernel sends when the thread
+// that forked it ends (with its process, however that ends): the child
+// removes the private directories it knew at the fork (its batch's) and
+// ends.  System calls only: the signal may come inside malloc or the
+// collector.  (With SIGKILL, the child died and left them in /tmp.)
+void end_compile_child(int) {
+  for (const std::string& path : g_directories) remove_flat_directory_now(path.c_str());
+  _exit(1);
+}
+
 // Only the thread that forked exists in the child; see the header.
 void become_compile_child(pid_t parent) {
   GC_atfork_child();
+  struct sigaction action {};
+  action.sa_handler = end_compile_child;
+  sigfillset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
   sigset_t set = all_but_fault_signals();
+  sigdelset(&set, SIGTERM);  // the death signal: never blocked here
   pthread_sigmask(SIG_SETMASK, &set, nullptr);  // our atfork handler let them all in
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != parent) _exit(1);  // the parent was already gone
   setpgid(0, 0);
   GC_set_finalizer_notifier(nullptr);  // finalize_on_demand is set: none run
@@ -158,11 +180,6 @@ cl_object wait_child(cl_object pid_object, cl_object timeout_object, cl_object s
   return one_value(result >= 0 ? ecl_make_fixnum(result) : ECL_NIL);
 }
 
-// The private directories made and not yet removed: removed at exit too
-// (an Emacs that quits while a batch compiles would leave them in /tmp).
-std::mutex g_directories_mutex;
-std::set<std::string> g_directories;
-
 // Removes PATH's files (ECL's temporary files lie flat in it) and PATH.
 void remove_flat_directory(const std::string& path) {
   for (int pass = 0; pass < 2; ++pass) {  // a file gcc made meanwhile
@@ -217,6 +234,25 @@ cl_object remove_private_directory(cl_object path_object) {
   return one_value(known ? ECL_T : ECL_NIL);
 }
 
+// (%COMPILER-KEEPER) → the path of sly-agent-q-run-compiler beside the
+// file this code is in (the core module, or the MCP server), or NIL.
+cl_object compiler_keeper() {
+  std::string path;
+  outside_lisp([&] {
+    Dl_info self{};
+    if (dladdr(reinterpret_cast<void*>(&compiler_keeper), &self) == 0 || self.dli_fname == nullptr) return;
+    char* real = realpath(self.dli_fname, nullptr);
+    if (!real) return;
+    std::string file = real;
+    std::free(real);
+    std::string::size_type slash = file.rfind('/');
+    if (slash == std::string::npos) return;
+    std::string keeper = file.substr(0, slash + 1) + "sly-agent-q-run-compiler";
+    if (access(keeper.c_str(), X_OK) == 0) path = std::move(keeper);
+  });
+  return one_value(path.empty() ? ECL_NIL : make_lisp_string(path));
+}
+
 }  // namespace
 
 void define_compile_child_functions() {
@@ -227,6 +263,7 @@ void define_compile_child_functions() {
   define_lisp_function("%WAIT-CHILD", wait_child);
   define_lisp_function("%MAKE-PRIVATE-DIRECTORY", make_private_directory);
   define_lisp_function("%REMOVE-PRIVATE-DIRECTORY", remove_private_directory);
+  define_lisp_function("%COMPILER-KEEPER", compiler_keeper);
 }
 
 }  // namespace agentq::ecl

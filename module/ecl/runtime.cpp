@@ -67,7 +67,9 @@ using Clock = std::chrono::steady_clock;
 
 enum class JobState : int { Queued, Running, Done };
 enum class BootState : int { None, Booting, Running, Failed, Stopped };
-enum class Interrupt : int { Quit, Timeout, Cancel };
+// Finalizer: the job's finalizers used up their budget (%FINALIZER-BUDGET);
+// it stops the running finalizer, not the job.
+enum class Interrupt : int { Quit, Timeout, Cancel, Finalizer };
 
 // What an interactive evaluation wrote and its owner has not taken yet:
 // filled by the worker (%STREAM-OUTPUT), emptied by the owner's wait.
@@ -95,6 +97,9 @@ struct Job {
   std::atomic<bool> cancel_requested{false};
   // Set for an interactive evaluation (EvalRequest::interactive_key).
   std::shared_ptr<OutputSink> output;
+  // While the job's finalizers run: when their budget ends (steady clock,
+  // ns since its epoch), 0 otherwise.  Set by the worker, read by the owner.
+  std::atomic<std::int64_t> finalizer_deadline_ns{0};
 };
 
 // A request of Lisp code to the host (eval-in-emacs), answered by the job's
@@ -635,7 +640,10 @@ cl_object next_interrupt() {
     }
   }
   if (stop) return one_value(ECL_NIL);
-  const char* name = why == Interrupt::Quit ? "QUIT" : why == Interrupt::Timeout ? "TIMEOUT" : "CANCEL";
+  const char* name = why == Interrupt::Quit        ? "QUIT"
+                     : why == Interrupt::Timeout   ? "TIMEOUT"
+                     : why == Interrupt::Finalizer ? "FINALIZER"
+                                                   : "CANCEL";
   // Build every object before filling env->values: interning sets values.
   cl_object reason = ecl_make_keyword(name);
   cl_object job = ecl_make_unsigned_integer(id);
@@ -651,6 +659,21 @@ cl_object next_interrupt() {
 cl_object current_job() {
   std::uint64_t id = current_worker() ? g_impl->current_id.load(std::memory_order_acquire) : 0;
   return one_value(id ? ecl_make_unsigned_integer(id) : ECL_NIL);
+}
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// (%FINALIZER-BUDGET ms): the running job's finalizers may run MS more
+// milliseconds, after which its owner interrupts them (reason :FINALIZER);
+// 0: they are over.  On the worker only.
+cl_object finalizer_budget(cl_object ms) {
+  if (!current_worker() || !ECL_FIXNUMP(ms) || ecl_fixnum(ms) < 0) return one_value(ECL_NIL);
+  const std::int64_t due = ecl_fixnum(ms) == 0 ? 0 : steady_ns() + ecl_fixnum(ms) * 1000000;
+  std::lock_guard lock(g_impl->mutex);
+  if (g_impl->current) g_impl->current->finalizer_deadline_ns.store(due, std::memory_order_release);
+  return one_value(ECL_T);
 }
 
 // (%SET-WATCHDOG process): the watchdog, known before its thread runs.
@@ -1082,6 +1105,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
                     ecl_list1(ecl_make_simple_base_string(const_cast<char*>("CL"), -1)));
     define_lisp_function("%NEXT-JOB", next_job);
     define_lisp_function("%FINISH-JOB", finish_job);
+    define_lisp_function("%FINALIZER-BUDGET", finalizer_budget);
     define_lisp_function("%NEXT-INTERRUPT", next_interrupt);
     define_lisp_function("%GC-TIME-MS", gc_time_ms);
     define_lisp_function("%GC-COUNT", gc_count);
@@ -1608,6 +1632,13 @@ EvalOutcome Runtime::evaluate(EvalRequest given, CallContext& context) {
       interrupted = Interrupt::Timeout;
       break;
     }
+    // The finalizers' budget spent: stop the one running (again after
+    // kInterruptRepeat, should the first interrupt find it in C code).
+    if (std::int64_t due = job->finalizer_deadline_ns.load(std::memory_order_acquire);
+        due != 0 && steady_ns() >= due &&
+        job->finalizer_deadline_ns.compare_exchange_strong(
+            due, due + std::chrono::duration_cast<std::chrono::nanoseconds>(kInterruptRepeat).count()))
+      impl.request_interrupt(job->id, Interrupt::Finalizer);
     impl.sleep_slice(*job, kPollSlice);
   }
 

@@ -167,5 +167,112 @@ meanwhile wait for the fork only, and all come back right."
                (buffer-string)))
       (should (string-match-p "^Fasl cache: " (buffer-string))))))
 
+;;;; The compiler ends with the process that runs it
+
+(defun agentq-test--compiler-processes (directory)
+  "Live (not zombie) processes whose command line names DIRECTORY."
+  (cl-loop for pid in (list-system-processes)
+           for attributes = (process-attributes pid)
+           for args = (alist-get 'args attributes)
+           when (and args (not (equal (alist-get 'state attributes) "Z"))
+                     (string-search directory args))
+           collect (cons pid args)))
+
+(defun agentq-test--leftovers (directory)
+  "What a compile left in DIRECTORY: private directories and ECL's files."
+  (directory-files directory nil "\\`\\(sly-agent-q-compile-\\|ecl.*\\.\\(c\\|eclh\\|data\\|o\\|tmp\\)\\'\\)"))
+
+(defun agentq-test--wait-for-compiler (directory seconds)
+  "Wait up to SECONDS for cc1 to run on a file in DIRECTORY; true when it does."
+  (let ((until (+ (float-time) seconds)) (found nil))
+    (while (and (not found) (< (float-time) until))
+      (setq found (cl-some (lambda (entry) (string-match-p "cc1 " (cdr entry)))
+                           (agentq-test--compiler-processes directory)))
+      (unless found (sleep-for 0.02)))
+    found))
+
+(ert-deftest sly-agent-q-compile-child/gcc-dies-with-a-killed-emacs ()
+  "Emacs killed (SIGKILL) while the background compiler runs gcc: gcc,
+cc1 and the compile child end within a second, and nothing of the batch
+is left in TMPDIR (gcc ran on, reparented to init, for 10-40 s, and the
+private directory stayed).  Fresh Emacsen, killed at several moments."
+  (skip-unless (executable-find "gcc"))
+  (dolist (pause '(0.05 0.2 0.6))
+    (let* ((tmp (file-name-as-directory (make-temp-file "agentq-kill-tmp" t)))
+           (process-environment (cons (concat "TMPDIR=" tmp) process-environment))
+           (code (mapconcat (lambda (i) (format "(defun cl-user::agentq-k%d (x) (list x %d (* x x)))" i i))
+                            (number-sequence 1 300) "\n"))
+           (emacs (make-process
+                   :name "agentq-killed-emacs" :noquery t :connection-type 'pipe
+                   :buffer (generate-new-buffer " *agentq-killed*")
+                   :command (list (agentq-test-emacs-binary) "-Q" "--batch"
+                                  "-L" (expand-file-name "elisp" agentq-test-root)
+                                  "--eval" "(require 'sly-agent-q)"
+                                  "--eval" (prin1-to-string
+                                            `(sly-agent-q-execute-tool-calls
+                                              (list (list :id "d" :name "evaluate_lisp"
+                                                          :arguments (list :code ,code)))))
+                                  "--eval" "(sleep-for 60)"))))
+      (unwind-protect
+          (progn
+            (should (agentq-test--wait-for-compiler tmp 30))
+            (sleep-for pause)
+            (signal-process emacs 'SIGKILL)
+            (let ((until (+ (float-time) 2)))
+              (while (and (or (agentq-test--compiler-processes tmp) (agentq-test--leftovers tmp))
+                          (< (float-time) until))
+                (sleep-for 0.05)))
+            (should (equal (list pause (agentq-test--compiler-processes tmp)) (list pause nil)))
+            (should (equal (list pause (agentq-test--leftovers tmp)) (list pause nil))))
+        (when (process-live-p emacs) (delete-process emacs))
+        (kill-buffer (process-buffer emacs))
+        (delete-directory tmp t)))))
+
+(ert-deftest sly-agent-q-compile-child/sigterm-to-the-mcp-server-ends-gcc ()
+  "sly-agent-q-mcp given SIGTERM while a COMPILE-FILE inside evaluate_lisp
+runs gcc: gcc and cc1 end, and ECL's files of the compile (the .c, .eclh,
+.data, .o) go (gcc was orphaned and they stayed)."
+  (skip-unless (executable-find "gcc"))
+  (let* ((binary (expand-file-name "build/sly-agent-q-mcp" agentq-test-root))
+         (tmp (file-name-as-directory (make-temp-file "agentq-mcp-term" t)))
+         (process-environment (cons (concat "TMPDIR=" tmp) process-environment))
+         (source (expand-file-name "agentq-big.lisp" tmp))
+         (server nil))
+    (skip-unless (file-executable-p binary))
+    (with-temp-file source
+      (dotimes (i 400) (insert (format "(defun agentq-f%d (x) (list x %d (* x x)))\n" i i))))
+    (unwind-protect
+        (progn
+          (setq server (make-process :name "agentq-mcp-term" :noquery t :connection-type 'pipe
+                                     :buffer (generate-new-buffer " *agentq-mcp-term*")
+                                     :command (list binary)))
+          (process-send-string
+           server
+           (concat (json-encode `((jsonrpc . "2.0") (id . 1) (method . "initialize")
+                                  (params . ((protocolVersion . "2025-03-26") (capabilities . ,(make-hash-table))
+                                             (clientInfo . ((name . "t") (version . "1")))))))
+                   "\n"
+                   (json-encode '((jsonrpc . "2.0") (method . "notifications/initialized")))
+                   "\n"
+                   (json-encode `((jsonrpc . "2.0") (id . 2) (method . "tools/call")
+                                  (params . ((name . "evaluate_lisp")
+                                             (arguments . ((code . ,(format "(compile-file %S)" source))
+                                                           (timeout . 120)))))))
+                   "\n"))
+          (should (agentq-test--wait-for-compiler tmp 60))
+          (sleep-for 0.3)
+          (signal-process server 'SIGTERM)
+          (let ((until (+ (float-time) 3)))
+            (while (and (or (process-live-p server) (agentq-test--compiler-processes tmp)
+                            (agentq-test--leftovers tmp))
+                        (< (float-time) until))
+              (accept-process-output nil 0.05)))
+          (should-not (process-live-p server))
+          (should-not (agentq-test--compiler-processes tmp))
+          (should-not (directory-files tmp nil "\\.\\(c\\|eclh\\|data\\|o\\)\\'")))
+      (when (and server (process-live-p server)) (delete-process server))
+      (when server (kill-buffer (process-buffer server)))
+      (delete-directory tmp t))))
+
 (provide 'sly-agent-q-compile-child-test)
 ;;; sly-agent-q-compile-child-test.el ends here

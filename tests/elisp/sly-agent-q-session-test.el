@@ -89,6 +89,21 @@ the lines printed; fail when that Emacs did not exit 0 within SECONDS."
     (should (equal (last lines 3) '("=> 3" "=> 3" "=> 144")))
     (should-not (cl-some (lambda (line) (string-match-p "\\[ERROR\\]" line)) lines))))
 
+(ert-deftest sly-agent-q-session/finalizers-that-loop ()
+  "Finalizers run under a budget (0.2 s a call) and are interrupted like an
+evaluation: each looping one is dropped and reported as a warning of the
+call it ran in, and later calls still answer (200 finalizers that each
+loop made every later call time out)."
+  (let ((lines (agentq-session-test-run
+                (append '("(dotimes (i 200) (ext:set-finalizer (make-array 1000) (lambda (x) (declare (ignore x)) (loop))))"
+                          "(progn (ext:gc t) (ext:gc t) (+ 1 2))")
+                        (make-list 6 "(+ 1 2)"))
+                60)))
+    (should-not (cl-some (lambda (line) (string-match-p "\\[ERROR\\]" line)) lines))
+    ;; Each call after the collection dropped one finalizer: a warning.
+    (should (equal (seq-take (cdr lines) 7) (make-list 7 "[warnings]")))
+    (should (equal (car (last lines)) "=> 144"))))
+
 (ert-deftest sly-agent-q-session/restart-worker-keeps-definitions ()
   "`sly-agent-q-restart-worker' gives a fresh worker in the same image."
   (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
