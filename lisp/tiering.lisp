@@ -668,14 +668,19 @@ under sly-agent-q-run-compiler (USE-COMPILER-KEEPER)."
     (use-compiler-keeper)))
 
 (defun call-with-compiler-settings (package function)
-  "Call FUNCTION with ECL's C compiler quiet, in PACKAGE; its warnings,
-muffled, are kept as text: returns (values (MULTIPLE-VALUE-LIST of its
-values) WARNINGS)."
-  (let ((warnings '()))
+  "Call FUNCTION with ECL's C compiler quiet, in PACKAGE; its errors (a
+macro that signalled, or called EXT:QUIT, while the code was compiled) and
+warnings, muffled, are kept as text, the errors first: returns (values
+\(MULTIPLE-VALUE-LIST of its values) MESSAGES ERRORS-P)."
+  (let ((warnings '()) (errors '())
+        (compiler-error (find-symbol "COMPILER-ERROR" "C")))
     (values
      (handler-bind ((warning (lambda (condition)
                                (push (one-line (condition-message condition)) warnings)
-                               (muffle-warning condition))))
+                               (muffle-warning condition)))
+                    (condition (lambda (condition)
+                                 (when (and compiler-error (typep condition compiler-error))
+                                   (push (one-line (condition-message condition)) errors)))))
        (let ((*package* package)
              (*compile-verbose* nil) (*compile-print* nil)
              (*standard-output* (make-broadcast-stream))
@@ -684,17 +689,31 @@ values) WARNINGS)."
                   (and symbol (list symbol)))
              (list (find-symbol "COMPILER-MESSAGE" "C"))
            (multiple-value-list (funcall function)))))
-     (nreverse warnings))))
+     (append (nreverse errors) (nreverse warnings))
+     (and errors t))))
+
+(defun compile-failure (messages errors-p)
+  "Signal that a native compile failed, saying why: the first of MESSAGES,
+an error of the Lisp half when ERRORS-P, else gcc's."
+  (if errors-p
+      ;; ECL's compiler writes its errors as "Error: * The macro form …".
+      (error "compiling the definition signalled: ~A"
+             (let ((text (first messages)))
+               (loop for prefix in '("Error: " "* ")
+                     when (and (stringp text) (eql 0 (search prefix text)))
+                       do (setf text (subseq text (length prefix))))
+               text))
+      (error "the C compiler failed~@[: ~A~]" (first messages))))
 
 (defun compile-here (form package)
   "Compile FORM with ECL's COMPILE in the session: (values THUNK WARNINGS),
 or signals."
-  (multiple-value-bind (values warnings)
+  (multiple-value-bind (values warnings errors-p)
       (call-with-compiler-settings package (lambda () (funcall *c-compile* nil form)))
     (destructuring-bind (&optional thunk warnings-p failure-p) values
       (declare (ignore warnings-p))
-      (when (or failure-p (not (functionp thunk)))
-        (error "the C compiler failed~@[: ~A~]" (first warnings)))
+      (when (or failure-p errors-p (not (functionp thunk)))
+        (compile-failure warnings errors-p))
       (values thunk warnings))))
 
 (defun compile-batch (entries)
@@ -836,7 +855,7 @@ printed and read back in the parent without losing an identity."
 
 (defun child-compile (form package directory)
   "In the compile child: compile FORM up to the C file and write the
-result file: (:COMPILED COMMANDS CONSTANTS WARNINGS), (:FAILED WARNINGS)
+result file: (:COMPILED COMMANDS CONSTANTS WARNINGS), (:FAILED MESSAGES ERRORS-P)
 or (:UNSAFE WHY)."
   (%mark-live-objects)
   (ext:setenv "ECL_PRESERVE_FILES" "1")
@@ -859,15 +878,15 @@ or (:UNSAFE WHY)."
             (lambda (&rest arguments)
               (declare (ignore arguments))
               (throw 'child-compiled :load-time-value))))
-    (multiple-value-bind (values warnings)
+    (multiple-value-bind (values warnings errors-p)
         (call-with-compiler-settings
          package (lambda () (catch 'child-compiled (funcall *c-compile* nil form) nil)))
       (write-child-result
        directory
        (cond ((eq (first values) :load-time-value)
               (list :unsafe "LOAD-TIME-VALUE (its form is evaluated where the code is compiled)"))
-             ((not (and (first values) (= (length commands) 2) (vectorp constants)))
-              (list :failed warnings))
+             ((or errors-p (not (and (first values) (= (length commands) 2) (vectorp constants))))
+              (list :failed warnings errors-p))
              (t (multiple-value-bind (descriptions unsafe) (constant-descriptions constants form)
                   (if unsafe
                       (list :unsafe unsafe)
@@ -947,7 +966,7 @@ session); signals when the compile failed."
                       (error "the native code did not load~@[: ~A~]" (first gcc-warnings)))
                     (values thunk (append warnings gcc-warnings))))))
              (:failed
-              (error "the C compiler failed~@[: ~A~]" (first (second result))))
+              (compile-failure (second result) (third result)))
              (t (setf *compile-child-fallback*
                       (if (eq (first result) :unsafe)
                           (format nil "not in a child: ~A" (second result))

@@ -144,6 +144,23 @@
     (should (string-match-p "AGENTQ-TIER-BAD stays bytecodes: the native compile failed"
                             (buffer-string)))))
 
+(ert-deftest sly-agent-q-tiering/a-macro-that-fails-in-the-native-compile-is-named ()
+  "A macro that signals, or calls EXT:QUIT, only when the background
+compiler expands it: describe_symbol says so (it said \"the C compiler
+failed\"), and the function stays bytecodes and runs."
+  (skip-unless (agentq-tiering-gcc-p))
+  (agentq-test-eval-ok "(defmacro agentq-tier-picky () (if (eq mp:*current-process* agent-q::*worker*) 1 (error \"not on this thread\")))
+(defun agentq-tier-picky-user () (agentq-tier-picky))
+(defmacro agentq-tier-quitter () (if (eq mp:*current-process* agent-q::*worker*) 2 (ext:quit 3)))
+(defun agentq-tier-quitter-user () (agentq-tier-quitter))")
+  (agentq-tiering-wait)
+  (let ((picky (agentq-tiering-describe "agentq-tier-picky-user"))
+        (quitter (agentq-tiering-describe "agentq-tier-quitter-user")))
+    (should (string-match-p "Runs as: bytecodes: the native compile failed: compiling the definition signalled: The macro form (AGENTQ-TIER-PICKY) was not expanded successfully\\. Error detected: not on this thread" picky))
+    (should (string-match-p "compiling the definition signalled: .*EXT:QUIT was intercepted" quitter))
+    (should-not (string-match-p "C compiler" (concat picky quitter))))
+  (should (equal (agentq-test-eval-ok "(list (agentq-tier-picky-user) (agentq-tier-quitter-user))") "=> (1 2)")))
+
 (ert-deftest sly-agent-q-tiering/closures-and-stale-macros-stay-bytecodes ()
   (skip-unless (agentq-tiering-gcc-p))
   (agentq-test-eval-ok "(let ((n 0)) (defun agentq-tier-counter () (incf n)))")
