@@ -20,7 +20,7 @@ FUZZ_SECONDS ?= 60
 # clang and its libFuzzer runtime (Debian 12: clang 14).
 FUZZ_PACKAGES = clang libclang-rt-14-dev
 
-.PHONY: all deps deps-fuzz build test test-core test-elisp test-asan fuzz run bench check-fresh clean
+.PHONY: all deps deps-fuzz build build-run test test-core test-elisp test-asan fuzz run bench check-fresh clean
 
 all: build
 
@@ -48,9 +48,16 @@ deps-fuzz: deps
 $(BUILD_DIR)/Makefile: CMakeLists.txt
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE)
 
-build: deps $(BUILD_DIR)/Makefile
-	cmake --build $(BUILD_DIR) -j $(JOBS)
+# What running needs: the module, the MCP server, gcc's keeper, the
+# byte-compiled Elisp.  `build' adds the tests and benchmarks.
+RUN_TARGETS = sly-agent-q-module sly-agent-q-mcp sly-agent-q-run-compiler
+
+build-run: deps $(BUILD_DIR)/Makefile
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target $(RUN_TARGETS)
 	$(EMACS) -Q --batch -L elisp --eval '(setq byte-compile-error-on-warn t load-prefer-newer t)' -f batch-byte-compile elisp/*.el
+
+build: build-run
+	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
@@ -90,7 +97,7 @@ test-asan: deps
 	cd $(ASAN_DIR) && ASAN_OPTIONS=$(ASAN_OPTIONS_ECL) UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) -E '^(e2e_|mcp_sdk_client)'
 
-run: build
+run: build-run
 	$(EMACS) -Q -nw -L elisp -l sly-agent-q -f sly-agent-q-welcome
 
 bench: build
