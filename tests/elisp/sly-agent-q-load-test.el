@@ -189,6 +189,21 @@ sly-agent-q-core.so).  Returns what `agentq-test-run-emacs' returns."
     (should (equal code 0))
     (should (string-match-p "\\`\\(RESULT\\|SIGNAL\\): .*shut down.* ALIVE\\'" stdout))))
 
+(ert-deftest sly-agent-q-load/make-run-builds-only-what-running-needs ()
+  "`make run' builds the module, the MCP server and gcc's keeper, not every
+test and benchmark (11 min 39 s on a fresh 2-CPU machine before Emacs
+appeared).  Read from `make -n': nothing is built."
+  (skip-unless (executable-find "make"))
+  (let* ((default-directory agentq-test-root)
+         (commands (with-temp-buffer
+                     (call-process "make" nil t nil "-n" "run" "BUILD_DIR=agentq-no-such-build")
+                     (split-string (buffer-string) "\n" t)))
+         (builds (seq-filter (lambda (line) (string-match-p "\\`cmake --build " line)) commands)))
+    (should (equal (length builds) 1))
+    (should (string-match-p "--target sly-agent-q-module sly-agent-q-mcp sly-agent-q-run-compiler\\'"
+                            (car builds)))
+    (should (seq-some (lambda (line) (string-match-p "sly-agent-q-welcome" line)) commands))))
+
 (provide 'sly-agent-q-load-test)
 
 ;;; sly-agent-q-load-test.el ends here
