@@ -22,11 +22,13 @@
     "(defun f14 () 14)" "(defun f14 () :fourteen)"
     (replace-regexp-in-string "(defun f2 () 2)" "(defun f2 () :two)" agentq-review--original))))
 
-(defun agentq-review--args (path)
+(defun agentq-review--args (path &optional original modified)
+  "propose_file_edit's arguments for PATH: ORIGINAL and MODIFIED, or the
+file's functions with keywords."
   (let ((args (make-hash-table :test 'equal)))
     (puthash "path" path args)
-    (puthash "original" agentq-review--original args)
-    (puthash "modified" (agentq-review--modified) args)
+    (puthash "original" (or original agentq-review--original) args)
+    (puthash "modified" (or modified (agentq-review--modified)) args)
     (puthash "description" "Return keywords" args)
     args))
 
@@ -221,10 +223,7 @@ drops an edit."
   "`original' is part of a line; an edit of the text around it on that line
 is applied too (the whole line is then replaced)."
   (agentq-review--with-file (path "(a)\n(list 1 2 3) ; end\n(c)\n")
-    (let ((args (make-hash-table :test 'equal)))
-      (puthash "path" path args)
-      (puthash "original" "1 2 3" args)
-      (puthash "modified" "1 2 3 4" args)
+    (let ((args (agentq-review--args path "1 2 3" "1 2 3 4")))
       (let ((review (sly-agent-q--review-buffer args)))
         (unwind-protect
             (save-window-excursion
@@ -268,10 +267,7 @@ is applied too (the whole line is then replaced)."
   "@@ lines count the file's lines; \"No newline\" only at the file's real end."
   ;; `original' is lines 7 and 8 of the file; the change is on line 8.
   (agentq-review--with-file (path ";; 1\n;; 2\n;; 3\n;; 4\n;; 5\n;; 6\n(defun g1 () 1)\n(defun g2 () 2)\n(defun g3 () 3)\n")
-    (let ((args (make-hash-table :test 'equal)))
-      (puthash "path" path args)
-      (puthash "original" "(defun g1 () 1)\n(defun g2 () 2)\n" args)
-      (puthash "modified" "(defun g1 () 1)\n(defun g2 () :two)\n(defun g2b () 2)\n" args)
+    (let ((args (agentq-review--args path "(defun g1 () 1)\n(defun g2 () 2)\n" "(defun g1 () 1)\n(defun g2 () :two)\n(defun g2b () 2)\n")))
       (with-current-buffer (sly-agent-q--review-buffer args)
         (unwind-protect
             (progn
@@ -293,10 +289,7 @@ is applied too (the whole line is then replaced)."
   ;; `original' ends in the middle of the file without its newline: no
   ;; "No newline at end of file", and the edit applies as proposed.
   (agentq-review--with-file (path "(defun g1 () 1)\n(defun g2 () 2)\n(defun g3 () 3)\n")
-    (let ((args (make-hash-table :test 'equal)))
-      (puthash "path" path args)
-      (puthash "original" "(defun g2 () 2)" args)
-      (puthash "modified" "(defun g2 () :two)" args)
+    (let ((args (agentq-review--args path "(defun g2 () 2)" "(defun g2 () :two)")))
       (with-current-buffer (sly-agent-q--review-buffer args)
         (unwind-protect
             (progn
@@ -309,10 +302,7 @@ is applied too (the whole line is then replaced)."
       (should (equal (agentq-review--file-text path) "(defun g1 () 1)\n(defun g2 () :two)\n(defun g3 () 3)\n"))))
   ;; `original' part of a line: the @@ line still numbers the file's lines.
   (agentq-review--with-file (path "(a)\n(b)\n(list 1 2 3) ; end\n(c)\n")
-    (let ((args (make-hash-table :test 'equal)))
-      (puthash "path" path args)
-      (puthash "original" "1 2 3" args)
-      (puthash "modified" "1 2 3 4" args)
+    (let ((args (agentq-review--args path "1 2 3" "1 2 3 4")))
       (with-current-buffer (sly-agent-q--review-buffer args)
         (unwind-protect
             (progn
@@ -324,10 +314,7 @@ is applied too (the whole line is then replaced)."
       (should (equal (agentq-review--file-text path) "(a)\n(b)\n(list 1 2 3 4) ; end\n(c)\n"))))
   ;; The file really ends without a newline: then it is said.
   (agentq-review--with-file (path "(defun g1 () 1)\n(defun g2 () 2)")
-    (let ((args (make-hash-table :test 'equal)))
-      (puthash "path" path args)
-      (puthash "original" "(defun g2 () 2)" args)
-      (puthash "modified" "(defun g2 () :two)" args)
+    (let ((args (agentq-review--args path "(defun g2 () 2)" "(defun g2 () :two)")))
       (with-current-buffer (sly-agent-q--review-buffer args)
         (unwind-protect
             (progn
