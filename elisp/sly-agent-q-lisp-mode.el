@@ -7,10 +7,11 @@
 ;; `sly-agent-q-lisp-mode', a buffer-local minor mode for `lisp-mode'
 ;; buffers, gives the keys a SLY user's fingers know: C-x C-e, C-M-x,
 ;; C-c C-r, C-c C-c, C-c C-k, C-c C-l, M-. and M-,, C-c C-d d/a/h,
-;; C-c RET, C-c M-m, C-c C-w c/r and C-c I.  Each runs the same tools the
-;; agent uses (evaluate_lisp, compile_form, describe_symbol, ...), in the
-;; buffer's package, without blocking Emacs: the result shows in the
-;; echo area (or *sly-agent-q result*) when it comes.
+;; C-c RET, C-c M-m, C-c C-w c/r (in *xref*), C-c M-q and C-c I.
+;; Each runs the same tools the agent uses (evaluate_lisp,
+;; compile_form, describe_symbol, ...), in the buffer's package,
+;; without blocking Emacs: the result shows in the echo area (or
+;; *sly-agent-q result*) when it comes.
 ;;
 ;; `sly-agent-q-lisp-mode-maybe', on `lisp-mode-hook', turns the mode on
 ;; unless SLY or SLIME already is: their users keep their keys and reach
@@ -270,17 +271,69 @@ LISP non-nil: the text is Lisp code, fontified as such."
   (interactive)
   (sly-agent-q-lisp--macroexpand t))
 
+(defvar sly-agent-q-lisp--definitions)   ; M-. below
+
+(defun sly-agent-q-lisp--xref-location (summary where)
+  "The xref location of a definition SUMMARY (\"function NAME\") found WHERE.
+WHERE is what who_calls and who_references say in parentheses: FILE:LINE,
+FILE, or \"evaluated in the session\", for which the buffer and place it
+was evaluated from are used when this Emacs knows them."
+  (cond ((string-match "\\`\\(.+\\):\\([0-9]+\\)\\'" where)
+         (xref-make-file-location (match-string 1 where) (string-to-number (match-string 2 where)) 0))
+        ((file-name-absolute-p where)
+         (xref-make-file-location where 1 0))
+        (t
+         (let* ((name (nth 1 (split-string summary " " t)))
+                (key (and name (upcase (car (last (split-string name ":" t))))))
+                (marker (and key (cl-find-if #'marker-buffer
+                                             (gethash key sly-agent-q-lisp--definitions)))))
+           (if marker
+               (xref-make-buffer-location (marker-buffer marker) (marker-position marker))
+             (xref-make-bogus-location
+              (format "%s was %s, from no buffer this Emacs knows: no place to go" summary where)))))))
+
+(defun sly-agent-q-lisp--xref-items (text)
+  "The xref items of the definitions listed in TEXT, who_calls's answer.
+Its lines \"- KIND NAME [QUALIFIER] (WHERE)\" each become an item."
+  (let ((items nil))
+    (dolist (line (split-string text "\n" t))
+      (when (string-match "\\`- \\(.+\\) (\\([^()]+\\))\\'" line)
+        (let ((summary (match-string 1 line))
+              (where (match-string 2 line)))
+          (push (xref-make summary (sly-agent-q-lisp--xref-location summary where)) items))))
+    (nreverse items)))
+
+(defun sly-agent-q-lisp--show-xrefs (result from)
+  "Show who_calls's or who_references's RESULT with xref, asked FROM a marker.
+FROM goes on xref's marker stack, so \\[xref-pop-marker-stack] comes back.
+In *xref*, RET, \\<xref--xref-buffer-mode-map>\\[xref-next-line] and \\[xref-prev-line] go to
+the definitions; an answer that lists none is a message."
+  (let* ((text (or (plist-get result :content) (plist-get result :error) ""))
+         (items (and (plist-get result :success) (sly-agent-q-lisp--xref-items text))))
+    (if (null items)
+        (message "%s" (string-trim text))
+      (when (marker-buffer from) (xref-push-marker-stack from))
+      (if (fboundp 'xref-show-xrefs)    ; Emacs 29
+          (xref-show-xrefs (lambda () items) nil)
+        (funcall xref-show-xrefs-function (lambda () items) `((window . ,(selected-window)))))
+      (message "%s" (car (split-string text "\n"))))))
+
 (defun sly-agent-q-who-calls (function)
-  "List the functions that call FUNCTION (who_calls)."
+  "List the functions that call FUNCTION (who_calls), as SLY's xref.
+They are shown in *xref*, where RET goes to each one's definition: its
+file and line, or the buffer it was evaluated from."
   (interactive (list (sly-agent-q-lisp--read-symbol "Who calls")))
-  (sly-agent-q-lisp--call "who_calls" (sly-agent-q-lisp--package-arguments (list :function function))
-                          (lambda (result) (sly-agent-q-lisp--show-in "*sly-agent-q xref*" result))))
+  (let ((from (point-marker)))
+    (sly-agent-q-lisp--call "who_calls" (sly-agent-q-lisp--package-arguments (list :function function))
+                            (lambda (result) (sly-agent-q-lisp--show-xrefs result from)))))
 
 (defun sly-agent-q-who-references (symbol)
-  "List the functions that refer to the global variable SYMBOL (who_references)."
+  "List the functions that refer to the global variable SYMBOL (who_references).
+They are shown in *xref*, as `sly-agent-q-who-calls' shows callers."
   (interactive (list (sly-agent-q-lisp--read-symbol "Who references")))
-  (sly-agent-q-lisp--call "who_references" (sly-agent-q-lisp--package-arguments (list :symbol symbol))
-                          (lambda (result) (sly-agent-q-lisp--show-in "*sly-agent-q xref*" result))))
+  (let ((from (point-marker)))
+    (sly-agent-q-lisp--call "who_references" (sly-agent-q-lisp--package-arguments (list :symbol symbol))
+                            (lambda (result) (sly-agent-q-lisp--show-xrefs result from)))))
 
 (defun sly-agent-q-inspect (form)
   "Evaluate FORM and describe its value, as an inspector's first page."
@@ -292,9 +345,22 @@ LISP non-nil: the text is Lisp code, fontified as such."
                           (lambda (result) (sly-agent-q-lisp--show-in "*sly-agent-q inspect*" result))))
 
 (defun sly-agent-q-switch-to-repl ()
-  "Switch to the REPL on the same Lisp session, starting it if needed."
+  "Switch to the REPL on the same Lisp session, starting it if needed.
+The REPL's \\<sly-agent-q-repl-mode-map>\\[sly-agent-q-repl-switch-to-lisp-buffer] comes back to this buffer."
   (interactive)
+  (setq sly-agent-q-repl--last-lisp-buffer (current-buffer))
   (sly-agent-q-repl))
+
+(defun sly-agent-q-reindent-defun (&optional fill)
+  "Reindent the top-level form at point, as SLY's `sly-reindent-defun'.
+In a comment or a string, or with a prefix argument FILL, fill the
+paragraph instead."
+  (interactive "P")
+  (if (or fill (nth 8 (syntax-ppss)))
+      (fill-paragraph)
+    (save-excursion
+      (let ((bounds (sly-agent-q--defun-bounds)))
+        (indent-region (car bounds) (cdr bounds))))))
 
 ;;;; M-. : definitions
 
@@ -406,6 +472,7 @@ is busy (the prompt then takes what is typed)."
     (define-key map (kbd "C-c C-k") #'sly-agent-q-compile-and-load-file)
     (define-key map (kbd "C-c C-l") #'sly-agent-q-load-file)
     (define-key map (kbd "C-c C-z") #'sly-agent-q-switch-to-repl)
+    (define-key map (kbd "C-c M-q") #'sly-agent-q-reindent-defun)
     (define-key map (kbd "C-c C-b") #'sly-agent-q-interrupt)
     (define-key map (kbd "C-c C-d d") #'sly-agent-q-describe-symbol)
     (define-key map (kbd "C-c C-d a") #'sly-agent-q-apropos)

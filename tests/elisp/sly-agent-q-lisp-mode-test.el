@@ -39,6 +39,7 @@
                    ("C-c C-d h" . sly-agent-q-hyperspec-lookup) ("C-c RET" . sly-agent-q-macroexpand-1)
                    ("C-c M-m" . sly-agent-q-macroexpand-all) ("C-c C-w c" . sly-agent-q-who-calls)
                    ("C-c C-w r" . sly-agent-q-who-references) ("C-c I" . sly-agent-q-inspect)
+                   ("C-c M-q" . sly-agent-q-reindent-defun)
                    ("M-." . xref-find-definitions)))
       (should (eq (key-binding (kbd (car key))) (cdr key)))
       (should (or (eq (cdr key) 'xref-find-definitions) (documentation (cdr key))))))
@@ -185,8 +186,7 @@ it up interns nothing in CL-USER."
     (goto-char (point-min))
     (should (string-match-p "IF" (agentq-lm-shown #'sly-agent-q-macroexpand-1)))
     (should (string-match-p "=> 3\\|3" (or (agentq-lm-shown #'sly-agent-q-inspect "(+ 1 2)") "")))
-    (agentq-test-eval-ok "(defun agentq-lm-callee () 1) (defun agentq-lm-caller () (agentq-lm-callee))")
-    (should (string-match-p "AGENTQ-LM-CALLER" (agentq-lm-shown #'sly-agent-q-who-calls "agentq-lm-callee")))
+    ;; C-c C-w c and C-c C-w r answer in *xref*: see who-calls-in-xref.
     (let ((url nil))
       (cl-letf (((symbol-function 'browse-url) (lambda (u &rest _) (setq url u))))
         (sly-agent-q-hyperspec-lookup "cl:mapcar"))
@@ -392,6 +392,107 @@ them out, and has the person's own (C-c C-k's compile_form, an evaluation)."
             (should (string-match-p "^[-0-9]+ [:0-9]+ user +evaluate_lisp +cautious .* code=(list :agentq-lm-inspected)" log))
             (should-not (string-match-p "xref-index-file\\|definition-locations\\|repl-value\\| UI " log))))
       (when (get-buffer "*sly-agent-q inspect*") (kill-buffer "*sly-agent-q inspect*"))
+      (delete-directory dir t))))
+
+(ert-deftest sly-agent-q-lisp-mode/reindent-defun ()
+  ;; C-c M-q reindents the whole top-level form around point, as SLY's
+  ;; sly-reindent-defun; the forms around it stay as they were.
+  (agentq-lm-with-buffer "(defun agentq-lm-before ()\n        1)\n\n(defun agentq-lm-indent (x)\n      (let ((y x))\n (when y\n         (print y))))\n"
+    (setq indent-tabs-mode nil)
+    (should (eq (key-binding (kbd "C-c M-q")) #'sly-agent-q-reindent-defun))
+    (goto-char (point-min))
+    (search-forward "(print")
+    (let ((point (point-marker)))
+      (call-interactively (key-binding (kbd "C-c M-q")))
+      (should (= (point) point)))
+    (should (equal (buffer-string)
+                   "(defun agentq-lm-before ()\n        1)\n\n(defun agentq-lm-indent (x)\n  (let ((y x))\n    (when y\n      (print y))))\n")))
+  ;; In a comment it fills the paragraph instead.
+  (agentq-lm-with-buffer ";; one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen\n"
+    (goto-char 5)
+    (let ((fill-column 30))
+      (sly-agent-q-reindent-defun))
+    (should (string-match-p "\\`;; one two three four five six\n;; seven" (buffer-string)))))
+
+(defun agentq-lm-wait-xref ()
+  "Wait for the Lisp buffers' jobs to end and *xref* to show; return it."
+  (let ((deadline (+ (float-time) 20)))
+    (while (and (or sly-agent-q-lisp--jobs (not (get-buffer "*xref*"))) (< (float-time) deadline))
+      (accept-process-output nil 0.02)))
+  (should (get-buffer "*xref*"))
+  (get-buffer "*xref*"))
+
+(ert-deftest sly-agent-q-lisp-mode/who-calls-in-xref ()
+  ;; C-c C-w c and C-c C-w r list the definitions in *xref*, as SLY does:
+  ;; RET goes to each one's file and line, or to the buffer it was
+  ;; evaluated from.
+  (let* ((dir (make-temp-file "agentq-lm-xref" t))
+         (file (expand-file-name "callers.lisp" dir)))
+    (unwind-protect
+        (save-window-excursion
+          (when (get-buffer "*xref*") (kill-buffer "*xref*"))
+          (with-temp-file file
+            (insert "(in-package :cl-user)\n\n(defvar *agentq-lm-xlimit* 3)\n\n(defun agentq-lm-xcallee (x)\n  (* x *agentq-lm-xlimit*))\n\n;; the caller\n(defun agentq-lm-xcaller-in-file (y)\n  (agentq-lm-xcallee y))\n"))
+          (let ((loaded nil))
+            (cl-letf (((symbol-function 'message)
+                       (lambda (&rest args) (when (string-prefix-p "Loaded" (car args)) (setq loaded t)))))
+              (sly-agent-q-load-file file)
+              (let ((deadline (+ (float-time) 20)))
+                (while (and (not loaded) (< (float-time) deadline)) (accept-process-output nil 0.02))))
+            (should loaded))
+          (let ((lisp-buffer (generate-new-buffer "agentq-lm-xref.lisp")))
+            (unwind-protect
+                (with-current-buffer lisp-buffer
+                  (insert ";; from a buffer\n(defun agentq-lm-xcaller-here (z)\n  (list (agentq-lm-xcallee z)))\n")
+                  (lisp-mode)
+                  (goto-char (point-max))
+                  (backward-sexp)
+                  (should (equal (agentq-lm-shown #'sly-agent-q-eval-defun) "=> AGENTQ-LM-XCALLER-HERE"))
+                  (goto-char (point-min))
+                  (search-forward "(agentq-lm-xcallee")
+                  (should (eq (key-binding (kbd "C-c C-w c")) #'sly-agent-q-who-calls))
+                  (sly-agent-q-who-calls (sly-agent-q-lisp--symbol-at-point)))
+              nil)
+            (let ((xref (agentq-lm-wait-xref)))
+              (with-current-buffer xref
+                (should (derived-mode-p 'xref--xref-buffer-mode))
+                (should (string-match-p "function COMMON-LISP-USER::AGENTQ-LM-XCALLER-IN-FILE" (buffer-string)))
+                (should (string-match-p "function COMMON-LISP-USER::AGENTQ-LM-XCALLER-HERE" (buffer-string)))
+                ;; RET on the file's caller: its file, at its line.
+                (goto-char (point-min))
+                (search-forward "AGENTQ-LM-XCALLER-IN-FILE")
+                (xref-goto-xref)
+                (should (equal (file-truename buffer-file-name) (file-truename file)))
+                (should (= (line-number-at-pos) 9)))
+              (with-current-buffer xref
+                (goto-char (point-min))
+                (search-forward "AGENTQ-LM-XCALLER-HERE")
+                (xref-goto-xref)
+                (should (eq (current-buffer) lisp-buffer))
+                (should (looking-at "(defun agentq-lm-xcaller-here"))))
+            ;; Who references: *xref* too, going to the file's line.
+            (kill-buffer "*xref*")
+            (with-current-buffer lisp-buffer
+              (sly-agent-q-who-references "*agentq-lm-xlimit*"))
+            (with-current-buffer (agentq-lm-wait-xref)
+              (goto-char (point-min))
+              (search-forward "AGENTQ-LM-XCALLEE")
+              (xref-goto-xref)
+              (should (equal (file-truename buffer-file-name) (file-truename file)))
+              (should (= (line-number-at-pos) 5)))
+            ;; An answer that lists nothing is a message, not an empty *xref*.
+            (kill-buffer "*xref*")
+            (let ((said nil))
+              (cl-letf (((symbol-function 'message) (lambda (&rest args) (setq said (apply #'format args)))))
+                (with-current-buffer lisp-buffer
+                  (sly-agent-q-who-calls "agentq-lm-xcaller-here"))
+                (let ((deadline (+ (float-time) 20)))
+                  (while (and (null said) (< (float-time) deadline)) (accept-process-output nil 0.02))))
+              (should (string-match-p "\\`No callers of COMMON-LISP-USER::AGENTQ-LM-XCALLER-HERE" said))
+              (should-not (get-buffer "*xref*")))
+            (let ((kill-buffer-query-functions nil)) (kill-buffer lisp-buffer))))
+      (when (get-buffer "*xref*") (kill-buffer "*xref*"))
+      (when (find-buffer-visiting file) (kill-buffer (find-buffer-visiting file)))
       (delete-directory dir t))))
 
 (provide 'sly-agent-q-lisp-mode-test)
