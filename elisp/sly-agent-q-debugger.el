@@ -55,6 +55,10 @@
 (defvar-local sly-agent-q-debugger--condition nil
   "The condition shown, as (TYPE . MESSAGE).")
 
+(defvar-local sly-agent-q-debugger--unwound nil
+  "Non-nil when the evaluation shown was already unwound (an interrupt).
+Nothing waits for an answer: a restart only closes the debugger.")
+
 (defvar-local sly-agent-q-debugger--return-window nil
   "The window that was selected when the debugger appeared (the REPL's).")
 
@@ -131,20 +135,71 @@ a value.  NOTE, when non-nil, says why the last choice failed.  Returns
       (setq sly-agent-q-debugger--watch-timer (run-with-timer 0.5 0.5 #'sly-agent-q-debugger--watch)))
     (cons :agent-q-answer-later key)))
 
+(defun sly-agent-q-debugger-waiting-p ()
+  "Non-nil when an evaluation waits in the debugger for the person's choice."
+  (let ((buffer (get-buffer sly-agent-q-debugger-buffer-name)))
+    (and buffer (buffer-local-value 'sly-agent-q-debugger--key buffer) t)))
+
+(defun sly-agent-q-debugger--close (buffer window)
+  "Close the debugger BUFFER and select WINDOW, the one it came from."
+  (when (get-buffer-window buffer)
+    (quit-window t (get-buffer-window buffer)))
+  (when (buffer-live-p buffer) (kill-buffer buffer))
+  (when (and (window-live-p window) (not (eq window (selected-window))))
+    (select-window window)))
+
 (defun sly-agent-q-debugger--answer (text)
   "Send TEXT, the person's choice, to the waiting Lisp job; close the buffer."
   (let ((key sly-agent-q-debugger--key)
         (buffer (current-buffer))
         (window sly-agent-q-debugger--return-window))
-    (unless key (user-error "No evaluation waits in this debugger"))
-    (setq sly-agent-q-debugger--key nil)
-    (let ((taken (sly-agent-q--module-answer-later key t text)))
-      (when (get-buffer-window buffer)
-        (quit-window t (get-buffer-window buffer)))
-      (when (buffer-live-p buffer) (kill-buffer buffer))
-      (when (and (window-live-p window) (not (eq window (selected-window))))
-        (select-window window))
-      (unless taken (message "The evaluation no longer waits (it was interrupted)")))))
+    (cond (sly-agent-q-debugger--unwound
+           ;; Nothing waits: the interrupt already returned to the prompt.
+           (sly-agent-q-debugger--close buffer window))
+          ((null key) (user-error "No evaluation waits in this debugger"))
+          (t
+           (setq sly-agent-q-debugger--key nil)
+           (let ((taken (sly-agent-q--module-answer-later key t text)))
+             (sly-agent-q-debugger--close buffer window)
+             (unless taken (message "The evaluation no longer waits (it was interrupted)")))))))
+
+(defun sly-agent-q-debugger-show-interrupt (message)
+  "Show an evaluation interrupted in the REPL, with MESSAGE, in the debugger.
+As SLY's debugger after C-c C-c, but without CONTINUE: this runtime
+interrupts an evaluation by throwing out of it (the host's watchdog runs
+`agent-q::interrupt-job' in the worker), so by now it has been unwound
+and cannot be resumed.  The one restart, ABORT, returns to the prompt,
+where the evaluation already is; the session keeps its definitions."
+  (let ((buffer (get-buffer-create sly-agent-q-debugger-buffer-name))
+        (window (selected-window)))
+    (with-current-buffer buffer
+      (unless (derived-mode-p 'sly-agent-q-debugger-mode)
+        (sly-agent-q-debugger-mode)
+        (setq sly-agent-q-debugger--return-window window))
+      (setq sly-agent-q-debugger--key nil
+            sly-agent-q-debugger--unwound t
+            sly-agent-q-debugger--restarts
+            (list (cons "[ABORT] Return to the REPL's prompt (the session keeps its definitions)" nil))
+            sly-agent-q-debugger--condition (cons "INTERRUPTED" message))
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (propertize (format "INTERRUPTED: %s" message) 'face 'sly-agent-q-debugger-condition-face)
+                "\n\n"
+                (propertize "No CONTINUE: this runtime interrupts an evaluation by aborting it (its
+watchdog throws out of the job), so the evaluation has been unwound and
+cannot be resumed." 'face 'warning)
+                "\n\nRestarts (a digit or RET chooses, q aborts):\n")
+        (insert " 0: ")
+        (insert-text-button (car (car sly-agent-q-debugger--restarts))
+                            'action #'sly-agent-q-debugger--button-action
+                            'face 'sly-agent-q-debugger-restart-face
+                            'sly-agent-q-restart 0
+                            'help-echo "Invoke this restart")
+        (insert "\n\nBacktrace:\n  (none: the interrupt unwound the evaluation's frames)\n"))
+      (goto-char (point-min))
+      (re-search-forward "^ 0: " nil t))
+    (pop-to-buffer buffer)
+    buffer))
 
 (defun sly-agent-q-debugger--restart-on-line ()
   "The index of the restart on the line at point, or nil."

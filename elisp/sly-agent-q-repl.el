@@ -60,6 +60,13 @@
 (defvar-local sly-agent-q-repl--package "CL-USER"
   "The session's package, as the prompt shows it.")
 
+(defvar-local sly-agent-q-repl--interrupted nil
+  "The evaluation \\[sly-agent-q-repl-interrupt] interrupted, or nil.
+Its end shows the interrupt in the debugger.")
+
+(defvar sly-agent-q-repl--last-lisp-buffer nil
+  "The Lisp buffer \\[sly-agent-q-switch-to-repl] was last typed in.")
+
 (defun sly-agent-q-repl--session-package ()
   "The name of the session's current package.
 Asked of describe_symbol, which leaves `*' and `+' alone (an evaluation
@@ -153,16 +160,39 @@ Inspecting is an evaluation of its own, made with `sly-agent-q-inspect'."
     (forward-line 0)                    ; not `line-beginning-position': fields
     (point)))
 
+(defconst sly-agent-q-repl--no-continue
+  "; The evaluation was unwound: this runtime interrupts an evaluation by
+; aborting it (its watchdog throws out of the job), so it cannot be
+; continued; the debugger shows the interrupt with ABORT only.
+"
+  "What the REPL says after \\[sly-agent-q-repl-interrupt] interrupted an evaluation.")
+
 (defun sly-agent-q-repl--result (result job)
-  "Insert RESULT of the REPL evaluation JOB, then a fresh prompt."
+  "Insert RESULT of the REPL evaluation JOB, then a fresh prompt.
+When \\[sly-agent-q-repl-interrupt] interrupted JOB, say that it cannot be
+continued and show the interrupt in the debugger."
   (let* ((process (get-buffer-process (current-buffer)))
-         (start (copy-marker (process-mark process))))
-    (sly-agent-q-repl--output (or (plist-get result :content) (plist-get result :error) ""))
+         (start (copy-marker (process-mark process)))
+         (text (or (plist-get result :content) (plist-get result :error) ""))
+         (interrupted (and (eql job sly-agent-q-repl--interrupted)
+                           (not (plist-get result :success))
+                           (string-prefix-p "[ERROR] INTERRUPTED" text))))
+    (setq sly-agent-q-repl--interrupted nil)
+    (sly-agent-q-repl--output
+     (if interrupted
+         (concat text (if (string-suffix-p "\n" text) "" "\n")
+                 (propertize sly-agent-q-repl--no-continue 'font-lock-face 'sly-agent-q-repl-note))
+       text))
     (when (plist-get result :success)
       (let ((end (sly-agent-q-repl--prompt-start)))
         (let ((inhibit-read-only t))
           (sly-agent-q-repl--value-buttons start end job))))
-    (set-marker start nil)))
+    (set-marker start nil)
+    (when interrupted
+      (sly-agent-q-debugger-show-interrupt
+       (if (string-match "^Evaluation was interrupted[^\n]*" text)
+           (match-string 0 text)
+         "Evaluation was interrupted.")))))
 
 (defun sly-agent-q-repl--send (_process input)
   "Evaluate INPUT in the session; its value comes back at the process mark.
@@ -204,11 +234,30 @@ What it prints comes as it prints it."
           (t (newline-and-indent)))))
 
 (defun sly-agent-q-repl-interrupt ()
-  "Interrupt the REPL's evaluation; the session keeps its definitions."
+  "Interrupt the REPL's evaluation; the session keeps its definitions.
+The interrupt aborts the evaluation (it cannot be continued), then shows
+in the debugger, as SLY's does; not when the evaluation already waited
+in the debugger, which the interrupt closes."
   (interactive)
-  (if (and sly-agent-q-repl--job (sly-agent-q-cancel sly-agent-q-repl--job))
-      (message "Interrupting...")
-    (message "Nothing is being evaluated")))
+  (let ((job sly-agent-q-repl--job)
+        (in-debugger (sly-agent-q-debugger-waiting-p)))
+    (if (and job (sly-agent-q-cancel job))
+        (progn
+          (unless in-debugger (setq sly-agent-q-repl--interrupted job))
+          (message "Interrupting..."))
+      (message "Nothing is being evaluated"))))
+
+(defun sly-agent-q-repl-switch-to-lisp-buffer ()
+  "Go back to the Lisp buffer \\[sly-agent-q-switch-to-repl] came from, as SLY's C-c C-z.
+If it is gone, go to the most recently used `lisp-mode' buffer."
+  (interactive)
+  (let ((buffer (if (buffer-live-p sly-agent-q-repl--last-lisp-buffer)
+                    sly-agent-q-repl--last-lisp-buffer
+                  (cl-find-if (lambda (buffer)
+                                (with-current-buffer buffer (derived-mode-p 'lisp-mode)))
+                              (buffer-list)))))
+    (unless buffer (user-error "No Lisp buffer to go back to"))
+    (pop-to-buffer buffer)))
 
 (defun sly-agent-q-repl-clear-output ()
   "Delete what the last evaluation printed and returned, as SLY's C-c C-o.
@@ -256,7 +305,8 @@ evaluated.  The code also goes into the REPL's input history."
 ;;;; Shortcuts: `,' at an empty prompt
 
 (defcustom sly-agent-q-repl-shortcuts
-  '(("change-package" . sly-agent-q-repl-change-package)
+  '(("in-package" . sly-agent-q-repl-in-package)
+    ("change-package" . sly-agent-q-repl-change-package)
     ("clear-output" . sly-agent-q-repl-clear-output)
     ("clear" . comint-clear-buffer)
     ("interrupt" . sly-agent-q-repl-interrupt)
@@ -283,13 +333,51 @@ evaluated.  The code also goes into the REPL's input history."
         (call-interactively #'sly-agent-q-repl-shortcut)
       (call-interactively #'self-insert-command))))
 
-(defun sly-agent-q-repl-change-package (package)
-  "Make PACKAGE the session's package: type (in-package PACKAGE) and send it."
-  (interactive (list (read-string "Package: " nil nil sly-agent-q-repl--package)))
+(defun sly-agent-q-repl--package-names ()
+  "The names and nicknames of the session's packages, sorted, or nil.
+Asking is an evaluation of the front end's own, so afterwards `*' is
+the list; nil while Lisp is busy (the prompt then takes what is typed)."
+  (unless (sly-agent-q--lisp-busy-p)
+    (let* ((code "(sort (loop for p in (list-all-packages) append (cons (package-name p) (copy-list (package-nicknames p)))) #'string<)")
+           (result (car (let ((sly-agent-q-call-origin sly-agent-q-ui-origin))
+                          (sly-agent-q-execute-tool-calls
+                           (list (list :id "repl" :name "evaluate_lisp" :arguments (list :code code :timeout 2)))))))
+           (content (or (plist-get result :content) "")))
+      (when (and (plist-get result :success) (string-prefix-p "=> " content))
+        (condition-case nil
+            (let ((names (car (read-from-string (substring content 3)))))
+              (and (listp names) (cl-every #'stringp names) names))
+          (error nil))))))
+
+(defun sly-agent-q-repl--package-table ()
+  "A completion table of the session's package names, asked for when needed.
+Typing a name and RET asks nothing; completing asks the session once."
+  (let ((names :unknown))
+    (lambda (string predicate action)
+      (when (eq names :unknown) (setq names (sly-agent-q-repl--package-names)))
+      (let ((completion-ignore-case t))
+        (complete-with-action action names string predicate)))))
+
+(defun sly-agent-q-repl--read-package (prompt)
+  "Read a package name with PROMPT, completing the session's packages."
+  (let ((completion-ignore-case t))
+    (completing-read (format "%s (default %s): " prompt sly-agent-q-repl--package)
+                     (sly-agent-q-repl--package-table) nil nil nil nil sly-agent-q-repl--package)))
+
+(defun sly-agent-q-repl-in-package (package)
+  "Make PACKAGE the session's package: type (in-package PACKAGE) and send it.
+Interactively the name is read with completion of the session's
+packages, as SLY's `,in-package'."
+  (interactive (list (sly-agent-q-repl--read-package "Package")))
   (goto-char (point-max))
   (delete-region (process-mark (get-buffer-process (current-buffer))) (point-max))
   (insert (format "(in-package %S)" (upcase package)))
   (sly-agent-q-repl-return))
+
+(defun sly-agent-q-repl-change-package (package)
+  "Make PACKAGE the session's package, as `sly-agent-q-repl-in-package'."
+  (interactive (list (sly-agent-q-repl--read-package "Package")))
+  (sly-agent-q-repl-in-package package))
 
 (defun sly-agent-q-repl-restart-worker ()
   "Give the session a fresh worker thread, saying so in the REPL.
@@ -314,6 +402,7 @@ See `sly-agent-q-restart-worker'."
     (define-key map (kbd "C-j") #'newline-and-indent)
     (define-key map (kbd "C-c C-c") #'sly-agent-q-repl-interrupt)
     (define-key map (kbd "C-c C-o") #'sly-agent-q-repl-clear-output)
+    (define-key map (kbd "C-c C-z") #'sly-agent-q-repl-switch-to-lisp-buffer)
     (define-key map "," #'sly-agent-q-repl-comma)
     (define-key map (kbd "TAB") #'completion-at-point)
     map)
@@ -324,7 +413,8 @@ See `sly-agent-q-restart-worker'."
 \\[sly-agent-q-repl-return] evaluates a whole form (and opens a new line
 in an incomplete one); what it prints shows as it prints it, and each
 value is a button that inspects it.  \\[sly-agent-q-repl-interrupt] interrupts,
-\\[sly-agent-q-repl-clear-output] clears the last output, `,' at an empty
+\\[sly-agent-q-repl-clear-output] clears the last output,
+\\[sly-agent-q-repl-switch-to-lisp-buffer] goes back to the Lisp buffer, `,' at an empty
 prompt offers shortcuts (`sly-agent-q-repl-shortcuts'),
 \\[comint-previous-input] and \\[comint-next-input] walk the history,
 which is kept in `sly-agent-q-repl-history-file'.  `*', `**', `***',

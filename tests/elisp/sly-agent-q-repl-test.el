@@ -84,6 +84,56 @@ Return what the REPL printed before it."
     (should (string-match-p "CL-USER> \\'" (buffer-string)))
     (should (equal (agentq-repl-type "*") "=> (:BEFORE-THE-REPL)"))))
 
+(ert-deftest sly-agent-q-repl/in-package-shortcut-completes-packages ()
+  (agentq-test-with-repl
+    (should (equal (agentq-repl-type "(defpackage :agentq-repl-inpkg (:use :cl))") "=> #<\"AGENTQ-REPL-INPKG\" package>"))
+    ;; `,in-package', as in SLY, next to change-package.
+    (should (eq (cdr (assoc "in-package" sly-agent-q-repl-shortcuts)) 'sly-agent-q-repl-in-package))
+    (should (assoc "change-package" sly-agent-q-repl-shortcuts))
+    ;; Its prompt completes the session's package names, typed in any case.
+    (let ((table (sly-agent-q-repl--package-table)))
+      (should (equal (all-completions "agentq-repl-inp" table) '("AGENTQ-REPL-INPKG")))
+      (should (member "CL-USER" (all-completions "CL-" table))))
+    (let ((package nil))
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (_prompt table &rest _)
+                   (setq package (car (all-completions "agentq-repl-in" table))))))
+        (sly-agent-q-repl-shortcut "in-package"))
+      (should (equal package "AGENTQ-REPL-INPKG")))
+    (let ((deadline (+ (float-time) 20)))
+      (while (and sly-agent-q-repl--job (< (float-time) deadline))
+        (accept-process-output nil 0.02)))
+    (should (string-match-p "(in-package \"AGENTQ-REPL-INPKG\")\n=> #<\"AGENTQ-REPL-INPKG\" package>\nAGENTQ-REPL-INPKG> \\'"
+                            (buffer-string)))
+    (should (equal (agentq-repl-type "(package-name *package*)") "=> \"AGENTQ-REPL-INPKG\""))))
+
+(ert-deftest sly-agent-q-repl/c-c-c-z-goes-back-to-the-lisp-buffer ()
+  (require 'sly-agent-q-lisp-mode)
+  (let ((first (generate-new-buffer "agentq-repl-first.lisp"))
+        (second (generate-new-buffer "agentq-repl-second.lisp")))
+    (unwind-protect
+        (save-window-excursion
+          (with-current-buffer first (lisp-mode))
+          (with-current-buffer second (lisp-mode))
+          ;; C-c C-z from FIRST opens the REPL; C-c C-z there comes back.
+          (switch-to-buffer first)
+          (call-interactively (key-binding (kbd "C-c C-z")))
+          (should (eq (current-buffer) (get-buffer sly-agent-q-repl-buffer-name)))
+          (switch-to-buffer second)    ; seen since, but not where C-c C-z was typed
+          (switch-to-buffer sly-agent-q-repl-buffer-name)
+          (should (eq (key-binding (kbd "C-c C-z")) #'sly-agent-q-repl-switch-to-lisp-buffer))
+          (call-interactively (key-binding (kbd "C-c C-z")))
+          (should (eq (window-buffer (selected-window)) first))
+          ;; That buffer gone: the most recent Lisp buffer.
+          (let ((kill-buffer-query-functions nil)) (kill-buffer first))
+          (switch-to-buffer second)
+          (switch-to-buffer sly-agent-q-repl-buffer-name)
+          (sly-agent-q-repl-switch-to-lisp-buffer)
+          (should (eq (window-buffer (selected-window)) second)))
+      (let ((kill-buffer-query-functions nil))
+        (dolist (buffer (list first second (get-buffer sly-agent-q-repl-buffer-name)))
+          (when (buffer-live-p buffer) (kill-buffer buffer)))))))
+
 (provide 'sly-agent-q-repl-test)
 
 ;;; sly-agent-q-repl-test.el ends here
