@@ -19,6 +19,10 @@
 (require 'cl-lib)
 (require 'ert)
 
+;; A .elc older than its .el (an edit since the last `make build') must
+;; not hide the edit from the tests.
+(setq load-prefer-newer t)
+
 (let* ((here (file-name-directory (or load-file-name buffer-file-name default-directory)))
        (root (expand-file-name "../../" here)))
   (add-to-list 'load-path (expand-file-name "elisp" root))
