@@ -25,7 +25,10 @@
 
 (declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
 (declare-function sly-agent-q-review-edit-proposal "sly-agent-q-review" (args))
-(declare-function sly-agent-q--allowed-roots "sly-agent-q-buffer-tools" ())
+(declare-function sly-agent-q--path-base "sly-agent-q-buffer-tools" ())
+(declare-function sly-agent-q--true-path "sly-agent-q-buffer-tools" (path &optional base))
+(declare-function sly-agent-q--record-true-path "sly-agent-q-buffer-tools" (absolute true))
+(declare-function sly-agent-q--inside-roots-p "sly-agent-q-buffer-tools" (true &optional roots))
 
 (defgroup sly-agent-q-approval nil
   "Approving the dangerous tools of sly-agent-q."
@@ -35,8 +38,9 @@
 (defcustom sly-agent-q-approval-rules nil
   "Standing decisions for dangerous tools, checked before asking.
 Each rule is (TOOL GLOB DECISION): TOOL is a tool name or \"*\"; GLOB is
-matched against the call's `path' argument (a shell glob where `**'
-crosses directories; \"*\" matches any call, also one without a path),
+matched against the true name of the call's `path' argument (a shell
+glob where `**' crosses directories; \"*\" matches any call, also one
+without a path; see `sly-agent-q--rule-path' for the true name),
 or is the symbol `outside-project', which matches a path outside the
 current project (as `sly-agent-q-allowed-directories' would have it);
 DECISION is `allow', `deny' or `ask'.  The first matching rule decides;
@@ -122,26 +126,62 @@ Interactively, toggles: off when on, else asks for the minutes (default 10)."
         (setq i (1+ i))))
     (concat "\\`" regexp "\\'")))
 
+(defun sly-agent-q--rule-path (path)
+  "PATH as the standing rules see it: its true name, or nil.
+A relative PATH is taken from the same directory as the file tools take
+it (the first allowed directory), once; symbolic links and \"..\" are
+resolved (for a file that does not exist yet, those of its nearest
+existing parent directory).  The true name is recorded, so that the
+file tool, once approved, refuses to write when it has changed since."
+  (when (and (stringp path) (not (string-empty-p (string-trim path))))
+    (require 'sly-agent-q-buffer-tools)
+    (let* ((base (condition-case nil (sly-agent-q--path-base) (error default-directory)))
+           (resolved (sly-agent-q--true-path path base)))
+      (sly-agent-q--record-true-path (car resolved) (cdr resolved))
+      (cdr resolved))))
+
+(defun sly-agent-q--rule-glob (glob)
+  "GLOB with the directories before its first wildcard made true names.
+So that a rule on /tmp/x/** still matches when /tmp is a symbolic link:
+the paths it is matched against are true names too."
+  (if (not (or (string-prefix-p "/" glob) (string-prefix-p "~" glob)))
+      glob
+    (let* ((parts (split-string glob "/"))
+           (fixed '()))
+      (while (and (cdr parts) (not (string-match-p "[*?[]" (car parts))))
+        (push (pop parts) fixed))
+      (if (null fixed)
+          glob
+        (let ((directory (let ((file-name-handler-alist nil))
+                           (file-name-as-directory
+                            (file-truename (expand-file-name
+                                            (concat (string-join (nreverse fixed) "/") "/")))))))
+          (concat directory (string-join parts "/")))))))
+
 (defun sly-agent-q--rule-decision (tool-name args)
   "The decision of the first rule matching a call of TOOL-NAME with ARGS, or nil.
-The rules are `sly-agent-q-approval-rules'."
-  (let ((path (and (hash-table-p args) (gethash "path" args))))
+The rules are `sly-agent-q-approval-rules'.  Globs are matched against
+the true name of the call's path (see `sly-agent-q--rule-path'), which
+is where the file tools write: neither a symbolic link nor \"..\" nor
+a relative path gets a file past a rule meant for another."
+  (let* ((path (and (hash-table-p args) (gethash "path" args)))
+         (true (and sly-agent-q-approval-rules (sly-agent-q--rule-path path))))
     (cl-loop for (tool glob decision) in sly-agent-q-approval-rules
              when (and (or (equal tool "*") (equal tool tool-name))
                        (cond ((equal glob "*"))
                              ((eq glob 'outside-project)
-                              (and (stringp path) (not (sly-agent-q--inside-project-p path))))
+                              (and true (not (sly-agent-q--inside-roots-p true))))
                              ((stringp glob)
-                              (and (stringp path)
-                                   (string-match-p (sly-agent-q--glob-regexp glob)
-                                                   (expand-file-name path))))))
+                              (and true
+                                   (string-match-p (sly-agent-q--glob-regexp (sly-agent-q--rule-glob glob))
+                                                   true)))))
              return decision)))
 
 (defun sly-agent-q--inside-project-p (path)
-  "True when PATH lies in the allowed directories (the project)."
-  (require 'sly-agent-q-buffer-tools)
-  (let ((file (file-truename (expand-file-name path))))
-    (cl-some (lambda (root) (string-prefix-p root file)) (sly-agent-q--allowed-roots))))
+  "True when PATH lies in the allowed directories (the project).
+PATH is resolved as the file tools resolve it (`sly-agent-q--rule-path')."
+  (let ((true (sly-agent-q--rule-path path)))
+    (and true (sly-agent-q--inside-roots-p true))))
 
 (defun sly-agent-q--short (value width)
   "VALUE as text, strings cut to WIDTH characters with a note."

@@ -18,10 +18,16 @@
 ;; `sly-agent-q-allowed-directories' (by default the target buffer's
 ;; project root, or its `default-directory').  Paths are resolved with
 ;; `file-truename', so neither ".." nor a symbolic link leads outside.
+;; The standing approval rules match the same true name, and the true
+;; name a call had when it was checked (before the approval) must still
+;; be its true name when it writes, and again right before the rename:
+;; a symbolic link swapped meanwhile fails the call, writing nothing.
 ;;
 ;; write_file and propose_file_edit replace files atomically: a temporary
 ;; file in the same directory is written and renamed over the old one, so
-;; a failure leaves the old file as it was.
+;; a failure leaves the old file as it was.  The temporary file starts as
+;; a copy of the old one, which keeps its mode, owner and group (as far as
+;; the process may set them); a read-only file is refused.
 ;;
 ;; propose_file_edit replaces one exact occurrence of `original' with
 ;; `modified'.  Its check (run before the approval is asked) refuses a
@@ -119,20 +125,69 @@ the tools' backs: a name like /ssh:host:/etc is just a local name."
                 (file-name-as-directory (file-truename (expand-file-name directory))))
               (or directories (list (sly-agent-q--default-root)))))))
 
-(defun sly-agent-q--resolve-path (path)
+(defvar sly-agent-q--resolved-paths (make-hash-table :test 'equal)
+  "The true names that calls' paths had when they were checked or approved.
+Keys are paths made absolute (`expand-file-name' from the first allowed
+directory), values their true names at the time.  A tool's check and
+the standing rules (`sly-agent-q-approval-rules') record them before the
+approval is asked; the tool, once approved, refuses to write when the
+path's true name has changed since (a symbolic link swapped meanwhile).")
+
+(defun sly-agent-q--path-base ()
+  "The directory a relative path is taken from: the first allowed directory.
+The file tools write there, and the standing rules match from there."
+  (car (sly-agent-q--allowed-roots)))
+
+(defun sly-agent-q--true-path (path &optional base)
+  "PATH as (ABSOLUTE . TRUE): made absolute from BASE, then its true name.
+BASE defaults to `sly-agent-q--path-base'.  TRUE has every symbolic link
+and \"..\" resolved; for a file that does not exist yet, those of its
+nearest existing parent directory, with the rest of the path after it.
+No file name handler (TRAMP and the like) takes part."
+  (sly-agent-q--local-files
+    (let ((absolute (expand-file-name path (or base (sly-agent-q--path-base)))))
+      (cons absolute (file-truename absolute)))))
+
+(defun sly-agent-q--record-true-path (absolute true)
+  "Remember that the path ABSOLUTE resolved to TRUE before the approval."
+  (when (> (hash-table-count sly-agent-q--resolved-paths) 1000)
+    (clrhash sly-agent-q--resolved-paths))
+  (puthash absolute true sly-agent-q--resolved-paths))
+
+(defun sly-agent-q--inside-roots-p (true &optional roots)
+  "Non-nil when the true name TRUE lies in one of ROOTS (the allowed directories)."
+  (cl-some (lambda (root) (string-prefix-p root (file-name-as-directory true)))
+           (or roots (sly-agent-q--allowed-roots))))
+
+(defun sly-agent-q--resolve-path (path &optional approved)
   "PATH as the true name of a file inside the allowed directories.
 A relative PATH is taken from the first allowed directory.  Fails the
-call when the file is outside them."
+call when the file is outside them.
+
+APPROVED nil: the call is being checked, before its approval; the true
+name is recorded.  APPROVED non-nil: the call has been approved and is
+about to write; it fails when the true name differs from the one
+recorded before the approval (a symbolic link changed in between), so
+that nothing is written where the approval did not look."
   (when (string-empty-p (string-trim path))
     (sly-agent-q-tool-fail "The path is empty. Give a file name, absolute or relative to %s."
                            (car (sly-agent-q--allowed-roots))))
   (let* ((roots (sly-agent-q--allowed-roots))
-         (true (sly-agent-q--local-files
-                 (file-truename (expand-file-name path (car roots))))))
-    (unless (cl-some (lambda (root) (string-prefix-p root (file-name-as-directory true))) roots)
+         (resolved (sly-agent-q--true-path path (car roots)))
+         (absolute (car resolved))
+         (true (cdr resolved)))
+    (unless (sly-agent-q--inside-roots-p true roots)
       (sly-agent-q-tool-fail
        "Access denied: %s resolves to %s, which is outside the allowed directories (%s). Only files inside them can be read or changed; use a path inside one of them."
        path true (string-join roots ", ")))
+    (if (not approved)
+        (sly-agent-q--record-true-path absolute true)
+      (let ((before (gethash absolute sly-agent-q--resolved-paths)))
+        (remhash absolute sly-agent-q--resolved-paths)
+        (when (and before (not (equal before true)))
+          (sly-agent-q-tool-fail
+           "Nothing was written: %s resolved to %s when the call was checked and approved, but now resolves to %s (a symbolic link changed in between). The approval was for the old file; check the path and call again if the new one is meant."
+           path before true))))
     true))
 
 (defun sly-agent-q--integer-argument (args key default minimum)
@@ -243,11 +298,32 @@ line; text that decodes as nothing in particular gives utf-8."
           (error 'utf-8-unix)))
     'utf-8-unix))
 
+(defun sly-agent-q--check-writable (file)
+  "Fail the call when FILE exists and may not be written.
+That is when `file-writable-p' says so, and also when FILE's mode has
+no write bit for its owner (a mode-0444 file): the user made it
+read-only, even if this process (root) could write it anyway."
+  (sly-agent-q--local-files
+    (when (file-exists-p file)
+      (let ((modes (file-modes file)))
+        (when (or (not (file-writable-p file))
+                  (and modes (zerop (logand modes #o200))))
+          (sly-agent-q-tool-fail
+           "%s is read-only (mode %04o); nothing was written. Ask the user to make it writable if it should change."
+           file (or modes 0)))))))
+
 (defun sly-agent-q--write-atomically (file text coding)
   "Replace FILE with TEXT encoded with CODING, atomically.
 TEXT goes to a temporary file in FILE's directory, which is then renamed
 over FILE: FILE is either as it was or wholly new.  An existing FILE's
-permissions are kept.  Fails the call, saying why, when it cannot."
+permissions are kept, and its owner and group when this process may
+set them (the temporary file starts as a copy made with `copy-file''s
+PRESERVE-UID-GID and PRESERVE-PERMISSIONS).  A read-only FILE is
+refused (`sly-agent-q--check-writable').  FILE is a true name: right
+before the rename its true name is checked again, and the call fails,
+writing nothing, when a symbolic link now leads elsewhere.  Fails the
+call, saying why, when it cannot."
+  (sly-agent-q--check-writable file)
   (when (unencodable-char-position 0 (length text) coding nil text)
     (let ((position (unencodable-char-position 0 (length text) coding nil text)))
       (sly-agent-q-tool-fail
@@ -256,7 +332,8 @@ permissions are kept.  Fails the call, saying why, when it cannot."
   (sly-agent-q--local-files
     (let* ((directory (file-name-directory file))
            (create-lockfiles nil)
-           (modes (if (file-exists-p file)
+           (existed (file-exists-p file))
+           (modes (if existed
                       (file-modes file)
                     (logand #o666 (default-file-modes))))
            (temporary nil))
@@ -277,6 +354,10 @@ permissions are kept.  Fails the call, saying why, when it cannot."
       (unwind-protect
           (condition-case err
               (progn
+                ;; A copy first, for the old file's owner, group, mode
+                ;; (and ACL); the text then replaces its content in place.
+                (when existed
+                  (ignore-errors (copy-file file temporary t nil t t)))
                 (let ((coding-system-for-write coding)
                       (write-region-annotate-functions nil)
                       (write-region-post-annotation-function nil))
@@ -284,6 +365,11 @@ permissions are kept.  Fails the call, saying why, when it cannot."
                     (insert text)
                     (write-region nil nil temporary nil 'silent)))
                 (when modes (set-file-modes temporary modes))
+                (let ((now (file-truename file)))
+                  (unless (equal now file)
+                    (sly-agent-q-tool-fail
+                     "Nothing was written: %s now resolves to %s (a symbolic link changed while the call ran). The file was not changed; check the path and call again."
+                     file now)))
                 (rename-file temporary file t)
                 (setq temporary nil))
             (file-error
@@ -549,12 +635,15 @@ ARGS has pattern, and maybe buffer, regex and all_matches."
 
 ;;;; write_file
 
-(defun sly-agent-q--write-target (args)
+(defun sly-agent-q--write-target (args &optional approved)
   "Where write_file's ARGS would write: (FILE BUFFER).
 BUFFER is the buffer visiting FILE, or nil.  Fails the call when the
-file is outside the allowed directories, is a directory, or is visited
-by a buffer with unsaved changes."
-  (let ((file (sly-agent-q--resolve-path (gethash "path" args))))
+file is outside the allowed directories, is a directory, is read-only
+\(see `sly-agent-q--check-writable'), or is visited by a buffer with
+unsaved changes.  APPROVED non-nil: the call has been approved, and it
+also fails when the path's true name changed since it was checked (see
+`sly-agent-q--resolve-path')."
+  (let ((file (sly-agent-q--resolve-path (gethash "path" args) approved)))
     (sly-agent-q--local-files
       (cond ((file-directory-p file)
              (sly-agent-q-tool-fail "%s is a directory; give the path of a file to write." file))
@@ -562,6 +651,7 @@ by a buffer with unsaved changes."
              (sly-agent-q-tool-fail "%s ends in a slash, so it names a directory; give the path of a file to write." file))
             ((and (file-exists-p file) (not (file-regular-p file)))
              (sly-agent-q-tool-fail "%s is not a regular file (it is a pipe, a socket or a device); it was left alone." file))))
+    (sly-agent-q--check-writable file)
     (list file (sly-agent-q--unmodified-visitor file))))
 
 (defun sly-agent-q--check-write-file (args)
@@ -572,7 +662,7 @@ See `sly-agent-q--write-target' for what ARGS may not be."
 
 (defun sly-agent-q--write-file (args)
   "The write_file tool: ARGS has path and content."
-  (pcase-let ((`(,file ,visitor) (sly-agent-q--write-target args))
+  (pcase-let ((`(,file ,visitor) (sly-agent-q--write-target args t))
               (content (gethash "content" args)))
     (let ((existed (sly-agent-q--local-files (file-exists-p file))))
       (sly-agent-q--write-atomically file content (sly-agent-q--file-coding file))
@@ -607,7 +697,7 @@ BUFFER is the buffer visiting FILE, or nil.  Fails the call unless
 when it has unsaved changes, else the file's.  REVIEWED non-nil: the
 edit has been approved, and the messages say that nothing was applied."
   (let* ((path (gethash "path" args))
-         (file (sly-agent-q--resolve-path path))
+         (file (sly-agent-q--resolve-path path reviewed))
          (original (gethash "original" args))
          (modified (gethash "modified" args))
          (buffer (find-buffer-visiting file)))

@@ -755,6 +755,159 @@ A write in place would have succeeded, since the file itself is writable."
                                (agentq-bt-fails "write_file" '(:path "plain/x.txt" :content "x"))))
       (should (equal (agentq-bt-read (expand-file-name "plain" dir)) "a file, not a directory\n")))))
 
+;;;; Standing rules and confinement on true names (issue 35)
+
+(defun agentq-bt--relink (target link)
+  "Make LINK a symbolic link to TARGET, replacing what LINK was."
+  (when (or (file-symlink-p link) (file-exists-p link))
+    (delete-file link))
+  (make-symbolic-link target link))
+
+(ert-deftest sly-agent-q-buffer-tools/standing-rules-match-true-names ()
+  "The rules see the file that would be written: symbolic links, \"..\"
+and relative paths resolved as write_file resolves them."
+  (agentq-bt-with-directory dir
+    (let* ((other (file-name-as-directory (file-truename (make-temp-file "agentq-bt-other-" t))))
+           (keys (agentq-bt-write (expand-file-name "private/keys.txt" dir) "keys\n"))
+           (secret (agentq-bt-write (expand-file-name "secret/s.txt" dir) "secret\n"))
+           (sly-agent-q-approval-function #'sly-agent-q-approve)
+           (sly-agent-q--session-approved-tools nil)
+           (sly-agent-q--auto-approve-until nil)
+           (denied '(nil . "User denied tool execution")))
+      (unwind-protect
+          (progn
+            (make-directory (expand-file-name "public" dir))
+            (make-symbolic-link (expand-file-name "private" dir) (expand-file-name "public/view" dir))
+            (make-symbolic-link (expand-file-name "secret" dir) (expand-file-name "alias" dir))
+            ;; An allow rule on public/** does not reach private/ through public/view.
+            (let ((sly-agent-q-approval-rules `(("write_file" ,(concat dir "public/**") allow))))
+              (should (equal (agentq-bt-call "write_file" `(:path ,(concat dir "public/view/keys.txt") :content "stolen"))
+                             denied))
+              (should (equal (agentq-bt-call "write_file" '(:path "public/view/new.txt" :content "x")) denied))
+              (should (equal (agentq-bt-read keys) "keys\n"))
+              (should (equal (agentq-bt-files (expand-file-name "private" dir)) '("keys.txt")))
+              ;; Inside public/ itself it allows, a relative path too.
+              (should (car (agentq-bt-call "write_file" '(:path "public/ok.txt" :content "ok\n"))))
+              (should (equal (agentq-bt-read (expand-file-name "public/ok.txt" dir)) "ok\n")))
+            ;; A deny rule on secret/** holds through a link to it, and through "..".
+            (let ((sly-agent-q-approval-rules `(("write_file" ,(concat dir "secret/**") deny)
+                                                ("write_file" ,(concat dir "**") allow))))
+              (dolist (path (list (concat dir "alias/s.txt") "alias/s.txt" "alias/new.txt"
+                                  "public/../secret/s.txt" (concat dir "private/../alias/s.txt")))
+                (should (equal (agentq-bt-call "write_file" `(:path ,path :content "evaded")) denied)))
+              (should (equal (agentq-bt-read secret) "secret\n"))
+              (should (equal (agentq-bt-files (expand-file-name "secret" dir)) '("s.txt"))))
+            ;; A relative path is matched from where it is written (the allowed
+            ;; directory), not from `default-directory'.
+            (let ((default-directory other))
+              (let ((sly-agent-q-approval-rules `(("write_file" ,(concat other "**") allow))))
+                (should (equal (agentq-bt-call "write_file" '(:path "private/keys.txt" :content "stolen")) denied))
+                (should (equal (agentq-bt-read keys) "keys\n")))
+              (let ((sly-agent-q-approval-rules `(("write_file" ,(concat dir "public/**") allow))))
+                (should (car (agentq-bt-call "write_file" '(:path "public/r.txt" :content "r\n"))))
+                (should (equal (agentq-bt-read (expand-file-name "public/r.txt" dir)) "r\n")))
+              (should (equal (agentq-bt-files other) '())))
+            ;; outside-project: the same resolution.
+            (let ((default-directory "/")
+                  (sly-agent-q-approval-rules '(("write_file" outside-project deny) ("write_file" "*" allow))))
+              (should (car (agentq-bt-call "write_file" '(:path "public/p.txt" :content "p\n"))))
+              (should (equal (agentq-bt-read (expand-file-name "public/p.txt" dir)) "p\n"))))
+        (delete-directory other t)))))
+
+(ert-deftest sly-agent-q-buffer-tools/a-link-swapped-during-the-approval ()
+  "The approval function swaps a symbolic link before it approves: the
+write does not go to the new target, and the answer says why."
+  (agentq-bt-with-directory dir
+    (let* ((a (agentq-bt-write (expand-file-name "a/f.txt" dir) "same\n"))
+           (b (agentq-bt-write (expand-file-name "b/f.txt" dir) "same\n"))
+           (swap nil)
+           (sly-agent-q-approval-function
+            (lambda (_name _args) (funcall swap) :approved)))
+      ;; A link to a directory, and a link to a file.
+      (dolist (case `(("cur" ,(expand-file-name "a" dir) ,(expand-file-name "b" dir) "cur/f.txt")
+                      ("link.txt" ,a ,b "link.txt")))
+        (pcase-let ((`(,link ,old ,new ,path) case))
+          (setq link (expand-file-name link dir))
+          (dolist (call `(("write_file" :path ,path :content "written")
+                          ("propose_file_edit" :path ,path :original "same" :modified "edited")))
+            (agentq-bt--relink old link)
+            (setq swap (lambda () (agentq-bt--relink new link)))
+            (let ((answer (agentq-bt-call (car call) (cdr call))))
+              (should-not (car answer))
+              (should (equal (cdr answer)
+                             (format "Nothing was written: %s resolved to %s when the call was checked and approved, but now resolves to %s (a symbolic link changed in between). The approval was for the old file; check the path and call again if the new one is meant."
+                                     path a b))))
+            (should (equal (agentq-bt-read a) "same\n"))
+            (should (equal (agentq-bt-read b) "same\n")))))
+      ;; Swapped to a directory outside: confinement holds as well.
+      (let ((outside (file-name-as-directory (file-truename (make-temp-file "agentq-bt-outside-" t)))))
+        (unwind-protect
+            (progn
+              (agentq-bt--relink (expand-file-name "a" dir) (expand-file-name "cur" dir))
+              (setq swap (lambda () (agentq-bt--relink outside (expand-file-name "cur" dir))))
+              (should (string-prefix-p "Access denied: cur/f.txt resolves to "
+                                       (cdr (agentq-bt-call "write_file" '(:path "cur/f.txt" :content "x")))))
+              (should (equal (agentq-bt-files outside) '())))
+          (delete-directory outside t)))
+      ;; A swap during the write itself, after the approved path was checked
+      ;; again: the true name is checked once more right before the rename.
+      (setq swap #'ignore)
+      (let* ((moved (expand-file-name "a-old" dir))
+            (swapper (lambda (&rest _)
+                       (unless (file-symlink-p (expand-file-name "a" dir))
+                         (rename-file (expand-file-name "a" dir) moved)
+                         (make-symbolic-link (expand-file-name "b" dir) (expand-file-name "a" dir))))))
+        (advice-add 'set-file-modes :after swapper)
+        (unwind-protect
+            (should (equal (agentq-bt-call "write_file" '(:path "a/f.txt" :content "written"))
+                           (cons nil (format "Nothing was written: %s now resolves to %s (a symbolic link changed while the call ran). The file was not changed; check the path and call again."
+                                             a b))))
+          (advice-remove 'set-file-modes swapper))
+        (should (equal (agentq-bt-read (expand-file-name "f.txt" moved)) "same\n"))
+        (should (equal (agentq-bt-read b) "same\n"))
+        (should (equal (agentq-bt-files (expand-file-name "b" dir)) '("f.txt")))
+        ;; The temporary file stays in the moved directory, which no name
+        ;; the tool knows leads to any more; nothing else was made.
+        (should (equal (remove "f.txt" (agentq-bt-files moved))
+                       (cl-remove-if-not (lambda (name) (string-prefix-p ".f.txt.agent-q-" name))
+                                         (agentq-bt-files moved))))))))
+
+;;;; write_file keeps modes and owners
+
+(ert-deftest sly-agent-q-buffer-tools/write-file-refuses-a-read-only-file ()
+  (agentq-bt-with-directory dir
+    (let* ((sly-agent-q-approval-function (agentq-bt-approval :approved))
+           (file (agentq-bt-write (expand-file-name "ro.txt" dir) "read only\n")))
+      (set-file-modes file #o444)
+      (dolist (call '(("write_file" :path "ro.txt" :content "overwritten")
+                      ("propose_file_edit" :path "ro.txt" :original "read" :modified "written")))
+        (should (equal (agentq-bt-call (car call) (cdr call))
+                       (cons nil (format "%s is read-only (mode 0444); nothing was written. Ask the user to make it writable if it should change."
+                                         file)))))
+      ;; write_file refuses before asking.
+      (should (equal (mapcar #'car agentq-bt--asked) '("propose_file_edit")))
+      (should (equal (agentq-bt-read file) "read only\n"))
+      (should (= (file-modes file) #o444))
+      (should (equal (agentq-bt-files dir) '("ro.txt"))))))
+
+(ert-deftest sly-agent-q-buffer-tools/write-file-keeps-mode-and-owner ()
+  (agentq-bt-with-directory dir
+    (let* ((sly-agent-q-approval-function (agentq-bt-approval :approved))
+           (file (agentq-bt-write (expand-file-name "m.txt" dir) "old\n")))
+      (set-file-modes file #o640)
+      (should (car (agentq-bt-call "write_file" '(:path "m.txt" :content "new\n"))))
+      (should (equal (agentq-bt-read file) "new\n"))
+      (should (= (file-modes file) #o640))
+      ;; The owner and group stay, when this process may set them (root).
+      (if (not (and (= (user-uid) 0) (eq 0 (call-process "chown" nil nil nil "65534:65534" file))))
+          (ert-skip "not root, or no chown: the owner cannot be changed for the test")
+        (should (car (agentq-bt-call "write_file" '(:path "m.txt" :content "newer\n"))))
+        (should (equal (agentq-bt-read file) "newer\n"))
+        (should (= (file-attribute-user-id (file-attributes file)) 65534))
+        (should (= (file-attribute-group-id (file-attributes file)) 65534))
+        (should (= (file-modes file) #o640))
+        (should (equal (agentq-bt-files dir) '("m.txt")))))))
+
 ;;;; propose_file_edit
 
 (defconst agentq-bt--source "(defun area (r)\n  (* 3.14 r r))\n\n(defun twice (x)\n  (* 2 x))\n\n(defun twice-again (x)\n  (* 2 x))\n"
