@@ -98,7 +98,7 @@ test-asan: deps
 	  ctest --output-on-failure -j $(JOBS) -E '^(e2e_|mcp_sdk_client)'
 
 run: build-run
-	$(EMACS) -Q -nw -L elisp -l sly-agent-q -f sly-agent-q-welcome
+	$(EMACS) -Q -nw -L elisp -l sly-agent-q -f sly-agent-q-load-user-init -f sly-agent-q-welcome
 
 bench: build
 	bash bench/install-peers.sh || true

@@ -26,6 +26,8 @@
 (require 'sly-agent-q-tools)
 (require 'sly-agent-q-approval)
 (require 'sly-agent-q-commands)
+;; The welcome buffer (`make run') and the user's settings file.
+(require 'sly-agent-q-welcome)
 
 ;; The front end's mode loads transient and the rest only when turned on.
 (autoload 'sly-agent-q-mode "sly-agent-q-mode"
