@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # SLY's keys and the REPL as a person uses them, in a real Emacs -nw in a
 # private tmux server: in a .lisp file, C-c C-c on a defun that calls an
-# undefined function lists the warning, C-x C-e shows => value; C-c C-z
-# opens the REPL, where (+ 1 2) gives => 3, C-c C-c interrupts a (loop),
-# and the session answers again; an error shows the debugger, where
-# USE-VALUE goes on with a value and q aborts.
+# undefined function lists the warning, C-x C-e shows => value; after
+# C-c C-l, C-c C-w c lists the caller in *xref* and RET goes to its line;
+# C-c M-q reindents the defun; C-c C-z opens the REPL, where (+ 1 2)
+# gives => 3, C-c C-c interrupts a (loop) and shows the interrupt in the
+# debugger (ABORT, no CONTINUE), q goes back, and the session answers
+# again; an error shows the debugger, where USE-VALUE goes on with a
+# value and q aborts; ,in-package completes a package name; C-c C-z in
+# the REPL goes back to the .lisp file.
 #
 #   bash tests/e2e/lisp-tmux.sh [BUILD_DIR]
 #
@@ -23,6 +27,10 @@ cat > "$work/demo.lisp" <<'LISP'
 (defun e2e-caller (x)
   (e2e-not-defined-yet x))
 
+(defun e2e-messy (y)
+        (let ((z y))
+ (list (e2e-caller z))))
+
 (* 6 7)
 LISP
 
@@ -40,6 +48,34 @@ tmux_ send-keys -t "$session" M-'>'
 tmux_ send-keys -t "$session" C-x C-e
 wait_for '^=> 42$' 10 || fail "C-x C-e did not show => 42"
 
+# C-c C-l loads and indexes the file; C-c C-w c on e2e-caller lists its
+# caller in *xref*, and RET there goes to the caller's line.
+tmux_ send-keys -t "$session" C-c C-l
+wait_for '^Loaded ' 10 || fail "C-c C-l did not load the file"
+tmux_ send-keys -t "$session" M-'<'
+tmux_ send-keys -t "$session" C-s
+tmux_ send-keys -t "$session" -l "e2e-caller"
+tmux_ send-keys -t "$session" Enter
+tmux_ send-keys -t "$session" C-c C-w c
+wait_for '^Who calls \(default e2e-caller\)' 5 || fail "C-c C-w c did not ask, with the symbol at point"
+tmux_ send-keys -t "$session" Enter
+wait_for 'function COMMON-LISP-USER::E2E-MESSY' 10 screen || fail "C-c C-w c did not list E2E-MESSY in *xref*"
+pane | grep -q '\*xref\*' || fail "the callers are not in *xref*"
+tmux_ send-keys -t "$session" C-s
+tmux_ send-keys -t "$session" -l "E2E-MESSY"
+tmux_ send-keys -t "$session" Enter
+tmux_ send-keys -t "$session" Enter
+eval_expression '(message "e2e-at %s:%d" (buffer-name) (line-number-at-pos))'
+wait_for '^e2e-at demo.lisp:4$' 5 || fail "RET in *xref* did not go to the caller's line"
+
+# C-c M-q there reindents the defun.
+tmux_ send-keys -t "$session" C-x 1
+tmux_ send-keys -t "$session" C-c M-q
+wait_for '^  \(let \(\(z y\)\)' 5 screen || fail "C-c M-q did not reindent the let"
+wait_for '^    \(list \(e2e-caller z\)\)\)\)' 5 screen || fail "C-c M-q did not reindent the body"
+tmux_ send-keys -t "$session" C-x C-s
+wait_for '^Wrote ' 5 || fail "C-x C-s did not save the reindented file"
+
 # C-c C-z: the REPL.
 tmux_ send-keys -t "$session" C-c C-z
 wait_for 'CL-USER>' 10 screen || fail "C-c C-z did not open the REPL"
@@ -51,6 +87,13 @@ tmux_ send-keys -t "$session" Enter
 wait_for 'evaluating' 5 screen || fail "the REPL does not say it is evaluating"
 tmux_ send-keys -t "$session" C-c C-c
 wait_for 'INTERRUPTED' 10 screen || fail "C-c C-c did not interrupt (loop)"
+# The debugger shows the interrupt: ABORT, and why there is no CONTINUE.
+wait_for 'INTERRUPTED: Evaluation was interrupted' 10 screen || fail "C-c C-c did not show the debugger"
+wait_for '^No CONTINUE: ' 5 screen || fail "the debugger does not say why there is no CONTINUE"
+wait_for '0: \[ABORT\]' 5 screen || fail "the debugger does not offer ABORT"
+pane | grep -q '\[CONTINUE\]' && fail "the debugger offers a CONTINUE that cannot work"
+tmux_ send-keys -t "$session" q
+wait_for '(^|\|)CL-USER> *$' 5 screen || fail "q did not go back to the REPL's prompt"
 tmux_ send-keys -t "$session" -l "(list (* 2 21))"
 tmux_ send-keys -t "$session" Enter
 wait_for '(^|\|)=> \(42\)$' 10 screen || fail "the session did not answer after the interrupt"
@@ -74,6 +117,26 @@ wait_for 'Evaluation aborted on SIMPLE-ERROR' 10 screen || fail "q did not abort
 tmux_ send-keys -t "$session" -l "(* 3 3)"
 tmux_ send-keys -t "$session" Enter
 wait_for '(^|\|)=> 9$' 10 screen || fail "the session did not answer after q"
+
+# ,in-package completes the package's name; the prompt follows.
+tmux_ send-keys -t "$session" -l "(defpackage :e2e-pkg (:use :cl))"
+tmux_ send-keys -t "$session" Enter
+wait_for 'E2E-PKG" package>' 10 screen || fail "defpackage did not answer"
+tmux_ send-keys -t "$session" ,
+wait_for '^REPL command:' 5 || fail ", did not ask for a REPL command"
+tmux_ send-keys -t "$session" -l "in-package"
+tmux_ send-keys -t "$session" Enter
+wait_for '^Package \(default CL-USER\):' 5 || fail ",in-package did not ask for a package"
+tmux_ send-keys -t "$session" -l "e2e-p"
+tmux_ send-keys -t "$session" Tab
+wait_for '^Package \(default CL-USER\): E2E-PKG' 5 || fail ",in-package did not complete the package name"
+tmux_ send-keys -t "$session" Enter
+wait_for '(^|\|)E2E-PKG> *$' 10 screen || fail ",in-package did not change the package"
+
+# C-c C-z in the REPL: back to the .lisp file C-c C-z was typed in.
+tmux_ send-keys -t "$session" C-c C-z
+eval_expression '(message "e2e-in %s" (buffer-name))'
+wait_for '^e2e-in demo.lisp$' 5 || fail "C-c C-z in the REPL did not go back to demo.lisp"
 
 echo "----- the REPL, as the screen shows it -----"
 pane

@@ -2,7 +2,8 @@
 # The REPL's output as it happens, in a real Emacs -nw in a private tmux
 # server: (dotimes (i 3) (print i) (sleep 0.3)) shows 0 and 1 on the
 # screen while the value has not come yet, then => NIL; C-c C-c
-# interrupts a (loop); (+ 1 2) then gives => 3.  A C-x C-e from a .lisp
+# interrupts a (loop) and shows the interrupt in the debugger, q goes
+# back; (+ 1 2) then gives => 3.  A C-x C-e from a .lisp
 # file is written in the REPL too.
 #
 #   bash tests/e2e/repl-output-tmux.sh [BUILD_DIR]
@@ -55,6 +56,10 @@ tmux_ send-keys -t "$session" Enter
 wait_for 'evaluating' 5 screen || fail "the REPL does not say it is evaluating"
 tmux_ send-keys -t "$session" C-c C-c
 wait_for 'INTERRUPTED' 10 screen || fail "C-c C-c did not interrupt (loop)"
+# The interrupt shows in the debugger (ABORT only); q goes back.
+wait_for 'INTERRUPTED: Evaluation was interrupted' 10 screen || fail "C-c C-c did not show the debugger"
+tmux_ send-keys -t "$session" q
+wait_for '(^|\|)CL-USER> *$' 5 screen || fail "q did not go back to the REPL's prompt"
 tmux_ send-keys -t "$session" -l "(+ 1 2)"
 tmux_ send-keys -t "$session" Enter
 wait_for '(^|\|)=> 3$' 10 screen || fail "(+ 1 2) after the interrupt did not give => 3"
