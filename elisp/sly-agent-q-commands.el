@@ -4,8 +4,7 @@
 
 ;;; Commentary:
 
-;; M-x sly-agent-q-evaluate and friends, the runtime's description and
-;; the welcome tour.
+;; M-x sly-agent-q-evaluate and friends, and the runtime's description.
 
 ;;; Code:
 
@@ -263,31 +262,6 @@ loaded in the session stay loaded."
       (let ((size (sly-agent-q--directory-size cache)))
         (delete-directory cache t)
         (message "sly-agent-q: deleted the fasl cache (%s)" (file-size-human-readable size))))))
-
-;;;###autoload
-(declare-function sly-agent-q-mode "sly-agent-q-mode" (&optional arg))
-
-(defun sly-agent-q-welcome ()
-  "Show a short tour of sly-agent-q in a buffer, with `sly-agent-q-mode' on."
-  (interactive)
-  (sly-agent-q-mode 1)
-  (with-current-buffer (get-buffer-create "*sly-agent-q*")
-    (let ((inhibit-read-only t))
-      (erase-buffer)
-      (insert "sly-agent-q — Common Lisp (ECL) inside this Emacs\n\n"
-              "Try:\n"
-              "  M-x sly-agent-q-evaluate RET (+ 1 2) RET       evaluate in the embedded ECL\n"
-              "  M-x sly-agent-q-evaluate RET (loop) RET        then C-g: interrupted, Emacs lives\n"
-              "  M-x sly-agent-q-evaluate RET (ext:quit) RET    intercepted: Lisp cannot exit Emacs\n"
-              "  M-x sly-agent-q-describe-runtime               runtime state, tools, counters\n"
-              "  C-c q t / C-c q l / C-c q ?                    the tools, the audit log, every command\n\n"
-              "From Lisp code (Elisp):\n"
-              "  (sly-agent-q-execute-tool-calls\n"
-              "   '((:id \"c1\" :name \"evaluate_lisp\" :arguments (:code \"(+ 1 2)\"))))\n\n"
-              "Customize: M-x customize-group RET sly-agent-q RET\n")
-      (goto-char (point-min))
-      (special-mode))
-    (pop-to-buffer-same-window (current-buffer))))
 
 (provide 'sly-agent-q-commands)
 
