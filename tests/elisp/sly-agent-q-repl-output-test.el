@@ -202,16 +202,19 @@ Return where the answer starts."
     (delete-region (process-mark (get-buffer-process (current-buffer))) (point-max))
     ;; At an empty prompt, it asks which shortcut (completing-read).
     (let ((asked nil))
+      ;; The command, then the package (which completes the session's
+      ;; packages since ,in-package came).
       (cl-letf (((symbol-function 'completing-read)
                  (lambda (prompt collection &rest _)
-                   (setq asked (cons prompt (all-completions "" collection)))
-                   "change-package"))
-                ((symbol-function 'read-string) (lambda (&rest _) "agentq-output-pkg")))
+                   (if (equal prompt "REPL command: ")
+                       (progn (setq asked (cons prompt (all-completions "" collection)))
+                              "change-package")
+                     "agentq-output-pkg"))))
         (agentq-test-eval-ok "(defpackage :agentq-output-pkg (:use :cl))")
         (sly-agent-q-repl-comma)
         (should (equal (car asked) "REPL command: "))
         (should (equal (sort (cdr asked) #'string<)
-                       '("change-package" "clear" "clear-output" "interrupt" "quit" "restart-worker")))
+                       '("change-package" "clear" "clear-output" "in-package" "interrupt" "quit" "restart-worker")))
         (should (agentq-output-wait (lambda () (null sly-agent-q-repl--job))))
         (should (string-match-p "AGENTQ-OUTPUT-PKG> \\'" (buffer-string)))))
     (agentq-output-type "(in-package :cl-user)")
