@@ -231,9 +231,14 @@ a new .asd in a tree is found, and DIRECTORIES may differ each time."
               while (< end (length path))))))
 
 (defun c-compiler-available-p ()
-  "True when the C compiler ECL's compiler runs (C::*CC*, gcc) is found."
+  "True when the C compiler ECL's compiler runs (C::*CC*, gcc) is found;
+the one sly-agent-q-run-compiler runs when C::*CC* is that program
+\(USE-COMPILER-KEEPER)."
   (let* ((symbol (find-symbol "*CC*" "C"))
-         (command (if (and symbol (boundp symbol) (stringp (symbol-value symbol))) (symbol-value symbol) "cc"))
+         (cc (and symbol (boundp symbol) (stringp (symbol-value symbol)) (symbol-value symbol)))
+         (command (cond ((null cc) "cc")
+                        ((equal cc (%compiler-keeper)) (or (ext:getenv "SLY_AGENT_Q_CC") "gcc"))
+                        (t cc)))
          (program (subseq command 0 (or (position #\Space command) (length command)))))
     (and (plusp (length program)) (program-on-path-p program) t)))
 
