@@ -94,6 +94,17 @@ C-c C-c in the REPL, or `sly-agent-q-cancel', ends the wait from outside."
            for index from 0
            when (string-prefix-p "[ABORT]" line) maximize index))
 
+(defun sly-agent-q-debugger--buffer ()
+  "The debugger's buffer, in `sly-agent-q-debugger-mode'; made now, it
+remembers the selected window to go back to."
+  (let ((buffer (get-buffer-create sly-agent-q-debugger-buffer-name))
+        (window (selected-window)))
+    (with-current-buffer buffer
+      (unless (derived-mode-p 'sly-agent-q-debugger-mode)
+        (sly-agent-q-debugger-mode)
+        (setq sly-agent-q-debugger--return-window window)))
+    buffer))
+
 (defun sly-agent-q--debugger-enter (type message restarts wants-value frames note)
   "Show the condition TYPE with MESSAGE, its RESTARTS and the backtrace FRAMES.
 Called by Lisp (debugger.lisp) through `agent-q:eval-in-emacs'.  RESTARTS
@@ -101,12 +112,8 @@ are lines \"[NAME] report\", WANTS-VALUE says for each whether it takes
 a value.  NOTE, when non-nil, says why the last choice failed.  Returns
 \(:agent-q-answer-later . KEY): the person's choice is sent later."
   (let ((key (cl-incf sly-agent-q-debugger--next-key))
-        (buffer (get-buffer-create sly-agent-q-debugger-buffer-name))
-        (window (selected-window)))
+        (buffer (sly-agent-q-debugger--buffer)))
     (with-current-buffer buffer
-      (unless (derived-mode-p 'sly-agent-q-debugger-mode)
-        (sly-agent-q-debugger-mode)
-        (setq sly-agent-q-debugger--return-window window))
       (setq sly-agent-q-debugger--key key
             sly-agent-q-debugger--restarts (cl-mapcar #'cons restarts wants-value)
             sly-agent-q-debugger--condition (cons type message))
@@ -170,12 +177,8 @@ interrupts an evaluation by throwing out of it (the host's watchdog runs
 `agent-q::interrupt-job' in the worker), so by now it has been unwound
 and cannot be resumed.  The one restart, ABORT, returns to the prompt,
 where the evaluation already is; the session keeps its definitions."
-  (let ((buffer (get-buffer-create sly-agent-q-debugger-buffer-name))
-        (window (selected-window)))
+  (let ((buffer (sly-agent-q-debugger--buffer)))
     (with-current-buffer buffer
-      (unless (derived-mode-p 'sly-agent-q-debugger-mode)
-        (sly-agent-q-debugger-mode)
-        (setq sly-agent-q-debugger--return-window window))
       (setq sly-agent-q-debugger--key nil
             sly-agent-q-debugger--unwound t
             sly-agent-q-debugger--restarts

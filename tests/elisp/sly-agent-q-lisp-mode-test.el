@@ -433,13 +433,7 @@ them out, and has the person's own (C-c C-k's compile_form, an evaluation)."
           (when (get-buffer "*xref*") (kill-buffer "*xref*"))
           (with-temp-file file
             (insert "(in-package :cl-user)\n\n(defvar *agentq-lm-xlimit* 3)\n\n(defun agentq-lm-xcallee (x)\n  (* x *agentq-lm-xlimit*))\n\n;; the caller\n(defun agentq-lm-xcaller-in-file (y)\n  (agentq-lm-xcallee y))\n"))
-          (let ((loaded nil))
-            (cl-letf (((symbol-function 'message)
-                       (lambda (&rest args) (when (string-prefix-p "Loaded" (car args)) (setq loaded t)))))
-              (sly-agent-q-load-file file)
-              (let ((deadline (+ (float-time) 20)))
-                (while (and (not loaded) (< (float-time) deadline)) (accept-process-output nil 0.02))))
-            (should loaded))
+          (should (agentq-test-load-file file))
           (let ((lisp-buffer (generate-new-buffer "agentq-lm-xref.lisp")))
             (unwind-protect
                 (with-current-buffer lisp-buffer

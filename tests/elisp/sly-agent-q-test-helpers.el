@@ -166,6 +166,19 @@ Check both answers agree; return (SUCCESS . CONTENT)."
     (should-not (car answer))
     (cdr answer)))
 
+;;;; Loading files
+
+(defun agentq-test-load-file (file)
+  "Load FILE with `sly-agent-q-load-file' (C-c C-l); true once it says
+\"Loaded\", within 20 s."
+  (let ((loaded nil))
+    (cl-letf (((symbol-function 'message)
+               (lambda (&rest args) (when (string-prefix-p "Loaded" (car args)) (setq loaded t)))))
+      (sly-agent-q-load-file file)
+      (let ((deadline (+ (float-time) 20)))
+        (while (and (not loaded) (< (float-time) deadline)) (accept-process-output nil 0.02))))
+    loaded))
+
 ;;;; Subprocesses
 
 (defun agentq-test-emacs-binary ()

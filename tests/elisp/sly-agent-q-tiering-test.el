@@ -491,13 +491,7 @@ definitions go to the background native compiler as evaluated ones do."
                     "(defparameter *where* (list *load-truename* *load-pathname*))\n"
                     "(defun tier-loaded (x) (* x 3))\n"
                     "(defgeneric tier-loaded-gf (x))\n(defmethod tier-loaded-gf ((x integer)) (+ x 1))\n"))
-          (let ((loaded nil))
-            (cl-letf (((symbol-function 'message)
-                       (lambda (&rest args) (when (string-prefix-p "Loaded" (car args)) (setq loaded t)))))
-              (sly-agent-q-load-file file)
-              (let ((deadline (+ (float-time) 20)))
-                (while (and (not loaded) (< (float-time) deadline)) (accept-process-output nil 0.02))))
-            (should loaded))
+          (should (agentq-test-load-file file))
           (agentq-tiering-wait)
           (should (equal (agentq-tiering-kind "agentq-tier-loaded::tier-loaded") "NATIVE"))
           (should (equal (agentq-test-eval-ok "(list (agentq-tier-loaded::tier-loaded 2) (agentq-tier-loaded::tier-loaded-gf 2))")
