@@ -57,9 +57,8 @@ collection to end, when interrupts are enabled."
 ;; are, and the binding and frame stacks may grow, and shrink back to their
 ;; size at boot, never below.
 (defvar *stack-sizes* '()
-  "Plist of the worker's stack sizes at boot: EXT:BINDING-STACK and
-EXT:FRAME-STACK in entries (which EXT:GET-LIMIT does not report),
-EXT:LISP-STACK in entries, EXT:C-STACK in bytes.")
+  "Plist of the worker's stack sizes in entries (EXT:BINDING-STACK,
+EXT:FRAME-STACK) set at boot, which EXT:GET-LIMIT does not report.")
 
 (defun stack-limit-refusal (limit size)
   "Why setting the stack LIMIT to SIZE on this thread cannot work, or NIL
@@ -73,7 +72,7 @@ when it can."
           ((eq limit 'ext:lisp-stack)
            (format nil "the Lisp stack (~:D entries) holds the frames of the code running ~
                         this call: resizing it moves it under them." current))
-          ((and (< size (max current boot)) (< size boot))
+          ((< size boot)
            (format nil "~S may grow, or shrink back to its size at boot (~:D), but not below: ~
                         ECL would cut the stack under the running code." limit boot)))))
 

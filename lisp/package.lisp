@@ -24,7 +24,7 @@
 ;;; %NEXT-JOB) changes only what it calls itself.  The runtime's own Lisp
 ;;; functions call each other directly the same way (build.lisp compiles
 ;;; the files as one unit).  The list is checked against the host's
-;;; definitions by a test (sly-agent-q-hostile/runtime-functions-out-of-reach).
+;;; definitions by a test (sly-agent-q-hostile/host-functions-are-all-taken-by-identity).
 
 (defmacro define-host-functions (&rest names)
   "Make every compiled call of one of NAMES call the function the host

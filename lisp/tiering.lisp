@@ -597,11 +597,16 @@ package\").  Loading CMP replaces both functions, and these with them."
           (si:*ignore-package-locks* t))
       (setf (fdefinition name)
             (lambda (&rest arguments)
-              (mp:with-lock (*require-lock*)
-                (let ((*load-verbose* nil) (*compile-verbose* nil))
-                  (require "CMP"))
-                (wrap-safe-run-program))
+              (load-cmp)
               (apply original arguments))))))
+
+(defun load-cmp ()
+  "Load ECL's C compiler, CMP, under *REQUIRE-LOCK* (once: REQUIRE), and
+wrap what it runs gcc with (WRAP-SAFE-RUN-PROGRAM)."
+  (mp:with-lock (*require-lock*)
+    (let ((*load-verbose* nil) (*compile-verbose* nil))
+      (require "CMP"))
+    (wrap-safe-run-program)))
 
 (defun prepare-compiler ()
   "Load ECL's C compiler once (with *REQUIRE-LOCK*), take its COMPILE, and
@@ -610,14 +615,12 @@ let go of the compile lock while gcc runs on this thread."
     (setf *compiler-state*
           (handler-case
               (mp:with-lock (*require-lock*)
-                (let ((*load-verbose* nil) (*compile-verbose* nil))
-                  (require "CMP"))
+                (load-cmp)
                 (let ((compile (if (bytecodes-compiler-p)
                                    (progn (ext:install-c-compiler)
                                           (prog1 (fdefinition 'compile) (ext:install-bytecodes-compiler)))
                                    (fdefinition 'compile))))
                   (setf *c-compile* compile))
-                (wrap-safe-run-program)
                 :ready)
             (serious-condition (condition)
               (format nil "ECL's C compiler could not be loaded: ~A" (condition-message condition)))))))

@@ -285,9 +285,7 @@ stacks BINDING-STACK and FRAME-STACK entries deep."
           *debugger-hook* #'last-resort-debugger-hook
           ext:*invoke-debugger-hook* #'last-resort-debugger-hook))
   (si::gc-stats t)
-  (setf *stack-sizes* (list 'ext:binding-stack binding-stack 'ext:frame-stack frame-stack
-                            'ext:lisp-stack (ext:get-limit 'ext:lisp-stack)
-                            'ext:c-stack (ext:get-limit 'ext:c-stack)))
+  (setf *stack-sizes* (list 'ext:binding-stack binding-stack 'ext:frame-stack frame-stack))
   (install-limit-guard)
   (when (plusp heap-limit) (set-heap-limit heap-limit))
   (register-built-in-job-handlers)

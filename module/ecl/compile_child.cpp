@@ -1,6 +1,5 @@
 #include "ecl/compile_child.hpp"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <gc/gc.h>
 #include <gc/gc_mark.h>
@@ -38,7 +37,7 @@ std::set<std::string> g_directories;
 // ends.  System calls only: the signal may come inside malloc or the
 // collector.  (With SIGKILL, the child died and left them in /tmp.)
 void end_compile_child(int) {
-  for (const std::string& path : g_directories) remove_flat_directory_now(path.c_str());
+  for (const std::string& path : g_directories) remove_flat_directory(path.c_str());
   _exit(1);
 }
 
@@ -180,24 +179,10 @@ cl_object wait_child(cl_object pid_object, cl_object timeout_object, cl_object s
   return one_value(result >= 0 ? ecl_make_fixnum(result) : ECL_NIL);
 }
 
-// Removes PATH's files (ECL's temporary files lie flat in it) and PATH.
-void remove_flat_directory(const std::string& path) {
-  for (int pass = 0; pass < 2; ++pass) {  // a file gcc made meanwhile
-    if (DIR* directory = opendir(path.c_str())) {
-      const int fd = dirfd(directory);
-      while (dirent* entry = readdir(directory))
-        if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0)
-          unlinkat(fd, entry->d_name, 0);
-      closedir(directory);
-    }
-    if (rmdir(path.c_str()) == 0 || errno == ENOENT) return;
-  }
-}
-
 void remove_directories_at_exit() {
   std::unique_lock lock(g_directories_mutex, std::try_to_lock);  // never wait at exit
   if (!lock.owns_lock()) return;
-  for (const std::string& path : g_directories) remove_flat_directory(path);
+  for (const std::string& path : g_directories) remove_flat_directory(path.c_str());
   g_directories.clear();
 }
 
@@ -229,7 +214,7 @@ cl_object remove_private_directory(cl_object path_object) {
     if (!path.empty() && path.back() == '/') path.pop_back();
     std::lock_guard lock(g_directories_mutex);
     known = g_directories.erase(path) > 0;
-    if (known) remove_flat_directory(path);
+    if (known) remove_flat_directory(path.c_str());
   });
   return one_value(known ? ECL_T : ECL_NIL);
 }

@@ -1,8 +1,9 @@
-// Removing a directory of plain files from a signal handler: only system
-// calls (open, getdents64, unlinkat, rmdir), no allocation, so a handler
-// that interrupted malloc or the collector cannot deadlock in it.  Used by
-// the compile child and sly-agent-q-run-compiler when the process they
-// work for dies.
+// Removing a directory of plain files (ECL's temporary files lie flat in
+// the compile child's private one) with system calls only (open,
+// getdents64, unlinkat, rmdir), no allocation, so that a signal handler
+// that interrupted malloc or the collector may call it too: the compile
+// child and sly-agent-q-run-compiler do when the process they work for
+// dies, and the session when a batch ends or Emacs exits.
 #pragma once
 
 #include <dirent.h>
@@ -14,7 +15,7 @@
 namespace agentq::ecl {
 
 // Removes the files in PATH (not its subdirectories) and PATH itself.
-inline void remove_flat_directory_now(const char* path) {
+inline void remove_flat_directory(const char* path) {
   for (int pass = 0; pass < 2; ++pass) {  // a file made meanwhile
     const int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return;

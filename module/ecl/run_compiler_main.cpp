@@ -65,7 +65,7 @@ void remove_private_directory() {
   directory[length] = '\0';
   const char* base = strrchr(directory, '/');
   if (!base || strncmp(base + 1, kPrivatePrefix, strlen(kPrivatePrefix)) != 0) return;
-  agentq::ecl::remove_flat_directory_now(directory);
+  agentq::ecl::remove_flat_directory(directory);
 }
 
 void remove_files() {
