@@ -43,6 +43,10 @@ glob where `**' crosses directories; \"*\" matches any call, also one
 without a path; see `sly-agent-q--rule-path' for the true name),
 or is the symbol `outside-project', which matches a path outside the
 current project (as `sly-agent-q-allowed-directories' would have it);
+or is (touches REGEXP), which matches an agent's code (evaluate_lisp,
+eval_form, compile_form) when everything reading it found it would do
+matches REGEXP, as in
+  (\"evaluate_lisp\" (touches \"RUN-PROGRAM on \\\"make\\\"\") allow)
 DECISION is `allow', `deny' or `ask'.  The first matching rule decides;
 with none, the person is asked.  Example: allow writing Lisp files under
 src/, ask for everything else:
@@ -50,7 +54,9 @@ src/, ask for everything else:
   ((\"write_file\" \"**/src/**/*.lisp\" allow))"
   :type '(repeat (list (string :tag "Tool name (or *)")
                        (choice (string :tag "Path glob")
-                               (const :tag "Outside the project" outside-project))
+                               (const :tag "Outside the project" outside-project)
+                               (list :tag "What an agent's code touches"
+                                     (const touches) (regexp :tag "Each finding matches")))
                        (choice (const :tag "Allow" allow)
                                (const :tag "Deny" deny)
                                (const :tag "Ask" ask))))
@@ -171,11 +177,24 @@ a relative path gets a file past a rule meant for another."
                        (cond ((equal glob "*"))
                              ((eq glob 'outside-project)
                               (and true (not (sly-agent-q--inside-roots-p true))))
+                             ((eq (car-safe glob) 'touches)
+                              (sly-agent-q--touches-match-p (cadr glob) args))
                              ((stringp glob)
                               (and true
                                    (string-match-p (sly-agent-q--glob-regexp (sly-agent-q--rule-glob glob))
                                                    true)))))
              return decision)))
+
+(defun sly-agent-q--touches-match-p (regexp args)
+  "True when ARGS, an agent's code call, touches the world only as REGEXP says.
+ARGS's \"touches\" are what reading the code found (\"deletes a file
+\(DELETE-FILE on \\\"x\\\")\", \"runs a program (EXT:RUN-PROGRAM …)\"); every
+one of them must match REGEXP (case-insensitively)."
+  (let ((touches (and (hash-table-p args) (gethash "touches" args))))
+    (and (stringp regexp) (> (length touches) 0)
+         (let ((case-fold-search t))
+           (cl-every (lambda (finding) (and (stringp finding) (string-match-p regexp finding)))
+                        touches)))))
 
 (defun sly-agent-q--inside-project-p (path)
   "True when PATH lies in the allowed directories (the project).

@@ -20,8 +20,9 @@
 
 (defun sly-agent-q--evaluate (code &optional package)
   "Evaluate CODE, in PACKAGE if non-nil, with the evaluate_lisp tool.
-Return its result plist."
-  (car (sly-agent-q-execute-tool-calls (list (sly-agent-q--evaluate-call code package)))))
+Return its result plist.  The call is the person's (`sly-agent-q--as-user')."
+  (sly-agent-q--as-user
+    (car (sly-agent-q-execute-tool-calls (list (sly-agent-q--evaluate-call code package))))))
 
 (defun sly-agent-q--evaluate-call (code package)
   "The evaluate_lisp call of CODE, in PACKAGE if non-nil."
@@ -142,9 +143,10 @@ result is shown when the evaluation is done, and
       (sly-agent-q--evaluate-showing code package "the minibuffer")
     (setq sly-agent-q--last-async-job
           (let ((ticket (sly-agent-q--take-ticket)))
-            (sly-agent-q-execute-tool-calls-async
-             (list (sly-agent-q--evaluate-call code package))
-             (lambda (results) (sly-agent-q--show-evaluation (car results) ticket code "the minibuffer")))))
+            (sly-agent-q--as-user
+              (sly-agent-q-execute-tool-calls-async
+               (list (sly-agent-q--evaluate-call code package))
+               (lambda (results) (sly-agent-q--show-evaluation (car results) ticket code "the minibuffer"))))))
     (message "sly-agent-q: evaluating in the background (M-x sly-agent-q-cancel-last to stop)")
     sly-agent-q--last-async-job))
 

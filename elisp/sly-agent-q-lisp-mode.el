@@ -56,17 +56,18 @@ puts one under /usr/share/doc/hyperspec)."
 
 (defun sly-agent-q-lisp--call (tool arguments callback)
   "Run TOOL with ARGUMENTS without blocking; call CALLBACK with its result.
-Returns the job id."
+The call is the person's (`sly-agent-q--as-user').  Returns the job id."
   (cl-incf sly-agent-q-lisp--running)
   (force-mode-line-update t)
   (let ((job nil))
-    (setq job (sly-agent-q-execute-tool-calls-async
-               (list (list :id "lisp-mode" :name tool :arguments arguments))
-               (lambda (results)
-                 (setq sly-agent-q-lisp--running (max 0 (1- sly-agent-q-lisp--running))
-                       sly-agent-q-lisp--jobs (delq job sly-agent-q-lisp--jobs))
-                 (force-mode-line-update t)
-                 (funcall callback (car results)))))
+    (setq job (sly-agent-q--as-user
+                (sly-agent-q-execute-tool-calls-async
+                 (list (list :id "lisp-mode" :name tool :arguments arguments))
+                 (lambda (results)
+                   (setq sly-agent-q-lisp--running (max 0 (1- sly-agent-q-lisp--running))
+                         sly-agent-q-lisp--jobs (delq job sly-agent-q-lisp--jobs))
+                   (force-mode-line-update t)
+                   (funcall callback (car results))))))
     (push job sly-agent-q-lisp--jobs)
     job))
 

@@ -202,7 +202,8 @@ What it prints comes as it prints it."
         (job nil))
     (if (string-empty-p code)
         (sly-agent-q-repl--output "")
-      (setq job (sly-agent-q-execute-tool-calls-async
+      (setq job (sly-agent-q--as-user   ; the person's own code
+                  (sly-agent-q-execute-tool-calls-async
                  (list (list :id "repl" :name "evaluate_lisp" :arguments (list :code code)))
                  (lambda (results)
                    (when (buffer-live-p buffer)
@@ -214,7 +215,7 @@ What it prints comes as it prints it."
                  (lambda (text)
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
-                       (sly-agent-q-repl--insert-output text)))))
+                       (sly-agent-q-repl--insert-output text))))))
             sly-agent-q-repl--job job)
       (when sly-agent-q-repl-history-file
         (ignore-errors

@@ -280,8 +280,13 @@ quit is not caught: C-g here quits the evaluation that asked."
 (defvar sly-agent-q-call-origin nil
   "Which door the running tool call came through.
 The approval prompt shows it, and the audit log writes it on each line.
-nil for a call made from Elisp (the person's commands: the REPL, keys
-in Lisp buffers, \\[sly-agent-q-evaluate]), \"Lisp\" for
+It is also policy: \"user\" marks the person's own calls (the REPL,
+keys in Lisp buffers, \\[sly-agent-q-evaluate], \\[sly-agent-q-load-file]),
+whose code runs as typed; every other call is an agent's, whose code
+is read first and asks before it touches the world (files, processes,
+threads, Emacs).  An integration binds it to \"user\" around calls it
+knows are its user's.  nil, a call nobody marked, is an agent's.
+\"Lisp\" for
 `agent-q:execute-tool-calls', \"MCP\" for `sly-agent-q-mcp-request' (a
 front end may bind a more precise text, such as \"MCP: claude-code\"),
 \"chat\" for the chat's model, and `sly-agent-q-ui-origin' for the calls
@@ -296,6 +301,19 @@ REPL asking for its prompt's package or inspecting a value it printed,
 person's or a model's.  The audit log leaves them out, and their look-ups
 of names that exist nowhere are not counted as failed calls (see
 `sly-agent-q-tool-stats').")
+
+(defun sly-agent-q--user-call-p ()
+  "Non-nil when the call being made is the person's own.
+That is, `sly-agent-q-call-origin' is \"user\" or the front end's own
+\(`sly-agent-q-ui-origin').  The module asks this at each call."
+  (member sly-agent-q-call-origin (list "user" sly-agent-q-ui-origin)))
+
+(defmacro sly-agent-q--as-user (&rest body)
+  "Run BODY, calls the person makes, with `sly-agent-q-call-origin' \"user\".
+An origin already bound (the front end's own, an integration's) stays."
+  (declare (indent 0) (debug t))
+  `(let ((sly-agent-q-call-origin (or sly-agent-q-call-origin "user")))
+     ,@body))
 
 (defvar sly-agent-q--not-found-lookups (make-hash-table :test 'equal)
   "Tool name → how many of the front end's own look-ups found no such name.")
@@ -376,6 +394,21 @@ function that fails denies."
          (error "denied")))
       (`(:denied ,(and (pred stringp) reason)) (cons "denied" reason))
       (_ "denied"))))
+
+(defun sly-agent-q--approve-agent-code (name json)
+  "Ask whether an agent's call of tool NAME may run code that touches the world.
+JSON is the call's arguments as JSON text, with \"touches\": what reading
+the code found it would do.  Asked from Lisp (agent-code.lisp) for the
+code of `evaluate_lisp', `eval_form' and `compile_form', before it runs
+or while it runs.  Returns \"approved\", \"denied\", (\"denied\" . REASON)
+or (\"modified\" . CODE), the code as the person edited it."
+  (let ((answer (sly-agent-q--approve-for-lisp name json)))
+    (if (and (consp answer) (equal (car answer) "modified"))
+        (let* ((arguments (ignore-errors (sly-agent-q--module-parse-json (cdr answer))))
+               (code (and (hash-table-p arguments)
+                          (or (gethash "code" arguments) (gethash "form" arguments)))))
+          (if (stringp code) (cons "modified" code) "denied"))
+      answer)))
 
 (defun sly-agent-q--run-hooks-for-lisp (phase name json result)
   "Run `sly-agent-q-tool-execution-functions' for a call Lisp made.

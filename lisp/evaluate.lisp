@@ -297,6 +297,11 @@ and their values are kept under that key for REPL-VALUE."
                (throw '%evaluation-failed
                  (format nil "[ERROR] PACKAGE-ERROR~%Package ~S does not exist."
                          package-name)))
+             ;; An agent's code is read first (agent-code.lisp).
+             (when (eq (%job-origin) :agent)
+               (setf *job-code* code)
+               (multiple-value-bind (run text) (vet-agent-code code package-name)
+                 (if run (setf code text) (throw '%evaluation-failed text))))
              (with-job-environment (package)
                (multiple-value-setq (values-text end-package result-values)
                  (read-eval-forms code output-limit)))

@@ -10,13 +10,25 @@
 
 (in-package "AGENT-Q")
 
+(defmacro as-agent (&rest body)
+  "Run BODY, a tool call made through the Lisp API, as an agent's call:
+its code is read first and asks before it touches the world
+\(agent-code.lisp), whoever runs the calling code."
+  (let ((saved (gensym "SAVED")))
+    `(let ((,saved (%origin-token)))
+       (%adopt-origin :agent)
+       (unwind-protect (progn ,@body)
+         (%adopt-origin ,saved)))))
+
 (defvar *approval-handler* nil
   "Who approves the dangerous tools that Lisp calls (EXECUTE-TOOL-CALLS):
 NIL, or a function called with the tool object and the arguments (a hash
 table with string keys) that returns :APPROVED, :DENIED, (:DENIED REASON)
 \(the result says \"Denied by user: REASON\") or (:MODIFIED NEW-ARGUMENTS).  When NIL, the Emacs
 `sly-agent-q-approval-function' decides; with neither, dangerous tools are
-denied.  Calls made from Emacs or MCP always ask Emacs.")
+denied.  Calls made from Emacs or MCP always ask Emacs, and so do the
+calls an agent's code makes: only the person's own code (the REPL, the
+evaluate commands) may approve through this handler.")
 
 (defvar *tool-execution-hooks* nil
   "Functions called as (FUNCTION PHASE TOOL ARGUMENTS RESULT) around every
@@ -356,7 +368,9 @@ string keys; as a fourth value, what is wrong with it, or NIL."
                        (return-from execute-tool-call (finish nil problem)))))
                  (unless approved
                    (let* ((asked (%monotonic-ms))
-                          (decision (if *approval-handler*
+                          ;; An agent's job cannot approve for itself by
+                          ;; setting the handler: only the person's jobs use it.
+                          (decision (if (and *approval-handler* (null (%job-origin)))
                                         (handler-case (funcall *approval-handler* tool arguments)
                                           (error () :denied))
                                         (emacs-approval (slot-value tool 'name) arguments-json))))
@@ -379,7 +393,7 @@ string keys; as a fourth value, what is wrong with it, or NIL."
                  (hook :before nil)
                  (multiple-value-bind (success text)
                      (if (eq (slot-value tool 'kind) :lisp)
-                         (run-lisp-tool (slot-value tool 'name) arguments)
+                         (as-agent (run-lisp-tool (slot-value tool 'name) arguments))
                          (call-emacs-tool (slot-value tool 'name) arguments-json))
                    (finish success (if (and (not success) (zerop (length text))) "Tool failed" text)))))))))) 
 

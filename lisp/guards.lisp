@@ -101,10 +101,13 @@ when it can."
 
 (defun guarded-thread-function (function)
   "FUNCTION (a function designator), run in a new thread after arming it
-against C-stack overflow."
-  (lambda (&rest args)
-    (%arm-stack-guard)
-    (apply function args)))
+against C-stack overflow, with the origin of the code that started the
+thread (agent-code.lisp): an agent's thread stays an agent's."
+  (let ((token (%origin-token)))
+    (lambda (&rest args)
+      (%arm-stack-guard)
+      (%adopt-origin token)
+      (apply function args))))
 
 (defun install-thread-guards ()
   "Make the threads evaluated code starts get an alternate signal stack and
@@ -159,7 +162,9 @@ stop the runtime's own threads, or change how the process handles signals."
           (lambda (object function)
             (funcall original object
                      (if (functionp function)
-                         (lambda (object) (mp:atomic-push (cons function object) *pending-finalizers*))
+                         ;; Run later with the origin of the code that set it.
+                         (let ((function (origin-keeping-function function)))
+                           (lambda (object) (mp:atomic-push (cons function object) *pending-finalizers*)))
                          function)))))
   (let ((original (fdefinition 'mp:exit-process)))
     (setf *exit-process* original

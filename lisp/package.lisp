@@ -38,10 +38,10 @@ defined under that name when this code was loaded."
                names)))
 
 (define-host-functions
-  %any-running-p %arm-stack-guard %ask-host %child-exit %compiler-keeper %current-cpu
+  %adopt-origin %any-running-p %arm-stack-guard %ask-approval %ask-host %child-exit %compiler-keeper %current-cpu
   %current-job %define-tool %end-processes %finalizer-budget %finish-job %forget-host-request
   %fork-compile-child %gc-count %gc-phase-us %gc-time-ms %hold-point
-  %hold-worker %host-answer %keep-off-worker-cpus %lisp-thread-count
+  %hold-worker %host-answer %job-origin %origin-token %keep-off-worker-cpus %lisp-thread-count
   %live-package-p %lower-thread-priority %make-private-directory
   %mark-live-objects %monotonic-ms %monotonic-us %next-interrupt %next-job
   %post-note %preexisting-object-p %prepare-tool-call %publish-tiering-counts

@@ -146,6 +146,7 @@ compiler's warnings go to *WARNINGS*."
   :safety-level :cautious
   :categories '(:execution)
   :handler (lambda (arguments)
+           (block compile-form-handler
              (let* ((form (form-argument arguments))
                     (package-name (gethash "package" arguments))
                     (package (lookup-package package-name)))
@@ -153,6 +154,10 @@ compiler's warnings go to *WARNINGS*."
                       (values nil "The argument \"form\" is empty: give the Lisp code to compile."))
                      ((null package)
                       (values nil (no-package-text package-name)))
+                     ((and (eq (%job-origin) :agent)
+                           (multiple-value-bind (run text)
+                               (progn (setf *job-code* form) (vet-agent-code form package-name))
+                             (if run (progn (setf form text) nil) (return-from compile-form-handler (values nil text))))))
                      (t
                       (multiple-value-bind (success text)
                           (handler-case (compile-and-load form package)
@@ -163,7 +168,7 @@ compiler's warnings go to *WARNINGS*."
                                         (if *warnings*
                                             (format nil "~A~%~{~A~^~%~}" text (reverse *warnings*))
                                             text))
-                        (if success text (values nil text))))))))
+                        (if success text (values nil text)))))))))
 
 ;;; The records
 

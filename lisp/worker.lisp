@@ -151,6 +151,7 @@ INTERACTIVE-KEY: see EVALUATE-STRING."
   ;; TOOL is a string (EQUAL: no keyword arguments to parse, as STRING= has).
   (unless (equal tool "apropos_search")
     (incf *jobs-that-may-intern*))
+  (setf *job-tool* tool)                ; for an approval question (agent-code.lisp)
   (if (equal tool "evaluate_lisp")
       (run-evaluate-job code package flags output-limit timeout-ms interactive-key)
       (let ((handler (job-handler tool)))
@@ -270,6 +271,7 @@ stacks BINDING-STACK and FRAME-STACK entries deep."
     (install-exit-guards)
     (install-thread-guards)
     (install-process-guards)
+    (install-world-guards)
     (install-collection-guard)
     (guard-first-compile)
     (start-watchdog interrupt))

@@ -62,6 +62,20 @@ class CallContext {
     (void)form;
     return {false, "no Emacs is waiting for this call, so it cannot evaluate Emacs Lisp"};
   }
+
+  // True when the call is the person's own (a command of theirs: the REPL,
+  // the evaluate commands, C-c C-c in a Lisp buffer): its code runs as
+  // typed.  False, the default, for an agent's call (the chat's model, an
+  // MCP client, the Lisp API, a call nobody marked): its code is read
+  // first and what touches the world asks the person.
+  virtual bool user_origin() const { return false; }
+
+  // Asks whoever stands behind the call whether an agent's code may touch
+  // the world: FORM is the Emacs Lisp approval question
+  // (sly-agent-q--approve-for-lisp …); the answer's text is what it printed
+  // ("approved", ("denied" . REASON), ("modified" . JSON), or ("refused" .
+  // TEXT) for a denial to be shown as it is).  By default Emacs is asked.
+  virtual HostAnswer approve_in_host(const std::string& form) { return eval_in_host(form); }
 };
 
 // A context that never quits: for tests and internal callers.

@@ -34,6 +34,7 @@ ToolOutput evaluate_lisp(const json& args, CallContext& context) {
   if (auto it = args.find("package"); it != args.end() && it->is_string()) request.package = it->get<std::string>();
   request.capture_time = flag(args, "capture-time") || flag(args, "capture_time");
   request.debugger = context.wants_debugger();
+  request.agent = !context.user_origin();
   // The user's setting is a ceiling that a model or an MCP client cannot
   // lift: a per-call timeout may only lower it (0 or less, or NaN: the
   // ceiling itself).

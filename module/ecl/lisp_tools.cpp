@@ -89,6 +89,8 @@ ToolOutput run_lisp_job(const std::string& tool, const json& arguments, CallCont
   const EvaluateSettings& settings = evaluate_settings();
   EvalRequest request;
   request.tool = tool;
+  // Lisp's hooks are the person's code (installed by them), whoever called.
+  request.agent = tool != kHooksJob && !context.user_origin();
   request.arguments = arguments;
   request.timeout = to_timeout(settings.default_timeout_s.load());
   request.output_limit = settings.output_limit.load();

@@ -47,6 +47,7 @@
 #include "ecl/compile_child.hpp"
 #include "ecl/ecl_api.hpp"
 #include "ecl/interrupt_gate.hpp"
+#include "ecl/job_origin.hpp"
 #include "ecl/lisp_function.hpp"
 #include "ecl/lisp_json.hpp"
 #include "ecl/lisp_tools.hpp"
@@ -107,6 +108,7 @@ struct Job {
 // answer comes.
 struct HostRequest {
   std::string form;
+  bool approval = false;  // an approval question (%ASK-APPROVAL)
   std::mutex mutex;
   std::condition_variable answered_cv;
   bool answered = false;
@@ -553,6 +555,7 @@ cl_object next_job() {
   if (job->output || t_output) t_output = job->output;  // no reference counting per usual job
   cl_env_ptr env = ecl_process_env();
   const EvalRequest& request = job->request;
+  set_current_origin(request.agent ? Origin::Agent : Origin::User);
   std::size_t heap_limit = impl.pending_heap_limit.exchange(0);
   const bool evaluation = request.tool.empty();
   cl_object id = ecl_make_unsigned_integer(job->id);
@@ -809,30 +812,49 @@ cl_object runtime_thread_p() {
   return one_value(self == __atomic_load_n(&g_roots.watchdog, __ATOMIC_ACQUIRE) ? g_roots.watchdog_keyword : ECL_NIL);
 }
 
-// (%ASK-HOST form) → a ticket for %HOST-ANSWER, or NIL when no caller
-// serves the running job (FORM: Elisp source text).
-cl_object ask_host(cl_object form) {
+// A ticket for %HOST-ANSWER, or 0 when no caller serves the running job.
+// FORM is Elisp source text; an APPROVAL question is asked through
+// CallContext::approve_in_host.
+std::uint64_t post_host_request(cl_object form, bool approval) {
   Runtime::Impl& impl = *g_impl;
-  if (!current_worker() || !ecl_stringp(form)) return one_value(ECL_NIL);
+  if (!current_worker() || !ecl_stringp(form)) return 0;
   std::string text;
-  if (!outside_lisp([&] { text = lisp_string_to_utf8(form); })) return one_value(ECL_NIL);
+  if (!outside_lisp([&] { text = lisp_string_to_utf8(form); })) return 0;
   std::uint64_t ticket = 0;
   outside_lisp([&] {
     auto request = std::make_shared<HostRequest>();
     request->form = std::move(text);
+    request->approval = approval;
     {
       std::lock_guard lock(impl.host_mutex);
       ticket = impl.next_ticket++;
       impl.host_requests[ticket] = request;
     }
-    bool posted = impl.ask_owner(
-        [request](CallContext& owner) { request->answer_with(owner.eval_in_host(request->form)); });
+    bool posted = impl.ask_owner([request](CallContext& owner) {
+      request->answer_with(request->approval ? owner.approve_in_host(request->form) : owner.eval_in_host(request->form));
+    });
     if (!posted) {
       std::lock_guard lock(impl.host_mutex);
       impl.host_requests.erase(ticket);
       ticket = 0;
     }
   });
+  return ticket;
+}
+
+// (%ASK-HOST form) → a ticket for %HOST-ANSWER, or NIL when no caller
+// serves the running job (FORM: Elisp source text).
+cl_object ask_host(cl_object form) {
+  std::uint64_t ticket = post_host_request(form, false);
+  return one_value(ticket ? ecl_make_unsigned_integer(ticket) : ECL_NIL);
+}
+
+// (%ASK-APPROVAL form) → like %ASK-HOST, for an approval question about an
+// agent's code.  An answer that approves makes the job an approved
+// agent's (job_origin.hpp) when %HOST-ANSWER returns it: only the host's
+// answer can, never evaluated code.
+cl_object ask_approval(cl_object form) {
+  std::uint64_t ticket = post_host_request(form, true);
   return one_value(ticket ? ecl_make_unsigned_integer(ticket) : ECL_NIL);
 }
 
@@ -858,6 +880,8 @@ cl_object host_answer(cl_object ticket, cl_object wait_ms) {
     if (done) {
       ok = request->answer.ok;
       text = request->answer.text;
+      if (request->approval && ok && current_origin() == Origin::Agent && approval_grants(text))
+        set_current_origin(Origin::ApprovedAgent);
       lock.unlock();
       std::lock_guard map_lock(impl.host_mutex);
       impl.host_requests.erase(id);
@@ -1130,6 +1154,8 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%RUNTIME-PROCESS-P", runtime_process_p);
     define_lisp_function("%RUNTIME-THREAD-P", runtime_thread_p);
     define_lisp_function("%ASK-HOST", ask_host);
+    define_lisp_function("%ASK-APPROVAL", ask_approval);
+    define_origin_functions();
     define_lisp_function("%HOST-ANSWER", host_answer);
     define_lisp_function("%FORGET-HOST-REQUEST", forget_host_request);
     define_process_functions();

@@ -37,6 +37,9 @@ struct EvalRequest {
   // Nonzero: an interactive evaluation (CallContext::interactive_key), whose
   // output goes to CallContext::output as it is written.
   std::uint64_t interactive_key = 0;
+  // An agent's job (not CallContext::user_origin): its code is read before
+  // it runs and its world-touching steps ask (ecl/job_origin.hpp).
+  bool agent = false;
 };
 
 struct EvalOutcome {

@@ -30,6 +30,7 @@ struct Batch {
   emacs_value hooks = nullptr;
   bool has_hooks = false;
   bool debugger = false;
+  bool user = false;         // the person's own calls (CallContext::user_origin)
   bool interactive = false;  // its evaluations' output is handed over as it comes
   std::string output;        // guarded by State::mutex: not handed over yet
   std::atomic<bool> cancelled{false};
@@ -104,6 +105,7 @@ class AsyncCallContext final : public CallContext {
   bool interrupt_is_cancel() const override { return true; }
   void job_queued(std::uint64_t job_id) override { batch_.lisp_job = job_id; }
   bool wants_debugger() const override { return batch_.debugger; }
+  bool user_origin() const override { return batch_.user; }
   std::uint64_t interactive_key() const override { return batch_.interactive ? batch_.id : 0; }
   void output(const std::string& text) override {
     bool first;
@@ -271,9 +273,10 @@ std::uint64_t queue_batch(std::shared_ptr<Batch> batch, emacs_value approval, em
 }  // namespace
 
 std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks,
-                     bool debugger, bool interactive, std::vector<AheadCall> ahead, bool hold) {
+                     bool debugger, bool interactive, std::vector<AheadCall> ahead, bool hold, bool user) {
   auto batch = std::make_shared<Batch>();
   batch->debugger = debugger;
+  batch->user = user;
   batch->interactive = interactive;
   batch->calls = std::move(calls);
   return queue_batch(std::move(batch), approval, hooks, has_hooks, std::move(ahead), hold);

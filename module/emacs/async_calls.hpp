@@ -59,7 +59,7 @@ struct AheadCall {
 // job id.
 std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs_value hooks, bool has_hooks,
                      bool debugger = false, bool interactive = false, std::vector<AheadCall> ahead = {},
-                     bool hold = false);
+                     bool hold = false, bool user = false);
 
 // Queues the held job ID, its questions answered: DECISIONS, in the order
 // of its AheadCalls that ask (a missing one denies).  False when no such

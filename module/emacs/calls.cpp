@@ -17,7 +17,17 @@ const Env* current_env() { return t_current_env; }
 CurrentEnv::CurrentEnv(const Env& env) : previous_(t_current_env) { t_current_env = &env; }
 CurrentEnv::~CurrentEnv() { t_current_env = previous_; }
 
-EmacsCallContext::EmacsCallContext(const Env& env) : env_(env), start_(Clock::now()), next_tick_(start_ + kFirstTick) {}
+EmacsCallContext::EmacsCallContext(const Env& env)
+    : env_(env), start_(Clock::now()), next_tick_(start_ + kFirstTick), user_(user_call(env)) {}
+
+bool user_call(const Env& env) {
+  try {
+    return !env.is_nil(env.call(Env::sym().user_call_p, {}));
+  } catch (const NonLocalExit&) {
+    env.clear_unless_quit();  // a quit stays pending for the call to see
+    return false;
+  }
+}
 
 bool EmacsCallContext::poll() {
   if (quit_) return true;

@@ -41,6 +41,7 @@ class EmacsCallContext final : public CallContext {
   bool poll() override;
   bool cancelled() const override { return quit_ || env_.exit_pending(); }
   HostAnswer eval_in_host(const std::string& form) override;
+  bool user_origin() const override { return user_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -49,7 +50,13 @@ class EmacsCallContext final : public CallContext {
   const Env& env_;
   Clock::time_point start_, next_tick_;
   bool quit_ = false;
+  bool user_;
 };
+
+// True when the call being made is the person's own: what
+// (sly-agent-q--user-call-p) says of sly-agent-q-call-origin.  False when
+// it cannot say (an agent's call: the safe side).
+bool user_call(const Env& env);
 
 // Serves an Emacs Lisp form for Lisp: (sly-agent-q--eval-for-lisp FORM).
 // QUIT is set when C-g quit the form (the quit is left pending).

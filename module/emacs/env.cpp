@@ -67,6 +67,7 @@ void Env::init_symbols(emacs_env* env) {
   s.call_elisp_check = global(env, "sly-agent-q--call-elisp-check");
   s.waiting = global(env, "sly-agent-q--waiting");
   s.eval_for_lisp = global(env, "sly-agent-q--eval-for-lisp");
+  s.user_call_p = global(env, "sly-agent-q--user-call-p");
   for (const char* name : {"id", "name", "arguments", "function", "code", "package", "timeout", "capture-time",
                            "capture_time", "type", "description", "path", "content"})
     s.known_keywords.emplace_back(global(env, (std::string(":") + name).c_str()), name);

@@ -399,7 +399,7 @@ emacs_value submit(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   bool debugger = nargs > 3 && !env.is_nil(args[3]);
   bool interactive = nargs > 4 && !env.is_nil(args[4]);
   std::uint64_t id = async::submit(std::move(calls), approval, hooks, !env.is_nil(args[2]), debugger, interactive,
-                                   ahead, held);
+                                   ahead, held, user_call(env));
   return submitted(env, id, held, ahead);
 }
 

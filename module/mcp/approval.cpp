@@ -25,4 +25,12 @@ ApprovalFunction headless_approval(bool allow_dangerous) {
   };
 }
 
+HostAnswer headless_code_approval(bool allow_dangerous) {
+  if (allow_dangerous) return {true, "\"approved\""};
+  return {true,
+          "(\"refused\" . \"Denied: this code touches the world outside the Lisp session (see the findings above) "
+          "and this MCP server runs headless, with nobody to approve it. Do not retry; the user can run "
+          "sly-agent-q-mcp with --allow-dangerous to allow it.\")"};
+}
+
 }  // namespace agentq::mcp

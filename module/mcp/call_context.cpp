@@ -1,5 +1,7 @@
 #include "mcp/call_context.hpp"
 
+#include "mcp/approval.hpp"
+
 namespace agentq::mcp {
 
 void McpCallContext::cancel() {
@@ -22,5 +24,7 @@ void McpCallContext::job_queued(std::uint64_t job_id) {
   }
   if (cancelled && cancel_job_) cancel_job_(job_id);
 }
+
+HostAnswer McpCallContext::approve_in_host(const std::string&) { return headless_code_approval(allow_dangerous_); }
 
 }  // namespace agentq::mcp

@@ -36,6 +36,9 @@ class McpCallContext final : public CallContext {
   bool cancelled() const override { return cancelled_.load(std::memory_order_relaxed); }
   bool interrupt_is_cancel() const override { return true; }
   void job_queued(std::uint64_t job_id) override;
+  // Nobody can be asked headless: see headless_code_approval.
+  HostAnswer approve_in_host(const std::string& form) override;
+  void set_allow_dangerous(bool allow) { allow_dangerous_ = allow; }
 
  private:
   JobCanceller cancel_job_;
@@ -43,6 +46,7 @@ class McpCallContext final : public CallContext {
   std::mutex mutex_;
   std::optional<std::uint64_t> job_;  // the latest job queued for the call
   std::atomic<bool> cancelled_{false};
+  bool allow_dangerous_ = false;
 };
 
 }  // namespace agentq::mcp

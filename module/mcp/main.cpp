@@ -78,7 +78,8 @@ int headless(const Options& options, const ProtocolFds& fds) {
   LineReader in(fds.in.get(), kMaxLineBytes);
   {
     StdioServer server(services.server, std::move(execution),
-                       [](std::uint64_t job) { ecl::Runtime::instance().cancel(job); }, out);
+                       [](std::uint64_t job) { ecl::Runtime::instance().cancel(job); }, out,
+                       options.allow_dangerous);
     server.run(in);
   }
   ecl::Runtime::instance().shutdown();

@@ -53,8 +53,12 @@ bool cancellable(const nlohmann::json& id) { return id.is_string() || id.is_numb
 }  // namespace
 
 StdioServer::StdioServer(McpServer& server, ExecutionOptions options, McpCallContext::JobCanceller cancel_job,
-                         LineWriter& out)
-    : server_(server), options_(std::move(options)), cancel_job_(std::move(cancel_job)), out_(out) {
+                         LineWriter& out, bool allow_dangerous)
+    : server_(server),
+      options_(std::move(options)),
+      cancel_job_(std::move(cancel_job)),
+      out_(out),
+      allow_dangerous_(allow_dangerous) {
   options_.context = nullptr;
   quick_options_ = options_;
   worker_ = std::thread([this] { serve(); });
@@ -148,6 +152,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
   // The usual tools/call, read without building the envelope's JSON tree.
   if (std::optional<SimpleToolsCall> simple = parse_simple_tools_call(line.text)) {
     auto pending = std::make_shared<Pending>(std::move(simple->id), cancel_job_);
+    pending->context.set_allow_dangerous(allow_dangerous_);
     pending->message = std::move(simple->arguments);
     pending->name = std::move(simple->name);
     pending->simple = true;
@@ -157,6 +162,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
   switch (route.kind) {
     case Route::Kind::Queue: {
       auto pending = std::make_shared<Pending>(std::move(route.id), cancel_job_);
+      pending->context.set_allow_dangerous(allow_dangerous_);
       pending->message = std::move(route.message);
       return call(std::move(pending));
     }

@@ -32,8 +32,10 @@ class StdioServer {
  public:
   // OPTIONS (approval, hooks) apply to every call; its context is replaced
   // by each call's own.  CANCEL_JOB stops a Lisp job (Runtime::cancel).
+  // ALLOW_DANGEROUS: an agent's code that touches the world runs unasked
+  // (--allow-dangerous), else it is refused.
   StdioServer(McpServer& server, ExecutionOptions options, McpCallContext::JobCanceller cancel_job,
-              LineWriter& out);
+              LineWriter& out, bool allow_dangerous = false);
   ~StdioServer();
   StdioServer(const StdioServer&) = delete;
   StdioServer& operator=(const StdioServer&) = delete;
@@ -64,6 +66,7 @@ class StdioServer {
   ExecutionOptions quick_options_;  // for what the reading thread answers at once
   McpCallContext::JobCanceller cancel_job_;
   LineWriter& out_;
+  const bool allow_dangerous_;
 
   LineReader* in_ = nullptr;
 

@@ -20,9 +20,11 @@
     (should (funcall jobs-done))))
 
 (defun agentq-async-test-run (calls &optional seconds)
-  "Run CALLS asynchronously and wait; return their results."
+  "Run CALLS asynchronously, as the person's (see `agentq-test-call'), and wait.
+Return their results."
   (let* ((results 'pending)
-         (job (sly-agent-q-execute-tool-calls-async calls (lambda (r) (setq results r)))))
+         (job (let ((sly-agent-q-call-origin (or sly-agent-q-call-origin "user")))
+                (sly-agent-q-execute-tool-calls-async calls (lambda (r) (setq results r))))))
     (should (integerp job))
     (agentq-async-test-wait (lambda () (not (eq results 'pending))) seconds)
     (mapc #'agentq-test-check-result results)
@@ -150,7 +152,8 @@
   "An async job waiting for Emacs holds the worker; a synchronous call queued
 behind it serves that request instead of waiting out its time limit."
   (let ((results 'pending)
-        (start (float-time)))
+        (start (float-time))
+        (sly-agent-q-call-origin "user"))
     (sly-agent-q-execute-tool-calls-async
      '((:id "w" :name "evaluate_lisp" :arguments (:code "(agent-q:eval-in-emacs \"(progn (sleep-for 0.2) 'served)\")")))
      (lambda (r) (setq results r)))

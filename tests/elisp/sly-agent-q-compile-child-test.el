@@ -245,7 +245,9 @@ runs gcc: gcc and cc1 end, and ECL's files of the compile (the .c, .eclh,
         (progn
           (setq server (make-process :name "agentq-mcp-term" :noquery t :connection-type 'pipe
                                      :buffer (generate-new-buffer " *agentq-mcp-term*")
-                                     :command (list binary)))
+                                     ;; COMPILE is code a headless server
+                                     ;; refuses from an agent unless allowed.
+                                     :command (list binary "--allow-dangerous")))
           (process-send-string
            server
            (concat (json-encode `((jsonrpc . "2.0") (id . 1) (method . "initialize")

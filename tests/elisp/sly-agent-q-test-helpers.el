@@ -31,9 +31,14 @@
 worker, the watchdog and the background native compiler).")
 
 (defun agentq-test-call (name arguments &optional id)
-  "Run one call of tool NAME with ARGUMENTS; return its result plist."
-  (let ((results (sly-agent-q-execute-tool-calls
-                  (list (list :id (or id "t1") :name name :arguments arguments)))))
+  "Run one call of tool NAME with ARGUMENTS; return its result plist.
+The call is the person's, as from \\[sly-agent-q-evaluate], unless the
+test bound `sly-agent-q-call-origin' to an agent's door: most tests here
+exercise the runtime with the person's own code (hostile input
+included); sly-agent-q-agent-code-test.el tests an agent's calls."
+  (let ((results (let ((sly-agent-q-call-origin (or sly-agent-q-call-origin "user")))
+                   (sly-agent-q-execute-tool-calls
+                    (list (list :id (or id "t1") :name name :arguments arguments))))))
     (should (= (length results) 1))
     (agentq-test-check-result (car results))
     (car results)))
@@ -187,11 +192,14 @@ Check both answers agree; return (SUCCESS . CONTENT)."
 
 (cl-defun agentq-test-run-emacs (forms &key (timeout 20))
   "Run a fresh `emacs -Q --batch' with elisp/ on the load path evaluating FORMS.
+Its calls are the person's (`sly-agent-q-call-origin' \"user\", as for
+`agentq-test-call'), unless FORMS bind another origin.
 Return (EXIT-CODE STDOUT STDERR SECONDS); EXIT-CODE is `timeout' when the
 process had to be killed after TIMEOUT seconds."
   (let* ((stdout (generate-new-buffer " *agentq-test-stdout*"))
          (stderr (generate-new-buffer " *agentq-test-stderr*"))
-         (args (append (list "-Q" "--batch" "-L" (expand-file-name "elisp" agentq-test-root))
+         (args (append (list "-Q" "--batch" "-L" (expand-file-name "elisp" agentq-test-root)
+                             "--eval" "(setq sly-agent-q-call-origin \"user\")")
                        (cl-loop for form in forms
                                 append (list "--eval" (prin1-to-string form)))))
          (start (float-time))
