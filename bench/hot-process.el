@@ -4,11 +4,14 @@
 ;; Times 4,000 back-to-back `(+ 1 2)' evaluations after 200 warm-up calls
 ;; and prints "MEDIAN P10 P90" in microseconds.  bench/run.sh runs it in
 ;; several processes: a process keeps the scheduling it got at its start,
-;; so one process alone can hide a slow mode.
+;; so one process alone can hide a slow mode.  SLY_AGENT_Q_BENCH_ORIGIN
+;; is the calls' `sly-agent-q-call-origin': unset, a call nobody marked (an
+;; agent's: its code is read first); "user", the person's (runs unread).
 
 (require 'sly-agent-q)
 
-(let* ((call (list (list :id "p" :name "evaluate_lisp" :arguments (list :code "(+ 1 2)"))))
+(let* ((sly-agent-q-call-origin (getenv "SLY_AGENT_Q_BENCH_ORIGIN"))
+       (call (list (list :id "p" :name "evaluate_lisp" :arguments (list :code "(+ 1 2)"))))
        (n 4000)
        (times nil))
   (dotimes (_ 200) (sly-agent-q-execute-tool-calls call))

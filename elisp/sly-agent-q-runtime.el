@@ -410,6 +410,19 @@ or (\"modified\" . CODE), the code as the person edited it."
           (if (stringp code) (cons "modified" code) "denied"))
       answer)))
 
+(defvar sly-agent-q--job-askers (make-hash-table)
+  "Asynchronous jobs not finished yet → (APPROVE . ORIGIN).
+The approval function and the door each was submitted with.")
+
+(defun sly-agent-q--approve-agent-code-of-job (job name json)
+  "`sly-agent-q--approve-agent-code' for asynchronous JOB's call of NAME.
+With the approval function and door JOB was submitted with (the chat's,
+an MCP client's), not those in force when Lisp asks."
+  (let* ((asker (gethash job sly-agent-q--job-askers))
+         (sly-agent-q-approval-function (if asker (car asker) sly-agent-q-approval-function))
+         (sly-agent-q-call-origin (or (cdr asker) sly-agent-q-call-origin)))
+    (sly-agent-q--approve-agent-code name json)))
+
 (defun sly-agent-q--run-hooks-for-lisp (phase name json result)
   "Run `sly-agent-q-tool-execution-functions' for a call Lisp made.
 PHASE, tool NAME, the arguments as JSON text and the RESULT plist (nil
@@ -581,6 +594,7 @@ NO-QUESTIONS non-nil: approval questions stay queued."
       (sly-agent-q--clear-progress)))
   (let ((callback (gethash (car finished) sly-agent-q--async-callbacks)))
     (remhash (car finished) sly-agent-q--async-callbacks)
+    (remhash (car finished) sly-agent-q--job-askers)
     (when callback
       (condition-case err
           (funcall callback (cdr finished))
@@ -791,6 +805,7 @@ from 0, of the last evaluation of job JOB (the last 100 such jobs)."
                  (sly-agent-q--module-submit calls (sly-agent-q--async-approval approve origin)
                                              hooks with-debugger (and on-output t) hold))
                callback approve origin)))
+    (puthash job (cons approve origin) sly-agent-q--job-askers)
     (when on-output
       (puthash job on-output sly-agent-q--async-output-functions))
     job))
@@ -822,6 +837,7 @@ WHY (a text) is shown in its place."
       (sly-agent-q--drop-held held (or why (format "sly-agent-q: job %d withdrawn; so is its question" job)))))
   (when (sly-agent-q--module-withdraw job)
     (remhash job sly-agent-q--async-callbacks)
+    (remhash job sly-agent-q--job-askers)
     (remhash job sly-agent-q--async-output-functions)
     t))
 
@@ -878,11 +894,13 @@ response."
   (let* ((approve sly-agent-q-approval-function)
          (origin (or sly-agent-q-call-origin "MCP"))
          (hooks (sly-agent-q--hooks-for-origin sly-agent-q-tool-execution-functions origin t)))
-    (sly-agent-q--submit-held
-     (lambda (hold)
-       (sly-agent-q--module-mcp-submit json-string (sly-agent-q--async-approval approve origin)
-                                       hooks hold))
-     callback approve origin)))
+    (let ((job (sly-agent-q--submit-held
+                (lambda (hold)
+                  (sly-agent-q--module-mcp-submit json-string (sly-agent-q--async-approval approve origin)
+                                                  hooks hold))
+                callback approve origin)))
+      (puthash job (cons approve origin) sly-agent-q--job-askers)
+      job)))
 
 (defun sly-agent-q-runtime-status ()
   "A plist describing the embedded Lisp runtime."

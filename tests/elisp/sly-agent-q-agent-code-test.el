@@ -259,5 +259,23 @@ is denied with a text naming --allow-dangerous; with it, the code runs."
       (should (equal doors '("MCP")))
       (should (agentq-code-test-unchanged-p file)))))
 
+(ert-deftest sly-agent-q-agent-code/an-asynchronous-job-asks-with-its-own-door ()
+  "The chat's jobs run asynchronously: their code question names the chat and
+goes to the approval function the job was submitted with."
+  (agentq-code-test-with-file file
+    (let* ((doors nil) (done nil)
+           (sly-agent-q-approval-function (lambda (_n _a) (error "Not this one"))))
+      (let ((sly-agent-q-call-origin "chat")
+            (sly-agent-q-approval-function
+             (lambda (_name _args) (push sly-agent-q-call-origin doors) :denied)))
+        (sly-agent-q-execute-tool-calls-async
+         `((:id "c" :name "evaluate_lisp" :arguments (:code ,(format "(delete-file %S)" file))))
+         (lambda (results) (setq done results))))
+      (let ((end (+ (float-time) 20)))
+        (while (and (not done) (< (float-time) end)) (accept-process-output nil 0.05)))
+      (should (equal doors '("chat")))
+      (should (string-match-p "denied running this code" (plist-get (car done) :content)))
+      (should (agentq-code-test-unchanged-p file)))))
+
 (provide 'sly-agent-q-agent-code-test)
 ;;; sly-agent-q-agent-code-test.el ends here

@@ -41,9 +41,18 @@ const std::vector<Case>& corpus() {
 
 // ------------------------------------------------------------ in process
 
+// The corpus tries the runtime with hostile input, not the approvals: an
+// agent's code that touches the world (#. included) runs, as the headless
+// server runs it with --allow-dangerous (tests/elisp: agent-code tests).
+struct AllowingContext final : CallContext {
+  HostAnswer approve_in_host(const std::string&) override { return mcp::headless_code_approval(true); }
+};
+
 ExecutionOptions headless_options() {
+  static AllowingContext allowing;
   ExecutionOptions options;
   options.approve = mcp::headless_approval(false);
+  options.context = &allowing;
   return options;
 }
 
@@ -140,7 +149,7 @@ class Server {
     posix_spawn_file_actions_adddup2(&actions, in[0], 0);
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
     posix_spawn_file_actions_adddup2(&actions, null, 2);
-    char* argv[] = {const_cast<char*>(AGENTQ_MCP_BINARY), nullptr};
+    char* argv[] = {const_cast<char*>(AGENTQ_MCP_BINARY), const_cast<char*>("--allow-dangerous"), nullptr};
     if (::posix_spawn(&pid_, AGENTQ_MCP_BINARY, &actions, nullptr, argv, environ) != 0) pid_ = -1;
     posix_spawn_file_actions_destroy(&actions);
     ::close(in[0]);

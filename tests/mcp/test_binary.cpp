@@ -38,6 +38,9 @@ class McpProcess {
   explicit McpProcess(std::vector<std::string> args = {}) {
     char log_template[] = "/tmp/agentq-mcp-test-XXXXXX";
     int log_fd = ::mkstemp(log_template);
+    // Appending, as a terminal or a log would: a child that appends through
+    // /proc/PID/fd/2 is not overwritten by the server's later lines.
+    ::fcntl(log_fd, F_SETFL, ::fcntl(log_fd, F_GETFL) | O_APPEND);
     log_path_ = log_template;
     int in[2], out[2];
     EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
@@ -194,7 +197,9 @@ TEST(McpBinary, InvalidUtf8AndHugeLinesGetOneErrorEach) {
 }
 
 TEST(McpBinary, StdoutCarriesOnlyProtocolEvenWhenLispWritesToTheProcesssStdout) {
-  McpProcess server;
+  // The code runs programs and opens a descriptor: an agent's code the
+  // headless server runs only with --allow-dangerous.
+  McpProcess server({"--allow-dangerous"});
   // ECL's stream on the process's fd 1, a new stream on fd 1, a child
   // process writing to its parent's fd 1 through /proc (>>: the log is a
   // file here), all of which must reach stderr; and what the evaluation's
