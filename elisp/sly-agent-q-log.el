@@ -7,7 +7,8 @@
 ;; While `sly-agent-q-mode' is on, every cautious and dangerous tool call
 ;; (and so every approval decision) is written to the buffer
 ;; *Agent-Q Log*: time, the door it came through (`user', `chat', `MCP',
-;; `Lisp': `sly-agent-q-call-origin'), tool, decision, duration, outcome
+;; `Lisp', `Elisp' for a call nobody marked: `sly-agent-q-call-origin'),
+;; tool, decision, duration, outcome
 ;; and short arguments; optionally also to a file.  Safe calls are not
 ;; logged, nor the calls the front end makes for itself (eldoc,
 ;; completion, M-., the REPL's prompt and inspector: `sly-agent-q-ui-origin').
@@ -45,8 +46,10 @@ API keys of providers."
     (string-join (nreverse parts) " ")))
 
 (defun sly-agent-q--log-origin ()
-  "The door of the running call as the log writes it: `user' for nil."
-  (replace-regexp-in-string "[\n\t ]+" " " (or sly-agent-q-call-origin "user")))
+  "The door of the running call as the log writes it.
+\"Elisp\" for nil: a call Elisp made that nobody marked (the person's
+commands mark theirs \"user\"), which is an agent's."
+  (replace-regexp-in-string "[\n\t ]+" " " (or sly-agent-q-call-origin "Elisp")))
 
 (defun sly-agent-q--log-line (tool-name args result)
   "The log line of a finished call of TOOL-NAME with ARGS and its RESULT plist.

@@ -373,6 +373,15 @@ also sets `sly-agent-q-approval-pending'.")
   "Non-nil while the person may be answering an approval question."
   (or sly-agent-q-approval-pending (> sly-agent-q--questions 0)))
 
+(defun sly-agent-q--lisp-api-origin ()
+  "The door of a call made through the Lisp API (`agent-q:execute-tool-calls').
+\"Lisp\" when the code that made it is the person's (or nobody marked
+it): such a call is an agent's, not theirs.  Code an agent sent keeps
+its door (\"chat\", \"MCP\")."
+  (if (member sly-agent-q-call-origin (list nil "user" sly-agent-q-ui-origin))
+      "Lisp"
+    sly-agent-q-call-origin))
+
 (defun sly-agent-q--approve-for-lisp (name json)
   "Ask `sly-agent-q-approval-function' whether Lisp may run tool NAME.
 JSON is the arguments as JSON text.  For `agent-q:execute-tool-calls'
@@ -381,7 +390,7 @@ when `agent-q:*approval-handler*' is nil.  Returns \"approved\",
 function that fails denies."
   (let ((decision (and sly-agent-q-approval-function
                        (condition-case nil
-                           (let ((sly-agent-q-call-origin (or sly-agent-q-call-origin "Lisp")))
+                           (let ((sly-agent-q-call-origin (sly-agent-q--lisp-api-origin)))
                              (sly-agent-q--asking
                                (funcall sly-agent-q-approval-function name
                                         (sly-agent-q--module-parse-json json))))
@@ -427,7 +436,7 @@ an MCP client's), not those in force when Lisp asks."
   "Run `sly-agent-q-tool-execution-functions' for a call Lisp made.
 PHASE, tool NAME, the arguments as JSON text and the RESULT plist (nil
 for `:before') are as for calls made from Emacs."
-  (let ((sly-agent-q-call-origin (or sly-agent-q-call-origin "Lisp")))
+  (let ((sly-agent-q-call-origin (sly-agent-q--lisp-api-origin)))
     (dolist (function sly-agent-q-tool-execution-functions)
       (unless (eq function t)
         (condition-case nil

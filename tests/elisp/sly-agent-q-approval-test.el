@@ -64,7 +64,8 @@
       (agentq-test-call name '(:path "/x"))
       (agentq-test-mcp `(:jsonrpc "2.0" :id 3 :method "tools/call" :params (:name ,name :arguments (:path "/x"))))
       (agentq-test-eval-ok (format "(execute-tool-calls '((:id \"l\" :name %S :arguments (:path \"/x\"))))" name))
-      (should (equal (reverse seen) '(nil "MCP" "Lisp"))))))
+      ;; The test helper's calls are the person's (`agentq-test-call').
+      (should (equal (reverse seen) '("user" "MCP" "Lisp"))))))
 
 (ert-deftest sly-agent-q-approval/approved-for-the-conversation ()
   (let ((name (agentq-approval--define)))

@@ -376,9 +376,10 @@ them out, and has the person's own (C-c C-k's compile_form, an evaluation)."
             (kill-buffer))
           ;; An evaluation whose values the session keeps, as the REPL's, then inspected.
           (let* ((done nil)
-                 (job (sly-agent-q-execute-tool-calls-async
-                       '((:id "v" :name "evaluate_lisp" :arguments (:code "(list :agentq-lm-inspected)")))
-                       (lambda (_) (setq done t)) nil #'ignore)))
+                 (job (let ((sly-agent-q-call-origin "user")) ; as the REPL marks its own
+                        (sly-agent-q-execute-tool-calls-async
+                         '((:id "v" :name "evaluate_lisp" :arguments (:code "(list :agentq-lm-inspected)")))
+                         (lambda (_) (setq done t)) nil #'ignore))))
             (let ((deadline (+ (float-time) 20)))
               (while (and (not done) (< (float-time) deadline)) (accept-process-output nil 0.02)))
             (when (get-buffer "*sly-agent-q inspect*") (kill-buffer "*sly-agent-q inspect*"))
