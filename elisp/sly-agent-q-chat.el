@@ -37,6 +37,8 @@
 (require 'sly-agent-q-commands)
 (require 'sly-agent-q-provider)
 
+(declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
+
 ;;;; Options
 
 (defgroup sly-agent-q-chat nil
@@ -317,7 +319,8 @@ Only TEXT is inserted: a streamed reply costs what its new piece costs."
              (when-let ((result (gethash (plist-get call :id) results)))
                (sly-agent-q-chat--tool-finished
                 record (list :success (not (plist-get result :error))
-                             :content (plist-get result :content)))))))))))
+                             :content (plist-get result :content)
+                             :edited (plist-get result :edited)))))))))))
 
 ;;;; Tool lines
 
@@ -331,7 +334,8 @@ Only TEXT is inserted: a streamed reply costs what its new piece costs."
 The record is a plist kept on the line's text (property
 `sly-agent-q-chat-tool'); `sly-agent-q-chat--tool-finished' fills it."
   (let* ((buffer (sly-agent-q-chat--buffer))
-         (record (list :call call :status "running..." :done nil :failed nil :content nil :expanded nil)))
+         (record (list :call call :status "running..." :done nil :failed nil :content nil
+                       :edited nil :expanded nil)))
     (with-current-buffer buffer
       (unless (save-excursion (goto-char sly-agent-q-chat--output-marker) (bolp))
         (sly-agent-q-chat--insert "\n"))
@@ -344,14 +348,17 @@ The record is a plist kept on the line's text (property
     record))
 
 (defun sly-agent-q-chat--render-tool (record)
-  "Write RECORD's text between its markers."
+  "Write RECORD's text between its markers.
+A call whose arguments the person edited shows those that ran (RECORD's
+:edited), and in its details what the model sent."
   (let* ((call (plist-get record :call))
          (status (plist-get record :status))
          (failed (plist-get record :failed))
          (expanded (plist-get record :expanded))
+         (edited (plist-get record :edited))
          (line (concat (if expanded "[-] " "[+] ")
                        (propertize (plist-get call :name) 'font-lock-face 'sly-agent-q-chat-tool)
-                       " " (sly-agent-q-chat--short-arguments (plist-get call :arguments))
+                       " " (sly-agent-q-chat--short-arguments (or edited (plist-get call :arguments)))
                        "  "
                        (propertize status 'font-lock-face
                                    (cond (failed 'sly-agent-q-chat-tool-failed)
@@ -359,7 +366,10 @@ The record is a plist kept on the line's text (property
                                          (t 'shadow)))))
          (details (and expanded
                        (propertize
-                        (concat "\n    arguments: " (or (plist-get call :arguments) "{}")
+                        (concat (if edited
+                                    (concat "\n    arguments (edited by you): " edited
+                                            "\n    the model sent: " (or (plist-get call :arguments) "{}"))
+                                  (concat "\n    arguments: " (or (plist-get call :arguments) "{}")))
                                 (if (plist-get record :done)
                                     (concat "\n    result:\n"
                                             (replace-regexp-in-string
@@ -381,17 +391,22 @@ The usual denials, and propose_file_edit's when its review rejected
 every hunk (`sly-agent-q--rejected-text').")
 
 (defun sly-agent-q-chat--tool-finished (record result)
-  "Show in RECORD's line the RESULT plist of its call."
+  "Show in RECORD's line the RESULT plist of its call.
+RESULT's :edited, when there, is the arguments the call ran with, as
+JSON text, after the person edited the model's."
   (let* ((success (plist-get result :success))
          (ms (plist-get (plist-get result :metadata) :execution_time_ms))
+         (edited (plist-get result :edited))
          (content (or (plist-get result :content) (plist-get result :error) "")))
     (setf (plist-get record :done) t
           (plist-get record :failed) (not success)
           (plist-get record :content) content
+          (plist-get record :edited) edited
           (plist-get record :status)
           (concat (cond (success "ok")
                         ((string-match-p sly-agent-q-chat--denied-regexp content) "denied")
                         (t "failed"))
+                  (if edited " (edited)" "")
                   (cond ((not (numberp ms)) "")
                         ((< ms 10) (format " %.2f ms" ms))
                         (t (format " %.0f ms" ms)))))
@@ -576,12 +591,26 @@ The answer, and the tool calls it makes, show in the chat buffer;
                (sly-agent-q-chat--finish text nil))
       (sly-agent-q-chat--run-tools backend calls))))
 
-(defun sly-agent-q-chat--approve-from-chat (approve)
-  "APPROVE, the approval function, with the prompt saying the chat asks."
+(defun sly-agent-q-chat--approve-from-chat (approve &optional on-edit)
+  "APPROVE, the approval function, with the prompt saying the chat asks.
+ON-EDIT non-nil is called with (NAME ARGUMENTS NEW-ARGUMENTS) for each
+answer (:modified NEW-ARGUMENTS) to the question about tool NAME with
+ARGUMENTS (a copy: what the person saw)."
   (and approve
        (lambda (name arguments)
-         (let ((sly-agent-q-call-origin (or sly-agent-q-call-origin "chat")))
-           (funcall approve name arguments)))))
+         (let* ((sly-agent-q-call-origin (or sly-agent-q-call-origin "chat"))
+                (asked (if (hash-table-p arguments) (copy-hash-table arguments) arguments))
+                (decision (funcall approve name arguments)))
+           (when (and on-edit (eq (car-safe decision) :modified))
+             (funcall on-edit (list name asked (cadr decision))))
+           decision))))
+
+(defun sly-agent-q-chat--call-arguments (call)
+  "The arguments of the model's CALL as JSON text, \"{}\" when it sent none."
+  (let ((arguments (plist-get call :arguments)))
+    (if (or (null arguments) (string-empty-p (string-trim arguments)))
+        "{}"
+      arguments)))
 
 (defun sly-agent-q-chat--run-tools (backend calls)
   "Run the tool CALLS of the model's reply, then send BACKEND their results."
@@ -592,20 +621,21 @@ The answer, and the tool calls it makes, show in the chat buffer;
          ;; runner, as all jobs' are.
          (sly-agent-q-caller (sly-agent-q-chat--buffer))
          (sly-agent-q-call-origin (or sly-agent-q-call-origin "chat")) ; the audit log's door
-         (sly-agent-q-approval-function (sly-agent-q-chat--approve-from-chat sly-agent-q-approval-function)))
+         (edits nil)                    ; the answers that edited arguments, newest first
+         (sly-agent-q-approval-function
+          (sly-agent-q-chat--approve-from-chat sly-agent-q-approval-function
+                                               (lambda (edit) (push edit edits)))))
     (setq sly-agent-q-chat--state 'tools)
     (setq sly-agent-q-chat--job
           (sly-agent-q-execute-tool-calls-async
            (mapcar (lambda (call)
                      (list :id (plist-get call :id) :name (plist-get call :name)
-                           :arguments (let ((arguments (plist-get call :arguments)))
-                                        (if (or (null arguments) (string-empty-p (string-trim arguments)))
-                                            "{}"
-                                          arguments))))
+                           :arguments (sly-agent-q-chat--call-arguments call)))
                    calls)
            (lambda (results)
              (when (= generation sly-agent-q-chat--generation)
                (setq sly-agent-q-chat--job nil)
+               (setq results (sly-agent-q-chat--edited-results calls results (reverse edits)))
                (cl-mapc #'sly-agent-q-chat--tool-finished records results)
                (setq sly-agent-q-chat--messages
                      (append sly-agent-q-chat--messages
@@ -614,15 +644,119 @@ The answer, and the tool calls it makes, show in the chat buffer;
                (sly-agent-q-chat--next-round backend)))))))
 
 (defun sly-agent-q-chat--result-message (call result)
-  "The neutral tool result of CALL for the executor's RESULT plist."
-  (let ((success (plist-get result :success)))
-    (list :id (plist-get call :id) :name (plist-get call :name)
-          :content (let ((content (plist-get result :content))
-                         (error (plist-get result :error)))
-                     (cond ((and content (not (string-empty-p content))) content)
-                           (error error)
-                           (t "")))
-          :error (not success))))
+  "The neutral tool result of CALL for the executor's RESULT plist.
+When the person edited the call's arguments (RESULT's :edited), the
+content begins with a note saying so, and the message keeps :edited."
+  (let ((success (plist-get result :success))
+        (edited (plist-get result :edited)))
+    (append
+     (list :id (plist-get call :id) :name (plist-get call :name)
+           :content (concat
+                     (and edited (sly-agent-q-chat--edit-note call edited))
+                     (let ((content (plist-get result :content))
+                           (error (plist-get result :error)))
+                       (cond ((and content (not (string-empty-p content))) content)
+                             (error error)
+                             (t ""))))
+           :error (not success))
+     (and edited (list :edited edited)))))
+
+;;;; Arguments the person edited
+
+(defconst sly-agent-q-chat--answer-keys '("hunks_total" "hunks_applied")
+  "Keys an approval answer adds that the model never sends.
+The review of propose_file_edit adds them (`sly-agent-q--propose-file-edit').")
+
+(defconst sly-agent-q-chat--while-running-regexp " while it runs\\'"
+  "How each thing a question says an agent's running code does ends.
+Such a question is asked while the code runs (CHECK-WORLD-OPERATION in
+agent-code.lisp): an edit cannot change that code, and denies.")
+
+(defun sly-agent-q-chat--json-table (text)
+  "The JSON object TEXT as a hash table, without its null members.
+The executor leaves those out too.  nil when TEXT is no JSON object."
+  (let ((object (ignore-errors (json-parse-string text))))
+    (when (hash-table-p object)
+      (let ((table (make-hash-table :test #'equal)))
+        (maphash (lambda (key value) (unless (eq value :null) (puthash key value table)))
+                 object)
+        table))))
+
+(defun sly-agent-q-chat--same-json-p (a b)
+  "Non-nil when A and B are the same JSON value (`json-parse-string' data)."
+  (cond ((and (hash-table-p a) (hash-table-p b))
+         (and (= (hash-table-count a) (hash-table-count b))
+              (catch 'differ
+                (maphash (lambda (key value)
+                           (unless (sly-agent-q-chat--same-json-p value (gethash key b 'absent))
+                             (throw 'differ nil)))
+                         a)
+                t)))
+        ((and (vectorp a) (vectorp b))
+         (and (= (length a) (length b))
+              (cl-every #'sly-agent-q-chat--same-json-p a b)))
+        (t (equal a b))))
+
+(defun sly-agent-q-chat--ran-with (sent edit)
+  "The arguments a call ran with, if EDIT answered the question about it.
+SENT is what the model sent, from `sly-agent-q-chat--json-table'; EDIT
+is (NAME ASKED NEW): the question's arguments and the answer's.  nil
+when EDIT is about another call.  A question about an agent's code has
+\"touches\", which the model did not send: only the code the model sent
+as \"code\" (evaluate_lisp) or \"form\" changes, to NEW's."
+  (pcase-let ((`(,_ ,asked ,new) edit))
+    (setq new (and new (sly-agent-q-chat--json-table
+                        (or (ignore-errors (sly-agent-q--module-json-text new)) ""))))
+    (cond
+     ((or (not (hash-table-p asked)) (not new)) nil)
+     ((and (gethash "touches" asked) (not (gethash "touches" sent)))
+      (let ((key (if (gethash "code" sent) "code" "form"))
+            (code (or (gethash "code" new) (gethash "form" new)))
+            (touches (append (gethash "touches" asked) nil)))
+        (when (and (stringp code)
+                   (equal (gethash "code" asked) (gethash key sent))
+                   (member (gethash "package" asked) (list nil (gethash "package" sent)))
+                   (not (and touches
+                             (cl-every (lambda (touch)
+                                         (and (stringp touch)
+                                              (string-match-p sly-agent-q-chat--while-running-regexp touch)))
+                                       touches))))
+          (let ((ran (copy-hash-table sent)))
+            (puthash key code ran)
+            ran))))
+     ((sly-agent-q-chat--same-json-p asked sent)
+      (dolist (key sly-agent-q-chat--answer-keys new)
+        (unless (gethash key sent) (remhash key new)))))))
+
+(defun sly-agent-q-chat--edited-results (calls results edits)
+  "Return RESULTS of CALLS, with :edited where the person edited arguments.
+EDITS are the approval answers that edited arguments, oldest first, as
+`sly-agent-q-chat--approve-from-chat' gives them; each goes to the first
+call of its tool it is about.  :edited is the arguments the call ran
+with, as JSON text, when they are not those the model sent."
+  (cl-mapcar
+   (lambda (call result)
+     (let* ((name (plist-get call :name))
+            (sent (sly-agent-q-chat--json-table (sly-agent-q-chat--call-arguments call)))
+            (ran (and sent
+                      (cl-loop for edit in edits
+                               for found = (and (equal (car edit) name)
+                                                (sly-agent-q-chat--ran-with sent edit))
+                               when found
+                               do (setq edits (delq edit edits))
+                               and return found))))
+       (if (and ran (not (sly-agent-q-chat--same-json-p ran sent)))
+           (append (list :edited (json-serialize ran)) result)
+         result)))
+   calls results))
+
+(defun sly-agent-q-chat--edit-note (call edited)
+  "The line telling the model that the arguments of its CALL were EDITED.
+EDITED is the arguments the call ran with, as JSON text."
+  (let* ((sent (sly-agent-q-chat--call-arguments call))
+         (table (sly-agent-q-chat--json-table sent)))
+    (format "Note: the user edited the arguments of this call before it ran. It ran with: %s (you sent: %s).\n"
+            edited (if table (json-serialize table) sent))))
 
 (defun sly-agent-q-chat--finish (text errorp)
   "End the request: TEXT is the final answer, or when ERRORP why it ended."

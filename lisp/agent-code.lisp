@@ -90,6 +90,18 @@ code: evaluated code cannot reach it)."
 
 (defun world-entry (symbol)
   "(WHAT GUARDED-P) when SYMBOL names something that touches the world."
+  (let* ((cache (load-time-value (make-hash-table :test 'eq) t))
+         (known (gethash symbol cache)))
+    (if known
+        (if (eq known :none) nil known)
+        (let ((entry (find-world-entry symbol)))
+          ;; Only the answers that do not change: a UIOP or FFI symbol is
+          ;; what it is, a symbol of ours may be exported later.
+          (unless (eq (symbol-package symbol) (load-time-value (find-package "AGENT-Q") t))
+            (setf (gethash symbol cache) (or entry :none)))
+          entry))))
+
+(defun find-world-entry (symbol)
   (or (gethash symbol (world-table))
       (let* ((home (symbol-package symbol))
              (package (and home (package-name home))))
@@ -210,9 +222,32 @@ checked while it runs (GUARDED false)."
         ((not (symbolp (car form))))
         (t (vet-call (car form) form))))
 
+(defun operators-read-specially ()
+  "The operators VET-CALL handles one by one (a literal of the compiled
+code): any other call is a macro, a special form or a plain call."
+  (let ((cell (load-time-value (list nil))))
+    (or (car cell)
+        (let ((table (make-hash-table :test 'eq)))
+          (dolist (operator (append '(quote function lambda let let* flet labels macrolet symbol-macrolet
+                                      block return-from eval-when the catch tagbody go setq psetq
+                                      funcall apply multiple-value-call set progv)
+                                    +opaque-functions+ +definition-operators+))
+            (setf (gethash operator table) t))
+          (setf (car cell) table)))))
+
 (defun vet-call (operator form)
   (let ((arguments (if (listp (cdr form)) (cdr form) '())))
     (cond
+      ((not (gethash operator (operators-read-specially)))
+       (cond ((special-operator-p operator)
+              (when (world-entry operator) (note-operator operator form))
+              (vet-body arguments))
+             ((macro-function operator)
+              (when (world-entry operator) (note-operator operator form))
+              (vet-expansion form))
+             (t
+              (when (world-entry operator) (note-operator operator form))
+              (vet-body arguments))))
       ((eq operator 'quote)
        (when (symbolp (first arguments))
          (when (world-entry (first arguments))
@@ -298,37 +333,46 @@ evaluation, which fails the same way."
   "Read CODE's forms in PACKAGE as the evaluation will (an IN-PACKAGE
 switches; a DEFPACKAGE read ahead makes a stand-in package for what
 follows), with *READ-EVAL* off, and walk each.  Returns the findings,
-oldest first."
+oldest first, and, when CODE is exactly one form read whole, that form
+in a list: the evaluation may take it instead of reading CODE again (with
+one form, nothing can run between the two readings to change the reader)."
   (let ((*findings* '()) (*deferred* nil) (*lexicals* '()) (*walk-budget* 200000)
-        (*package* package) (*read-eval* nil) (eof '#:eof) (stand-ins '()))
+        (*package* package) (*read-eval* nil) (eof '#:eof) (stand-ins '())
+        (forms '()) (whole nil))
     (unwind-protect
          (with-input-from-string (in code)
-           (loop
-             (let ((form (handler-case (read in nil eof)
-                           (reader-error (condition)
-                             (when (search "#." (princ-to-string condition))
-                               (note-finding "evaluates code while it is read (#.)" nil))
-                             (return))
-                           (error () (return)))))
-               (when (eq form eof) (return))
-               (vet-form form)
-               (when (consp form)
-                 (case (car form)
-                   (defpackage
-                    (let ((name (ignore-errors (string (second form)))))
-                      (when (and name (not (find-package name)))
-                        (let ((uses (loop for option in (cddr form)
-                                          when (and (consp option) (eq (car option) :use))
-                                            append (remove-if-not #'find-package (cdr option)))))
-                          (push (make-package name :use (or uses '("COMMON-LISP"))) stand-ins)))))
-                   (in-package
-                    (let ((next (ignore-errors (find-package (string (second form))))))
-                      (if next (setf *package* next) (return)))))))))
-      (dolist (package stand-ins) (ignore-errors (delete-package package))))
-    (reverse *findings*)))
+           (handler-case
+               (loop
+                 (let ((form (read in nil eof)))
+                   (when (eq form eof)
+                     (setf whole t)
+                     (return))
+                   (push form forms)
+                   (vet-form form)
+                   (when (consp form)
+                     (case (car form)
+                       (defpackage
+                        (let ((name (ignore-errors (string (second form)))))
+                          (when (and name (not (find-package name)))
+                            (let ((uses (loop for option in (cddr form)
+                                              when (and (consp option) (eq (car option) :use))
+                                                append (remove-if-not #'find-package (cdr option)))))
+                              (push (make-package name :use (or uses '("COMMON-LISP"))) stand-ins)))))
+                       (in-package
+                        (let ((next (ignore-errors (find-package (string (second form))))))
+                          (if next (setf *package* next) (return))))))))
+             (reader-error (condition)
+               (when (search "#." (princ-to-string condition))
+                 (note-finding "evaluates code while it is read (#.)" nil)))
+             (error () nil)))
+      (when stand-ins
+        (dolist (package stand-ins) (ignore-errors (delete-package package)))))
+    (values (reverse *findings*)
+            (and whole (null *findings*) forms (null (cdr forms)) forms))))
 
 (defun code-findings (code package)
-  "What an agent's CODE (a string, read in PACKAGE) touches, as strings."
+  "What an agent's CODE (a string, read in PACKAGE) touches, as strings;
+second value as READ-FINDINGS's."
   (read-findings code package))
 
 ;;; Asking the person
@@ -381,17 +425,19 @@ it is."
 (defun vet-agent-code (code package-name)
   "For an agent's job: read CODE (in PACKAGE-NAME's package or the
 session's) and, when it touches the world, ask.  Returns (values :RUN
-CODE), with the code the person edited when they did, or (values NIL
-TEXT), the [ERROR] text of a denial.  The person's own jobs, and an
-agent's job already approved, run unread."
+CODE FORMS), with the code the person edited when they did (FORMS: the
+one form read, when the evaluation may take it instead of reading CODE
+again), or (values NIL TEXT), the [ERROR] text of a denial.  The
+person's own jobs, and an agent's job already approved, run unread."
   (if (not (eq (%job-origin) :agent))
       (values :run code)
       (let* ((package (or (and package-name (find-package (string-upcase package-name)))
                           (and (live-package-p *session-package*) *session-package*)
                           (find-package "CL-USER")))
-             (findings (code-findings code package)))
+             (findings nil) (forms nil))
+        (multiple-value-setq (findings forms) (code-findings code package))
         (if (null findings)
-            (values :run code)
+            (values :run code forms)
             (let ((decision (ask-about-code *job-tool*
                                             `(("code" . ,code)
                                               ,@(and package-name `(("package" . ,package-name)))

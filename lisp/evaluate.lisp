@@ -149,13 +149,15 @@ these too)."
       (simple-eval form)
       (eval form)))
 
-(defun read-eval-forms (code output-limit)
+(defun read-eval-forms (code output-limit &optional forms)
   "Read and evaluate the forms of CODE one at a time, so an IN-PACKAGE takes
 effect before the next form is read.  Returns the => text of the last
-form's values and the package in force at the end."
+form's values and the package in force at the end.  FORMS, when given,
+are CODE's forms already read (an agent's one form, read to be vetted)."
   (let ((values '()) (any nil) (eof '#:eof))
-    (with-input-from-string (in code)
-      (loop for form = (read in nil eof)
+    (with-input-from-string (in (if forms "" code))
+      (loop for form = (if forms (if (eq forms eof) eof (prog1 (car forms) (setf forms (or (cdr forms) eof))))
+                           (read in nil eof))
             until (eq form eof)
             do (setf - form
                      values (if *repl-debugger*
@@ -297,14 +299,17 @@ and their values are kept under that key for REPL-VALUE."
                (throw '%evaluation-failed
                  (format nil "[ERROR] PACKAGE-ERROR~%Package ~S does not exist."
                          package-name)))
-             ;; An agent's code is read first (agent-code.lisp).
-             (when (eq (%job-origin) :agent)
-               (setf *job-code* code)
-               (multiple-value-bind (run text) (vet-agent-code code package-name)
-                 (if run (setf code text) (throw '%evaluation-failed text))))
              (with-job-environment (package)
-               (multiple-value-setq (values-text end-package result-values)
-                 (read-eval-forms code output-limit)))
+               (let ((forms nil))
+                 ;; An agent's code is read first (agent-code.lisp).
+                 (when (eq (%job-origin) :agent)
+                   (setf *job-code* code)
+                   (multiple-value-bind (run text read) (vet-agent-code code package-name)
+                     (cond ((not run) (throw '%evaluation-failed text))
+                           ((eq text code) (setf forms read))
+                           (t (setf code text)))))
+                 (multiple-value-setq (values-text end-package result-values)
+                   (read-eval-forms code output-limit forms))))
              nil))))
     ;; IN-PACKAGE in the code carries over to the next call; so does the
     ;; session package when the call named none.
