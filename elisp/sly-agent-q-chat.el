@@ -593,9 +593,9 @@ The answer, and the tool calls it makes, show in the chat buffer;
 
 (defun sly-agent-q-chat--approve-from-chat (approve &optional on-edit)
   "APPROVE, the approval function, with the prompt saying the chat asks.
-ON-EDIT non-nil is called with (NAME ARGUMENTS NEW-ARGUMENTS) for each
-answer (:modified NEW-ARGUMENTS) to the question about tool NAME with
-ARGUMENTS (a copy: what the person saw)."
+ON-EDIT non-nil is called with the list (NAME ARGUMENTS NEW-ARGUMENTS)
+for each answer (:modified NEW-ARGUMENTS) to the question about tool
+NAME with ARGUMENTS (a copy of what the person saw)."
   (and approve
        (lambda (name arguments)
          (let* ((sly-agent-q-call-origin (or sly-agent-q-call-origin "chat"))
@@ -729,8 +729,9 @@ as \"code\" (evaluate_lisp) or \"form\" changes, to NEW's."
         (unless (gethash key sent) (remhash key new)))))))
 
 (defun sly-agent-q-chat--edited-results (calls results edits)
-  "Return RESULTS of CALLS, with :edited where the person edited arguments.
-EDITS are the approval answers that edited arguments, oldest first, as
+  "Mark with :edited each of RESULTS whose call ran with edited arguments.
+CALLS are the model's, in the order of RESULTS.  EDITS are the approval
+answers that edited arguments, oldest first, as
 `sly-agent-q-chat--approve-from-chat' gives them; each goes to the first
 call of its tool it is about.  :edited is the arguments the call ran
 with, as JSON text, when they are not those the model sent."

@@ -39,7 +39,8 @@
     '((sly-agent-q-eval-timeout . "eval-timeout")
       (sly-agent-q-output-limit . "output-limit")
       (sly-agent-q-heap-limit . "heap-limit")
-      (sly-agent-q-native-tiering . "native-tiering"))
+      (sly-agent-q-native-tiering . "native-tiering")
+      (sly-agent-q-ask-before-agent-code . "ask-before-agent-code"))
     "The options the module keeps, each with the module's name for it.
 The one list of them: adding an option here is all the Elisp side needs."))
 
@@ -51,6 +52,7 @@ The one list of them: adding an option here is all the Elisp side needs."))
 (defvar sly-agent-q-output-limit)
 (defvar sly-agent-q-heap-limit)
 (defvar sly-agent-q-native-tiering)
+(defvar sly-agent-q-ask-before-agent-code)
 
 (defun sly-agent-q--give-options ()
   "Give the module the options whose values it does not have yet."
@@ -122,6 +124,16 @@ Lisp thread then compiles it with ECL's C compiler (gcc) and swaps the
 native function in, unless it was redefined meanwhile.
 Nothing waits for it.  Without a C compiler on PATH it is off whatever
 this says.  describe_symbol says how a function runs."
+  :type 'boolean
+  :set #'sly-agent-q--set-option)
+
+(defcustom sly-agent-q-ask-before-agent-code nil
+  "Whether every evaluation an agent asks for waits for your approval.
+An agent's code (the chat's model, an MCP client, the Lisp API) is read
+before it runs, and asks only when it would touch the world (files,
+processes, threads, Emacs) or cannot be read ahead.  Non-nil: it asks
+before every evaluate_lisp, eval_form and compile_form of an agent's,
+whatever the code does.  Your own evaluations never ask."
   :type 'boolean
   :set #'sly-agent-q--set-option)
 

@@ -436,6 +436,8 @@ person's own jobs, and an agent's job already approved, run unread."
                           (find-package "CL-USER")))
              (findings nil) (forms nil))
         (multiple-value-setq (findings forms) (code-findings code package))
+        (when (and (null findings) (%ask-before-agent-code-p))
+          (setf findings (list "runs code (you asked to approve every evaluation from an agent: sly-agent-q-ask-before-agent-code)")))
         (if (null findings)
             (values :run code forms)
             (let ((decision (ask-about-code *job-tool*

@@ -1,6 +1,7 @@
 #include "ecl/job_origin.hpp"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <random>
 
@@ -11,6 +12,7 @@ namespace agentq::ecl {
 namespace {
 
 thread_local Origin t_origin = Origin::User;
+std::atomic<bool> g_ask_before_agent_code{false};
 
 // One secret number per state, drawn at boot: a token is what the runtime
 // hands a thread evaluated code starts (or a finalizer) so that it runs as
@@ -66,7 +68,14 @@ cl_object adopt_origin(cl_object token) {
   return one_value(ECL_NIL);
 }
 
+// (%ASK-BEFORE-AGENT-CODE-P) → T when every agent's evaluation asks.
+cl_object ask_before_agent_code_p() {
+  return one_value(g_ask_before_agent_code.load(std::memory_order_relaxed) ? ECL_T : ECL_NIL);
+}
+
 }  // namespace
+
+void set_ask_before_agent_code(bool ask) { g_ask_before_agent_code.store(ask, std::memory_order_relaxed); }
 
 Origin current_origin() { return t_origin; }
 void set_current_origin(Origin origin) { t_origin = origin; }
@@ -80,6 +89,7 @@ void define_origin_functions() {
   define_lisp_function("%JOB-ORIGIN", job_origin);
   define_lisp_function("%ORIGIN-TOKEN", origin_token);
   define_lisp_function("%ADOPT-ORIGIN", adopt_origin);
+  define_lisp_function("%ASK-BEFORE-AGENT-CODE-P", ask_before_agent_code_p);
 }
 
 }  // namespace agentq::ecl

@@ -30,7 +30,12 @@ void set_current_origin(Origin origin);
 // modification.
 bool approval_grants(std::string_view answer);
 
-// Defines %JOB-ORIGIN, %ORIGIN-TOKEN and %ADOPT-ORIGIN in AGENT-Q.
+// The person's setting sly-agent-q-ask-before-agent-code: every agent's
+// evaluation asks, whatever its code touches (%ASK-BEFORE-AGENT-CODE-P).
+void set_ask_before_agent_code(bool ask);
+
+// Defines %JOB-ORIGIN, %ORIGIN-TOKEN, %ADOPT-ORIGIN and
+// %ASK-BEFORE-AGENT-CODE-P in AGENT-Q.
 void define_origin_functions();
 
 }  // namespace agentq::ecl

@@ -18,6 +18,7 @@
 #include "core/mcp_route.hpp"
 #include "core/schema.hpp"
 #include "ecl/evaluate_tool.hpp"
+#include "ecl/job_origin.hpp"
 #include "ecl/runtime.hpp"
 #include "ecl/tiering.hpp"
 #include "emacs/async_calls.hpp"
@@ -541,6 +542,8 @@ emacs_value configure(const Env& env, ptrdiff_t, emacs_value* args) {
     ecl::Runtime::instance().set_heap_limit(limit > 0 ? static_cast<std::size_t>(limit) : 0);
   } else if (key == "native-tiering") {
     ecl::set_native_tiering(!value.is_null() && value != false);
+  } else if (key == "ask-before-agent-code") {
+    ecl::set_ask_before_agent_code(!value.is_null() && value != false);
   } else {
     throw ConversionError("unknown setting " + key);
   }

@@ -277,5 +277,22 @@ goes to the approval function the job was submitted with."
       (should (string-match-p "denied running this code" (plist-get (car done) :content)))
       (should (agentq-code-test-unchanged-p file)))))
 
+(ert-deftest sly-agent-q-agent-code/asking-before-every-agent-evaluation ()
+  "`sly-agent-q-ask-before-agent-code' makes even (+ 1 2) from an agent ask;
+the person's own evaluations still never ask."
+  (agentq-test-with-custom ((sly-agent-q-ask-before-agent-code t))
+    (let ((agentq-code-test-asked nil)
+          (sly-agent-q-approval-function (agentq-code-test-answering :denied)))
+      (let ((sly-agent-q-call-origin "chat"))
+        (should (string-match-p "sly-agent-q-ask-before-agent-code" (agentq-test-eval-fails "(+ 1 2)"))))
+      (should (= (length agentq-code-test-asked) 1))
+      (should (equal (agentq-test-eval-ok "(+ 1 2)") "=> 3"))
+      (should (= (length agentq-code-test-asked) 1))))
+  (let ((agentq-code-test-asked nil)
+        (sly-agent-q-call-origin "chat")
+        (sly-agent-q-approval-function (agentq-code-test-answering :denied)))
+    (should (equal (agentq-test-eval-ok "(+ 1 2)") "=> 3"))
+    (should (null agentq-code-test-asked))))
+
 (provide 'sly-agent-q-agent-code-test)
 ;;; sly-agent-q-agent-code-test.el ends here

@@ -190,6 +190,129 @@ go to a temporary directory; the chat buffer and the server go after."
               (should (string-match-p "write_file .*  denied" (agentq-chat-text))))
           (delete-directory dir t))))))
 
+(ert-deftest sly-agent-q-chat/edited-arguments-show-and-go-to-the-model ()
+  "Arguments the person edited at the question are those that run; the
+call's line shows them, marked, and the model is told what ran instead
+of what it sent.  The other call of the round is left as it was."
+  (dolist (type '(openai anthropic))
+    (agentq-chat-with-provider (server type)
+      (let* ((dir (make-temp-file "agentq-chat-edit" t))
+             (plain (expand-file-name "plain.lisp" dir))
+             (asked (expand-file-name "asked.lisp" dir))
+             (edited (expand-file-name "edited.lisp" dir))
+             (sly-agent-q-allowed-directories (list dir))
+             (sly-agent-q-approval-function
+              (lambda (_name args)
+                (if (equal (gethash "path" args) asked)
+                    (list :modified (list :path edited :content "(print 2)"))
+                  :approved))))
+        (unwind-protect
+            (progn
+              (agentq-chat--push server type
+                                 :tool-calls `((:id "w1" :name "write_file"
+                                                    :arguments ,(json-serialize (list :path plain :content "(print 0)")))
+                                               (:id "w2" :name "write_file"
+                                                    :arguments ,(json-serialize (list :path asked :content "(print 1)")))))
+              (agentq-chat--push server type :text "Written.")
+              (sly-agent-q-send "Write two files")
+              (should (equal (agentq-chat-wait-done) "Written."))
+              ;; The edited call is what ran.
+              (should (file-exists-p plain))
+              (should-not (file-exists-p asked))
+              (should (equal (with-temp-buffer (insert-file-contents edited) (buffer-string)) "(print 2)"))
+              ;; The model is told, for the edited call only.
+              (pcase-let ((`((,id1 ,content1 ,_) (,id2 ,content2 ,_))
+                           (agentq-chat--tool-results (agentq-chat-request-body server 1) type)))
+                (should (equal (list id1 id2) '("w1" "w2")))
+                (should-not (string-match-p "Note:" content1))
+                (should (string-match-p
+                         (concat "\\`Note: the user edited the arguments of this call before it ran\\. "
+                                 "It ran with: {[^\n]*" (regexp-quote edited) "[^\n]*} "
+                                 "(you sent: {[^\n]*" (regexp-quote asked) "[^\n]*})\\.\n")
+                         content2))
+                (should (string-match-p (regexp-quote "(print 2)") content2))
+                (should (string-match-p (regexp-quote "(print 1)") content2)))
+              ;; The chat shows the arguments that ran, marked as edited.
+              (let ((lines (split-string (agentq-chat-text) "\n")))
+                (should (cl-some (lambda (line) (string-match-p "\\`\\[\\+\\] write_file .*plain\\.lisp.*  ok [0-9.]+ ms\\'" line))
+                                 lines))
+                (let ((line (cl-find-if (lambda (line) (string-match-p "  ok (edited)" line)) lines)))
+                  (should line)
+                  (should (string-match-p "\\`\\[\\+\\] write_file {" line))
+                  (should-not (string-match-p "asked\\.lisp\\|print 1" line))))
+              (with-current-buffer sly-agent-q-chat-buffer-name
+                (goto-char (point-min))
+                (search-forward "ok (edited)")
+                (sly-agent-q-chat-toggle-tool)
+                (let ((text (agentq-chat-text)))
+                  (should (string-match-p (concat "arguments (edited by you): {[^\n]*" (regexp-quote edited)) text))
+                  (should (string-match-p (concat "the model sent: {[^\n]*" (regexp-quote asked)) text))))
+              ;; Resumed, the conversation still shows the edit.
+              (sly-agent-q-chat-open sly-agent-q-chat--id)
+              (should (string-match-p "write_file {[^\n]*  ok (edited)" (agentq-chat-text))))
+          (delete-directory dir t))))))
+
+(ert-deftest sly-agent-q-chat/edited-agent-code-runs-and-the-model-is-told ()
+  "An agent's code that touches the world asks; the code the person wrote
+in its place runs, and the model is told it ran instead of its own."
+  (agentq-chat-with-provider (server 'openai)
+    (let* ((file (make-temp-file "agentq-chat-code"))
+           (code (format "(delete-file %S)" file))
+           (asked nil)
+           (sly-agent-q-approval-function
+            (lambda (name args)
+              (push (list name (gethash "code" args) (and (gethash "touches" args) t)) asked)
+              '(:modified (:code "(list :edited)")))))
+      (unwind-protect
+          (progn
+            (agentq-chat--push server 'openai
+                               :tool-calls `((:id "c1" :name "evaluate_lisp"
+                                                  :arguments ,(json-serialize (list :code code)))))
+            (agentq-chat--push server 'openai :text "Done.")
+            (sly-agent-q-send "Delete the file")
+            (should (equal (agentq-chat-wait-done) "Done."))
+            (should (equal asked `(("evaluate_lisp" ,code t))))
+            (should (file-exists-p file))
+            (let ((content (nth 1 (car (agentq-chat--tool-results (agentq-chat-request-body server 1) 'openai)))))
+              (should (equal content
+                             (format "Note: the user edited the arguments of this call before it ran. It ran with: %s (you sent: %s).\n=> (:EDITED)"
+                                     "{\"code\":\"(list :edited)\"}" (json-serialize (list :code code))))))
+            (should (string-match-p "evaluate_lisp {\"code\":\"(list :edited)\"}  ok (edited)" (agentq-chat-text))))
+        (when (file-exists-p file) (delete-file file))))))
+
+(ert-deftest sly-agent-q-chat/unedited-calls-have-no-note ()
+  "An approved call, and one whose arguments the person opened but left
+as they were, run as sent: no note to the model, no mark in the chat."
+  (agentq-chat-with-provider (server 'openai)
+    (let* ((dir (make-temp-file "agentq-chat-noedit" t))
+           (one (expand-file-name "one.lisp" dir))
+           (two (expand-file-name "two.lisp" dir))
+           (sly-agent-q-allowed-directories (list dir))
+           (sly-agent-q-approval-function
+            (lambda (_name args)
+              (if (equal (gethash "path" args) two) (list :modified (copy-hash-table args)) :approved))))
+      (unwind-protect
+          (progn
+            (agentq-chat--push server 'openai
+                               :tool-calls `((:id "n1" :name "write_file"
+                                                  :arguments ,(json-serialize (list :path one :content "1")))
+                                             (:id "n2" :name "write_file"
+                                                  :arguments ,(json-serialize (list :path two :content "2")))))
+            (agentq-chat--push server 'openai :text "Both written.")
+            (sly-agent-q-send "Write one and two")
+            (should (equal (agentq-chat-wait-done) "Both written."))
+            (should (file-exists-p one))
+            (should (file-exists-p two))
+            (let ((results (agentq-chat--tool-results (agentq-chat-request-body server 1) 'openai)))
+              (should (= (length results) 2))
+              (dolist (result results)
+                (should-not (string-match-p "Note:\\|edited" (nth 1 result)))))
+            (should (= (cl-count-if (lambda (line) (string-match-p "\\`\\[\\+\\] write_file .*  ok [0-9.]+ ms\\'" line))
+                                    (split-string (agentq-chat-text) "\n"))
+                       2))
+            (should-not (string-match-p "edited" (agentq-chat-text))))
+        (delete-directory dir t)))))
+
 (ert-deftest sly-agent-q-chat/audit-log-names-the-chat ()
   "The chat's tool calls are logged as coming through the chat's door."
   (agentq-chat-with-provider (server 'openai)
