@@ -135,6 +135,20 @@ test('a dangerous tool denied in Emacs fails with the reason', async () => {
   assert.match(textOf(result), /the test's approval function says no/);
 });
 
+test("an agent's code that writes a file asks in Emacs; denied, nothing is written", async () => {
+  const target = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agentq-sdk-code-')), 'written.txt');
+  const code = `(with-open-file (s ${JSON.stringify(target)} :direction :output) (write-line "x" s))`;
+  const result = await evaluate(code);
+  assert.equal(result.isError, true, textOf(result));
+  assert.match(textOf(result), /denied running this code/);
+  assert.match(textOf(result), /opens a file for output/);
+  assert.match(textOf(result), /the test's approval function says no/);
+  assert.equal(fs.existsSync(target), false);
+  // Reading and defining ask nothing.
+  assert.equal(textOf(await evaluate('(defun sdk-twice (x) (* 2 x))')), '=> SDK-TWICE');
+  assert.equal(textOf(await evaluate('(sdk-twice 21)')), '=> 42');
+});
+
 test('cancelling (loop) through an AbortSignal interrupts it in Emacs', async () => {
   const controller = new AbortController();
   const looping = evaluate('(loop)', { signal: controller.signal, timeout: 60000 });
