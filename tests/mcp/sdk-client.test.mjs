@@ -8,6 +8,8 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -144,6 +146,21 @@ test('evaluate_lisp: exiting is intercepted and the server goes on', async () =>
   assert.equal(result.isError, true);
   assert.match(textOf(result), /EXIT-INTERCEPTED/);
   assert.equal(textOf(await evaluate('(+ 2 2)')), '=> 4');
+});
+
+test("evaluate_lisp: an agent's code that touches the world is denied headless, naming --allow-dangerous", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentq-sdk-headless-'));
+  const target = path.join(dir, 'keep.txt');
+  fs.writeFileSync(target, 'kept');
+  for (const code of [`(delete-file ${JSON.stringify(target)})`,
+                      `(funcall (intern "DELETE-FILE") ${JSON.stringify(target)})`,
+                      `(ext:run-program "rm" (list ${JSON.stringify(target)}))`]) {
+    const result = await evaluate(code);
+    assert.equal(result.isError, true, textOf(result));
+    assert.match(textOf(result), /--allow-dangerous/);
+  }
+  assert.equal(fs.readFileSync(target, 'utf8'), 'kept');
+  assert.equal(textOf(await evaluate('(mapcar (function 1+) (list 1 2 3))')), '=> (2 3 4)');
 });
 
 test('the hyphenated name is accepted', async () => {
