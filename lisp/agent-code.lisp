@@ -450,17 +450,38 @@ person's own jobs, and an agent's job already approved, run unread."
 
 ;;; Checked again while it runs
 
-(defun runtime-work-path-p (path)
-  "True for PATH inside a directory the runtime writes for its own work:
-compile_form's /tmp/agent-q-compile-N/ and ASDF's cache of compiled files."
+(defun true-path-text (path)
+  "PATH's true name as text: symbolic links resolved in the part that
+exists, the rest (directories not made yet, the file) appended as
+written.  NIL when that rest climbs (\"..\") or PATH cannot be named."
   (let* ((name (ignore-errors (namestring (merge-pathnames path))))
          (directory (and name (directory-namestring name)))
-         (true (and directory (ignore-errors (namestring (truename directory))))))
+         (rest (and name (file-namestring name))))
+    (loop
+      (when (or (null directory) (zerop (length directory))) (return nil))
+      (let ((true (ignore-errors (truename directory))))
+        (when true
+          (return (and (not (search "../" rest)) (not (equal rest ".."))
+                       (concatenate 'string (namestring true) rest)))))
+      (let ((slash (position #\/ directory :from-end t :end (max 0 (1- (length directory))))))
+        (unless slash (return nil))
+        (setf rest (concatenate 'string (subseq directory (1+ slash)) rest)
+              directory (subseq directory 0 (1+ slash)))))))
+
+(defun inside-directory-p (true directory)
+  (and true directory (> (length true) (length directory))
+       (string= directory true :end2 (length directory))))
+
+(defun runtime-work-path-p (path)
+  "True for PATH inside a directory the runtime writes for its own work:
+compile_form's $TMPDIR/agent-q-compile-N/, load_system's cache of compiled
+files and ASDF's own (~/.cache/common-lisp/)."
+  (let ((true (true-path-text path)))
     (and true
-         (or (let ((prefix (namestring (merge-pathnames "agent-q-compile-" (tmp-directory)))))
-               (and (> (length true) (length prefix)) (string= prefix true :end2 (length prefix))))
-             (let ((cache (asdf-cache-directory)))
-               (and cache (> (length true) (length cache)) (string= cache true :end2 (length cache))))))))
+         (or (let ((tmp (true-path-text (tmp-directory))))
+               (and tmp (inside-directory-p true (concatenate 'string tmp "agent-q-compile-"))))
+             (inside-directory-p true (true-path-text (fasl-cache-root)))
+             (inside-directory-p true (asdf-cache-directory))))))
 
 (defun tmp-directory ()
   (let ((tmp (ext:getenv "TMPDIR")))
@@ -471,8 +492,7 @@ compile_form's /tmp/agent-q-compile-N/ and ASDF's cache of compiled files."
 (defun asdf-cache-directory ()
   "The true name of ASDF's output cache (~/.cache/common-lisp/), or NIL."
   (let ((home (ignore-errors (user-homedir-pathname))))
-    (and home (ignore-errors
-               (namestring (truename (merge-pathnames ".cache/common-lisp/" home)))))))
+    (and home (true-path-text (merge-pathnames ".cache/common-lisp/" home)))))
 
 (defun compiler-command-p (command)
   (let ((keeper (ignore-errors (%compiler-keeper))))

@@ -216,6 +216,37 @@ the C compiler) with no question; C-c C-l's code is the person's."
     (should (equal (agentq-test-eval-ok "(agentq-code-compiled 1)") "=> 2"))
     (should (null agentq-code-test-asked))))
 
+(ert-deftest sly-agent-q-agent-code/an-agents-load-system-compiles-without-a-question ()
+  "load_system from an agent compiles into the fasl cache (new directories,
+the C compiler, renames) and asks nothing; the system's code still may
+not delete a file unasked when an agent later calls it."
+  (let* ((dir (file-name-as-directory (make-temp-file "agentq-code-system" t)))
+         (home (expand-file-name "agentq-code-sys/" dir))
+         (victim (expand-file-name "victim" dir))
+         (cache (expand-file-name "sly-agent-q/fasl/" (or (getenv "XDG_CACHE_HOME") "~/.cache"))))
+    (unwind-protect
+        (progn
+          (make-directory home t)
+          (with-temp-file victim (insert "hi"))
+          (with-temp-file (expand-file-name "agentq-code-sys.asd" home)
+            (insert "(defsystem \"agentq-code-sys\" :components ((:file \"main\")))\n"))
+          (with-temp-file (expand-file-name "main.lisp" home)
+            (insert "(defpackage :agentq-code-sys (:use :cl) (:export #:tidy))\n"
+                    "(in-package :agentq-code-sys)\n(defun tidy (f) (delete-file f))\n"))
+          (let ((agentq-code-test-asked nil)
+                (sly-agent-q-call-origin "chat")
+                (sly-agent-q-system-directories (list dir))
+                (sly-agent-q-approval-function (agentq-code-test-answering :denied)))
+            (let ((result (agentq-test-call "load_system" '(:name "agentq-code-sys"))))
+              (should (eq (plist-get result :success) t)))
+            (should (null agentq-code-test-asked))
+            (agentq-test-eval-fails (format "(agentq-code-sys:tidy %S)" victim))
+            (should (= (length agentq-code-test-asked) 1))
+            (should (agentq-code-test-unchanged-p victim))))
+      (dolist (cached (file-expand-wildcards (concat cache "ecl-*" (directory-file-name dir))))
+        (delete-directory cached t))
+      (delete-directory dir t))))
+
 (ert-deftest sly-agent-q-agent-code/headless-mcp-denies-and-names-allow-dangerous ()
   "The headless server has nobody to ask: an agent's world-touching code
 is denied with a text naming --allow-dangerous; with it, the code runs."
