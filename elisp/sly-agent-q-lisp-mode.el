@@ -24,6 +24,7 @@
 (require 'xref)
 (require 'sly-agent-q-notes)
 (require 'sly-agent-q-runtime)
+(require 'sly-agent-q-inspector)
 (require 'sly-agent-q-commands)
 (require 'sly-agent-q-repl)
 (require 'sly-agent-q-completion)
@@ -337,13 +338,13 @@ They are shown in *xref*, as `sly-agent-q-who-calls' shows callers."
                             (lambda (result) (sly-agent-q-lisp--show-xrefs result from)))))
 
 (defun sly-agent-q-inspect (form)
-  "Evaluate FORM and describe its value, as an inspector's first page."
+  "Evaluate FORM and inspect its value in *sly-agent-q inspector*.
+FORM is read in the buffer's package.  Each part of the value is a
+button that inspects it (see `sly-agent-q-inspector-mode')."
   (interactive (list (read-string "Inspect value of: " (sly-agent-q-lisp--symbol-at-point))))
   (sly-agent-q-lisp--check-balanced form)
-  (sly-agent-q-lisp--call "evaluate_lisp"
-                          (sly-agent-q-lisp--package-arguments
-                           (list :code (format "(describe (progn %s))" form)))
-                          (lambda (result) (sly-agent-q-lisp--show-in "*sly-agent-q inspect*" result))))
+  (sly-agent-q-inspector-show (format "(progn %s)" form)
+                              (plist-get (sly-agent-q-lisp--package-arguments nil) :package)))
 
 (defun sly-agent-q-switch-to-repl ()
   "Switch to the REPL on the same Lisp session, starting it if needed.

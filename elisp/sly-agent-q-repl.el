@@ -137,16 +137,16 @@ evaluation JOB, whose values the session keeps (`agent-q::repl-value')."
                               'help-echo "mouse-2, RET: inspect this value")))
         (setq index (1+ index) starts (cdr starts))))))
 
-(declare-function sly-agent-q-inspect "sly-agent-q-lisp-mode" (form))
+(declare-function sly-agent-q-inspector-show "sly-agent-q-inspector" (code &optional package))
 
 (defun sly-agent-q-repl-inspect-value (job index)
   "Inspect the INDEXth value (from 0) of the REPL evaluation JOB.
-The session keeps the values of the REPL's last 100 evaluations.
-Inspecting is an evaluation of its own, made with `sly-agent-q-inspect'."
-  (require 'sly-agent-q-lisp-mode)
+The session keeps the values of the REPL's last 100 evaluations; the
+value opens in *sly-agent-q inspector* (see `sly-agent-q-inspector-mode')."
+  (require 'sly-agent-q-inspector)
   ;; The REPL's own call, not one the person typed: not in the audit log.
   (let ((sly-agent-q-call-origin sly-agent-q-ui-origin))
-    (sly-agent-q-inspect (format "(agent-q::repl-value %d %d)" job index))))
+    (sly-agent-q-inspector-show (format "(agent-q::repl-value %d %d)" job index))))
 
 (defun sly-agent-q-repl--inspect-button (button)
   "Inspect the value BUTTON stands for."

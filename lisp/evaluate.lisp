@@ -168,10 +168,12 @@ are CODE's forms already read (an agent's one form, read to be vetted)."
                (xref-note form)
                ;; A DEFUN goes to the background native compiler (tiering.lisp).
                (tiering-note form)
-               ;; The REPL's history, as a listener keeps it.
-               (setf +++ ++ ++ + + form
-                     /// // // / / values
-                     *** ** ** * * (first values))))
+               ;; The REPL's history, as a listener keeps it; the
+               ;; inspector's own look-ups leave it alone.
+               (unless (and (consp form) (eq (car form) 'inspector-page-for-emacs))
+                 (setf +++ ++ ++ + + form
+                       /// // // / / values
+                       *** ** ** * * (first values)))))
     (values (values-text values any output-limit) *package* values)))
 
 (defun load-source (file)

@@ -258,17 +258,17 @@ Return where the answer starts."
         (should (equal (mapcar (lambda (b) (buffer-substring-no-properties (button-start b) (button-end b))) buttons)
                        '("(1 2)" "\"two\"")))
         ;; `*' is the first value; clicking the second inspects it.
-        (when (get-buffer "*sly-agent-q inspect*") (kill-buffer "*sly-agent-q inspect*"))
+        (when (get-buffer "*sly-agent-q inspector*") (kill-buffer "*sly-agent-q inspector*"))
         (push-button (button-start (cadr buttons)))
-        (should (agentq-output-wait (lambda () (get-buffer "*sly-agent-q inspect*"))))
-        (with-current-buffer "*sly-agent-q inspect*"
+        (should (agentq-output-wait (lambda () (get-buffer "*sly-agent-q inspector*"))))
+        (with-current-buffer "*sly-agent-q inspector*"
           (should (string-match-p "\"two\"" (buffer-string)))
           (should-not (string-match-p "ERROR" (buffer-string))))
         ;; The first value, a list.
-        (kill-buffer "*sly-agent-q inspect*")
+        (kill-buffer "*sly-agent-q inspector*")
         (push-button (button-start (car buttons)))
-        (should (agentq-output-wait (lambda () (get-buffer "*sly-agent-q inspect*"))))
-        (with-current-buffer "*sly-agent-q inspect*"
+        (should (agentq-output-wait (lambda () (get-buffer "*sly-agent-q inspector*"))))
+        (with-current-buffer "*sly-agent-q inspector*"
           (should (string-match-p "(1 2)" (buffer-string)))
           (should-not (string-match-p "ERROR" (buffer-string))))))
     ;; Values the session no longer keeps say so.
