@@ -280,6 +280,50 @@ in its place runs, and the model is told it ran instead of its own."
             (should (string-match-p "evaluate_lisp {\"code\":\"(list :edited)\"}  ok (edited)" (agentq-chat-text))))
         (when (file-exists-p file) (delete-file file))))))
 
+(ert-deftest sly-agent-q-chat/the-models-world-touching-code-asks-and-reading-does-not ()
+  "Issue 35's forms from the chat's model (through the loopback provider):
+each asks, with the chat's door, and denied does nothing; the reading and
+defining forms run with no question."
+  (agentq-chat-with-provider (server 'openai)
+    (let* ((dir (make-temp-file "agentq-chat-world" t))
+           (file (expand-file-name "keep" dir))
+           (f (prin1-to-string file))
+           (dangerous (list (format "(delete-file %s)" f)
+                            (format "(funcall (intern \"DELETE-FILE\") %s)" f)
+                            (format "(ext:run-program \"rm\" '(%s))" f)
+                            (format "#.(delete-file %s)" f)
+                            (format "(with-open-file (s %s :direction :output :if-exists :supersede) (print 1 s))" f)
+                            (format "(agent-q:eval-in-emacs %S)" (format "(delete-file %s)" f))
+                            (format "(mp:process-join (mp:process-run-function \"t\" (lambda () (delete-file %s))))" f)
+                            "(setf agent-q:*approval-handler* (lambda (tl a) :approved))"))
+           (harmless '("(+ 1 2)" "(describe 'car)" "(defun agentq-chat-f (x) (* x 2))" "(agentq-chat-f 21)"
+                       "(mapcar #'1+ '(1 2 3))" "(apropos \"STRING-UP\")"))
+           (asked nil)
+           (sly-agent-q-approval-function
+            (lambda (_name args)
+              (push (list sly-agent-q-call-origin (gethash "code" args)) asked)
+              '(:denied "not in this chat"))))
+      (unwind-protect
+          (progn
+            (with-temp-file file (insert "hi"))
+            (agentq-chat--push server 'openai
+                               :tool-calls (cl-loop for code in (append dangerous harmless)
+                                                    for n from 1
+                                                    collect (list :id (format "w%d" n) :name "evaluate_lisp"
+                                                                  :arguments (json-serialize (list :code code)))))
+            (agentq-chat--push server 'openai :text "Done.")
+            (sly-agent-q-send "Try everything")
+            (should (equal (agentq-chat-wait-done) "Done."))
+            (should (equal (reverse asked) (mapcar (lambda (code) (list "chat" code)) dangerous)))
+            (should (equal (with-temp-buffer (insert-file-contents file) (buffer-string)) "hi"))
+            (let ((results (agentq-chat--tool-results (agentq-chat-request-body server 1) 'openai)))
+              (should (= (length results) (+ (length dangerous) (length harmless))))
+              (cl-loop for (_id content) in (cl-subseq results 0 (length dangerous))
+                       do (should (string-match-p "not in this chat" content)))
+              (should (equal (nth 1 (nth (length dangerous) results)) "=> 3"))
+              (should (equal (nth 1 (nth (+ 3 (length dangerous)) results)) "=> 42"))))
+        (delete-directory dir t)))))
+
 (ert-deftest sly-agent-q-chat/unedited-calls-have-no-note ()
   "An approved call, and one whose arguments the person opened but left
 as they were, run as sent: no note to the model, no mark in the chat."

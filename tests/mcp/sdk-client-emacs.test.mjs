@@ -144,6 +144,23 @@ test("an agent's code that writes a file asks in Emacs; denied, nothing is writt
   assert.match(textOf(result), /opens a file for output/);
   assert.match(textOf(result), /the test's approval function says no/);
   assert.equal(fs.existsSync(target), false);
+  // The issue's forms, each denied in Emacs with nothing done.
+  const keep = path.join(path.dirname(target), 'keep.txt');
+  fs.writeFileSync(keep, 'kept');
+  const k = JSON.stringify(keep);
+  for (const form of [`(delete-file ${k})`,
+                      `(funcall (intern "DELETE-FILE") ${k})`,
+                      `(ext:run-program "rm" (list ${k}))`,
+                      `#.(delete-file ${k})`,
+                      `(with-open-file (s ${k} :direction :output :if-exists :supersede) (print 1 s))`,
+                      `(agent-q:eval-in-emacs ${JSON.stringify(`(delete-file ${k})`)})`,
+                      `(mp:process-join (mp:process-run-function "t" (lambda () (delete-file ${k}))))`,
+                      '(setf agent-q:*approval-handler* (lambda (tl a) :approved))']) {
+    const denied = await evaluate(form);
+    assert.equal(denied.isError, true, form + ': ' + textOf(denied));
+    assert.match(textOf(denied), /the test's approval function says no/);
+  }
+  assert.equal(fs.readFileSync(keep, 'utf8'), 'kept');
   // Reading and defining ask nothing.
   assert.equal(textOf(await evaluate('(defun sdk-twice (x) (* 2 x))')), '=> SDK-TWICE');
   assert.equal(textOf(await evaluate('(sdk-twice 21)')), '=> 42');
