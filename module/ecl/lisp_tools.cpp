@@ -85,12 +85,16 @@ Parameter parameter(cl_object plist, const std::string& tool) {
 
 // Who runs a job of TOOL: the tool's timeout and output limit, with the
 // runtime's defaults.
-ToolOutput run_lisp_job(const std::string& tool, const json& arguments, CallContext& context) {
+ToolOutput run_lisp_job(const std::string& tool, const json& arguments, CallContext& context,
+                        bool dangerous = false) {
   const EvaluateSettings& settings = evaluate_settings();
   EvalRequest request;
   request.tool = tool;
   // Lisp's hooks are the person's code (installed by them), whoever called.
   request.agent = tool != kHooksJob && !context.user_origin();
+  // A dangerous tool runs only once approved (the executor asked): what
+  // its handler does is what the person said yes to.
+  request.approved = dangerous;
   request.arguments = arguments;
   request.timeout = to_timeout(settings.default_timeout_s.load());
   request.output_limit = settings.output_limit.load();
@@ -99,9 +103,9 @@ ToolOutput run_lisp_job(const std::string& tool, const json& arguments, CallCont
 }
 
 // The handler of a Lisp-handled tool: each call is a job named TOOL.
-Handler lisp_job_handler(std::string tool) {
-  return [tool = std::move(tool)](const json& arguments, CallContext& context) {
-    return run_lisp_job(tool, arguments, context);
+Handler lisp_job_handler(std::string tool, bool dangerous = false) {
+  return [tool = std::move(tool), dangerous](const json& arguments, CallContext& context) {
+    return run_lisp_job(tool, arguments, context, dangerous);
   };
 }
 
@@ -139,7 +143,7 @@ cl_object define_tool(cl_object name, cl_object description, cl_object parameter
       tool.safety_level = *parsed;
       tool.categories = names(categories, ":categories");
       tool.kind = HandlerKind::Lisp;
-      tool.handler = lisp_job_handler(tool.name);
+      tool.handler = lisp_job_handler(tool.name, tool.safety_level == SafetyLevel::Dangerous);
       if (register_it == ECL_NIL)
         validate_tool_definition(tool);
       else

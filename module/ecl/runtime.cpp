@@ -562,7 +562,7 @@ cl_object next_job() {
   if (job->output || t_output) t_output = job->output;  // no reference counting per usual job
   cl_env_ptr env = ecl_process_env();
   const EvalRequest& request = job->request;
-  set_current_origin(request.agent ? Origin::Agent : Origin::User);
+  set_current_origin(!request.agent ? Origin::User : request.approved ? Origin::ApprovedAgent : Origin::Agent);
   std::size_t heap_limit = impl.pending_heap_limit.exchange(0);
   const bool evaluation = request.tool.empty();
   cl_object id = ecl_make_unsigned_integer(job->id);

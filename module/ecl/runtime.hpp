@@ -40,6 +40,9 @@ struct EvalRequest {
   // An agent's job (not CallContext::user_origin): its code is read before
   // it runs and its world-touching steps ask (ecl/job_origin.hpp).
   bool agent = false;
+  // An agent's call the person approved (a dangerous tool's, asked by the
+  // executor): it runs as the person's.
+  bool approved = false;
 };
 
 struct EvalOutcome {
