@@ -71,6 +71,7 @@ set_target_properties(sly-agent-q-core PROPERTIES
   OUTPUT_NAME sly-agent-q-core
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 target_include_directories(sly-agent-q-core PRIVATE ${EMACS_MODULE_INCLUDE})
+target_compile_definitions(sly-agent-q-core PRIVATE AGENTQ_VERSION="${PROJECT_VERSION}")
 target_link_libraries(sly-agent-q-core PRIVATE agentq_ecl)
 target_link_options(sly-agent-q-core PRIVATE -Wl,--no-undefined)
 

@@ -1,5 +1,7 @@
 ;;; sly-agent-q-chat.el --- The agent chat: a conversation whose model calls our tools -*- lexical-binding: t; -*-
 
+;; Copyright (C) 2026 The sly-agent-q authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
 ;; This file is part of sly-agent-q; see sly-agent-q.el.
 
 ;;; Commentary:

@@ -1,5 +1,7 @@
 ;;; sly-agent-q-completion.el --- Symbol completion and eldoc from the live image -*- lexical-binding: t; -*-
 
+;; Copyright (C) 2026 The sly-agent-q authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
 ;; This file is part of sly-agent-q; see sly-agent-q.el.
 
 ;;; Commentary:

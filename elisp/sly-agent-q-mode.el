@@ -1,5 +1,7 @@
 ;;; sly-agent-q-mode.el --- The global minor mode, its keys and menu -*- lexical-binding: t; -*-
 
+;; Copyright (C) 2026 The sly-agent-q authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
 ;; This file is part of sly-agent-q; see sly-agent-q.el.
 
 ;;; Commentary:

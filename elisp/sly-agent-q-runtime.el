@@ -1,5 +1,7 @@
 ;;; sly-agent-q-runtime.el --- The module, its options and tool calls -*- lexical-binding: t; -*-
 
+;; Copyright (C) 2026 The sly-agent-q authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
 ;; This file is part of sly-agent-q; see sly-agent-q.el.
 
 ;;; Commentary:
@@ -25,7 +27,17 @@
 ;; the call fails with the message as its content, as written, where any
 ;; other error gives "Tool error: MESSAGE".
 
-(defconst sly-agent-q--module-version "sly-agent-q-module 0.1.0 abi 12"
+(defconst sly-agent-q-version
+  (eval-when-compile
+    (with-temp-buffer
+      (insert-file-contents
+       (expand-file-name "sly-agent-q.el"
+                         (file-name-directory (or load-file-name byte-compile-current-file buffer-file-name))))
+      (re-search-forward "^;; Version: *\\([0-9.]+\\)")
+      (match-string 1)))
+  "The version of sly-agent-q: the Version header of sly-agent-q.el.")
+
+(defconst sly-agent-q--module-version (concat "sly-agent-q-module " sly-agent-q-version " abi 13")
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory

@@ -1,9 +1,20 @@
 ;;; sly-agent-q.el --- AI coding agent tools for Common Lisp, in-process -*- lexical-binding: t; -*-
 
+;; Copyright (C) 2026 The sly-agent-q authors
+;; Author: The sly-agent-q authors
+;; Maintainer: The sly-agent-q authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
 ;; Version: 0.1.0
 ;; Package-Requires: ((emacs "28.1"))
 ;; Keywords: lisp, tools
 ;; URL: https://github.com/sly-agent-q/sly-agent-q
+
+;; This program is free software: you can redistribute it and/or modify
+;; it under the terms of the GNU General Public License as published by
+;; the Free Software Foundation, either version 3 of the License, or (at
+;; your option) any later version.  It is distributed WITHOUT ANY
+;; WARRANTY; see the GNU General Public License (LICENSE in this
+;; repository, or <https://www.gnu.org/licenses/>) for more details.
 
 ;;; Commentary:
 

@@ -30,9 +30,10 @@ namespace agentq::emacs {
 
 namespace {
 
-// Bumped when the Elisp ⇄ module interface changes; the Elisp side refuses
-// a module of another version (a stale build).
-constexpr const char* kModuleVersion = "sly-agent-q-module 0.1.0 abi 12";
+// The abi is bumped when the Elisp ⇄ module interface changes; the Elisp
+// side refuses a module of another version (a stale build).  The version
+// is the package's (CMake reads it from sly-agent-q.el).
+constexpr const char* kModuleVersion = "sly-agent-q-module " AGENTQ_VERSION " abi 13";
 
 app::Services& core() { return app::services(); }
 // For what looks tools up or lists them: the Lisp-defined tools are there.
