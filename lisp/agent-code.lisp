@@ -235,19 +235,19 @@ code): any other call is a macro, a special form or a plain call."
             (setf (gethash operator table) t))
           (setf (car cell) table)))))
 
+(defun vet-plain-call (operator form arguments)
+  "Walk FORM, a call of OPERATOR that the walk does not read specially: a
+special form's or a function's ARGUMENTS, a macro's expansion."
+  (when (world-entry operator) (note-operator operator form))
+  (cond ((special-operator-p operator) (vet-body arguments))
+        ((macro-function operator) (vet-expansion form))
+        (t (vet-body arguments))))
+
 (defun vet-call (operator form)
   (let ((arguments (if (listp (cdr form)) (cdr form) '())))
     (cond
       ((not (gethash operator (operators-read-specially)))
-       (cond ((special-operator-p operator)
-              (when (world-entry operator) (note-operator operator form))
-              (vet-body arguments))
-             ((macro-function operator)
-              (when (world-entry operator) (note-operator operator form))
-              (vet-expansion form))
-             (t
-              (when (world-entry operator) (note-operator operator form))
-              (vet-body arguments))))
+       (vet-plain-call operator form arguments))
       ((eq operator 'quote)
        (when (symbolp (first arguments))
          (when (world-entry (first arguments))
@@ -311,15 +311,7 @@ code): any other call is a macro, a special form or a plain call."
       ((member operator +definition-operators+)
        (let ((*deferred* t))
          (vet-expansion form)))
-      ((special-operator-p operator)
-       (when (world-entry operator) (note-operator operator form))
-       (vet-body arguments))
-      ((macro-function operator)
-       (when (world-entry operator) (note-operator operator form))
-       (vet-expansion form))
-      (t
-       (when (world-entry operator) (note-operator operator form))
-       (vet-body arguments)))))
+      (t (vet-plain-call operator form arguments)))))
 
 (defun vet-expansion (form)
   "Walk what macro FORM expands to.  An expansion that fails is left to the
