@@ -40,7 +40,7 @@
      ("KILLPID" "sends a signal to a process" nil) ("WAITPID" "waits for a process" nil)
      ("SPAWN-SUBPROCESS" "starts a process" nil) ("MAKE-PIPE" "makes a pipe" nil)
      ("MAKE-STREAM-FROM-FD" "opens a file descriptor" nil)
-     ("LOAD-FOREIGN-MODULE" "loads foreign code" nil) ("FIND-FOREIGN-SYMBOL" "calls foreign code" nil)
+     ("LOAD-FOREIGN-MODULE" "loads foreign code" t) ("FIND-FOREIGN-SYMBOL" "calls foreign code" nil)
      ("CALL-CFUN" "calls foreign code" nil) ("CATCH-SIGNAL" "changes signal handling" t)
      ("SET-SIGNAL-HANDLER" "changes signal handling" nil))
     ;; EXT:QUIT and EXT:EXIT are not here: they are refused whoever calls
@@ -558,5 +558,6 @@ OPERATION-REFUSED when denied."
   (guard-world-function 'si:system "runs a shell command" :command-argument 0)
   (guard-world-function 'si:run-program "runs a program" :command-argument 0)
   (guard-world-function 'eval-in-emacs "evaluates Emacs Lisp")
+  (guard-world-function 'si:load-foreign-module "loads foreign code" :path-argument 0)
   (dolist (name '(mp:process-run-function mp:process-preset))
     (guard-world-function name "starts a thread")))

@@ -156,6 +156,11 @@ nothing happens.  The approval handler an agent sets is not used for it."
       (should (= (length agentq-code-test-asked) 1))
       (should (string-match-p "while it runs" (car (cadr (car agentq-code-test-asked)))))
       (should (agentq-code-test-unchanged-p file))
+      ;; Loading a foreign library found the same way asks too.
+      (should (string-match-p "OPERATION-REFUSED"
+                              (agentq-test-eval-fails
+                               "(agentq-code-call (first (apropos-list \"LOAD-FOREIGN-MODULE\" :si)) \"/nonexistent/libx.so\")")))
+      (should (string-match-p "loads foreign code" (car (cadr (car agentq-code-test-asked)))))
       ;; A definition of the agent's that calls DELETE-FILE asks when it runs.
       (agentq-test-eval-ok "(defun agentq-code-cleanup (f) (delete-file f))")
       (agentq-test-eval-fails (format "(agentq-code-cleanup %S)" file))
