@@ -70,9 +70,7 @@ enum class JobState : int { Queued, Running, Done };
 enum class BootState : int { None, Booting, Running, Failed, Stopped };
 // Finalizer: the job's finalizers used up their budget (%FINALIZER-BUDGET);
 // it stops the running finalizer, not the job.
-// Break: the REPL's C-c C-c, which stops the evaluation in the REPL's
-// debugger with a CONTINUE restart instead of unwinding it.
-enum class Interrupt : int { Quit, Timeout, Cancel, Finalizer, Break };
+enum class Interrupt : int { Quit, Timeout, Cancel, Finalizer };
 
 // What an interactive evaluation wrote and its owner has not taken yet:
 // filled by the worker (%STREAM-OUTPUT), emptied by the owner's wait.
@@ -103,11 +101,6 @@ struct Job {
   // While the job's finalizers run: when their budget ends (steady clock,
   // ns since its epoch), 0 otherwise.  Set by the worker, read by the owner.
   std::atomic<std::int64_t> finalizer_deadline_ns{0};
-  // The REPL's C-c C-c (Runtime::break_job): when the owner next sends the
-  // break interrupt (steady clock, ns), until Lisp takes it (%BREAK-TAKEN);
-  // 0 when none waits.  Repeated: one landing where Lisp holds interrupts
-  // off, or before the job's debugger is set up, does nothing.
-  std::atomic<std::int64_t> break_due_ns{0};
 };
 
 // A request of Lisp code to the host (eval-in-emacs), answered by the job's
@@ -653,7 +646,6 @@ cl_object next_interrupt() {
   const char* name = why == Interrupt::Quit        ? "QUIT"
                      : why == Interrupt::Timeout   ? "TIMEOUT"
                      : why == Interrupt::Finalizer ? "FINALIZER"
-                     : why == Interrupt::Break     ? "BREAK"
                                                    : "CANCEL";
   // Build every object before filling env->values: interning sets values.
   cl_object reason = ecl_make_keyword(name);
@@ -902,18 +894,6 @@ cl_object host_answer(cl_object ticket, cl_object wait_ms) {
   env->values[2] = answer;
   env->nvalues = 3;
   return env->values[0];
-}
-
-// (%BREAK-TAKEN): the running job took the REPL's C-c C-c (it shows in the
-// debugger now): the owner stops sending it.
-cl_object break_taken() {
-  Runtime::Impl& impl = *g_impl;
-  if (!current_worker()) return one_value(ECL_NIL);
-  outside_lisp([&] {
-    std::lock_guard lock(impl.mutex);
-    if (impl.current) impl.current->break_due_ns.store(0, std::memory_order_release);
-  });
-  return one_value(ECL_NIL);
 }
 
 // (%FORGET-HOST-REQUEST ticket): the Lisp side stopped waiting.
@@ -1175,7 +1155,6 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%RUNTIME-THREAD-P", runtime_thread_p);
     define_lisp_function("%ASK-HOST", ask_host);
     define_lisp_function("%ASK-APPROVAL", ask_approval);
-    define_lisp_function("%BREAK-TAKEN", break_taken);
     define_origin_functions();
     define_lisp_function("%HOST-ANSWER", host_answer);
     define_lisp_function("%FORGET-HOST-REQUEST", forget_host_request);
@@ -1571,18 +1550,6 @@ bool Runtime::cancel(std::uint64_t job_id) {
   return true;
 }
 
-bool Runtime::break_job(std::uint64_t job_id) {
-  Impl& impl = *impl_;
-  {
-    std::lock_guard lock(impl.mutex);
-    if (!impl.current || impl.current->id != job_id || impl.current->state.load() == JobState::Done) return false;
-    // The owner's wait sends it now and again until Lisp takes it.
-    impl.current->break_due_ns.store(steady_ns(), std::memory_order_release);
-  }
-  impl.done_cv.notify_all();  // the owner may sleep in its wait
-  return true;
-}
-
 void Runtime::restart_worker() {
   ensure_booted();
   Impl& impl = *impl_;
@@ -1693,11 +1660,6 @@ EvalOutcome Runtime::evaluate(EvalRequest given, CallContext& context) {
     }
     // The finalizers' budget spent: stop the one running (again after
     // kInterruptRepeat, should the first interrupt find it in C code).
-    if (std::int64_t due = job->break_due_ns.load(std::memory_order_acquire);
-        due != 0 && steady_ns() >= due &&
-        job->break_due_ns.compare_exchange_strong(
-            due, due + std::chrono::duration_cast<std::chrono::nanoseconds>(kInterruptRepeat).count()))
-      impl.request_interrupt(job->id, Interrupt::Break);
     if (std::int64_t due = job->finalizer_deadline_ns.load(std::memory_order_acquire);
         due != 0 && steady_ns() >= due &&
         job->finalizer_deadline_ns.compare_exchange_strong(
