@@ -5,12 +5,12 @@
 ;; and prints "MEDIAN P10 P90" in microseconds.  bench/run.sh runs it in
 ;; several processes: a process keeps the scheduling it got at its start,
 ;; so one process alone can hide a slow mode.  SLY_AGENT_Q_BENCH_ORIGIN
-;; is the calls' `sly-agent-q-call-origin': unset, a call nobody marked (an
-;; agent's: its code is read first); "user", the person's (runs unread).
+;; is the calls' `sly-agent-q-call-origin': "user" (the default), the
+;; person's, whose code runs unread; "chat", an agent's, read first.
 
 (require 'sly-agent-q)
 
-(let* ((sly-agent-q-call-origin (getenv "SLY_AGENT_Q_BENCH_ORIGIN"))
+(let* ((sly-agent-q-call-origin (or (getenv "SLY_AGENT_Q_BENCH_ORIGIN") "user"))
        (call (list (list :id "p" :name "evaluate_lisp" :arguments (list :code "(+ 1 2)"))))
        (n 4000)
        (times nil))

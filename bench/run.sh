@@ -35,7 +35,7 @@ echo "== an agent's code is read before it runs: (+ 1 2) as an agent's call and 
 origin_runs=$(
   for _ in 1 2 3 4; do
     for origin in agent user; do
-      if [ "$origin" = user ]; then value=user; else value=; fi
+      if [ "$origin" = user ]; then value=user; else value=chat; fi
       line=$(SLY_AGENT_Q_BENCH_ORIGIN=$value emacs -Q --batch -L elisp -l bench/hot-process.el 2>/dev/null | tail -n 1)
       echo "$origin ${line:-failed}"
     done

@@ -10,6 +10,9 @@
 ;; marks show whether growth is steady or a one-off.
 
 (require 'sly-agent-q)
+;; The calls measured are the person's own (as from the REPL): an agent's
+;; code is read first, which bench/hot-process.el measures apart.
+(setq sly-agent-q-call-origin "user")
 
 (defvar sly-agent-q-soak-calls
   (let ((env (getenv "SLY_AGENT_Q_SOAK_CALLS"))) (if env (string-to-number env) 100000))
