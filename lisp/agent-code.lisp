@@ -6,7 +6,7 @@
 ;;;; evaluate commands, keys in Lisp buffers) or an agent's (the chat's
 ;;;; model, an MCP client, the Lisp API).  The person's code runs as typed.
 ;;;; An agent's code is first read with *READ-EVAL* off, macroexpanded and
-;;;; walked (CODE-FINDINGS): what touches the world (files opened for
+;;;; walked (READ-FINDINGS): what touches the world (files opened for
 ;;;; output, deleted or renamed, directories, processes, threads, sockets,
 ;;;; foreign code, Emacs, the runtime's internals and approval state) and
 ;;;; what cannot be read ahead (a computed call: EVAL, COMPILE, INTERN then
@@ -20,7 +20,7 @@
 ;;;; and ask at that moment, or refuse where nobody can be asked (a thread
 ;;;; the job started).  Threads and finalizers keep the origin of the code
 ;;;; that made them.  What is left to a determined adversary is said in
-;;;; README.md ("What the approvals enforce").
+;;;; README.md ("What an agent's code may do: approvals that hold").
 
 (in-package "AGENT-Q")
 
@@ -130,10 +130,8 @@ checked while it runs (GUARDED false)."
       (pushnew text *findings* :test #'string=))))
 
 (defun short-form (form)
-  (let ((*print-length* 4) (*print-level* 2) (*print-readably* nil) (*print-pretty* nil)
-        (*package* (find-package "CL-USER")))
-    (let ((text (prin1-to-string form)))
-      (if (> (length text) 80) (concatenate 'string (subseq text 0 77) "...") text))))
+  "FORM printed on one line for a finding, at most 80 characters."
+  (one-line-capped (printed form) 80))   ; introspection.lisp, repl-tools.lisp
 
 (defun constant-form-p (form)
   (or (and (atom form) (not (symbolp form)))
@@ -144,7 +142,8 @@ checked while it runs (GUARDED false)."
   (if (consp form) (second form) form))
 
 (defun note-operator (symbol form)
-  "A call (or a reference, FORM nil) of SYMBOL."
+  "A call (or a reference, FORM nil) of SYMBOL: a finding when SYMBOL
+touches the world (WORLD-ENTRY)."
   (let ((entry (world-entry symbol)))
     (when entry
       (destructuring-bind (what guarded) entry
@@ -156,13 +155,10 @@ checked while it runs (GUARDED false)."
                           guarded))))))
 
 (defun open-for-input-p (keys)
-  "True when OPEN's keyword arguments KEYS, all constant, only read."
-  (loop for (key value) on keys by #'cddr
-        always (and (keywordp key) (constant-form-p value)
-                    (case key
-                      (:direction (member (constant-value value) '(:input :probe)))
-                      (:if-does-not-exist (not (eq (constant-value value) :create)))
-                      (t t)))))
+  "True when OPEN's keyword argument forms KEYS, all constant, only read."
+  (and (loop for (key value) on keys by #'cddr
+             always (and (keywordp key) (constant-form-p value)))
+       (open-reads-only-p (mapcar #'constant-value keys))))
 
 (defun note-opaque (what form)
   (note-finding (format nil "cannot be read ahead: ~A (~A)" what (short-form form)) nil))
@@ -178,7 +174,7 @@ checked while it runs (GUARDED false)."
         ((and (consp operand) (eq (car operand) 'function)) (vet-form operand))
         ((and (consp operand) (eq (car operand) 'lambda)) (vet-form operand))
         ((lexical-variable-p operand) nil)
-        (t (note-opaque (format nil "a call of a computed function") form)
+        (t (note-opaque "a call of a computed function" form)
            (vet-form operand))))
 
 (defun vet-body (forms)
@@ -210,8 +206,7 @@ checked while it runs (GUARDED false)."
     (return-from vet-form))
   (cond ((symbolp form)
          (unless (or (keywordp form) (null form) (eq form t))
-           (when (world-entry form)
-             (note-operator form nil))
+           (note-operator form nil)
            (multiple-value-bind (expansion expanded) (ignore-errors (macroexpand-1 form))
              (when (and expanded (not (eq expansion form)))
                (vet-form expansion)))))
@@ -238,7 +233,7 @@ code): any other call is a macro, a special form or a plain call."
 (defun vet-plain-call (operator form arguments)
   "Walk FORM, a call of OPERATOR that the walk does not read specially: a
 special form's or a function's ARGUMENTS, a macro's expansion."
-  (when (world-entry operator) (note-operator operator form))
+  (note-operator operator form)
   (cond ((special-operator-p operator) (vet-body arguments))
         ((macro-function operator) (vet-expansion form))
         (t (vet-body arguments))))
@@ -250,11 +245,10 @@ special form's or a function's ARGUMENTS, a macro's expansion."
        (vet-plain-call operator form arguments))
       ((eq operator 'quote)
        (when (symbolp (first arguments))
-         (when (world-entry (first arguments))
-           (note-operator (first arguments) nil))))
+         (note-operator (first arguments) nil)))
       ((eq operator 'function)
        (let ((what (first arguments)))
-         (cond ((symbolp what) (when (world-entry what) (note-operator what nil)))
+         (cond ((symbolp what) (note-operator what nil))
                ((and (consp what) (member (car what) '(lambda ext:lambda-block)))
                 (if (eq (car what) 'lambda)
                     (vet-lambda (second what) (cddr what))
@@ -287,7 +281,7 @@ special form's or a function's ARGUMENTS, a macro's expansion."
       ((eq operator 'go))
       ((member operator '(setq psetq))
        (loop for (variable value) on arguments by #'cddr
-             do (when (and (symbolp variable) (world-entry variable))
+             do (when (symbolp variable)
                   (note-operator variable nil))
                 (vet-form value)))
       ((member operator '(funcall apply multiple-value-call))
@@ -296,7 +290,7 @@ special form's or a function's ARGUMENTS, a macro's expansion."
       ((eq operator 'set)
        (if (constant-form-p (first arguments))
            (let ((symbol (constant-value (first arguments))))
-             (when (and (symbolp symbol) (world-entry symbol)) (note-operator symbol nil)))
+             (when (symbolp symbol) (note-operator symbol nil)))
            (note-opaque "a variable chosen while it runs is set" form))
        (vet-body arguments))
       ((eq operator 'progv)
@@ -362,23 +356,10 @@ one form, nothing can run between the two readings to change the reader)."
     (values (reverse *findings*)
             (and whole (null *findings*) forms (null (cdr forms)) forms))))
 
-(defun code-findings (code package)
-  "What an agent's CODE (a string, read in PACKAGE) touches, as strings;
-second value as READ-FINDINGS's."
-  (read-findings code package))
-
 ;;; Asking the person
 
 (defvar *job-tool* "evaluate_lisp" "The tool of the running job, for the question.")
 (defvar *job-code* nil "The code of the running agent's job, for the question.")
-
-(defun await-host-answer (ticket)
-  "Wait for the host's answer to TICKET (see EVAL-IN-EMACS): (values OK TEXT)."
-  (unwind-protect
-       (loop
-         (multiple-value-bind (done ok answer) (%host-answer ticket 20)
-           (when done (return (values ok answer)))))
-    (%forget-host-request ticket)))
 
 (defun ask-about-code (tool arguments)
   "Ask whoever stands behind the running agent's job whether the call of
@@ -394,18 +375,10 @@ it is."
     (if (null ticket)
         (list :refused "Denied: nobody can be asked from here (a thread the agent's code started, or a job nobody waits for).")
         (multiple-value-bind (ok text) (await-host-answer ticket)
-          (let ((answer (and ok (ignore-errors
-                                 (with-standard-io-syntax
-                                   (let ((*read-eval* nil)) (values (read-from-string text))))))))
-            (cond ((equal answer "approved") :approved)
-                  ((and (consp answer) (equal (car answer) "modified") (stringp (cdr answer)))
-                   (list :modified (cdr answer)))
-                  ((and (consp answer) (equal (car answer) "refused") (stringp (cdr answer)))
-                   (list :refused (cdr answer)))
-                  ((and (consp answer) (equal (car answer) "denied") (stringp (cdr answer)))
-                   (list :denied (cdr answer)))
-                  (ok (list :denied nil))
-                  (t (list :refused (format nil "Denied: the approval question could not be asked (~A)." text)))))))))
+          (if ok
+              (let ((decision (approval-decision (ignore-errors (read-printed-elisp text)))))
+                (if (eq decision :denied) (list :denied nil) decision))
+              (list :refused (format nil "Denied: the approval question could not be asked (~A)." text)))))))
 
 (defun denial-text (decision findings)
   (let ((list (format nil "~{~%  - ~A~}" findings)))
@@ -427,7 +400,7 @@ person's own jobs, and an agent's job already approved, run unread."
                           (and (live-package-p *session-package*) *session-package*)
                           (find-package "CL-USER")))
              (findings nil) (forms nil))
-        (multiple-value-setq (findings forms) (code-findings code package))
+        (multiple-value-setq (findings forms) (read-findings code package))
         (when (and (null findings) (%ask-before-agent-code-p))
           (setf findings (list "runs code (you asked to approve every evaluation from an agent: sly-agent-q-ask-before-agent-code)")))
         (if (null findings)
@@ -510,10 +483,12 @@ OPERATION-REFUSED when denied."
                          (:modified "an edit cannot change code that already runs; denied.")
                          (t (format nil "the user denied it~@[: ~A~]." (second decision)))))))))
 
-(defun guard-world-function (symbol what &key path-argument command-argument output-check)
-  "Replace SYMBOL's function with one that calls CHECK-WORLD-OPERATION first."
+(defun guard-world-function (symbol &key path-argument command-argument output-check)
+  "Replace SYMBOL's function with one that calls CHECK-WORLD-OPERATION
+first, saying what it does as +WORLD-FUNCTIONS+ does."
   (when (and symbol (fboundp symbol) (not (macro-function symbol)) (not (special-operator-p symbol)))
     (let ((original (fdefinition symbol))
+          (what (first (world-entry symbol)))
           (name (format nil "~S" symbol))
           (si:*ignore-package-locks* t))
       (setf (fdefinition symbol)
@@ -525,9 +500,10 @@ OPERATION-REFUSED when denied."
               (apply original arguments))))))
 
 (defun open-writes-p (arguments)
-  (not (open-for-input-p-values (rest arguments))))
+  (not (open-reads-only-p (rest arguments))))
 
-(defun open-for-input-p-values (keys)
+(defun open-reads-only-p (keys)
+  "True when OPEN's keyword arguments KEYS (values) only read."
   (loop for (key value) on keys by #'cddr
         always (case key
                  (:direction (member value '(:input :probe)))
@@ -546,18 +522,12 @@ OPERATION-REFUSED when denied."
 
 (defun install-world-guards ()
   "Make the world-touching functions check the running job's origin."
-  (guard-world-function 'delete-file "deletes a file" :path-argument 0)
-  (guard-world-function 'rename-file "renames a file" :path-argument 0)
-  (guard-world-function 'ensure-directories-exist "creates directories" :path-argument 0)
-  (guard-world-function 'open "opens a file for output" :path-argument 0 :output-check #'open-writes-p)
-  (guard-world-function 'si:mkdir "creates a directory" :path-argument 0)
-  (guard-world-function 'si:rmdir "removes a directory" :path-argument 0)
-  (guard-world-function 'si:chdir "changes the process's directory")
-  (guard-world-function 'si:setenv "changes the process's environment")
-  (guard-world-function 'si:copy-file "copies a file" :path-argument 1)
-  (guard-world-function 'si:system "runs a shell command" :command-argument 0)
-  (guard-world-function 'si:run-program "runs a program" :command-argument 0)
-  (guard-world-function 'eval-in-emacs "evaluates Emacs Lisp")
-  (guard-world-function 'si:load-foreign-module "loads foreign code" :path-argument 0)
-  (dolist (name '(mp:process-run-function mp:process-preset))
-    (guard-world-function name "starts a thread")))
+  (dolist (name '(delete-file rename-file ensure-directories-exist si:mkdir si:rmdir
+                  si:load-foreign-module))
+    (guard-world-function name :path-argument 0))
+  (guard-world-function 'open :path-argument 0 :output-check #'open-writes-p)
+  (guard-world-function 'si:copy-file :path-argument 1)
+  (dolist (name '(si:system si:run-program))
+    (guard-world-function name :command-argument 0))
+  (dolist (name '(si:chdir si:setenv eval-in-emacs mp:process-run-function mp:process-preset))
+    (guard-world-function name)))

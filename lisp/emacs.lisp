@@ -70,11 +70,16 @@ the evaluation.  Only the evaluation's own thread may ask."
       (error 'emacs-error
              :message "no Emacs caller is waiting for this evaluation (only the evaluation's own thread, ~
                        in a call made from Emacs, may ask Emacs)"))
-    (unwind-protect
-         (loop
-           (multiple-value-bind (done ok answer) (%host-answer ticket 20)
-             (when done
-               (if ok
-                   (return answer)
-                   (error 'emacs-error :message answer)))))
-      (%forget-host-request ticket))))
+    (multiple-value-bind (ok answer) (await-host-answer ticket)
+      (if ok
+          answer
+          (error 'emacs-error :message answer)))))
+
+(defun await-host-answer (ticket)
+  "Wait for the host's answer to TICKET (%ASK-HOST, %ASK-APPROVAL):
+\(values OK TEXT).  C-g and the time limit still reach the job meanwhile."
+  (unwind-protect
+       (loop
+         (multiple-value-bind (done ok answer) (%host-answer ticket 20)
+           (when done (return (values ok answer)))))
+    (%forget-host-request ticket)))

@@ -152,10 +152,26 @@ names."
 (defun ask-emacs (form)
   "Evaluate FORM, Emacs Lisp text, in the Emacs that waits for this job and
 read the value it prints.  Signals EMACS-ERROR, also when no Emacs waits."
-  (let ((printed (eval-in-emacs form)))
-    (with-standard-io-syntax
-      (let ((*read-eval* nil))
-        (values (read-from-string printed))))))
+  (read-printed-elisp (eval-in-emacs form)))
+
+(defun read-printed-elisp (printed)
+  "The value Emacs PRINTED, read as Lisp data (strings, lists, numbers)."
+  (with-standard-io-syntax
+    (let ((*read-eval* nil))
+      (values (read-from-string printed)))))
+
+(defun approval-decision (answer)
+  "What an approval function's ANSWER, as sly-agent-q--approve-for-lisp
+and sly-agent-q--approve-agent-code print it and Lisp reads it, decides:
+:APPROVED, (:MODIFIED TEXT), (:DENIED REASON), (:REFUSED TEXT) — a
+denial to show as it is — or :DENIED for anything else."
+  (cond ((equal answer "approved") :approved)
+        ((and (consp answer) (stringp (cdr answer))
+              (member (car answer) '("modified" "denied" "refused") :test #'equal))
+         (list (cdr (assoc (car answer) '(("modified" . :modified) ("denied" . :denied) ("refused" . :refused))
+                           :test #'equal))
+               (cdr answer)))
+        (t :denied)))
 
 (defun emacs-hooks-p ()
   (ignore-errors (ask-emacs "(and sly-agent-q-tool-execution-functions t)")))
@@ -163,15 +179,14 @@ read the value it prints.  Signals EMACS-ERROR, also when no Emacs waits."
 (defun emacs-approval (name arguments-json)
   "The Emacs approval function's decision: :APPROVED, :DENIED or
 \(:MODIFIED-JSON TEXT).  Without an Emacs to ask, :DENIED."
-  (let ((answer (handler-case (ask-emacs (format nil "(sly-agent-q--approve-for-lisp ~A ~A)"
-                                                 (elisp-text name) (elisp-text arguments-json)))
-                  (emacs-error () nil))))
-    (cond ((equal answer "approved") :approved)
-          ((and (consp answer) (equal (car answer) "modified") (stringp (cdr answer)))
-           (list :modified-json (cdr answer)))
-          ((and (consp answer) (equal (car answer) "denied") (stringp (cdr answer)))
-           (list :denied (cdr answer)))
-          (t :denied))))
+  (let ((decision (approval-decision
+                   (handler-case (ask-emacs (format nil "(sly-agent-q--approve-for-lisp ~A ~A)"
+                                                    (elisp-text name) (elisp-text arguments-json)))
+                     (emacs-error () nil)))))
+    (case (and (consp decision) (first decision))
+      (:modified (list :modified-json (second decision)))
+      (:refused :denied)                 ; sly-agent-q--approve-for-lisp never answers it
+      (t decision))))
 
 (defun run-emacs-hooks (phase name arguments-json result)
   (ignore-errors

@@ -58,14 +58,9 @@
     object))
 
 (defun short-print (object &optional (limit 200))
-  "OBJECT printed on one line, at most LIMIT characters."
-  (let ((text (handler-case
-                  (let ((*print-length* 20) (*print-level* 3) (*print-lines* 1)
-                        (*print-circle* t) (*print-readably* nil) (*print-pretty* nil))
-                    (prin1-to-string object))
-                (error () (format nil "#<~A, unprintable>" (type-of object))))))
-    (let ((text (substitute #\Space #\Newline text)))
-      (if (> (length text) limit) (concatenate 'string (subseq text 0 (- limit 3)) "...") text))))
+  "OBJECT printed on one line from the current package, at most LIMIT
+characters."
+  (one-line-capped (printed object *package*) limit))   ; introspection.lisp, repl-tools.lisp
 
 (defun unbound-part ()
   "The value of a part that is an unbound slot (a marker of ours)."

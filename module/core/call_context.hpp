@@ -72,9 +72,10 @@ class CallContext {
 
   // Asks whoever stands behind the call whether an agent's code may touch
   // the world: FORM is the Emacs Lisp approval question
-  // (sly-agent-q--approve-for-lisp …); the answer's text is what it printed
-  // ("approved", ("denied" . REASON), ("modified" . JSON), or ("refused" .
-  // TEXT) for a denial to be shown as it is).  By default Emacs is asked.
+  // (sly-agent-q--approve-agent-code …); the answer's text is what it
+  // printed ("approved", ("denied" . REASON), ("modified" . CODE), or
+  // ("refused" . TEXT) for a denial to be shown as it is).  By default
+  // Emacs is asked.
   virtual HostAnswer approve_in_host(const std::string& form) { return eval_in_host(form); }
 };
 

@@ -26,7 +26,7 @@ Origin current_origin();
 void set_current_origin(Origin origin);
 
 // True when ANSWER, the text Emacs printed for an approval question
-// (sly-agent-q--approve-for-lisp), lets the call go on: "approved" or a
+// (sly-agent-q--approve-agent-code), lets the call go on: "approved" or a
 // modification.
 bool approval_grants(std::string_view answer);
 

@@ -20,6 +20,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 
 import { recordMessages } from './record-messages.mjs';
+import { worldTouchingForms } from './world-forms.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../..');
@@ -147,15 +148,7 @@ test("an agent's code that writes a file asks in Emacs; denied, nothing is writt
   // The issue's forms, each denied in Emacs with nothing done.
   const keep = path.join(path.dirname(target), 'keep.txt');
   fs.writeFileSync(keep, 'kept');
-  const k = JSON.stringify(keep);
-  for (const form of [`(delete-file ${k})`,
-                      `(funcall (intern "DELETE-FILE") ${k})`,
-                      `(ext:run-program "rm" (list ${k}))`,
-                      `#.(delete-file ${k})`,
-                      `(with-open-file (s ${k} :direction :output :if-exists :supersede) (print 1 s))`,
-                      `(agent-q:eval-in-emacs ${JSON.stringify(`(delete-file ${k})`)})`,
-                      `(mp:process-join (mp:process-run-function "t" (lambda () (delete-file ${k}))))`,
-                      '(setf agent-q:*approval-handler* (lambda (tl a) :approved))']) {
+  for (const form of worldTouchingForms(keep)) {
     const denied = await evaluate(form);
     assert.equal(denied.isError, true, form + ': ' + textOf(denied));
     assert.match(textOf(denied), /the test's approval function says no/);

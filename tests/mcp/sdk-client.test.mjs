@@ -19,6 +19,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 import { recordMessages } from './record-messages.mjs';
+import { worldTouchingForms } from './world-forms.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(here, '../../build/sly-agent-q-mcp');
@@ -152,16 +153,7 @@ test("evaluate_lisp: an agent's code that touches the world is denied headless, 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentq-sdk-headless-'));
   const target = path.join(dir, 'keep.txt');
   fs.writeFileSync(target, 'kept');
-  const f = JSON.stringify(target);
-  // The issue's forms, each aimed at the file.
-  for (const code of [`(delete-file ${f})`,
-                      `(funcall (intern "DELETE-FILE") ${f})`,
-                      `(ext:run-program "rm" (list ${f}))`,
-                      `#.(delete-file ${f})`,
-                      `(with-open-file (s ${f} :direction :output :if-exists :supersede) (print 1 s))`,
-                      `(agent-q:eval-in-emacs ${JSON.stringify(`(delete-file ${f})`)})`,
-                      `(mp:process-join (mp:process-run-function "t" (lambda () (delete-file ${f}))))`,
-                      '(setf agent-q:*approval-handler* (lambda (tl a) :approved))']) {
+  for (const code of worldTouchingForms(target)) {
     const result = await evaluate(code);
     assert.equal(result.isError, true, textOf(result));
     assert.match(textOf(result), /--allow-dangerous/);
