@@ -315,6 +315,14 @@ evaluation, which fails the same way."
         (error () (values nil nil)))
     (when expanded (vet-form expansion))))
 
+(defun stop-reading (condition)
+  "The handler of READ-FINDINGS: an error while reading or walking ends the
+reading (the evaluation meets the same error and reports it); a reader
+error that was a #. under *READ-EVAL* nil is a finding."
+  (when (and (typep condition 'reader-error) (search "#." (princ-to-string condition)))
+    (note-finding "evaluates code while it is read (#.)" nil))
+  (throw '%reading-stopped nil))
+
 (defun read-findings (code package)
   "Read CODE's forms in PACKAGE as the evaluation will (an IN-PACKAGE
 switches; a DEFPACKAGE read ahead makes a stand-in package for what
@@ -327,7 +335,11 @@ one form, nothing can run between the two readings to change the reader)."
         (forms '()) (whole nil))
     (unwind-protect
          (with-input-from-string (in code)
-           (handler-case
+           (catch '%reading-stopped
+             ;; (HANDLER-BIND ((ERROR #'STOP-READING)) …) with its cluster
+             ;; made once: an agent's every call comes through here.
+             (let ((si:*handler-clusters* (cons (load-time-value (list (cons 'error #'stop-reading)))
+                                                si:*handler-clusters*)))
                (loop
                  (let ((form (read in nil eof)))
                    (when (eq form eof)
@@ -346,11 +358,7 @@ one form, nothing can run between the two readings to change the reader)."
                               (push (make-package name :use (or uses '("COMMON-LISP"))) stand-ins)))))
                        (in-package
                         (let ((next (ignore-errors (find-package (string (second form))))))
-                          (if next (setf *package* next) (return))))))))
-             (reader-error (condition)
-               (when (search "#." (princ-to-string condition))
-                 (note-finding "evaluates code while it is read (#.)" nil)))
-             (error () nil)))
+                          (if next (setf *package* next) (return)))))))))))
       (when stand-ins
         (dolist (package stand-ins) (ignore-errors (delete-package package)))))
     (values (reverse *findings*)

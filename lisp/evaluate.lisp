@@ -154,26 +154,30 @@ these too)."
 effect before the next form is read.  Returns the => text of the last
 form's values and the package in force at the end.  FORMS, when given,
 are CODE's forms already read (an agent's one form, read to be vetted)."
-  (let ((values '()) (any nil) (eof '#:eof))
-    (with-input-from-string (in (if forms "" code))
-      (loop for form = (if forms (if (eq forms eof) eof (prog1 (car forms) (setf forms (or (cdr forms) eof))))
-                           (read in nil eof))
-            until (eq form eof)
-            do (setf - form
-                     values (if *repl-debugger*
-                                (repl-eval-form form) ; debugger.lisp: with restarts
-                                (multiple-value-list (eval-form form)))
-                     any t)
-               ;; Definitions go into the who-calls index (xref.lisp).
-               (xref-note form)
-               ;; A DEFUN goes to the background native compiler (tiering.lisp).
-               (tiering-note form)
-               ;; The REPL's history, as a listener keeps it; the
-               ;; inspector's own look-ups leave it alone.
-               (unless (and (consp form) (eq (car form) 'inspector-page-for-emacs))
-                 (setf +++ ++ ++ + + form
-                       /// // // / / values
-                       *** ** ** * * (first values)))))
+  (let ((values '()) (any nil))
+    (flet ((run (form)
+             (setf - form
+                   values (if *repl-debugger*
+                              (repl-eval-form form) ; debugger.lisp: with restarts
+                              (multiple-value-list (eval-form form)))
+                   any t)
+             ;; Definitions go into the who-calls index (xref.lisp).
+             (xref-note form)
+             ;; A DEFUN goes to the background native compiler (tiering.lisp).
+             (tiering-note form)
+             ;; The REPL's history, as a listener keeps it; the
+             ;; inspector's own look-ups leave it alone.
+             (unless (and (consp form) (eq (car form) 'inspector-page-for-emacs))
+               (setf +++ ++ ++ + + form
+                     /// // // / / values
+                     *** ** ** * * (first values)))))
+      (if forms
+          (dolist (form forms) (run form)) ; no string stream to make: ~0.7 us
+          (with-input-from-string (in code)
+            (loop with eof = '#:eof
+                  for form = (read in nil eof)
+                  until (eq form eof)
+                  do (run form)))))
     (values (values-text values any output-limit) *package* values)))
 
 (defun load-source (file)
