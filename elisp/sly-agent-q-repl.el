@@ -163,11 +163,11 @@ value opens in *sly-agent-q inspector* (see `sly-agent-q-inspector-mode')."
     (point)))
 
 (defconst sly-agent-q-repl--no-continue
-  "; The evaluation was unwound: this runtime interrupts an evaluation by
-; aborting it (its watchdog throws out of the job), so it cannot be
-; continued; the debugger shows the interrupt with ABORT only.
+  "; The evaluation was unwound (it was in the debugger already, or held
+; interrupts off): it cannot be continued; the debugger shows the
+; interrupt with ABORT only.
 "
-  "What the REPL says after \\[sly-agent-q-repl-interrupt] interrupted an evaluation.")
+  "What the REPL says after \\[sly-agent-q-repl-interrupt] aborted an evaluation.")
 
 (defun sly-agent-q-repl--result (result job)
   "Insert RESULT of the REPL evaluation JOB, then a fresh prompt.
@@ -236,19 +236,25 @@ What it prints comes as it prints it."
            (comint-send-input))
           (t (newline-and-indent)))))
 
+(declare-function sly-agent-q--module-break "sly-agent-q-module" (job))
+
 (defun sly-agent-q-repl-interrupt ()
-  "Interrupt the REPL's evaluation; the session keeps its definitions.
-The interrupt aborts the evaluation (it cannot be continued), then shows
-in the debugger, as SLY's does; not when the evaluation already waited
-in the debugger, which the interrupt closes."
+  "Interrupt the REPL's evaluation, as SLY's C-c C-c does.
+The evaluation stops where it is and shows in the debugger, with
+CONTINUE (it goes on from there) and ABORT (back to the prompt; the
+session keeps its definitions).  When it already waits in the debugger,
+or an earlier \\[sly-agent-q-repl-interrupt] found no place to stop it (the
+evaluation holds interrupts off), the interrupt aborts it."
   (interactive)
   (let ((job sly-agent-q-repl--job)
         (in-debugger (sly-agent-q-debugger-waiting-p)))
-    (if (and job (sly-agent-q-cancel job))
-        (progn
-          (unless in-debugger (setq sly-agent-q-repl--interrupted job))
-          (message "Interrupting..."))
-      (message "Nothing is being evaluated"))))
+    (cond ((null job) (message "Nothing is being evaluated"))
+          ((and (not in-debugger) (sly-agent-q--module-break job))
+           (message "Interrupting: the debugger shows where"))
+          ((sly-agent-q-cancel job)
+           (unless in-debugger (setq sly-agent-q-repl--interrupted job))
+           (message "Interrupting..."))
+          (t (message "Nothing is being evaluated")))))
 
 (defun sly-agent-q-repl-switch-to-lisp-buffer ()
   "Go back to the Lisp buffer \\[sly-agent-q-switch-to-repl] came from, as SLY's C-c C-z.

@@ -151,3 +151,33 @@ the evaluation as usual."
   (when (and *repl-debugger* (not *in-repl-debugger*)
              (not (typep condition '(or ext:stack-overflow ext:storage-exhausted))))
     (repl-debug condition)))
+
+(define-condition repl-interrupt (condition) ()
+  (:report "Interrupted by C-c C-c in the REPL")
+  (:documentation "What the REPL's debugger shows after C-c C-c (not an error)."))
+
+(defun repl-break ()
+  "Run in the worker, where the REPL's evaluation was interrupted by C-c
+C-c (INTERRUPT-JOB): show the interrupt in the REPL's debugger with
+CONTINUE, which returns here and so lets the evaluation go on, ABORT,
+back to the prompt, and the evaluation's own restarts.  Nothing when the
+evaluation has no debugger or is already in it."
+  ;; Before the job's debugger is set up this does nothing, and the host
+  ;; sends the interrupt again.  Once here, it is taken: %BREAK-TAKEN is
+  ;; true for one delivery of each C-c C-c, so a repeat that was already
+  ;; on its way (or lands while the debugger waits for the person) does
+  ;; not stop the evaluation a second time after CONTINUE.
+  (when (and *repl-debugger* (%break-taken) (not *in-repl-debugger*))
+    (let ((condition (make-condition 'repl-interrupt))
+          ;; Our ABORT stands for the REPL's (which would report no
+          ;; condition); ECL also sometimes runs an interrupt that landed
+          ;; inside its C code with the REPL's restarts out of sight.
+          (*outer-restarts* (append (remove 'abort (compute-restarts) :key #'restart-name :test-not #'eq)
+                                    *outer-restarts*)))
+      (restart-case
+          (with-interrupts-allowed
+            (with-simple-restart (continue "Continue the evaluation from where it was interrupted")
+              (repl-debug condition)))
+        (abort ()
+          :report "Return to the REPL's prompt (the session keeps its definitions)"
+          (throw '%evaluation-failed (abort-text condition)))))))

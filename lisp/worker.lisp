@@ -38,9 +38,13 @@ still the one running."
   ;; own): outside the job's catch, or inside MP:WITHOUT-INTERRUPTS.  Such a
   ;; call does nothing; the host repeats the interrupt.
   ;; :FINALIZER (the finalizers' budget spent) lands only among them.
+  ;; :BREAK (the REPL's C-c C-c) stops in the REPL's debugger instead,
+  ;; with CONTINUE: the evaluation goes on from where it was.
   (when (and ext:*interrupts-enabled* (eql (%current-job) id)
              (or (not (eq reason :finalizer)) *running-finalizers*))
-    (throw '%job-aborted (values :aborted reason))))
+    (if (eq reason :break)
+        (repl-break)
+        (throw '%job-aborted (values :aborted reason)))))
 
 (defun aborted-text (reason timeout-ms &optional note)
   "The [ERROR] text of a job stopped for REASON; NOTE, when given, is a

@@ -70,7 +70,9 @@ enum class JobState : int { Queued, Running, Done };
 enum class BootState : int { None, Booting, Running, Failed, Stopped };
 // Finalizer: the job's finalizers used up their budget (%FINALIZER-BUDGET);
 // it stops the running finalizer, not the job.
-enum class Interrupt : int { Quit, Timeout, Cancel, Finalizer };
+// Break: the REPL's C-c C-c, which stops the evaluation in the REPL's
+// debugger with a CONTINUE restart instead of unwinding it.
+enum class Interrupt : int { Quit, Timeout, Cancel, Finalizer, Break };
 
 // What an interactive evaluation wrote and its owner has not taken yet:
 // filled by the worker (%STREAM-OUTPUT), emptied by the owner's wait.
@@ -101,6 +103,11 @@ struct Job {
   // While the job's finalizers run: when their budget ends (steady clock,
   // ns since its epoch), 0 otherwise.  Set by the worker, read by the owner.
   std::atomic<std::int64_t> finalizer_deadline_ns{0};
+  // The REPL's C-c C-c (Runtime::break_job): when the owner next sends the
+  // break interrupt (steady clock, ns), until Lisp takes it (%BREAK-TAKEN);
+  // 0 when none waits.  Repeated: one landing where Lisp holds interrupts
+  // off, or before the job's debugger is set up, does nothing.
+  std::atomic<std::int64_t> break_due_ns{0};
 };
 
 // A request of Lisp code to the host (eval-in-emacs), answered by the job's
@@ -646,6 +653,7 @@ cl_object next_interrupt() {
   const char* name = why == Interrupt::Quit        ? "QUIT"
                      : why == Interrupt::Timeout   ? "TIMEOUT"
                      : why == Interrupt::Finalizer ? "FINALIZER"
+                     : why == Interrupt::Break     ? "BREAK"
                                                    : "CANCEL";
   // Build every object before filling env->values: interning sets values.
   cl_object reason = ecl_make_keyword(name);
@@ -894,6 +902,21 @@ cl_object host_answer(cl_object ticket, cl_object wait_ms) {
   env->values[2] = answer;
   env->nvalues = 3;
   return env->values[0];
+}
+
+// (%BREAK-TAKEN) → T when the running job had a C-c C-c waiting (the
+// REPL's, Runtime::break_job), which it takes now: the owner stops sending
+// it; NIL when none waits (a repeat already on its way when the first was
+// taken), which the caller ignores.
+cl_object break_taken() {
+  Runtime::Impl& impl = *g_impl;
+  if (!current_worker()) return one_value(ECL_NIL);
+  bool taken = false;
+  outside_lisp([&] {
+    std::lock_guard lock(impl.mutex);
+    if (impl.current) taken = impl.current->break_due_ns.exchange(0, std::memory_order_acq_rel) != 0;
+  });
+  return one_value(taken ? ECL_T : ECL_NIL);
 }
 
 // (%FORGET-HOST-REQUEST ticket): the Lisp side stopped waiting.
@@ -1155,6 +1178,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_lisp_function("%RUNTIME-THREAD-P", runtime_thread_p);
     define_lisp_function("%ASK-HOST", ask_host);
     define_lisp_function("%ASK-APPROVAL", ask_approval);
+    define_lisp_function("%BREAK-TAKEN", break_taken);
     define_origin_functions();
     define_lisp_function("%HOST-ANSWER", host_answer);
     define_lisp_function("%FORGET-HOST-REQUEST", forget_host_request);
@@ -1550,6 +1574,21 @@ bool Runtime::cancel(std::uint64_t job_id) {
   return true;
 }
 
+bool Runtime::break_job(std::uint64_t job_id) {
+  Impl& impl = *impl_;
+  {
+    std::lock_guard lock(impl.mutex);
+    if (!impl.current || impl.current->id != job_id || impl.current->state.load() == JobState::Done) return false;
+    // A break still waiting to be taken: the evaluation holds interrupts
+    // off (or its debugger is not set up yet); the caller aborts instead.
+    if (impl.current->break_due_ns.load(std::memory_order_acquire) != 0) return false;
+    // The owner's wait sends it now and again until Lisp takes it.
+    impl.current->break_due_ns.store(steady_ns(), std::memory_order_release);
+  }
+  impl.done_cv.notify_all();  // the owner may sleep in its wait
+  return true;
+}
+
 void Runtime::restart_worker() {
   ensure_booted();
   Impl& impl = *impl_;
@@ -1638,6 +1677,7 @@ EvalOutcome Runtime::evaluate(EvalRequest given, CallContext& context) {
   }
 
   std::optional<Interrupt> interrupted;
+  unsigned long deferred_seen = 0;  // deferred_interrupts() when a break was last sent
   while (job->state.load(std::memory_order_acquire) != JobState::Done) {
     auto serving = Clock::now();
     impl.serve_requests(*job, context);
@@ -1658,6 +1698,22 @@ EvalOutcome Runtime::evaluate(EvalRequest given, CallContext& context) {
       interrupted = Interrupt::Timeout;
       break;
     }
+    // The REPL's C-c C-c (Runtime::break_job): sent, and again after
+    // kInterruptRepeat until Lisp takes it (%BREAK-TAKEN); meanwhile the
+    // worker is signalled again within a millisecond whenever the gate held
+    // the interrupt back (it landed in foreign code: a loop that calls
+    // GET-INTERNAL-REAL-TIME spends most of its time in the C library).
+    const std::int64_t break_due = job->break_due_ns.load(std::memory_order_acquire);
+    if (std::int64_t due = break_due;
+        due != 0 && steady_ns() >= due &&
+        job->break_due_ns.compare_exchange_strong(
+            due, due + std::chrono::duration_cast<std::chrono::nanoseconds>(kInterruptRepeat).count())) {
+      deferred_seen = deferred_interrupts();
+      impl.request_interrupt(job->id, Interrupt::Break);
+    } else if (unsigned long now_deferred = deferred_interrupts(); break_due != 0 && now_deferred != deferred_seen) {
+      deferred_seen = now_deferred;
+      pthread_kill(impl.worker_thread, kInterruptSignal);
+    }
     // The finalizers' budget spent: stop the one running (again after
     // kInterruptRepeat, should the first interrupt find it in C code).
     if (std::int64_t due = job->finalizer_deadline_ns.load(std::memory_order_acquire);
@@ -1665,10 +1721,13 @@ EvalOutcome Runtime::evaluate(EvalRequest given, CallContext& context) {
         job->finalizer_deadline_ns.compare_exchange_strong(
             due, due + std::chrono::duration_cast<std::chrono::nanoseconds>(kInterruptRepeat).count()))
       impl.request_interrupt(job->id, Interrupt::Finalizer);
-    impl.sleep_slice(*job, kPollSlice);
+    impl.sleep_slice(*job, break_due != 0 ? kDeferredRetry : kPollSlice);
   }
 
   if (interrupted) {
+    // A C-c C-c not taken yet is dropped: its interrupt, still queued on
+    // the worker, finds none waiting (%BREAK-TAKEN) and leaves the unwind be.
+    job->break_due_ns.store(0, std::memory_order_release);
     impl.close_requests(*job);
     {
       // Never started (queued behind another caller's evaluation): withdraw it.

@@ -83,6 +83,12 @@ class Runtime {
   // (cancelled).  False when no such job is queued or running.  The id
   // reaches the owner through CallContext::job_queued.
   bool cancel(std::uint64_t job_id);
+  // The REPL's C-c C-c: the running job JOB_ID, an evaluation with the
+  // REPL's debugger, stops in the debugger with a CONTINUE restart (Lisp's
+  // INTERRUPT-JOB, reason :BREAK).  False when JOB_ID is not running, or
+  // when its last break is still waiting to be taken (interrupts held off):
+  // the caller cancels instead.
+  bool break_job(std::uint64_t job_id);
 
   // Retires the worker thread and starts a fresh one in the same image
   // (definitions kept).  A job it was running is answered INTERRUPTED and

@@ -358,6 +358,14 @@ bool cancel(std::uint64_t id) {
   return found;
 }
 
+bool break_into(std::uint64_t id) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.running || s.running->id != id || !s.running->debugger) return false;
+  std::uint64_t job = s.running->lisp_job.load();
+  return job != 0 && ecl::Runtime::instance().break_job(job);
+}
+
 bool answer_later(std::uint64_t key, HostAnswer answer) {
   State& s = state();
   {

@@ -93,6 +93,11 @@ bool withdraw(const Env& env, std::uint64_t id);
 // such job is held, queued or running.
 bool cancel(std::uint64_t id);
 
+// The REPL's C-c C-c on job ID, a batch submitted with the debugger: its
+// running evaluation stops in the debugger with CONTINUE
+// (Runtime::break_job).  False when ID is not running or has no debugger.
+bool break_into(std::uint64_t id);
+
 // On the main thread (the pipe's filter): runs the queued work, then
 // returns ((ID . RESULTS) …) for the batches finished since the last call,
 // each preceded by (ID :output TEXT) when an interactive batch wrote

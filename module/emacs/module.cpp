@@ -458,6 +458,10 @@ emacs_value cancel(const Env& env, ptrdiff_t, emacs_value* args) {
   return env.boolean(async::cancel(static_cast<std::uint64_t>(env.to_integer(args[0]))));
 }
 
+emacs_value break_into(const Env& env, ptrdiff_t, emacs_value* args) {
+  return env.boolean(async::break_into(static_cast<std::uint64_t>(env.to_integer(args[0]))));
+}
+
 emacs_value withdraw(const Env& env, ptrdiff_t, emacs_value* args) {
   return env.boolean(async::withdraw(env, static_cast<std::uint64_t>(env.to_integer(args[0]))));
 }
@@ -684,6 +688,10 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
         "`sly-agent-q--module-submit'.\n\n"
         "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS &optional HOLD)");
   defun(raw, "sly-agent-q--module-cancel", 1, 1, entry<cancel>, "Cancel the asynchronous job JOB.\n\n(fn JOB)");
+  defun(raw, "sly-agent-q--module-break", 1, 1, entry<break_into>,
+        "Stop the REPL's running job JOB in its debugger, with a CONTINUE restart.\n"
+        "Return nil when JOB does not run, was not submitted with the debugger, or its last\n"
+        "break is still waiting to be taken (the evaluation holds interrupts off).\n\n(fn JOB)");
   defun(raw, "sly-agent-q--module-withdraw", 1, 1, entry<withdraw>,
         "Take the asynchronous job JOB off the queue if it has not started: it never runs\n"
         "and is never handed back.  Return nil when it runs, has finished or is unknown.\n\n(fn JOB)");

@@ -50,15 +50,24 @@ done
 wait_for '(^|\|)=> NIL$' 10 screen || fail "the dotimes did not end with => NIL"
 pane | grep -Eq '(^|\|)2 *$' || fail "2 is missing from the output"
 
-# C-c C-c interrupts a (loop); the session answers again.
-tmux_ send-keys -t "$session" -l "(loop)"
+# C-c C-c stops a running form in the debugger, as in SLY: 0 (CONTINUE)
+# lets it go on from where it was.
+tmux_ send-keys -t "$session" -l "(let ((end (+ (get-internal-real-time) (* 2 internal-time-units-per-second)))) (loop until (> (get-internal-real-time) end)) :resumed)"
 tmux_ send-keys -t "$session" Enter
 wait_for 'evaluating' 5 screen || fail "the REPL does not say it is evaluating"
 tmux_ send-keys -t "$session" C-c C-c
-wait_for 'INTERRUPTED' 10 screen || fail "C-c C-c did not interrupt (loop)"
-# The interrupt shows in the debugger (ABORT only); q goes back.
-wait_for 'INTERRUPTED: Evaluation was interrupted' 10 screen || fail "C-c C-c did not show the debugger"
+wait_for 'Interrupted by C-c C-c' 10 screen || fail "C-c C-c did not stop in the debugger"
+wait_for '0: \[CONTINUE\]' 5 screen || fail "the debugger offers no CONTINUE"
+tmux_ send-keys -t "$session" 0
+wait_for '(^|\|)=> :RESUMED$' 10 screen || fail "CONTINUE did not resume the evaluation"
+# C-c C-c on a (loop), then q (ABORT): back at the prompt.
+tmux_ send-keys -t "$session" -l "(loop)"
+tmux_ send-keys -t "$session" Enter
+wait_for 'evaluating' 5 screen || fail "the REPL does not say it is evaluating (loop)"
+tmux_ send-keys -t "$session" C-c C-c
+wait_for 'Interrupted by C-c C-c' 10 screen || fail "C-c C-c did not stop (loop) in the debugger"
 tmux_ send-keys -t "$session" q
+wait_for 'Evaluation aborted on AGENT-Q::REPL-INTERRUPT' 10 screen || fail "q did not abort (loop)"
 wait_for '(^|\|)CL-USER> *$' 5 screen || fail "q did not go back to the REPL's prompt"
 tmux_ send-keys -t "$session" -l "(+ 1 2)"
 tmux_ send-keys -t "$session" Enter

@@ -205,45 +205,70 @@
           (should (equal (agentq-dbg-wait-output repl start) "=> 42"))))
     (sly-agent-q--sync-options)))
 
-(ert-deftest sly-agent-q-debugger/c-c-c-c-shows-the-interrupt-without-continue ()
-  ;; C-c C-c in the REPL lands in the debugger, as in SLY; the runtime
-  ;; aborts an evaluation to interrupt it, so there is no CONTINUE, and
-  ;; the REPL says so.
+(ert-deftest sly-agent-q-debugger/c-c-c-c-stops-in-the-debugger-and-continue-resumes ()
+  "C-c C-c in the REPL stops the running form in the debugger, as in SLY:
+CONTINUE lets it go on from where it was, ABORT (q) goes back to the
+prompt; the session works after either."
   (agentq-test-with-repl
     (let* ((repl (current-buffer))
-           (start (agentq-dbg-send "(loop)")))
+           (start (agentq-dbg-send
+                   "(let ((n 0) (end (+ (get-internal-real-time) (* 1 internal-time-units-per-second))))
+                      (loop until (> (get-internal-real-time) end) do (incf n))
+                      (list :resumed (plusp n)))")))
       (sleep-for 0.2)
       (call-interactively (key-binding (kbd "C-c C-c")))
-      (let ((output (agentq-dbg-wait-output repl start)))
-        (should (string-match-p "\\[ERROR\\] INTERRUPTED" output))
-        (should (string-match-p "; The evaluation was unwound: this runtime interrupts an evaluation by\n; aborting it" output)))
-      (let ((debugger (get-buffer sly-agent-q-debugger-buffer-name)))
-        (should (buffer-live-p debugger))
+      (let ((debugger (agentq-dbg-wait-debugger)))
         (should (eq (window-buffer (selected-window)) debugger))
         (with-current-buffer debugger
           (should (derived-mode-p 'sly-agent-q-debugger-mode))
-          (should (string-match-p "\\`INTERRUPTED: Evaluation was interrupted (cancelled)" (buffer-string)))
-          (should (string-match-p "^No CONTINUE: " (buffer-string)))
-          (should (string-match-p "^ 0: \\[ABORT\\] Return to the REPL's prompt" (buffer-string)))
-          (should-not (string-match-p "\\[CONTINUE\\]" (buffer-string)))
-          (should (equal (mapcar #'car sly-agent-q-debugger--restarts)
-                         '("[ABORT] Return to the REPL's prompt (the session keeps its definitions)")))
-          ;; q (ABORT) closes it and goes back to the REPL.
-          (call-interactively (key-binding "q")))
-        (should-not (buffer-live-p debugger))
-        (should (eq (window-buffer (selected-window)) repl)))
-      (let ((next (agentq-dbg-send "(+ 1 2)")))
-        (should (equal (agentq-dbg-wait-output repl next) "=> 3"))))
-    ;; A digit chooses ABORT too; an evaluation that fails otherwise, or
-    ;; times out, shows no interrupt.
+          (should (string-match-p "\\`AGENT-Q::REPL-INTERRUPT: Interrupted by C-c C-c in the REPL" (buffer-string)))
+          (should (string-match-p "^ 0: \\[CONTINUE\\] Continue the evaluation from where it was interrupted"
+                                  (buffer-string)))
+          (should (string-match-p "\\[ABORT\\] Return to the REPL's prompt" (buffer-string)))
+          ;; The evaluation waits meanwhile: it has not answered.
+          (with-current-buffer repl (should sly-agent-q-repl--job))
+          (let ((last-command-event ?0)) (call-interactively (key-binding "0")))))
+      (should (equal (agentq-dbg-wait-output repl start) "=> (:RESUMED T)")))
+    ;; ABORT after C-c C-c on a (loop).
     (let* ((repl (current-buffer))
            (start (agentq-dbg-send "(loop)")))
       (sleep-for 0.1)
       (sly-agent-q-repl-interrupt)
-      (agentq-dbg-wait-output repl start)
-      (with-current-buffer sly-agent-q-debugger-buffer-name
-        (let ((last-command-event ?0)) (call-interactively (key-binding "0"))))
-      (should-not (get-buffer sly-agent-q-debugger-buffer-name)))))
+      (let ((debugger (agentq-dbg-wait-debugger)))
+        (with-current-buffer debugger (call-interactively (key-binding "q"))))
+      (should (string-match-p "; Evaluation aborted on AGENT-Q::REPL-INTERRUPT: Interrupted by C-c C-c" (agentq-dbg-wait-output repl start)))
+      (should-not (get-buffer sly-agent-q-debugger-buffer-name))
+      (let ((next (agentq-dbg-send "(+ 1 2)")))
+        (should (equal (agentq-dbg-wait-output repl next) "=> 3"))))))
+
+(ert-deftest sly-agent-q-debugger/c-c-c-c-twice-aborts-an-evaluation-that-holds-interrupts-off ()
+  "A form inside MP:WITHOUT-INTERRUPTS cannot stop in the debugger: the
+first C-c C-c waits for a place to stop it, the second aborts it (when it
+lets interrupts in), and the first does not stop it later either."
+  (agentq-test-with-repl
+    (let* ((repl (current-buffer))
+           (start (agentq-dbg-send
+                   "(mp:without-interrupts
+                      (let ((end (+ (get-internal-real-time) (* 1.5 internal-time-units-per-second))))
+                        (loop until (> (get-internal-real-time) end))))
+                    (sleep 0.5)
+                    :not-aborted")))
+      (sleep-for 0.2)
+      (should (equal (call-interactively #'sly-agent-q-repl-interrupt)
+                     "Interrupting: the debugger shows where"))
+      (sleep-for 0.6)
+      (should (equal (call-interactively #'sly-agent-q-repl-interrupt) "Interrupting..."))
+      (let ((output (agentq-dbg-wait-output repl start)))
+        (should (string-match-p "\\[ERROR\\] INTERRUPTED" output))
+        (should-not (string-match-p "NOT-ABORTED" output)))
+      ;; The interrupt shows with ABORT only; no REPL-INTERRUPT with CONTINUE.
+      (let ((debugger (get-buffer sly-agent-q-debugger-buffer-name)))
+        (should (buffer-live-p debugger))
+        (with-current-buffer debugger
+          (should-not (string-match-p "\\[CONTINUE\\]" (buffer-string)))
+          (call-interactively (key-binding "q"))))
+      (let ((next (agentq-dbg-send "(+ 1 2)")))
+        (should (equal (agentq-dbg-wait-output repl next) "=> 3"))))))
 
 (provide 'sly-agent-q-debugger-test)
 

@@ -91,11 +91,14 @@ Return where the answer starts."
   (agentq-test-with-repl
     (let ((start (agentq-output-send "(progn (print :before-the-loop) (loop))")))
       (should (agentq-output-wait (lambda () (string-match-p ":BEFORE-THE-LOOP" (buffer-substring start (point-max))))))
+      ;; C-c C-c stops it in the debugger; ABORT there ends it.
       (sly-agent-q-repl-interrupt)
+      (should (agentq-output-wait (lambda () (sly-agent-q-debugger-waiting-p))))
+      (with-current-buffer sly-agent-q-debugger-buffer-name (sly-agent-q-debugger-abort))
       (should (agentq-output-wait (lambda () (null sly-agent-q-repl--job))))
       (let ((text (buffer-substring-no-properties start (point-max))))
-        ;; Once, before the error, which is on a line of its own.
-        (should (string-match-p "\\`\n:BEFORE-THE-LOOP \n\\[ERROR\\] INTERRUPTED" text))
+        ;; Once, before the abort, which is on a line of its own.
+        (should (string-match-p "\\`\n:BEFORE-THE-LOOP \n; Evaluation aborted on AGENT-Q::REPL-INTERRUPT" text))
         (should (= 1 (cl-count-if (lambda (_) t) (split-string text ":BEFORE-THE-LOOP") :start 1))))
       (should (string-match-p "=> 3\nCL-USER> \\'" (progn (agentq-output-type "(+ 1 2)") (buffer-string)))))))
 

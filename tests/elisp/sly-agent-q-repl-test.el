@@ -68,9 +68,15 @@ Return what the REPL printed before it."
     (should sly-agent-q-repl--job)
     (sleep-for 0.2)
     (sly-agent-q-repl-interrupt)
+    ;; It stops in the debugger, with CONTINUE and ABORT; ABORT ends it.
+    (let ((deadline (+ (float-time) 10)))
+      (while (and (not (sly-agent-q-debugger-waiting-p)) (< (float-time) deadline)) (accept-process-output nil 0.02)))
+    (with-current-buffer sly-agent-q-debugger-buffer-name
+      (should (string-match-p "\\[CONTINUE\\]" (buffer-string)))
+      (sly-agent-q-debugger-abort))
     (let ((deadline (+ (float-time) 10)))
       (while (and sly-agent-q-repl--job (< (float-time) deadline)) (accept-process-output nil 0.02)))
-    (should (string-match-p "INTERRUPTED" (buffer-string)))
+    (should (string-match-p "Evaluation aborted on AGENT-Q::REPL-INTERRUPT" (buffer-string)))
     (should (equal (agentq-repl-type "(+ 1 2)") "=> 3"))
     ;; The history is written to its file, and read back by a new REPL.
     (should (string-match-p "(\\+ 1 2)" (with-temp-buffer (insert-file-contents sly-agent-q-repl-history-file) (buffer-string))))
