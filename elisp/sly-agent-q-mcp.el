@@ -126,8 +126,9 @@ Refuse when another server listens there."
 (defun sly-agent-q-mcp-server-start ()
   "Serve sly-agent-q's tools to MCP clients on `sly-agent-q-mcp-socket'.
 Outside agents reach it through `sly-agent-q-mcp --emacs' (see the
-README).  Every tool runs in this Emacs; dangerous calls ask
-`sly-agent-q-approval-function', which prompts in the minibuffer.
+user guide, docs/user-guide.md).  Every tool runs in this Emacs;
+dangerous calls ask `sly-agent-q-approval-function', which prompts in
+the minibuffer.
 Returns the socket's file name."
   (interactive)
   (let ((file (sly-agent-q-mcp-socket-file)))

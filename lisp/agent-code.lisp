@@ -20,7 +20,7 @@
 ;;;; and ask at that moment, or refuse where nobody can be asked (a thread
 ;;;; the job started).  Threads and finalizers keep the origin of the code
 ;;;; that made them.  What is left to a determined adversary is said in
-;;;; README.md ("What an agent's code may do: approvals that hold").
+;;;; docs/user-guide.md ("What an agent's code may do").
 
 (in-package "AGENT-Q")
 
