@@ -27,6 +27,8 @@ set(LISP_SOURCES
   ${CMAKE_SOURCE_DIR}/lisp/introspection.lisp
   ${CMAKE_SOURCE_DIR}/lisp/xref.lisp
   ${CMAKE_SOURCE_DIR}/lisp/tiering.lisp
+  ${CMAKE_SOURCE_DIR}/lisp/tiering-methods.lisp
+  ${CMAKE_SOURCE_DIR}/lisp/compile-child.lisp
   ${CMAKE_SOURCE_DIR}/lisp/systems.lisp
   ${CMAKE_SOURCE_DIR}/lisp/repl-tools.lisp
   ${CMAKE_SOURCE_DIR}/lisp/inspector.lisp)

@@ -2,7 +2,7 @@
 // compiler, up to the C file) in a forked copy of the process, so that the
 // compiler's allocations and live data never enter the session's heap,
 // where every collection stops the worker too.  The parent then runs gcc
-// and loads the result.  The Lisp half is in lisp/tiering.lisp.
+// and loads the result.  The Lisp half is in lisp/compile-child.lisp.
 #pragma once
 
 namespace agentq::ecl {
