@@ -118,6 +118,14 @@ time, for a model and for a test."
   "Up to +BACKTRACE-FRAMES+ user frames, innermost first, as text lines."
   (backtrace-lines (backtrace-names)))
 
+(defun restart-lines (condition)
+  "The restarts the evaluated code established that are in force for
+CONDITION, innermost first, as numbered lines \"0: [NAME] report\" (the
+REPL's debugger numbers them the same way), or NIL when there are none."
+  (loop for restart in (job-restarts condition)   ; debugger.lisp
+        for index from 0
+        collect (format nil "~D: ~A" index (restart-line restart))))
+
 (defun error-text (condition &optional note (names :here))
   "The [ERROR] text of CONDITION, printed the same way whatever printer
 variables the evaluated code set (say *PRINT-BASE* 36), in the current
@@ -150,8 +158,11 @@ evaluation's data go (FAILURE-TEXT)."
                                                      (safe-princ (prin1-to-string (cell-error-name condition)))))
                              (loop for line in frames for i from 1
                                    collect (format nil "~D~A" i (subseq line (position #\: line)))))))
-        (format nil "[ERROR] ~A~%~A~@[~%~A~]~%~%[Backtrace]~%~{~A~^~%~}"
+        (format nil "[ERROR] ~A~%~A~@[~%~A~]~%~@[~%[Restarts]~%~{~A~^~%~}~%~]~%[Backtrace]~%~{~A~^~%~}"
                 (type-name condition) (condition-message condition) note
+                ;; Taken where the condition was signalled (NAMES :HERE):
+                ;; after the unwinding none is left.
+                (and (eq names :here) (restart-lines condition))
                 (or frames '("(no user frames)"))))
     (serious-condition ()
       (format nil "[ERROR] ~A~%(the condition could not be described)" (type-name condition)))))

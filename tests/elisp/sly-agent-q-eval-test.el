@@ -367,6 +367,25 @@ alive."
   (let ((text (agentq-test-eval-fails "(error \"ünïcödé ~A\" \"→\")")))
     (should (string-prefix-p "[ERROR] SIMPLE-ERROR\nünïcödé →\n" text))))
 
+(ert-deftest sly-agent-q-eval/an-error-lists-the-restarts-in-force ()
+  "The [ERROR] text lists the restarts the code established, innermost
+first and numbered as the REPL's debugger numbers them; an error with
+none has no [Restarts] section; eval_form lists them too."
+  (let ((text (agentq-test-eval-fails
+               "(with-simple-restart (skip \"Skip it\")
+                  (restart-case (error \"boom\") (use-it (v) :report \"Use a value\" v)))")))
+    (should (string-match-p
+             "\\`\\[ERROR\\] SIMPLE-ERROR\nboom\n\n\\[Restarts\\]\n0: \\[USE-IT\\] Use a value\n1: \\[SKIP\\] Skip it\n\n\\[Backtrace\\]\n"
+             text)))
+  (should-not (string-match-p "\\[Restarts\\]" (agentq-test-eval-fails "(car 1)")))
+  ;; A restart whose report fails is still listed.
+  (should (string-match-p "\\[Restarts\\]\n0: \\[BAD\\] "
+                          (agentq-test-eval-fails
+                           "(restart-case (error \"boom\") (bad () :report (lambda (s) (error \"no\")) 1))")))
+  (let ((result (agentq-test-call "eval_form" (list :form "(restart-case (error \"x\") (use-it () 1))"))))
+    (should-not (plist-get result :success))
+    (should (string-match-p "\\[Restarts\\]\n0: \\[USE-IT\\] USE-IT\n" (plist-get result :content)))))
+
 (provide 'sly-agent-q-eval-test)
 
 ;;; sly-agent-q-eval-test.el ends here
