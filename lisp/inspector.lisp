@@ -166,3 +166,64 @@ with ID NIL for a part that is not an object to drill into."
 (defun inspector-page-for-emacs (object)
   "OBJECT's inspector page as Emacs Lisp text (see INSPECTOR-PAGE)."
   (elisp-text (inspector-page object)))
+
+;;; inspect_object: the same pages for a model, by id and path.
+
+(defun page-text (page)
+  "PAGE (INSPECTOR-PAGE) as text: the object, what it is, its parts."
+  (destructuring-bind (&key id title kind parts) page
+    (with-output-to-string (out)
+      (format out "Object ~D: ~A~%~A" id title kind)
+      (when parts
+        (format out "~%Parts (label = value [id to inspect]):")
+        (loop for (label printed part-id) in parts
+              do (format out "~%  ~A = ~A~@[ [id ~D]~]" label printed part-id))))))
+
+(defun follow-path (object path)
+  "The part of OBJECT that PATH, a list of part labels (strings or
+integers, matched as INSPECTOR-PAGE labels them, case aside), leads to;
+or NIL and a sentence saying which label was not found."
+  (dolist (step path (values object nil))
+    (let* ((label (if (stringp step) step (princ-to-string step)))
+           (parts (nth-value 1 (object-parts object)))
+           (part (find label parts :key #'first :test #'string-equal)))
+      (when (or (null part) (member (second part) (list (unbound-part) (more-part))))
+        (return (values nil (format nil "~A has no part ~S to inspect.~@[ Its parts: ~{~A~^, ~}.~]"
+                                    (short-print object 100) label
+                                    (let ((labels (mapcar #'first parts)))
+                                      (subseq labels 0 (min 30 (length labels))))))))
+      (setf object (second part)))))
+
+(define-built-in-tool "inspect_object"
+  "Take a live object of the session apart without running its code: what it is and its parts (a list's or vector's elements, a structure's or instance's slots, a hash table's entries, a symbol's value, function and plist, a function's lambda list), each part that is an object with an id to inspect next. Start from a symbol (the symbol itself: its value is the part \"value\") or from an id an earlier inspect_object (or the REPL's inspector) gave; path drills down from there by part labels. Use it to look at data the session holds instead of printing it with evaluate_lisp."
+  `((:name "id" :type :integer
+     :description "The id of an object shown before (\"[id N]\"); the last 1000 objects keep their ids. When left out, symbol is where to start.")
+    (:name "symbol" :type :string
+     :description "A symbol to start from, e.g. \"*config*\" or \"my-pkg:*table*\" (never interned: it must exist).")
+    ,+package-parameter+
+    (:name "path" :type :array
+     :description "Part labels to follow from the start, e.g. [\"value\", \"2\", \"NAME\"]: an element's index, a slot's name, a hash key as printed."))
+  :categories '(:introspection)
+  :handler (lambda (arguments)
+             (let ((id (gethash "id" arguments))
+                   (symbol (gethash "symbol" arguments))
+                   (path (gethash "path" arguments)))
+               (cond
+                 ((and (null id) (or (null symbol) (equal symbol "")))
+                  (values nil "Give \"id\" (an object shown before) or \"symbol\" (a symbol to start from)."))
+                 ((and id (not (integerp id)))
+                  (values nil "\"id\" must be an integer, as shown in \"[id N]\"."))
+                 ((not (listp path))
+                  (values nil "\"path\" must be an array of part labels."))
+                 (t
+                  (multiple-value-bind (start problem)
+                      (if id
+                          (handler-case (values (inspected-object id) nil)
+                            (error (condition) (values nil (princ-to-string condition))))
+                          (find-named-symbol symbol (gethash "package" arguments)))
+                    (if problem
+                        (values nil problem)
+                        (multiple-value-bind (object problem) (follow-path start path)
+                          (if problem
+                              (values nil problem)
+                              (page-text (inspector-page object)))))))))))

@@ -101,5 +101,41 @@ table), on its entry; `l' back, `n' forward, `g' shows the object as it is now."
         (while (and (null shown) (< (float-time) deadline)) (accept-process-output nil 0.02))))
     (should (string-match-p "ERROR" shown))))
 
+(ert-deftest sly-agent-q-inspector/inspect-object-drills-for-a-model ()
+  "inspect_object, called by an agent, asks nothing and runs no code of
+the object's: from a symbol's value (a list) to a structure's slot to a
+hash table's entry, by path and then by id; bad starts and labels say
+what is wrong."
+  (agentq-test-eval-ok "(defstruct agentq-insp-pt x y)
+    (defparameter *agentq-insp-data*
+      (list 1 (make-agentq-insp-pt :x (let ((h (make-hash-table :test 'equal)))
+                                        (setf (gethash \"key\" h) (list :found 42)) h)
+                                   :y 2)))")
+  (let* ((sly-agent-q-call-origin "chat")
+         (sly-agent-q-approval-function (lambda (&rest _) (error "inspect_object asked"))))
+    (let ((page (agentq-test-tool-ok "inspect_object" '(:symbol "*agentq-insp-data*" :path ["value"]))))
+      (should (string-match-p "\\`Object [0-9]+: (1 #S(AGENTQ-INSP-PT " page))
+      (should (string-match-p "^A proper list of 2 elements$" page))
+      (should (string-match-p "^  0 = 1$" page))
+      (should (string-match-p "^  1 = #S(AGENTQ-INSP-PT .*\\[id \\([0-9]+\\)\\]$" page)))
+    (let* ((slot (agentq-test-tool-ok "inspect_object" '(:symbol "*agentq-insp-data*" :path ["value" 1 "x"])))
+           (id (and (string-match "^  \"key\" = (:FOUND 42) \\[id \\([0-9]+\\)\\]$" slot)
+                    (string-to-number (match-string 1 slot)))))
+      (should (string-match-p "^A hash table (EQUAL) of 1 entry$" slot))
+      (should id)
+      ;; The entry's value by its id, then one step further by path.
+      (should (string-match-p "^  1 = 42$" (agentq-test-tool-ok "inspect_object" (list :id id))))
+      (should (string-match-p "\\`Object [0-9]+: 42\n"
+                              (agentq-test-tool-ok "inspect_object" (list :id id :path ["1"])))))
+    (dolist (case '(((:symbol "*agentq-insp-data*" :path ["value" 1 "z"]) . "has no part \"z\" to inspect\\. Its parts: X, Y\\.")
+                    ((:id 987654321) . "No inspected object has the id 987654321")
+                    ((:symbol "agentq-no-such-symbol") . "Symbol AGENTQ-NO-SUCH-SYMBOL not found")
+                    (() . "Give \"id\"")))
+      (let ((result (agentq-test-call "inspect_object" (car case))))
+        (should-not (plist-get result :success))
+        (should (string-match-p (cdr case) (plist-get result :content))))))
+  ;; Looking up a name interned nothing.
+  (should (equal (agentq-test-eval-ok "(find-symbol \"AGENTQ-NO-SUCH-SYMBOL\")") "=> NIL\n=> NIL")))
+
 (provide 'sly-agent-q-inspector-test)
 ;;; sly-agent-q-inspector-test.el ends here

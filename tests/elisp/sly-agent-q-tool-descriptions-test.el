@@ -35,6 +35,9 @@
 
 (defconst agentq-descriptions--session '("evaluate_lisp" "list_definitions" "reset_session" "load_system"))
 
+(defconst agentq-descriptions--debugger '("inspect_object")
+  "The tools of the shared debugger (beyond the contracts' 18).")
+
 (ert-deftest sly-agent-q-tool-descriptions/the-18-tools-and-their-counts ()
   ;; Put back any built-in tool another test replaced.
   (agentq-test-eval-ok "(register-agent-q-tools)")
@@ -66,9 +69,9 @@
                 :timeout 60)))
     (should (equal code 0))
     (should (equal stdout (concat "=> ((\"apropos_search\" \"class_hierarchy\" \"class_slots\" \"describe_symbol\"\n"
-                                  "     \"function_arglist\" \"list_package_symbols\" \"macroexpand_form\" \"who_calls\"\n"
-                                  "     \"who_references\")\n"
-                                  "    22 22 22)")))
+                                  "     \"function_arglist\" \"inspect_object\" \"list_package_symbols\"\n"
+                                  "     \"macroexpand_form\" \"who_calls\" \"who_references\")\n"
+                                  "    23 23 23)")))
     (ignore stderr)))
 
 (ert-deftest sly-agent-q-tool-descriptions/every-tool-and-parameter-is-described ()
@@ -77,7 +80,8 @@
         (checked 0))
     (seq-doseq (tool listed)
       (let ((name (gethash "name" tool)))
-        (when (or (assoc name agentq-descriptions--built-in) (member name agentq-descriptions--session))
+        (when (or (assoc name agentq-descriptions--built-in) (member name agentq-descriptions--session)
+                  (member name agentq-descriptions--debugger))
           (cl-incf checked)
           (ert-info ((format "tool %s" name))
             ;; What it does, when to use it, what it returns: a few sentences.
@@ -97,6 +101,6 @@
                                (should (string-match-p "default\\|defaults\\|unless\\|when left out\\|If true"
                                                        description))))))
                        properties))))))
-    (should (= checked 22))))
+    (should (= checked 23))))
 
 ;;; sly-agent-q-tool-descriptions-test.el ends here

@@ -28,7 +28,7 @@ const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(here, '../../build/sly-a
 // defined in Emacs are not there.
 const BUILT_INS = [
   'apropos_search', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'eval_form',
-  'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'list_definitions',
+  'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'inspect_object', 'list_definitions',
   'list_package_symbols', 'load_system', 'macroexpand_form', 'reset_session', 'who_calls', 'who_references',
 ];
 const EMACS_ONLY = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit'];
