@@ -111,38 +111,139 @@ remembers the selected window to go back to."
   "Show the condition TYPE with MESSAGE, its RESTARTS and the backtrace FRAMES.
 Called by Lisp (debugger.lisp) through `agent-q:eval-in-emacs'.  RESTARTS
 are lines \"[NAME] report\", WANTS-VALUE says for each whether it takes
-a value.  NOTE, when non-nil, says why the last choice failed.  Returns
+a value.  FRAMES are lines \"N: (NAME)\" or lists (LINE LOCALS SOURCE),
+see `sly-agent-q-debugger--insert-frame'.  NOTE, when non-nil, says why
+the last choice failed, or the value of an evaluation in a frame.  Returns
 \(:agent-q-answer-later . KEY): the person's choice is sent later."
   (let ((key (cl-incf sly-agent-q-debugger--next-key))
         (buffer (sly-agent-q-debugger--buffer)))
     (with-current-buffer buffer
-      (setq sly-agent-q-debugger--key key
-            sly-agent-q-debugger--restarts (cl-mapcar #'cons restarts wants-value)
-            sly-agent-q-debugger--condition (cons type message))
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (insert (propertize (format "%s: %s" type message) 'face 'sly-agent-q-debugger-condition-face)
-                "\n")
-        (when note
-          (insert "\n" (propertize note 'face 'warning) "\n"))
-        (insert "\nRestarts (a digit or RET chooses, q aborts):\n")
-        (cl-loop for line in restarts
-                 for index from 0
-                 do (insert (format "%2d: " index))
-                    (insert-text-button line 'action #'sly-agent-q-debugger--button-action
-                                        'face 'sly-agent-q-debugger-restart-face
-                                        'sly-agent-q-restart index
-                                        'help-echo "Invoke this restart")
-                    (insert "\n"))
-        (insert "\nBacktrace:\n")
-        (dolist (frame frames)
-          (insert "  " frame "\n")))
-      (goto-char (point-min))
-      (forward-line (if note 4 2)))
+      (let ((frame (and note (get-text-property (or (sly-agent-q-debugger--frame-start) (point))
+                                                'sly-agent-q-frame))))
+	(setq sly-agent-q-debugger--key key
+              sly-agent-q-debugger--restarts (cl-mapcar #'cons restarts wants-value)
+              sly-agent-q-debugger--condition (cons type message))
+	(let ((inhibit-read-only t))
+          (erase-buffer)
+          (insert (propertize (format "%s: %s" type message) 'face 'sly-agent-q-debugger-condition-face)
+                  "\n")
+          (when note
+            (insert "\n" (propertize note 'face 'warning) "\n"))
+          (insert "\nRestarts (a digit or RET chooses, q aborts):\n")
+          (cl-loop for line in restarts
+                   for index from 0
+                   do (insert (format "%2d: " index))
+                   (insert-text-button line 'action #'sly-agent-q-debugger--button-action
+                                       'face 'sly-agent-q-debugger-restart-face
+                                       'sly-agent-q-restart index
+                                       'help-echo "Invoke this restart")
+                   (insert "\n"))
+          (insert "\nBacktrace:\n")
+          (cl-loop for frame in frames
+                   for index from 0
+                   do (sly-agent-q-debugger--insert-frame frame index)))
+	;; Point on the first restart, or, after e, on the frame it was on.
+	(goto-char (point-min))
+	(let ((at (and frame (text-property-any (point-min) (point-max) 'sly-agent-q-frame frame))))
+          (if at
+              (progn (goto-char at) (back-to-indentation))
+            (re-search-forward "^ 0: " nil t)))))
     (pop-to-buffer buffer)
     (unless (timerp sly-agent-q-debugger--watch-timer)
       (setq sly-agent-q-debugger--watch-timer (run-with-timer 0.5 0.5 #'sly-agent-q-debugger--watch)))
     (cons :agent-q-answer-later key)))
+
+(defun sly-agent-q-debugger--insert-frame (frame index)
+  "Insert FRAME, number INDEX: a line \"N: (NAME)\", or (LINE LOCALS SOURCE)
+with LOCALS, lines shown by \\[sly-agent-q-debugger-toggle-locals], and
+SOURCE, (FILE LINE) or nil."
+  (let ((start (point)))
+    (insert "  " (if (consp frame) (car frame) frame) "\n")
+    (when (consp frame)
+      (add-text-properties start (1- (point))
+                           (list 'sly-agent-q-frame index
+                                 'sly-agent-q-frame-locals (nth 1 frame)
+                                 'sly-agent-q-frame-source (nth 2 frame))))))
+
+(defun sly-agent-q-debugger--frame-start ()
+  "The start of the frame line at point (or of the frame whose locals
+point is on), or nil."
+  (save-excursion
+    (beginning-of-line)
+    (while (and (get-text-property (point) 'sly-agent-q-frame-locals-shown) (not (bobp)))
+      (forward-line -1))
+    (and (get-text-property (point) 'sly-agent-q-frame) (point))))
+
+(defun sly-agent-q-debugger-next-frame (&optional count)
+  "Move to the next frame of the backtrace (COUNT frames, back if negative)."
+  (interactive "p")
+  (let ((step (if (< (or count 1) 0) -1 1)))
+    (dotimes (_ (abs (or count 1)))
+      (let ((at (save-excursion
+                  (beginning-of-line)
+                  (forward-line step)
+                  (while (and (not (get-text-property (point) 'sly-agent-q-frame))
+                              (zerop (forward-line step)) (not (eobp))))
+                  (and (get-text-property (point) 'sly-agent-q-frame) (point)))))
+        (if at (goto-char at) (user-error "No %s frame" (if (> step 0) "next" "previous")))))
+    (back-to-indentation)))
+
+(defun sly-agent-q-debugger-previous-frame (&optional count)
+  "Move to the previous frame of the backtrace (COUNT frames)."
+  (interactive "p")
+  (sly-agent-q-debugger-next-frame (- (or count 1))))
+
+(defun sly-agent-q-debugger--frame-here ()
+  "The start of the frame at point; an error when point is on none."
+  (or (sly-agent-q-debugger--frame-start)
+      (user-error "Not on a frame of the backtrace (n and p move to one)")))
+
+(defun sly-agent-q-debugger-toggle-locals ()
+  "Show or hide the local variables of the frame at point, as SLY's t.
+ECL keeps them in the frames of bytecodes functions (what the REPL and
+evaluate_lisp define until the native compiler replaces them)."
+  (interactive)
+  (let ((start (sly-agent-q-debugger--frame-here))
+        (inhibit-read-only t))
+    (save-excursion
+      (goto-char start)
+      (forward-line 1)
+      (if (get-text-property (point) 'sly-agent-q-frame-locals-shown)
+          (let ((from (point)))
+            (while (and (get-text-property (point) 'sly-agent-q-frame-locals-shown) (not (eobp)))
+              (forward-line 1))
+            (delete-region from (point)))
+        (let ((from (point)))
+          (dolist (line (or (get-text-property start 'sly-agent-q-frame-locals)
+                            '("(nothing known of this frame)")))
+            (insert "      " line "\n"))
+          (add-text-properties from (point) '(sly-agent-q-frame-locals-shown t face shadow)))))))
+
+(defun sly-agent-q-debugger-show-source ()
+  "Show the source of the frame at point's function, as SLY's v."
+  (interactive)
+  (let ((source (get-text-property (sly-agent-q-debugger--frame-here) 'sly-agent-q-frame-source)))
+    (unless source
+      (user-error "No source known for this frame (defined in the REPL or an evaluation, not from a file)"))
+    (let ((window (selected-window)))
+      (pop-to-buffer (find-file-noselect (car source)))
+      (goto-char (point-min))
+      (forward-line (1- (cadr source)))
+      (select-window window))))
+
+(defun sly-agent-q-debugger-eval-in-frame (code)
+  "Evaluate CODE with the frame at point's local variables, as SLY's e.
+The value shows at the top of the debugger, which stays open."
+  (interactive
+   (progn (sly-agent-q-debugger--frame-here)
+          (list (read-from-minibuffer "Evaluate in frame: " nil nil nil 'read-expression-history))))
+  (let ((index (get-text-property (sly-agent-q-debugger--frame-here) 'sly-agent-q-frame))
+        (key sly-agent-q-debugger--key))
+    (unless key (user-error "No evaluation waits in this debugger"))
+    ;; Lisp answers by showing the debugger again, with the value.
+    (setq sly-agent-q-debugger--key nil)
+    (unless (sly-agent-q--module-answer-later key t (format "e %d %s" index code))
+      (message "The evaluation no longer waits (it was interrupted)"))))
 
 (defun sly-agent-q-debugger-waiting-p ()
   "Non-nil when an evaluation waits in the debugger for the person's choice."
@@ -173,10 +274,10 @@ a value.  NOTE, when non-nil, says why the last choice failed.  Returns
              (unless taken (message "The evaluation no longer waits (it was interrupted)")))))))
 
 (defun sly-agent-q-debugger-show-interrupt (message)
-  "Show an evaluation interrupted in the REPL, with MESSAGE, in the debugger.
-As SLY's debugger after C-c C-c, but without CONTINUE: this runtime
-interrupts an evaluation by throwing out of it (the host's watchdog runs
-`agent-q::interrupt-job' in the worker), so by now it has been unwound
+  "Show an evaluation the REPL aborted, with MESSAGE, in the debugger.
+\[sly-agent-q-repl-interrupt] aborts instead of stopping in the debugger
+when the evaluation already waited in it, or held interrupts off past
+an earlier \[sly-agent-q-repl-interrupt]: by now it has been unwound
 and cannot be resumed.  The one restart, ABORT, returns to the prompt,
 where the evaluation already is; the session keeps its definitions."
   (let ((buffer (sly-agent-q-debugger--buffer)))
@@ -190,9 +291,8 @@ where the evaluation already is; the session keeps its definitions."
         (erase-buffer)
         (insert (propertize (format "INTERRUPTED: %s" message) 'face 'sly-agent-q-debugger-condition-face)
                 "\n\n"
-                (propertize "No CONTINUE: this runtime interrupts an evaluation by aborting it (its
-watchdog throws out of the job), so the evaluation has been unwound and
-cannot be resumed." 'face 'warning)
+                (propertize "No CONTINUE: the evaluation was aborted (it was in the debugger already,
+or held interrupts off), so it has been unwound and cannot be resumed." 'face 'warning)
                 "\n\nRestarts (a digit or RET chooses, q aborts):\n")
         (insert " 0: ")
         (insert-text-button (car (car sly-agent-q-debugger--restarts))
@@ -266,6 +366,11 @@ point."
     (define-key map (kbd "q") #'sly-agent-q-debugger-abort)
     (define-key map (kbd "a") #'sly-agent-q-debugger-abort)
     (define-key map (kbd "RET") #'sly-agent-q-debugger-invoke-restart)
+    (define-key map (kbd "n") #'sly-agent-q-debugger-next-frame)
+    (define-key map (kbd "p") #'sly-agent-q-debugger-previous-frame)
+    (define-key map (kbd "t") #'sly-agent-q-debugger-toggle-locals)
+    (define-key map (kbd "v") #'sly-agent-q-debugger-show-source)
+    (define-key map (kbd "e") #'sly-agent-q-debugger-eval-in-frame)
     (define-key map (kbd "TAB") #'forward-button)
     (define-key map (kbd "<backtab>") #'backward-button)
     map)
@@ -274,7 +379,10 @@ point."
 (define-derived-mode sly-agent-q-debugger-mode special-mode "Agent-Q Debugger"
   "The REPL's debugger: an error's condition, restarts and backtrace.
 A digit or \\[sly-agent-q-debugger-invoke-restart] on a restart invokes
-it, \\[sly-agent-q-debugger-abort] aborts to the REPL's prompt.
+it, \\[sly-agent-q-debugger-abort] aborts to the REPL's prompt.  In the
+backtrace, as in SLY: \\[sly-agent-q-debugger-next-frame] and \\[sly-agent-q-debugger-previous-frame] move between frames,
+\\[sly-agent-q-debugger-toggle-locals] shows a frame's local variables, \\[sly-agent-q-debugger-show-source] its function's source
+\(when it came from a file), \\[sly-agent-q-debugger-eval-in-frame] evaluates a form with its locals.
 \\{sly-agent-q-debugger-mode-map}"
   :group 'sly-agent-q-debugger
   (setq truncate-lines t)

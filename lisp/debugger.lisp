@@ -98,10 +98,11 @@ INVOKE-RESTART looks the restart up without one."
 invoke a restart (which does not return here) or, when Emacs cannot ask
 or the person's choice failed to be made, return to let the error fail
 the evaluation as usual."
-  (let ((restarts (job-restarts condition))
-        (frames (capture-backtrace))
-        (note nil)
-        (*in-repl-debugger* t))
+  (let* ((restarts (job-restarts condition))
+         (user-frames (user-frames))
+         (frames (debugger-frames user-frames))
+         (note nil)
+         (*in-repl-debugger* t))
     (when (null restarts)
       (return-from repl-debug nil))
     (loop
@@ -116,24 +117,89 @@ the evaluation as usual."
                                (list 'quote (or frames '("(no user frames)")))
                                note))
                       (serious-condition () (return-from repl-debug nil)))))
-        ;; ANSWER: "INDEX" or "INDEX VALUE-FORM".
-        (multiple-value-bind (index end) (parse-integer answer :junk-allowed t)
-          ;; -1: no restart to abort with (the error came outside the
-          ;; forms, as the code was read): fail as usual.
-          (when (or (null restarts) (eql index -1))
-            (return-from repl-debug nil))
-          (let ((restart (and index (< -1 index (length restarts)) (nth index restarts)))
-                (value-text (string-trim '(#\Space #\Newline #\Tab) (subseq answer end))))
-            (setf note
-                  (cond ((null restart) (format nil "There is no restart ~A." answer))
-                        ((restart-wants-value-p restart)
-                         (multiple-value-bind (value problem) (read-and-evaluate-value value-text)
-                           (or problem (invoke-restart restart value))))
-                        (t
-                         (handler-case (invoke-restart restart)
-                           (serious-condition (c)
-                             (format nil "Invoking ~A failed: ~A" (restart-name restart)
-                                     (one-line (condition-message c))))))))))))))
+        ;; ANSWER: "INDEX" or "INDEX VALUE-FORM" (a restart), or "e FRAME
+        ;; CODE" (evaluate CODE in a frame: its value is the next note).
+        (if (and (> (length answer) 2) (string= "e " answer :end2 2))
+            (setf note (evaluate-in-frame-text user-frames (subseq answer 2)))
+            (multiple-value-bind (index end) (parse-integer answer :junk-allowed t)
+              ;; -1: no restart to abort with (the error came outside the
+              ;; forms, as the code was read): fail as usual.
+              (when (or (null restarts) (eql index -1))
+                (return-from repl-debug nil))
+              (let ((restart (and index (< -1 index (length restarts)) (nth index restarts)))
+                    (value-text (string-trim '(#\Space #\Newline #\Tab) (subseq answer end))))
+                (setf note
+                      (cond ((null restart) (format nil "There is no restart ~A." answer))
+                            ((restart-wants-value-p restart)
+                             (multiple-value-bind (value problem) (read-and-evaluate-value value-text)
+                               (or problem (invoke-restart restart value))))
+                            (t
+                             (handler-case (invoke-restart restart)
+                               (serious-condition (c)
+                                 (format nil "Invoking ~A failed: ~A" (restart-name restart)
+                                         (one-line (condition-message c)))))))))))))))
+
+;;; The frames: locals, source, evaluation in a frame
+
+(defun frame-locals (ihs)
+  "The lexical variables of the frame IHS and their values, innermost
+first, as ((NAME . VALUE) ...): ECL keeps them for bytecodes frames
+only (a native function's frame has none)."
+  (let ((env (ignore-errors (si::decode-ihs-env (si::ihs-env ihs)))))
+    (loop for entry in (if (listp env) env '())
+          when (and (consp entry) (symbolp (car entry)) (car entry) (not (keywordp (car entry))))
+            collect entry)))
+
+(defun frame-source (name)
+  "(FILE LINE) of the function NAME's definition when the xref index knows
+its file (a file compiled or loaded through the session), else NIL."
+  (let ((definition (and (symbolp name)
+                         (find-if (lambda (d) (and (eq (xref-definition-kind d) :function)
+                                                   (xref-definition-file d)))
+                                  (gethash name *xref-defined*)))))
+    (and definition
+         (list (namestring (xref-definition-file definition)) (or (xref-definition-line definition) 1)))))
+
+(defun debugger-frames (user-frames)
+  "USER-FRAMES (USER-FRAMES) as the debugger shows them: (LINE LOCALS
+SOURCE) each, LINE \"N: (NAME)\", LOCALS lines \"NAME = value\" (or
+one saying why there are none), SOURCE (FILE LINE) or NIL."
+  (loop for line in (backtrace-lines (mapcar #'car user-frames))
+        for (name . ihs) in user-frames
+        collect (list line
+                      (let ((locals (frame-locals ihs))
+                            (*package* (printing-package)))
+                        (cond (locals (loop for (variable . value) in locals
+                                            collect (format nil "~A = ~A" (prin1-to-string variable)
+                                                            (without-object-addresses (one-line-capped (printed value) 200)))))
+                              ((typep (si::ihs-fun ihs) 'compiled-function)
+                               '("(native code: ECL keeps no locals in this frame)"))
+                              (t '("(no local variables)"))))
+                      (frame-source name))))
+
+(defun evaluate-in-frame-text (user-frames text)
+  "TEXT, \"FRAME CODE\", evaluated with frame FRAME's local variables bound
+to their values (a copy: SETQ changes the copy): the note the debugger
+shows, \"Frame FRAME: CODE => value\" or what went wrong."
+  (multiple-value-bind (index end) (parse-integer text :junk-allowed t)
+    (let ((frame (and index (< -1 index (length user-frames)) (nth index user-frames)))
+          (code (string-trim '(#\Space #\Newline #\Tab) (subseq text end))))
+      (if (null frame)
+          (format nil "There is no frame ~A." (subseq text 0 end))
+          (handler-case
+              (let* ((form (let ((*read-eval* t)) (read-from-string code)))
+                     ;; Innermost first; a name bound twice: the inner one.
+                     (locals (remove-duplicates (frame-locals (cdr frame)) :key #'car :from-end t))
+                     (values (multiple-value-list
+                              (eval-form `(let ,(mapcar (lambda (local) (list (car local) (list 'quote (cdr local))))
+                                                        (reverse locals))
+                                            ,form)))))
+                (format nil "Frame ~D: ~A => ~{~A~^, ~}" index (one-line-capped code 100)
+                        (mapcar (lambda (value) (without-object-addresses (one-line-capped (printed value) 300)))
+                                (or values '(nil)))))
+            (serious-condition (c)
+              (format nil "Frame ~D: evaluating ~A failed: ~A: ~A" index (one-line-capped code 100)
+                      (type-name c) (one-line (condition-message c)))))))))
 
 (defun read-and-evaluate-value (text)
   "The value of the form in TEXT, or NIL and what went wrong."

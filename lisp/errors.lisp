@@ -97,16 +97,21 @@ time, for a model and for a test."
       (and (symbolp name)
            (eq (symbol-package name) (load-time-value (find-package "AGENT-Q"))))))
 
-(defun backtrace-names ()
-  "The names of up to +BACKTRACE-FRAMES+ user frames, innermost first."
-  (let ((names '()) (n 0))
+(defun user-frames ()
+  "Up to +BACKTRACE-FRAMES+ user frames, innermost first, each (NAME . IHS),
+IHS the frame's index on ECL's invocation history stack."
+  (let ((frames '()) (n 0))
     (loop for i from (si::ihs-top) downto 1
           for name = (frame-name i)
           while (< n +backtrace-frames+)
           unless (internal-frame-p name)
-            do (push name names)
+            do (push (cons name i) frames)
                (incf n))
-    (nreverse names)))
+    (nreverse frames)))
+
+(defun backtrace-names ()
+  "The names of up to +BACKTRACE-FRAMES+ user frames, innermost first."
+  (mapcar #'car (user-frames)))
 
 (defun backtrace-lines (names)
   "NAMES (see BACKTRACE-NAMES) as numbered text lines."

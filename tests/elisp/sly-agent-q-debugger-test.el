@@ -270,6 +270,66 @@ lets interrupts in), and the first does not stop it later either."
       (let ((next (agentq-dbg-send "(+ 1 2)")))
         (should (equal (agentq-dbg-wait-output repl next) "=> 3"))))))
 
+(ert-deftest sly-agent-q-debugger/frames-show-locals-source-and-evaluate ()
+  "In the backtrace, as in SLY: n/p move between frames, t shows a
+bytecodes frame's locals, v its function's source line in the file it
+was loaded from, e evaluates a form with the frame's locals (the
+debugger stays, the value at its top)."
+  (let ((file (make-temp-file "agentq-dbg-src" nil ".lisp"
+                              "(defun agentq-dbg-src-inner (x)
+  (let ((y (* x 2)))
+    (error \"inner ~A\" y)))
+(defun agentq-dbg-src-outer (a)
+  (agentq-dbg-src-inner (+ a 1)))
+")))
+    (unwind-protect
+        (progn
+          ;; Bytecodes, which keep their locals: no native compile meanwhile.
+          (let ((sly-agent-q-native-tiering nil)) (sly-agent-q--sync-options))
+          (agentq-test-eval-ok (format "(progn (agent-q::load-source %S) (agent-q::xref-index-file %S t) t)" file file))
+          (agentq-test-with-repl
+            (let* ((repl (current-buffer))
+                   (start (agentq-dbg-send "(agentq-dbg-src-outer 5)"))
+                   (debugger (agentq-dbg-wait-debugger)))
+              (with-current-buffer debugger
+                (call-interactively #'sly-agent-q-debugger-next-frame)
+                (should (looking-at-p "0: (AGENTQ-DBG-SRC-INNER)"))
+                ;; t shows the locals, and hides them again.
+                (call-interactively (key-binding "t"))
+                (should (string-match-p "0: (AGENTQ-DBG-SRC-INNER)\n +Y = 12\n +X = 6\n +1: (AGENTQ-DBG-SRC-OUTER)"
+                                        (buffer-string)))
+                (call-interactively (key-binding "t"))
+                (should (string-match-p "0: (AGENTQ-DBG-SRC-INNER)\n +1: (AGENTQ-DBG-SRC-OUTER)" (buffer-string)))
+                ;; v: the source line of each frame's function.
+                (call-interactively (key-binding "v"))
+                (with-current-buffer (find-buffer-visiting file)
+                  (should (= (line-number-at-pos (window-point (get-buffer-window))) 1)))
+                (should (eq (current-buffer) debugger))
+                (call-interactively (key-binding "n"))
+                (should (looking-at-p "1: (AGENTQ-DBG-SRC-OUTER)"))
+                (call-interactively (key-binding "v"))
+                (with-current-buffer (find-buffer-visiting file)
+                  (should (= (line-number-at-pos (window-point (get-buffer-window))) 4)))
+                (call-interactively (key-binding "p"))
+                (should (looking-at-p "0: (AGENTQ-DBG-SRC-INNER)"))
+                ;; e: evaluated with the frame's locals; the debugger stays.
+                (sly-agent-q-debugger-eval-in-frame "(list x y (+ x y))"))
+              (should (eq (agentq-dbg-wait-debugger) debugger))
+              (with-current-buffer debugger
+                (should (string-match-p "^Frame 0: (list x y (\\+ x y)) => (6 12 18)$" (buffer-string)))
+                ;; Point stays on the frame; an error in the form is a note too.
+                (should (looking-at-p "0: (AGENTQ-DBG-SRC-INNER)"))
+                (call-interactively #'sly-agent-q-debugger-next-frame)
+                (sly-agent-q-debugger-eval-in-frame "(car a)"))
+              (with-current-buffer (agentq-dbg-wait-debugger)
+                (should (string-match-p "^Frame 1: evaluating (car a) failed: .*TYPE-ERROR" (buffer-string)))
+                (call-interactively (key-binding "q")))
+              (should (string-match-p "; Evaluation aborted on SIMPLE-ERROR: inner 12"
+                                      (agentq-dbg-wait-output repl start)))))
+          (let ((buffer (find-buffer-visiting file))) (when buffer (kill-buffer buffer))))
+      (sly-agent-q--sync-options)
+      (delete-file file))))
+
 (provide 'sly-agent-q-debugger-test)
 
 ;;; sly-agent-q-debugger-test.el ends here
