@@ -255,6 +255,17 @@ libraries, which may expand to them), or PROGN / EVAL-WHEN around some."
           ((member (char text position) '(#\Space #\Tab #\Newline #\Return #\Page)) (incf position))
           ((char= (char text position) #\;)
            (setf position (or (position #\Newline text :start position) (length text))))
+          ((and (char= (char text position) #\#) (< (1+ position) (length text))
+                (char= (char text (1+ position)) #\|))
+           ;; A #| comment |#, nested ones inside; unclosed: the reader says so.
+           (let ((depth 0) (i position))
+             (loop (cond ((>= i (1- (length text))) (return-from skip-blank position))
+                         ((and (char= (char text i) #\#) (char= (char text (1+ i)) #\|)) (incf depth) (incf i 2))
+                         ((and (char= (char text i) #\|) (char= (char text (1+ i)) #\#))
+                          (incf i 2)
+                          (when (zerop (decf depth)) (return)))
+                         (t (incf i))))
+             (setf position i)))
           (t (return position)))))
 
 (defun xref-index-file (file session)
