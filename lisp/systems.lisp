@@ -529,3 +529,99 @@ then any [stdout], [stderr] and [warnings] sections; or NIL and the
             (values nil (with-sections failure))
             (with-sections (format nil "Loading system: ~A~%Loaded: ~A (version ~A)"
                                    name (load-tracking-name tracking) result)))))))
+
+;;;; describe_system
+
+(defun dependency-name (spec)
+  "The system name in a dependency SPEC of DEFSYSTEM's :DEPENDS-ON (a
+name, (:VERSION name v), (:FEATURE f name), (:REQUIRE name)), or NIL."
+  (cond ((or (stringp spec) (symbolp spec)) (ignore-errors (asdf-call "COERCE-NAME" spec)))
+        ((and (consp spec) (member (first spec) '(:version :require))) (dependency-name (second spec)))
+        ((and (consp spec) (eq (first spec) :feature)) (dependency-name (third spec)))))
+
+(defun component-lines (component depth out)
+  "Write COMPONENT's children to OUT, one a line, indented by DEPTH."
+  (dolist (child (ignore-errors (asdf-call "COMPONENT-CHILDREN" component)))
+    (format out "~%~vT~A~:[~; (module)~]~@[  ~A~]" (* 2 depth)
+            (asdf-call "COMPONENT-NAME" child)
+            (typep child (asdf-symbol "MODULE"))
+            ;; The file, when its name is not the component's own.
+            (let ((path (ignore-errors (asdf-call "COMPONENT-PATHNAME" child))))
+              (and path (not (typep child (asdf-symbol "MODULE")))
+                   (not (string-equal (pathname-name path) (asdf-call "COMPONENT-NAME" child)))
+                   (not (string-equal (file-namestring path) (asdf-call "COMPONENT-NAME" child)))
+                   (file-namestring path))))
+    (when (typep child (asdf-symbol "MODULE"))
+      (component-lines child (1+ depth) out))))
+
+(defun cached-build-text (system)
+  "How many of SYSTEM's source files have a compiled file in the cache."
+  (let ((files 0) (cached 0)
+        (operation (ignore-errors (funcall (asdf-symbol "MAKE-OPERATION") (asdf-symbol "COMPILE-OP")))))
+    (labels ((walk (component)
+               (dolist (child (ignore-errors (asdf-call "COMPONENT-CHILDREN" component)))
+                 (cond ((typep child (asdf-symbol "MODULE")) (walk child))
+                       ((typep child (asdf-symbol "CL-SOURCE-FILE"))
+                        (incf files)
+                        (let ((output (first (ignore-errors (asdf-call "OUTPUT-FILES" operation child)))))
+                          (when (and output (probe-file output)) (incf cached))))))))
+      (walk system))
+    (cond ((zerop files) "no Lisp source files")
+          ((= cached files) (format nil "all ~D compiled file~:P are cached: loading is fast" files))
+          ((zerop cached) (format nil "none of its ~D file~:P is compiled yet" files))
+          (t (format nil "~D of its ~D files are compiled and cached" cached files)))))
+
+(defun describe-system-text (system directories)
+  (with-output-to-string (out)
+    (let ((name (asdf-call "COMPONENT-NAME" system))
+          (file (ignore-errors (asdf-call "SYSTEM-SOURCE-FILE" system))))
+      (format out "System ~A~@[ (version ~A)~]~@[: ~A~]" name
+              (ignore-errors (asdf-call "COMPONENT-VERSION" system))
+              (let ((description (ignore-errors (asdf-call "SYSTEM-DESCRIPTION" system))))
+                (and (stringp description) (one-line description))))
+      (format out "~%Defined in: ~:[no file (defined in the session)~;~:*~A~]" (and file (namestring file)))
+      (format out "~%Whose: ~:[the user's (its definitions are the session's)~;the image's (a library: kept through reset_session)~]"
+              (image-system-p system directories))
+      (format out "~%Loaded: ~:[no~;yes~]" (ignore-errors (asdf-call "COMPONENT-LOADED-P" system)))
+      (let ((dependencies (ignore-errors (asdf-call "SYSTEM-DEPENDS-ON" system))))
+        (format out "~%Depends on: ~:[nothing~;~:*~{~A~^, ~}~]"
+                (loop for spec in dependencies
+                      for dependency = (dependency-name spec)
+                      for found = (and dependency (ignore-errors (asdf-call "FIND-SYSTEM" dependency nil)))
+                      collect (cond ((null dependency) (princ-to-string spec))
+                                    ((null found) (format nil "~A (not found)" dependency))
+                                    ((ignore-errors (asdf-call "COMPONENT-LOADED-P" found))
+                                     (format nil "~A (loaded)" dependency))
+                                    (t (format nil "~A (not loaded)" dependency))))))
+      (format out "~%Compiled: ~A" (cached-build-text system))
+      (format out "~%Components:")
+      (component-lines system 1 out))))
+
+(define-built-in-tool "describe_system"
+  "Describe an ASDF system (a library or project) without loading it: its version and description, the .asd file that defines it, whether it is the user's or a library, whether it is loaded, its dependencies (each found, loaded or not), whether a compiled build is cached, and its components (modules and files). Systems are found as load_system finds them. Finding a system reads its .asd file, which is Lisp code, as load_system does."
+  '((:name "name" :type :string :description "The system's name, as in its .asd file, e.g. \"alexandria\" (case does not matter)."))
+  :required '("name")
+  :safety-level :cautious
+  :categories '(:execution :session)
+  :handler (lambda (arguments)
+             (let ((name (string-trim " " (or (gethash "name" arguments) ""))))
+               (if (string= name "")
+                   (values nil "The argument \"name\" must name a system, such as \"alexandria\".")
+                   (handler-case
+                       (progn
+                         (ensure-asdf)
+                         (multiple-value-bind (names warning) (user-system-directories)
+                           (declare (ignore warning))
+                           (let ((directories (remove nil (mapcar (lambda (n) (directory-truename n)) names))))
+                             (configure-source-registry directories)
+                             ;; Finding systems loads their .asd files, quietly.
+                             (let* ((*load-verbose* nil) (*load-print* nil)
+                                    (system (let ((*package* (printing-package)) (*read-eval* t))
+                                              (asdf-call "FIND-SYSTEM" name nil))))
+                               (if system
+                                   (let ((*package* (printing-package)) (*read-eval* t))
+                                     (describe-system-text system directories))
+                                   (values nil (format nil "No system named ~S was found (ASDF's source registry, Debian's cl-* packages, and the user's system directories were searched)." name)))))))
+                     (error (condition)
+                       (values nil (format nil "[ERROR] ~A~%~A" (type-name condition)
+                                           (one-line (condition-message condition))))))))))

@@ -335,4 +335,40 @@ load while DIR/NAME/slow exists.  Returns that file's name."
       (should (file-expand-wildcards
                (concat (car (agentq-load-test-cache-directory dir)) "/agentq-bytecodes/a-*.fasc"))))))
 
+(ert-deftest sly-agent-q-load-system/describe-system-before-and-after-loading ()
+  "describe_system, an agent's call that asks nothing: a user's system
+with its file, version, dependencies (loaded, not loaded, not found),
+whether a compiled build is cached, and its components; then loaded."
+  (agentq-load-test-with-directory directory
+    (agentq-load-test-write-system directory "agentq-described"
+                                   '(("package" . "(defpackage :agentq-described (:use :cl))")
+                                     ("code" . "(in-package :agentq-described) (defun f () 1)"))
+                                   :version "0.3" :depends-on '("alexandria"))
+    (unwind-protect
+        (let ((sly-agent-q-system-directories (list directory))
+              (sly-agent-q-call-origin "chat")
+              (sly-agent-q-approval-function (lambda (&rest _) (error "describe_system asked"))))
+          (let ((text (plist-get (agentq-test-call "describe_system" '(:name "agentq-described")) :content)))
+            (should (string-prefix-p "System agentq-described (version 0.3)\n" text))
+            (should (string-match-p (format "^Defined in: %s$" (regexp-quote (file-truename (expand-file-name "agentq-described/agentq-described.asd" directory))))
+                                    text))
+            (should (string-match-p "^Whose: the user's" text))
+            (should (string-match-p "^Loaded: no$" text))
+            (should (string-match-p "^Depends on: alexandria (\\(not \\)?loaded)$" text))
+            (should (string-match-p "^Compiled: none of its 2 files is compiled yet$" text))
+            (should (string-match-p "^Components:\n  package\n  code\\'" text)))
+          (let ((sly-agent-q-call-origin "user"))
+            (should (plist-get (agentq-load-test-load "agentq-described") :success)))
+          (let ((text (plist-get (agentq-test-call "describe_system" '(:name "agentq-described")) :content)))
+            (should (string-match-p "^Loaded: yes$" text))
+            (should (string-match-p "^Depends on: alexandria (loaded)$" text))
+            (should (string-match-p "^Compiled: all 2 compiled files are cached: loading is fast$" text)))
+          (let ((result (agentq-test-call "describe_system" '(:name "agentq-no-such-system"))))
+            (should-not (plist-get result :success))
+            (should (string-prefix-p "No system named \"agentq-no-such-system\" was found" (plist-get result :content)))))
+      ;; The session as other tests expect it: the system and its package gone.
+      (agentq-test-eval-ok "(progn (ignore-errors (funcall (find-symbol \"CLEAR-SYSTEM\" \"ASDF\") \"agentq-described\"))
+                                   (ignore-errors (delete-package \"AGENTQ-DESCRIBED\")) t)"))))
+
+
 ;;; sly-agent-q-load-system-test.el ends here

@@ -27,7 +27,7 @@ const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(here, '../../build/sly-a
 // The tools headless mode has: every tool of the Lisp side.  The tools
 // defined in Emacs are not there.
 const BUILT_INS = [
-  'apropos_search', 'check_syntax', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'eval_form',
+  'apropos_search', 'check_syntax', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'describe_system', 'eval_form',
   'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'inspect_object', 'list_definitions',
   'list_package_symbols', 'load_system', 'macroexpand_form', 'reset_session', 'who_calls', 'who_references',
 ];
