@@ -378,9 +378,10 @@ for tool, key, extra in [("describe_symbol", "symbol", {}), ("function_arglist",
                          ("apropos_search", "pattern", {"limit": 5}), ("list_package_symbols", "package", {"limit": 5}),
                          ("macroexpand_form", "form", {}), ("compile_form", "form", {}), ("eval_form", "form", {}),
                          ("load_system", "name", {}), ("inspect_object", "symbol", {}),
-                         ("check_syntax", "code", {}), ("describe_system", "name", {})]:
+                         ("check_syntax", "code", {}), ("describe_system", "name", {}),
+                         ("profile_form", "code", {})]:
     for j, value in enumerate(["A\u0000B", "\u0000", "CL-USER\u0000::CAR", "|\u0000|", "#.(ext:quit)",
-                               "#.(loop)" if tool not in ("eval_form", "compile_form", "macroexpand_form") else "x"]):
+                               "#.(loop)" if tool not in ("eval_form", "compile_form", "macroexpand_form", "profile_form") else "x"]):
         args = {key: value}
         args.update(extra)
         args_pkg = dict(args)
