@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_BUILD_TYPE ?= RelWithDebInfo
 
 # Debian packages the build and the tests need.
-DEB_PACKAGES = emacs-nox ecl libecl-dev nlohmann-json3-dev libgtest-dev libgc-dev libgmp-dev cmake g++ make tmux cl-alexandria curl
+DEB_PACKAGES = emacs-nox ecl libecl-dev nlohmann-json3-dev libgtest-dev libgc-dev libgmp-dev cmake g++ make tmux cl-alexandria cl-fiveam curl
 # Node, for the MCP test with the official SDK (tests/mcp): Debian's, unless
 # a node and an npm are on the PATH already (NodeSource's nodejs carries
 # npm and conflicts with Debian's npm package).

@@ -33,7 +33,8 @@ set(LISP_SOURCES
   ${CMAKE_SOURCE_DIR}/lisp/repl-tools.lisp
   ${CMAKE_SOURCE_DIR}/lisp/inspector.lisp
   ${CMAKE_SOURCE_DIR}/lisp/syntax.lisp
-  ${CMAKE_SOURCE_DIR}/lisp/profile.lisp)
+  ${CMAKE_SOURCE_DIR}/lisp/profile.lisp
+  ${CMAKE_SOURCE_DIR}/lisp/test-runner.lisp)
 set(LISP_BUILD_DIR ${CMAKE_BINARY_DIR}/lisp)
 set(LISP_LIBRARY ${LISP_BUILD_DIR}/libagentq_lisp.a)
 file(MAKE_DIRECTORY ${LISP_BUILD_DIR})

@@ -35,7 +35,7 @@
 
 (defconst agentq-descriptions--session '("evaluate_lisp" "list_definitions" "reset_session" "load_system"))
 
-(defconst agentq-descriptions--debugger '("inspect_object" "check_syntax" "describe_system" "profile_form")
+(defconst agentq-descriptions--debugger '("inspect_object" "check_syntax" "describe_system" "profile_form" "run_tests")
   "The tools of the shared debugger and the workbench (beyond the contracts' 18).")
 
 (ert-deftest sly-agent-q-tool-descriptions/the-18-tools-and-their-counts ()
@@ -71,7 +71,7 @@
     (should (equal stdout (concat "=> ((\"apropos_search\" \"class_hierarchy\" \"class_slots\" \"describe_symbol\"\n"
                                   "     \"function_arglist\" \"inspect_object\" \"list_package_symbols\"\n"
                                   "     \"macroexpand_form\" \"who_calls\" \"who_references\")\n"
-                                  "    26 26 26)")))
+                                  "    27 27 27)")))
     (ignore stderr)))
 
 (ert-deftest sly-agent-q-tool-descriptions/every-tool-and-parameter-is-described ()
@@ -101,6 +101,6 @@
                                (should (string-match-p "default\\|defaults\\|unless\\|when left out\\|If true"
                                                        description))))))
                        properties))))))
-    (should (= checked 26))))
+    (should (= checked 27))))
 
 ;;; sly-agent-q-tool-descriptions-test.el ends here

@@ -29,7 +29,7 @@ const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(here, '../../build/sly-a
 const BUILT_INS = [
   'apropos_search', 'check_syntax', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'describe_system', 'eval_form',
   'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'inspect_object', 'list_definitions',
-  'list_package_symbols', 'load_system', 'macroexpand_form', 'profile_form', 'reset_session', 'who_calls', 'who_references',
+  'list_package_symbols', 'load_system', 'macroexpand_form', 'profile_form', 'reset_session', 'run_tests', 'who_calls', 'who_references',
 ];
 const EMACS_ONLY = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit'];
 
