@@ -16,7 +16,6 @@
 
 #include "app/services.hpp"
 #include "core/thread_signals.hpp"
-#include "ecl/runtime.hpp"
 #include "emacs/calls.hpp"
 
 namespace agentq::emacs::async {
@@ -351,7 +350,7 @@ bool cancel(std::uint64_t id) {
       found = true;
       s.running->cancelled = true;
       // The runtime stops its job as it stops one for C-g or a timeout.
-      if (std::uint64_t job = s.running->lisp_job.load()) ecl::Runtime::instance().cancel(job);
+      if (std::uint64_t job = s.running->lisp_job.load()) app::services().lisp.cancel(job);
     }
   }
   s.done_cv.notify_all();  // the runner may be waiting for the main thread

@@ -17,10 +17,6 @@
 #include "core/json_limits.hpp"
 #include "core/mcp_route.hpp"
 #include "core/schema.hpp"
-#include "ecl/evaluate_tool.hpp"
-#include "ecl/job_origin.hpp"
-#include "ecl/runtime.hpp"
-#include "ecl/tiering.hpp"
 #include "emacs/async_calls.hpp"
 #include "emacs/calls.hpp"
 #include "emacs/convert.hpp"
@@ -51,7 +47,7 @@ emacs_value entry(emacs_env* raw, ptrdiff_t nargs, emacs_value* args, void*) noe
   try {
     return body(env, nargs, args);
   } catch (const NonLocalExit&) {
-  } catch (const ecl::RuntimeError& e) {
+  } catch (const app::LispError& e) {
     env.signal_error(std::string("Lisp runtime: ") + e.what());
   } catch (const std::exception& e) {
     env.signal_error(e.what());
@@ -530,21 +526,20 @@ emacs_value configure(const Env& env, ptrdiff_t, emacs_value* args) {
     return value.get<double>();
   };
   if (key == "eval-timeout") {
-    ecl::evaluate_settings().default_timeout_s = number();
+    core().lisp.set_eval_timeout(number());
   } else if (key == "output-limit") {
     // Lisp keeps at most this many characters per section: at least 1, at
     // most 1 G characters (a fixnum everywhere, no overflow).
     double limit = number();
     constexpr double kMax = 1e9;
-    ecl::evaluate_settings().output_limit =
-        static_cast<std::size_t>(limit >= 1 ? (limit < kMax ? limit : kMax) : kMax);
+    core().lisp.set_output_limit(static_cast<std::size_t>(limit >= 1 ? (limit < kMax ? limit : kMax) : kMax));
   } else if (key == "heap-limit") {
     double limit = number();
-    ecl::Runtime::instance().set_heap_limit(limit > 0 ? static_cast<std::size_t>(limit) : 0);
+    core().lisp.set_heap_limit(limit > 0 ? static_cast<std::size_t>(limit) : 0);
   } else if (key == "native-tiering") {
-    ecl::set_native_tiering(!value.is_null() && value != false);
+    core().lisp.set_native_tiering(!value.is_null() && value != false);
   } else if (key == "ask-before-agent-code") {
-    ecl::set_ask_before_agent_code(!value.is_null() && value != false);
+    core().lisp.set_ask_before_agent_code(!value.is_null() && value != false);
   } else {
     throw ConversionError("unknown setting " + key);
   }
@@ -552,8 +547,7 @@ emacs_value configure(const Env& env, ptrdiff_t, emacs_value* args) {
 }
 
 emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
-  ecl::RuntimeStatus status = ecl::Runtime::instance().status();
-  ecl::TieringCounts tiering = ecl::tiering_counts();
+  app::LispStatus status = core().lisp.status();
   emacs_value plist[] = {
       env.intern(":booted"),     env.boolean(status.booted),
       env.intern(":alive"),      env.boolean(status.alive),
@@ -564,12 +558,12 @@ emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
       env.intern(":tools"),      env.integer(static_cast<std::intmax_t>(core().registry.size())),
       env.intern(":replaced-workers"),  env.integer(static_cast<std::intmax_t>(status.replaced_workers)),
       env.intern(":abandoned-threads"), env.integer(static_cast<std::intmax_t>(status.abandoned_threads)),
-      env.intern(":native-tiering"), env.boolean(ecl::native_tiering()),
-      env.intern(":tiering-waiting"), env.integer(static_cast<std::intmax_t>(tiering.waiting)),
-      env.intern(":tiering-native"), env.integer(static_cast<std::intmax_t>(tiering.native)),
-      env.intern(":tiering-bytecodes"), env.integer(static_cast<std::intmax_t>(tiering.bytecodes)),
-      env.intern(":tiering-in-child"), env.integer(static_cast<std::intmax_t>(tiering.in_child)),
-      env.intern(":tiering-in-session"), env.integer(static_cast<std::intmax_t>(tiering.in_session)),
+      env.intern(":native-tiering"), env.boolean(status.native_tiering),
+      env.intern(":tiering-waiting"), env.integer(static_cast<std::intmax_t>(status.tiering_waiting)),
+      env.intern(":tiering-native"), env.integer(static_cast<std::intmax_t>(status.tiering_native)),
+      env.intern(":tiering-bytecodes"), env.integer(static_cast<std::intmax_t>(status.tiering_bytecodes)),
+      env.intern(":tiering-in-child"), env.integer(static_cast<std::intmax_t>(status.tiering_in_child)),
+      env.intern(":tiering-in-session"), env.integer(static_cast<std::intmax_t>(status.tiering_in_session)),
   };
   return env.call(Env::sym().list, 30, plist);
 }
@@ -578,17 +572,17 @@ emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
 // the log since the last call, oldest first.
 emacs_value take_notes(const Env& env, ptrdiff_t, emacs_value*) {
   std::vector<emacs_value> notes;
-  for (const std::string& note : ecl::take_runtime_notes()) notes.push_back(env.str(note));
+  for (const std::string& note : core().lisp.take_notes()) notes.push_back(env.str(note));
   return env.call(Env::sym().list, static_cast<ptrdiff_t>(notes.size()), notes.data());
 }
 
 emacs_value boot(const Env& env, ptrdiff_t, emacs_value*) {
-  ecl::Runtime::instance().ensure_booted();
-  return env.real(ecl::Runtime::instance().status().boot_ms);
+  core().lisp.boot();
+  return env.real(core().lisp.status().boot_ms);
 }
 
 emacs_value restart_worker(const Env&, ptrdiff_t, emacs_value*) {
-  ecl::Runtime::instance().restart_worker();
+  core().lisp.restart_worker();
   return Env::sym().t;
 }
 
@@ -610,7 +604,7 @@ emacs_value reset_stats(const Env&, ptrdiff_t, emacs_value*) {
 }
 
 emacs_value shutdown(const Env&, ptrdiff_t, emacs_value*) {
-  ecl::Runtime::instance().shutdown();
+  core().lisp.shutdown();
   return Env::sym().t;
 }
 
