@@ -12,7 +12,7 @@
 #include <cstring>
 #include <thread>
 
-#include "core/lisp_nesting.hpp"
+#include "ecl/lisp_nesting.hpp"
 #include "ecl/child_signals.hpp"
 #include "ecl/runtime_state.hpp"
 

@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/cpu_quota.hpp"
+#include "sys/cpu_quota.hpp"
 #include "ecl/lisp_function.hpp"
 #include "ecl/runtime_state.hpp"
 

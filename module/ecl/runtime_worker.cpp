@@ -15,7 +15,7 @@
 
 #include <gc/gc.h>
 
-#include "core/thread_signals.hpp"
+#include "sys/thread_signals.hpp"
 #include "ecl/child_pipes.hpp"
 #include "ecl/compile_child.hpp"
 #include "ecl/interrupt_gate.hpp"

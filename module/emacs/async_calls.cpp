@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "app/services.hpp"
-#include "core/thread_signals.hpp"
+#include "sys/thread_signals.hpp"
 #include "emacs/calls.hpp"
 
 namespace agentq::emacs::async {
