@@ -314,9 +314,12 @@ struct Runtime::Impl {
   bool interrupt_within_grace(Job& job, Interrupt why, CallContext& context, Clock::time_point give_up);
 };
 
+// The state below is shared by the runtime's files alone: hidden, so that
+// reading it costs what it cost when they were one file (no indirection
+// through the module's symbol table).
 
 // Set once by Runtime's constructor; the Impl lives for the whole process.
-extern Runtime::Impl* g_impl;
+extern Runtime::Impl* g_impl __attribute__((visibility("hidden")));
 
 inline cl_object lisp_symbol(const char* name) { return ecl_make_symbol(name, "AGENT-Q"); }
 
@@ -335,10 +338,13 @@ struct LispRoots {
   cl_object compiler_keyword = ECL_NIL;  // :COMPILER
   cl_object evaluate_lisp_name = ECL_NIL;  // "evaluate_lisp", the evaluations' handler
 };
-extern LispRoots g_roots;  // runtime_worker.cpp
+extern LispRoots g_roots __attribute__((visibility("hidden")));  // runtime_worker.cpp
 
-// This thread's worker generation (0: never a worker).
-extern constinit thread_local std::uint64_t t_worker_generation;
+// This thread's worker generation (0: never a worker).  Initial-exec: read
+// on every job (current_worker), as cheaply as a variable of the file that
+// reads it.
+extern constinit thread_local std::uint64_t t_worker_generation
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 inline bool current_worker() {
   return t_worker_generation != 0 && t_worker_generation == g_impl->worker_generation.load(std::memory_order_acquire);
