@@ -2,7 +2,7 @@
 // bench/null_responder, but in the shape sly-agent-q-mcp has.  A reader
 // thread reads the lines and hands each to a second thread with the
 // hand-off sly-agent-q-mcp uses to reach its ECL worker (module/ecl/
-// runtime.cpp: a mutex-guarded queue and an atomic count; the worker polls
+// runtime_*.cpp: a mutex-guarded queue and an atomic count; the worker polls
 // for kWorkerPoll after each job, yielding every kWorkerYieldEvery, then
 // sleeps on a condition variable; the caller spins for the answer while
 // the worker is known to be on another CPU; each side publishes its CPU and
@@ -29,7 +29,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// As in module/ecl/runtime.cpp.
+// As in module/ecl/runtime_state.hpp.
 constexpr auto kWorkerYieldEvery = std::chrono::microseconds(100);
 constexpr auto kWorkerPoll = std::chrono::milliseconds(2);
 constexpr auto kCallerSpin = std::chrono::microseconds(300);
@@ -98,7 +98,7 @@ bool caller_shares_worker_cpu() {
   return cpu == g_worker_cpu.load(std::memory_order_relaxed);
 }
 
-// runtime.cpp's next_job, finish_job and wake_callers, without the Lisp.
+// runtime_jobs.cpp's next_job, finish_job and wake_callers, without the Lisp.
 void worker() {
   for (;;) {
     std::shared_ptr<Job> job;
@@ -150,7 +150,7 @@ void sleep_slice(const Job& job) {
   --g_callers_sleeping;
 }
 
-// runtime.cpp's Runtime::evaluate: queue the job, then (back) wait for it.
+// runtime.cpp's Runtime::evaluate (runtime_wait.cpp): queue the job, then (back) wait for it.
 void hand_over() {
   auto job = std::make_shared<Job>();
   auto start = Clock::now();

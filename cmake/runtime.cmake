@@ -57,7 +57,7 @@ list(REMOVE_ITEM ECL_SOURCES ${CMAKE_SOURCE_DIR}/module/ecl/run_compiler_main.cp
 add_library(agentq_ecl STATIC ${ECL_SOURCES})
 target_include_directories(agentq_ecl PUBLIC ${CMAKE_SOURCE_DIR}/module)
 target_compile_options(agentq_ecl PRIVATE ${ECL_CFLAGS})
-target_link_libraries(agentq_ecl PUBLIC agentq_core agentq_lisp ${ECL_LIBS} gc pthread)
+target_link_libraries(agentq_ecl PUBLIC agentq_core agentq_sys agentq_lisp ${ECL_LIBS} gc pthread)
 if(AGENTQ_SANITIZE OR AGENTQ_FUZZ)
   # ECL's own accessor macros (ECL_CONS_CAR/CDR on its tagged pointers)
   # trip UBSan's alignment check at every list walk: not ours to fix.

@@ -5,7 +5,7 @@
 ;;;; Everything evaluated here runs inside Emacs's process, so nothing may
 ;;;; exit, enter the interactive debugger or read the terminal: those all
 ;;;; become error results.  Functions named %… are defined in C++
-;;;; (module/ecl/runtime.cpp).
+;;;; (module/ecl/runtime_*.cpp, listed in runtime_state.hpp).
 
 (in-package "AGENT-Q")
 

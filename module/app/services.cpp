@@ -2,16 +2,15 @@
 
 #include "ecl/evaluate_tool.hpp"
 #include "ecl/lisp_tools.hpp"
-#include "ecl/runtime.hpp"
 
 namespace agentq::app {
 
 Services::Services() {
-  ecl::register_evaluate_lisp(registry);
-  ecl::register_session_tools(registry);
+  ecl::register_evaluate_lisp(registry, lisp.runtime(), lisp.evaluate_settings());
+  ecl::register_session_tools(registry, lisp.runtime(), lisp.evaluate_settings());
   // Tools defined in Lisp join the same registry; Lisp calls tools through
   // the same executor, and its hooks see every call.
-  ecl::attach_tool_services(executor);
+  ecl::attach_tool_services(executor, lisp.runtime(), lisp.evaluate_settings());
 }
 
 Services& services() {
@@ -23,7 +22,7 @@ Services& services() {
 Services& services_with_tools() {
   Services& instance = services();
   try {
-    ecl::Runtime::instance().ensure_booted();
+    instance.lisp.boot();
   } catch (const std::exception&) {
     // Reported by the calls that need the runtime.
   }

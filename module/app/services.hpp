@@ -1,8 +1,11 @@
-// The one composition root: the registry, the executor and the MCP
-// dispatcher that every front door shares (the Emacs module now, the MCP
-// binary later), with the built-in tools registered.
+// The one composition root: the session's Lisp (its runtime, settings and
+// controls), the registry, the executor and the MCP dispatcher that every
+// front door shares (the Emacs module, the MCP binary), with the built-in
+// tools registered and handed the runtime they run their jobs on.
+// emacs/ and mcp/ reach Lisp only through here.
 #pragma once
 
+#include "app/lisp.hpp"
 #include "core/executor.hpp"
 #include "core/jsonrpc.hpp"
 #include "core/registry.hpp"
@@ -10,6 +13,7 @@
 namespace agentq::app {
 
 struct Services {
+  Lisp lisp;
   Registry registry;
   Executor executor{registry};
   McpServer server{executor, ServerInfo{}};  // "sly-agent-q", the project's version

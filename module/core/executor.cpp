@@ -174,6 +174,97 @@ ToolResult Executor::execute_validated(const ToolCall& call, ToolPtr tool, const
   return run(call, std::move(tool), true, options);
 }
 
+namespace {
+
+// Why CALL stops before anyone is asked, if it does: its arguments are
+// invalid (unless VALIDATED already), a settled call failed, or the tool's
+// check says so.  ARGS becomes the normalized arguments (kept in STORAGE
+// when they differ from the call's); SETTLED, a dangerous tool's settled
+// call (options.settled), if any.
+std::optional<std::string> precondition_failure(const Tool& tool, bool validated, const ExecutionOptions& options,
+                                                CallContext& context, const json*& args, json& storage,
+                                                std::optional<SettledCall>& settled) {
+  std::optional<std::string> message;
+  if (!validated) message = validate_arguments(tool, *args);
+  if (!message) {
+    args = &normalized_args(*args, storage);
+    if (tool.safety_level == SafetyLevel::Dangerous && options.settled) {
+      try {
+        settled = options.settled(tool, *args);
+      } catch (...) {
+        settled.reset();
+      }
+      if (settled && settled->failure) message = settled->failure->empty() ? "Tool failed" : *settled->failure;
+    }
+    if (tool.check && !settled) {
+      try {
+        message = tool.check(*args, context);
+      } catch (const std::exception& e) {
+        message = std::string("Tool error: ") + e.what();
+      } catch (...) {
+        message = "Tool error: unknown exception";
+      }
+      if (message && message->empty()) message = "Tool failed";
+    }
+  }
+  return message;
+}
+
+// A dangerous tool's approval: the settled call's decision, or the
+// person's, asked with CLOCK paused.  Why the call stops when denied;
+// arguments the person modified replace ARGS (kept in STORAGE).
+std::optional<std::string> approval_failure(const Tool& tool, const ExecutionOptions& options, Stopwatch& clock,
+                                            std::optional<SettledCall>& settled, const json*& args, json& storage,
+                                            ToolResult& result) {
+  ApprovalDecision decision;
+  if (settled) {
+    decision = std::move(settled->decision);
+  } else {
+    clock.pause();
+    decision = ask_approval(options, tool, *args);
+    clock.resume();
+  }
+  switch (decision.kind) {
+    case ApprovalKind::Approved:
+      result.approved = true;
+      return std::nullopt;
+    case ApprovalKind::Modified: {
+      // Run with the person's arguments, checked like the model's.
+      result.approved = true;
+      json modified = std::move(decision.arguments);
+      std::optional<std::string> message = validate_arguments(tool, modified);
+      json normalized;
+      const bool copied = &normalized_args(modified, normalized) == &normalized;
+      storage = copied ? std::move(normalized) : std::move(modified);
+      args = &storage;
+      return message;
+    }
+    case ApprovalKind::Denied:
+    default:
+      return decision.message.empty() ? denied_text(tool, decision.reason) : std::move(decision.message);
+  }
+}
+
+// Runs TOOL's handler on ARGS; its output, or what it threw, goes into RESULT.
+void run_handler(const Tool& tool, const json& args, CallContext& context, ToolResult& result) {
+  try {
+    ToolOutput output = tool.handler(args, context);
+    if (output.success) {
+      result.success = true;
+      result.content = std::move(output.text);
+      result.error.reset();
+    } else {
+      fail(result, output.text.empty() ? std::string("Tool failed") : std::move(output.text));
+    }
+  } catch (const std::exception& e) {
+    fail(result, std::string("Tool error: ") + e.what());
+  } catch (...) {
+    fail(result, "Tool error: unknown exception");
+  }
+}
+
+}  // namespace
+
 ToolResult Executor::run(const ToolCall& call, ToolPtr tool, bool validated, const ExecutionOptions& options) const {
   Stopwatch clock;
   ToolResult result;
@@ -199,81 +290,17 @@ ToolResult Executor::run(const ToolCall& call, ToolPtr tool, bool validated, con
   try {
     const json* args = &call.arguments;
     std::optional<SettledCall> settled;
-    std::optional<std::string> message;
-    if (!validated) message = validate_arguments(*tool, *args);
-    if (!message) {
-      args = &normalized_args(*args, storage);
-      if (tool->safety_level == SafetyLevel::Dangerous && options.settled) {
-        try {
-          settled = options.settled(*tool, *args);
-        } catch (...) {
-          settled.reset();
-        }
-        if (settled && settled->failure) message = settled->failure->empty() ? "Tool failed" : *settled->failure;
-      }
-      if (tool->check && !settled) {
-        try {
-          message = tool->check(*args, context);
-        } catch (const std::exception& e) {
-          message = std::string("Tool error: ") + e.what();
-        } catch (...) {
-          message = "Tool error: unknown exception";
-        }
-        if (message && message->empty()) message = "Tool failed";
-      }
-    }
-    if (!message) {
-      if (tool->safety_level == SafetyLevel::Dangerous) {
-        ApprovalDecision decision;
-        if (settled) {
-          decision = std::move(settled->decision);
-        } else {
-          clock.pause();
-          decision = ask_approval(options, *tool, *args);
-          clock.resume();
-        }
-        switch (decision.kind) {
-          case ApprovalKind::Approved:
-            result.approved = true;
-            break;
-          case ApprovalKind::Modified: {
-            // Run with the person's arguments, checked like the model's.
-            result.approved = true;
-            json modified = std::move(decision.arguments);
-            message = validate_arguments(*tool, modified);
-            json normalized;
-            const bool copied = &normalized_args(modified, normalized) == &normalized;
-            storage = copied ? std::move(normalized) : std::move(modified);
-            args = &storage;
-            break;
-          }
-          case ApprovalKind::Denied:
-          default:
-            message = decision.message.empty() ? denied_text(*tool, decision.reason) : std::move(decision.message);
-            break;
-        }
-      }
-    }
+    std::optional<std::string> message =
+        precondition_failure(*tool, validated, options, context, args, storage, settled);
+    if (!message && tool->safety_level == SafetyLevel::Dangerous)
+      message = approval_failure(*tool, options, clock, settled, args, storage, result);
     hook_args = args;
 
     if (message) {
       fail(result, std::move(*message));
     } else {
       run_hooks(options, context, HookPhase::Before, name, *args, nullptr);
-      try {
-        ToolOutput output = tool->handler(*args, context);
-        if (output.success) {
-          result.success = true;
-          result.content = std::move(output.text);
-          result.error.reset();
-        } else {
-          fail(result, output.text.empty() ? std::string("Tool failed") : std::move(output.text));
-        }
-      } catch (const std::exception& e) {
-        fail(result, std::string("Tool error: ") + e.what());
-      } catch (...) {
-        fail(result, "Tool error: unknown exception");
-      }
+      run_handler(*tool, *args, context, result);
     }
 
     result.execution_time_ms = clock.ms();

@@ -18,7 +18,7 @@
 #include <set>
 #include <string>
 
-#include "core/thread_signals.hpp"
+#include "sys/thread_signals.hpp"
 #include "ecl/flat_directory.hpp"
 #include "ecl/lisp_function.hpp"
 #include "ecl/lisp_string.hpp"

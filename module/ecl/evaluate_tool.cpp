@@ -6,11 +6,6 @@
 
 namespace agentq::ecl {
 
-EvaluateSettings& evaluate_settings() {
-  static EvaluateSettings settings;
-  return settings;
-}
-
 // Seconds → milliseconds; ≤ 0 means no timeout, and anything above a year
 // is a year (no overflow, no undefined conversion).
 std::chrono::milliseconds to_timeout(double seconds) {
@@ -27,8 +22,8 @@ bool flag(const json& args, const char* name) {
   return it != args.end() && it->is_boolean() && it->get<bool>();
 }
 
-ToolOutput evaluate_lisp(const json& args, CallContext& context) {
-  EvaluateSettings& settings = evaluate_settings();
+ToolOutput evaluate_lisp(Runtime& runtime, const EvaluateSettings& settings, const json& args,
+                         CallContext& context) {
   EvalRequest request;
   request.code = args.at("code").get<std::string>();
   if (auto it = args.find("package"); it != args.end() && it->is_string()) request.package = it->get<std::string>();
@@ -46,13 +41,13 @@ ToolOutput evaluate_lisp(const json& args, CallContext& context) {
   request.timeout = to_timeout(timeout);
   request.output_limit = settings.output_limit.load();
   request.interactive_key = context.interactive_key();
-  EvalOutcome outcome = Runtime::instance().evaluate(std::move(request), context);
+  EvalOutcome outcome = runtime.evaluate(std::move(request), context);
   return {outcome.success, std::move(outcome.text)};
 }
 
 }  // namespace
 
-void register_evaluate_lisp(Registry& registry) {
+void register_evaluate_lisp(Registry& registry, Runtime& runtime, const EvaluateSettings& settings) {
   Tool tool;
   tool.name = "evaluate_lisp";
   tool.description =
@@ -75,7 +70,9 @@ void register_evaluate_lisp(Registry& registry) {
   tool.safety_level = SafetyLevel::Cautious;
   tool.categories = {"execution"};
   tool.kind = HandlerKind::Lisp;
-  tool.handler = evaluate_lisp;
+  tool.handler = [&runtime, &settings](const json& args, CallContext& context) {
+    return evaluate_lisp(runtime, settings, args, context);
+  };
   registry.register_tool(std::move(tool));
 }
 

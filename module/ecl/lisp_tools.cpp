@@ -18,8 +18,17 @@ namespace agentq::ecl {
 
 namespace {
 
-// Set once by attach_tool_services, before Lisp boots.
-std::atomic<Executor*> g_executor{nullptr};
+// What Lisp's tool functions reach: the executor (and its registry) every
+// front door uses, and the runtime and settings the jobs of Lisp-defined
+// tools run with.  The functions are C functions Lisp calls, with no
+// closure to carry them: set once by the composition root (app/services,
+// attach_tool_services) before Lisp boots.
+struct ToolServices {
+  Executor& executor;
+  Runtime& runtime;
+  const EvaluateSettings& settings;
+};
+std::atomic<const ToolServices*> g_services{nullptr};
 // Lisp's *TOOL-EXECUTION-HOOKS* is non-empty (the worker says so after each
 // job): calls from Emacs and MCP then run them.
 std::atomic<bool> g_lisp_hooks{false};
@@ -27,11 +36,13 @@ std::atomic<bool> g_lisp_hooks{false};
 // The name of the jobs that run Lisp's hooks (not a tool: never listed).
 constexpr const char* kHooksJob = "%tool_hooks";
 
-Executor& executor() {
-  Executor* executor = g_executor.load(std::memory_order_acquire);
-  if (!executor) throw std::runtime_error("no tool registry is attached to this Lisp runtime");
-  return *executor;
+const ToolServices& services() {
+  const ToolServices* services = g_services.load(std::memory_order_acquire);
+  if (!services) throw std::runtime_error("no tool registry is attached to this Lisp runtime");
+  return *services;
 }
+
+Executor& executor() { return services().executor; }
 
 // A string designator's text: a string, or a symbol's name in lower case
 // (:string → "string").  Throws for anything else.
@@ -83,11 +94,9 @@ Parameter parameter(cl_object plist, const std::string& tool) {
   return out;
 }
 
-// Who runs a job of TOOL: the tool's timeout and output limit, with the
-// runtime's defaults.
-ToolOutput run_lisp_job(const std::string& tool, const json& arguments, CallContext& context,
-                        bool dangerous = false) {
-  const EvaluateSettings& settings = evaluate_settings();
+// Runs a job of TOOL on RUNTIME, with SETTINGS' timeout and output limit.
+ToolOutput run_lisp_job(Runtime& runtime, const EvaluateSettings& settings, const std::string& tool,
+                        const json& arguments, CallContext& context, bool dangerous = false) {
   EvalRequest request;
   request.tool = tool;
   // Lisp's hooks are the person's code (installed by them), whoever called.
@@ -98,14 +107,16 @@ ToolOutput run_lisp_job(const std::string& tool, const json& arguments, CallCont
   request.arguments = arguments;
   request.timeout = to_timeout(settings.default_timeout_s.load());
   request.output_limit = settings.output_limit.load();
-  EvalOutcome outcome = Runtime::instance().evaluate(std::move(request), context);
+  EvalOutcome outcome = runtime.evaluate(std::move(request), context);
   return {outcome.success, std::move(outcome.text)};
 }
 
-// The handler of a Lisp-handled tool: each call is a job named TOOL.
-Handler lisp_job_handler(std::string tool, bool dangerous = false) {
-  return [tool = std::move(tool), dangerous](const json& arguments, CallContext& context) {
-    return run_lisp_job(tool, arguments, context, dangerous);
+// The handler of a Lisp-handled tool: each call is a job named TOOL, run on
+// RUNTIME with SETTINGS.
+Handler lisp_job_handler(Runtime& runtime, const EvaluateSettings& settings, std::string tool,
+                         bool dangerous = false) {
+  return [&runtime, &settings, tool = std::move(tool), dangerous](const json& arguments, CallContext& context) {
+    return run_lisp_job(runtime, settings, tool, arguments, context, dangerous);
   };
 }
 
@@ -143,7 +154,8 @@ cl_object define_tool(cl_object name, cl_object description, cl_object parameter
       tool.safety_level = *parsed;
       tool.categories = names(categories, ":categories");
       tool.kind = HandlerKind::Lisp;
-      tool.handler = lisp_job_handler(tool.name, tool.safety_level == SafetyLevel::Dangerous);
+      tool.handler = lisp_job_handler(services().runtime, services().settings, tool.name,
+                                      tool.safety_level == SafetyLevel::Dangerous);
       if (register_it == ECL_NIL)
         validate_tool_definition(tool);
       else
@@ -194,7 +206,7 @@ cl_object tools() {
 
 // (%TOOLS-ATTACHED): whether a registry is attached (not in the runtime's
 // own tests, which have no executor).
-cl_object tools_attached() { return one_value(g_executor.load() ? ECL_T : ECL_NIL); }
+cl_object tools_attached() { return one_value(g_services.load() ? ECL_T : ECL_NIL); }
 
 cl_object registry_generation() {
   std::uint64_t generation = 0;
@@ -263,21 +275,26 @@ cl_object set_lisp_hooks(cl_object present) {
 
 // The standing hook: Lisp's hooks, in a job of their own, for a call made
 // from Emacs or MCP (Lisp's own calls run them in Lisp).
-void lisp_hooks(HookPhase phase, const std::string& tool, const json& args, const ToolResult* result,
-                CallContext& context) {
+void lisp_hooks(const ToolServices& services, HookPhase phase, const std::string& tool, const json& args,
+                const ToolResult* result, CallContext& context) {
   if (!g_lisp_hooks.load(std::memory_order_acquire)) return;
   json arguments = {{"phase", std::string(to_string(phase))},
                     {"tool", tool},
                     {"arguments", args},
                     {"result", result ? result->to_json() : json(nullptr)}};
-  run_lisp_job(kHooksJob, arguments, context);
+  run_lisp_job(services.runtime, services.settings, kHooksJob, arguments, context);
 }
 
 }  // namespace
 
-void attach_tool_services(Executor& executor) {
-  g_executor.store(&executor, std::memory_order_release);
-  executor.add_standing_hook(lisp_hooks);
+void attach_tool_services(Executor& executor, Runtime& runtime, const EvaluateSettings& settings) {
+  // Never freed: Lisp's threads may call the tool functions at exit.
+  const ToolServices* services = new ToolServices{executor, runtime, settings};
+  g_services.store(services, std::memory_order_release);
+  executor.add_standing_hook([services](HookPhase phase, const std::string& tool, const json& args,
+                                        const ToolResult* result, CallContext& context) {
+    lisp_hooks(*services, phase, tool, args, result, context);
+  });
 }
 
 void define_lisp_tool_functions() {
@@ -291,7 +308,7 @@ void define_lisp_tool_functions() {
   define_lisp_function("%MONOTONIC-MS", monotonic_ms);
 }
 
-void register_session_tools(Registry& registry) {
+void register_session_tools(Registry& registry, Runtime& runtime, const EvaluateSettings& settings) {
   Tool list;
   list.name = "list_definitions";
   list.description =
@@ -304,7 +321,7 @@ void register_session_tools(Registry& registry) {
   list.safety_level = SafetyLevel::Safe;
   list.categories = {"execution", "session"};
   list.kind = HandlerKind::Lisp;
-  list.handler = lisp_job_handler(list.name);
+  list.handler = lisp_job_handler(runtime, settings, list.name);
   registry.register_tool(std::move(list));
 
   Tool reset;
@@ -317,7 +334,7 @@ void register_session_tools(Registry& registry) {
   reset.safety_level = SafetyLevel::Cautious;
   reset.categories = {"execution", "session"};
   reset.kind = HandlerKind::Lisp;
-  reset.handler = lisp_job_handler(reset.name);
+  reset.handler = lisp_job_handler(runtime, settings, reset.name);
   registry.register_tool(std::move(reset));
 
   // Its time limit is the user's ceiling, as for evaluate_lisp: a first
@@ -340,7 +357,7 @@ void register_session_tools(Registry& registry) {
   load.safety_level = SafetyLevel::Cautious;
   load.categories = {"execution", "session"};
   load.kind = HandlerKind::Lisp;
-  load.handler = lisp_job_handler(load.name);
+  load.handler = lisp_job_handler(runtime, settings, load.name);
   registry.register_tool(std::move(load));
 }
 

@@ -7,21 +7,24 @@
 
 #include "core/executor.hpp"
 #include "core/registry.hpp"
+#include "ecl/evaluate_tool.hpp"
+#include "ecl/runtime.hpp"
 
 namespace agentq::ecl {
 
 // Gives Lisp the executor (and its registry) every front door uses, and
-// adds the standing hook that runs Lisp's *TOOL-EXECUTION-HOOKS* for calls
-// made from Emacs or MCP.  Called once by the composition root
-// (app/services), before any call runs.
-void attach_tool_services(Executor& executor);
+// the runtime and settings the jobs of the tools it defines run with; adds
+// the standing hook that runs Lisp's *TOOL-EXECUTION-HOOKS* for calls made
+// from Emacs or MCP.  Called once by the composition root (app/services),
+// before any call runs.
+void attach_tool_services(Executor& executor, Runtime& runtime, const EvaluateSettings& settings);
 
 // Defines the AGENT-Q::%… functions of Lisp's tool API.  Call on the
 // worker thread at boot.
 void define_lisp_tool_functions();
 
 // Registers the session tools handled in Lisp: list_definitions (safe),
-// reset_session and load_system (cautious).
-void register_session_tools(Registry& registry);
+// reset_session and load_system (cautious), run on RUNTIME with SETTINGS.
+void register_session_tools(Registry& registry, Runtime& runtime, const EvaluateSettings& settings);
 
 }  // namespace agentq::ecl

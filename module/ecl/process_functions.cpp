@@ -3,7 +3,7 @@
 #include <chrono>
 #include <vector>
 
-#include "core/process_tree.hpp"
+#include "sys/process_tree.hpp"
 #include "ecl/lisp_function.hpp"
 
 namespace agentq::ecl {

@@ -1,5 +1,5 @@
 // The Lisp side's view of the processes a child process started
-// (core/process_tree): the process guard ends them with the child when
+// (sys/process_tree): the process guard ends them with the child when
 // C-g or a timeout interrupts its wait.
 #pragma once
 

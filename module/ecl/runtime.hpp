@@ -113,7 +113,7 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  struct Impl;  // opaque; public only so runtime.cpp's C callbacks can name it
+  struct Impl;  // opaque; public only so the runtime's pieces can name it (runtime_state.hpp)
 
  private:
   Runtime();

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <utility>
 
-#include "core/thread_signals.hpp"
+#include "sys/thread_signals.hpp"
 #include "ecl/code_ranges.hpp"
 #include "ecl/ecl_api.hpp"
 #include "ecl/lisp_function.hpp"

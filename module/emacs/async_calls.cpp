@@ -15,8 +15,7 @@
 #include <thread>
 
 #include "app/services.hpp"
-#include "core/thread_signals.hpp"
-#include "ecl/runtime.hpp"
+#include "sys/thread_signals.hpp"
 #include "emacs/calls.hpp"
 
 namespace agentq::emacs::async {
@@ -351,7 +350,7 @@ bool cancel(std::uint64_t id) {
       found = true;
       s.running->cancelled = true;
       // The runtime stops its job as it stops one for C-g or a timeout.
-      if (std::uint64_t job = s.running->lisp_job.load()) ecl::Runtime::instance().cancel(job);
+      if (std::uint64_t job = s.running->lisp_job.load()) app::services().lisp.cancel(job);
     }
   }
   s.done_cv.notify_all();  // the runner may be waiting for the main thread
@@ -363,7 +362,7 @@ bool break_into(std::uint64_t id) {
   std::lock_guard lock(s.mutex);
   if (!s.running || s.running->id != id || !s.running->debugger) return false;
   std::uint64_t job = s.running->lisp_job.load();
-  return job != 0 && ecl::Runtime::instance().break_job(job);
+  return job != 0 && app::services().lisp.break_job(job);
 }
 
 bool answer_later(std::uint64_t key, HostAnswer answer) {

@@ -17,10 +17,6 @@
 #include "core/json_limits.hpp"
 #include "core/mcp_route.hpp"
 #include "core/schema.hpp"
-#include "ecl/evaluate_tool.hpp"
-#include "ecl/job_origin.hpp"
-#include "ecl/runtime.hpp"
-#include "ecl/tiering.hpp"
 #include "emacs/async_calls.hpp"
 #include "emacs/calls.hpp"
 #include "emacs/convert.hpp"
@@ -35,9 +31,12 @@ namespace {
 // is the package's (CMake reads it from sly-agent-q.el).
 constexpr const char* kModuleVersion = "sly-agent-q-module " AGENTQ_VERSION " abi 13";
 
-app::Services& core() { return app::services(); }
-// For what looks tools up or lists them: the Lisp-defined tools are there.
-app::Services& tools() { return app::services_with_tools(); }
+// The composition root (app/services.hpp): the registry, the executor, the
+// MCP dispatcher and the session's Lisp (app/lisp.hpp).
+app::Services& root() { return app::services(); }
+// For what looks tools up, lists them or runs them: the Lisp-defined tools
+// are there (the runtime is booted first).
+app::Services& root_with_tools() { return app::services_with_tools(); }
 
 // ----------------------------------------------------------------------------
 // Module functions.
@@ -51,7 +50,7 @@ emacs_value entry(emacs_env* raw, ptrdiff_t nargs, emacs_value* args, void*) noe
   try {
     return body(env, nargs, args);
   } catch (const NonLocalExit&) {
-  } catch (const ecl::RuntimeError& e) {
+  } catch (const app::LispError& e) {
     env.signal_error(std::string("Lisp runtime: ") + e.what());
   } catch (const std::exception& e) {
     env.signal_error(e.what());
@@ -95,7 +94,8 @@ template <typename Read>
 emacs_value run_call(const Env& env, const ExecutionOptions& options, Read read) {
   if (options.context->cancelled()) throw NonLocalExit();
   PendingCall pending = read_call(env, read);
-  ToolResult result = pending.call ? tools().executor.execute(*pending.call, options) : std::move(pending.invalid);
+  ToolResult result =
+      pending.call ? root_with_tools().executor.execute(*pending.call, options) : std::move(pending.invalid);
   if (env.exit_pending()) throw NonLocalExit();
   return result_to_plist(env, result);
 }
@@ -220,7 +220,7 @@ emacs_value define_tool(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   };
   // Does not boot Lisp (Elisp tools are defined at load time); the boot
   // leaves an Elisp tool that has a built-in tool's name in place.
-  core().registry.register_tool(std::move(tool));
+  root().registry.register_tool(std::move(tool));
   return env.str(name);
 }
 
@@ -230,7 +230,7 @@ emacs_value define_tool(const Env& env, ptrdiff_t nargs, emacs_value* args) {
 emacs_value run_handler(const Env& env, ptrdiff_t, emacs_value* args) {
   std::string name = env.to_string(args[0]);
   std::optional<json> arguments = parse_json_bounded(env.to_string(args[1]));
-  ToolPtr tool = tools().registry.resolve(name);
+  ToolPtr tool = root_with_tools().registry.resolve(name);
   ToolOutput output;
   if (!tool || tool->kind == HandlerKind::Lisp || !arguments || !arguments->is_object()) {
     output = {false, "Tool error: " + name + " is not a tool handled in Emacs, or its arguments are not an object"};
@@ -253,7 +253,7 @@ emacs_value run_handler(const Env& env, ptrdiff_t, emacs_value* args) {
 emacs_value run_check(const Env& env, ptrdiff_t, emacs_value* args) {
   std::string name = env.to_string(args[0]);
   std::optional<json> arguments = parse_json_bounded(env.to_string(args[1]));
-  ToolPtr tool = tools().registry.resolve(name);
+  ToolPtr tool = root_with_tools().registry.resolve(name);
   std::optional<std::string> problem;
   if (!tool || !arguments || !arguments->is_object()) {
     problem = "Tool error: " + name + " is not a registered tool, or its arguments are not an object";
@@ -301,9 +301,9 @@ emacs_value open_channel(const Env& env, ptrdiff_t, emacs_value* args) {
 // A check that throws (a quit, say) settles nothing: the runner's call
 // checks again.
 std::optional<async::AheadCall> settle_call(const Env& env, const std::string& tool_name, const json& arguments) {
-  ToolPtr tool = tools().registry.resolve(tool_name);
+  ToolPtr tool = root_with_tools().registry.resolve(tool_name);
   if (!tool || tool->safety_level != SafetyLevel::Dangerous) return std::nullopt;
-  PreparedCall prepared = tools().executor.prepare(tool->name, arguments);
+  PreparedCall prepared = root_with_tools().executor.prepare(tool->name, arguments);
   if (prepared.error || !prepared.tool) return std::nullopt;
   async::AheadCall ahead;
   ahead.tool = prepared.tool->name;
@@ -471,7 +471,7 @@ emacs_value async_serve(const Env& env, ptrdiff_t nargs, emacs_value* args) {
 }
 
 emacs_value list_tools(const Env& env, ptrdiff_t, emacs_value*) {
-  std::vector<std::string> names = tools().registry.names();
+  std::vector<std::string> names = root_with_tools().registry.names();
   std::vector<emacs_value> values;
   values.reserve(names.size());
   for (const std::string& name : names) values.push_back(env.str(name));
@@ -490,7 +490,7 @@ emacs_value tools_schema(const Env& env, ptrdiff_t, emacs_value* args) {
     if (!max_level) throw ConversionError("unknown safety level " + level.dump());
   }
   std::vector<std::string> categories = names_list(env, args[2]);
-  return from_json(env, tools_to_schema(tools().registry.filter(max_level, categories), *schema_format));
+  return from_json(env, tools_to_schema(root_with_tools().registry.filter(max_level, categories), *schema_format));
 }
 
 // (sly-agent-q--module-mcp-request JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)
@@ -498,7 +498,7 @@ emacs_value mcp_request(const Env& env, ptrdiff_t, emacs_value* args) {
   std::string message = env.to_string(args[0]);
   EmacsCallContext context(env);
   ExecutionOptions options = options_for(env, args[1], args[2], context);
-  std::optional<std::string> response = tools().server.handle(message, options);
+  std::optional<std::string> response = root_with_tools().server.handle(message, options);
   if (env.exit_pending()) throw NonLocalExit();
   return response ? env.str(*response) : Env::sym().nil;
 }
@@ -534,21 +534,20 @@ emacs_value configure(const Env& env, ptrdiff_t, emacs_value* args) {
     return value.get<double>();
   };
   if (key == "eval-timeout") {
-    ecl::evaluate_settings().default_timeout_s = number();
+    root().lisp.set_eval_timeout(number());
   } else if (key == "output-limit") {
     // Lisp keeps at most this many characters per section: at least 1, at
     // most 1 G characters (a fixnum everywhere, no overflow).
     double limit = number();
     constexpr double kMax = 1e9;
-    ecl::evaluate_settings().output_limit =
-        static_cast<std::size_t>(limit >= 1 ? (limit < kMax ? limit : kMax) : kMax);
+    root().lisp.set_output_limit(static_cast<std::size_t>(limit >= 1 ? (limit < kMax ? limit : kMax) : kMax));
   } else if (key == "heap-limit") {
     double limit = number();
-    ecl::Runtime::instance().set_heap_limit(limit > 0 ? static_cast<std::size_t>(limit) : 0);
+    root().lisp.set_heap_limit(limit > 0 ? static_cast<std::size_t>(limit) : 0);
   } else if (key == "native-tiering") {
-    ecl::set_native_tiering(!value.is_null() && value != false);
+    root().lisp.set_native_tiering(!value.is_null() && value != false);
   } else if (key == "ask-before-agent-code") {
-    ecl::set_ask_before_agent_code(!value.is_null() && value != false);
+    root().lisp.set_ask_before_agent_code(!value.is_null() && value != false);
   } else {
     throw ConversionError("unknown setting " + key);
   }
@@ -556,8 +555,7 @@ emacs_value configure(const Env& env, ptrdiff_t, emacs_value* args) {
 }
 
 emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
-  ecl::RuntimeStatus status = ecl::Runtime::instance().status();
-  ecl::TieringCounts tiering = ecl::tiering_counts();
+  app::LispStatus status = root().lisp.status();
   emacs_value plist[] = {
       env.intern(":booted"),     env.boolean(status.booted),
       env.intern(":alive"),      env.boolean(status.alive),
@@ -565,15 +563,15 @@ emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
       env.intern(":cl-boot-ms"), env.real(status.cl_boot_ms),
       env.intern(":jobs"),       env.integer(static_cast<std::intmax_t>(status.jobs)),
       env.intern(":heap-limit"), env.integer(static_cast<std::intmax_t>(status.heap_limit)),
-      env.intern(":tools"),      env.integer(static_cast<std::intmax_t>(core().registry.size())),
+      env.intern(":tools"),      env.integer(static_cast<std::intmax_t>(root().registry.size())),
       env.intern(":replaced-workers"),  env.integer(static_cast<std::intmax_t>(status.replaced_workers)),
       env.intern(":abandoned-threads"), env.integer(static_cast<std::intmax_t>(status.abandoned_threads)),
-      env.intern(":native-tiering"), env.boolean(ecl::native_tiering()),
-      env.intern(":tiering-waiting"), env.integer(static_cast<std::intmax_t>(tiering.waiting)),
-      env.intern(":tiering-native"), env.integer(static_cast<std::intmax_t>(tiering.native)),
-      env.intern(":tiering-bytecodes"), env.integer(static_cast<std::intmax_t>(tiering.bytecodes)),
-      env.intern(":tiering-in-child"), env.integer(static_cast<std::intmax_t>(tiering.in_child)),
-      env.intern(":tiering-in-session"), env.integer(static_cast<std::intmax_t>(tiering.in_session)),
+      env.intern(":native-tiering"), env.boolean(status.native_tiering),
+      env.intern(":tiering-waiting"), env.integer(static_cast<std::intmax_t>(status.tiering_waiting)),
+      env.intern(":tiering-native"), env.integer(static_cast<std::intmax_t>(status.tiering_native)),
+      env.intern(":tiering-bytecodes"), env.integer(static_cast<std::intmax_t>(status.tiering_bytecodes)),
+      env.intern(":tiering-in-child"), env.integer(static_cast<std::intmax_t>(status.tiering_in_child)),
+      env.intern(":tiering-in-session"), env.integer(static_cast<std::intmax_t>(status.tiering_in_session)),
   };
   return env.call(Env::sym().list, 30, plist);
 }
@@ -582,23 +580,23 @@ emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
 // the log since the last call, oldest first.
 emacs_value take_notes(const Env& env, ptrdiff_t, emacs_value*) {
   std::vector<emacs_value> notes;
-  for (const std::string& note : ecl::take_runtime_notes()) notes.push_back(env.str(note));
+  for (const std::string& note : root().lisp.take_notes()) notes.push_back(env.str(note));
   return env.call(Env::sym().list, static_cast<ptrdiff_t>(notes.size()), notes.data());
 }
 
 emacs_value boot(const Env& env, ptrdiff_t, emacs_value*) {
-  ecl::Runtime::instance().ensure_booted();
-  return env.real(ecl::Runtime::instance().status().boot_ms);
+  root().lisp.boot();
+  return env.real(root().lisp.status().boot_ms);
 }
 
 emacs_value restart_worker(const Env&, ptrdiff_t, emacs_value*) {
-  ecl::Runtime::instance().restart_worker();
+  root().lisp.restart_worker();
   return Env::sym().t;
 }
 
 emacs_value stats(const Env& env, ptrdiff_t, emacs_value*) {
   std::vector<emacs_value> rows;
-  for (const auto& [name, counters] : core().executor.stats()) {
+  for (const auto& [name, counters] : root().executor.stats()) {
     emacs_value row[] = {env.str(name),
                          env.intern(":calls"),    env.integer(static_cast<std::intmax_t>(counters.calls)),
                          env.intern(":failures"), env.integer(static_cast<std::intmax_t>(counters.failures)),
@@ -609,12 +607,12 @@ emacs_value stats(const Env& env, ptrdiff_t, emacs_value*) {
 }
 
 emacs_value reset_stats(const Env&, ptrdiff_t, emacs_value*) {
-  core().executor.reset_stats();
+  root().executor.reset_stats();
   return Env::sym().t;
 }
 
 emacs_value shutdown(const Env&, ptrdiff_t, emacs_value*) {
-  ecl::Runtime::instance().shutdown();
+  root().lisp.shutdown();
   return Env::sym().t;
 }
 
@@ -639,7 +637,7 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   if (raw->size < static_cast<ptrdiff_t>(sizeof(struct emacs_env_27))) return 2;  // needs process_input
   try {
     Env::init_symbols(raw);
-    core();
+    root();
   } catch (...) {
     return 3;
   }

@@ -11,7 +11,6 @@
 
 #include "agentq_version.hpp"
 #include "app/services.hpp"
-#include "ecl/runtime.hpp"
 #include "mcp/approval.hpp"
 #include "mcp/emacs_bridge.hpp"
 #include "mcp/line_reader.hpp"
@@ -62,7 +61,7 @@ int bridge(const Options& options, const ProtocolFds& fds) {
 // Headless: this process's own ECL and the Lisp-side tools.
 int headless(const Options& options, const ProtocolFds& fds) {
   app::Services& services = app::services_with_tools();
-  ecl::RuntimeStatus status = ecl::Runtime::instance().status();
+  app::LispStatus status = services.lisp.status();
   if (!status.alive)
     log(LogLevel::Error, "the Lisp runtime did not boot: only the tools that need no Lisp will work");
   log(LogLevel::Info, "sly-agent-q-mcp " + std::string(kVersion) + ": " + std::to_string(services.registry.size()) +
@@ -78,11 +77,11 @@ int headless(const Options& options, const ProtocolFds& fds) {
   LineReader in(fds.in.get(), kMaxLineBytes);
   {
     StdioServer server(services.server, std::move(execution),
-                       [](std::uint64_t job) { ecl::Runtime::instance().cancel(job); }, out,
+                       [&services](std::uint64_t job) { services.lisp.cancel(job); }, out,
                        options.allow_dangerous);
     server.run(in);
   }
-  ecl::Runtime::instance().shutdown();
+  services.lisp.shutdown();
   log(LogLevel::Info, "done");
   return 0;
 }

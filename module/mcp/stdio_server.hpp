@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "core/jsonrpc.hpp"
-#include "mcp/call_context.hpp"
+#include "mcp/cancellable_call.hpp"
 #include "mcp/line_reader.hpp"
 #include "mcp/line_writer.hpp"
 

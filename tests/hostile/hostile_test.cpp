@@ -20,13 +20,12 @@
 #include <thread>
 
 #include "app/services.hpp"
+#include "common/child_process.hpp"
 #include "generated_cases.hpp"
 #include "hostile_case.hpp"
 #include "mcp/approval.hpp"
 #include "mcp/line_reader.hpp"
 #include "mcp/unique_fd.hpp"
-
-extern char** environ;
 
 using namespace agentq;
 using namespace agentq::hostile;
@@ -140,78 +139,24 @@ TEST(HostileInProcess, WrongTypeForEveryToolArgument) {
 // One sly-agent-q-mcp with pipes for stdin and stdout (stderr to /dev/null).
 class Server {
  public:
-  Server() {
-    int in[2], out[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-    int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_adddup2(&actions, null, 2);
-    char* argv[] = {const_cast<char*>(AGENTQ_MCP_BINARY), const_cast<char*>("--allow-dangerous"), nullptr};
-    if (::posix_spawn(&pid_, AGENTQ_MCP_BINARY, &actions, nullptr, argv, environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(in[0]);
-    ::close(out[1]);
-    ::close(null);
-    in_.reset(in[1]);
-    out_.reset(out[0]);
-  }
-  ~Server() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
+  Server() : process_(AGENTQ_MCP_BINARY, {"--allow-dangerous"}, fixtures::ChildStderr::DevNull) {}
 
-  bool alive() {
-    if (pid_ <= 0) return false;
-    int status;
-    return ::waitpid(pid_, &status, WNOHANG) == 0;
-  }
+  bool alive() { return process_.alive(); }
 
   // Writes BYTES and a newline on a thread of its own (the server may
   // answer, filling its pipe, before it has read all of a huge line).
   std::thread send(std::string bytes) {
     return std::thread([this, bytes = std::move(bytes)]() mutable {
       bytes += '\n';
-      std::string_view rest = bytes;
-      while (!rest.empty()) {
-        ssize_t n = ::write(in_.get(), rest.data(), rest.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;
-        rest.remove_prefix(static_cast<std::size_t>(n));
-      }
+      process_.write_all(bytes);
     });
   }
 
   // The next line, or nullopt when none comes before DEADLINE.
-  std::optional<std::string> line(std::chrono::steady_clock::time_point deadline) {
-    for (;;) {
-      if (auto nl = buffer_.find('\n', scanned_); nl != std::string::npos) {
-        std::string out = buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
-        scanned_ = 0;
-        return out;
-      }
-      scanned_ = buffer_.size();
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left <= 0ms) return std::nullopt;
-      pollfd fd{out_.get(), POLLIN, 0};
-      if (::poll(&fd, 1, static_cast<int>(left.count())) <= 0) continue;
-      char chunk[1 << 16];
-      ssize_t n = ::read(out_.get(), chunk, sizeof chunk);
-      if (n <= 0) return std::nullopt;
-      buffer_.append(chunk, static_cast<std::size_t>(n));
-    }
-  }
+  std::optional<std::string> line(std::chrono::steady_clock::time_point deadline) { return process_.line(deadline); }
 
  private:
-  pid_t pid_ = -1;
-  mcp::UniqueFd in_, out_;
-  std::string buffer_;
-  std::size_t scanned_ = 0;
+  fixtures::ChildProcess process_;
 };
 
 // Sends C, then an evaluation of (+ 1 2) with an id of its own: every line

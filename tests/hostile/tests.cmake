@@ -7,6 +7,7 @@ if(TARGET sly-agent-q-mcp)
     ${CMAKE_SOURCE_DIR}/tests/hostile/hostile_case.cpp
     ${CMAKE_SOURCE_DIR}/tests/hostile/generated_cases.cpp)
   target_link_libraries(hostile_tests PRIVATE agentq_mcp agentq_ecl GTest::gtest GTest::gtest_main)
+  target_include_directories(hostile_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)  # common/child_process.hpp
   target_compile_definitions(hostile_tests PRIVATE
     AGENTQ_MCP_BINARY="$<TARGET_FILE:sly-agent-q-mcp>"
     AGENTQ_HOSTILE_CASES="${CMAKE_SOURCE_DIR}/tests/hostile/cases")

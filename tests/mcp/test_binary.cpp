@@ -20,13 +20,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/child_process.hpp"
 #include "core/jsonrpc.hpp"
 #include "mcp/unique_fd.hpp"
 
-extern char** environ;
-
 using json = nlohmann::json;
 using agentq::mcp::UniqueFd;
+using agentq::fixtures::ChildProcess;
+using agentq::fixtures::ChildStderr;
 using namespace std::chrono_literals;
 
 namespace {
@@ -35,114 +36,32 @@ namespace {
 // a file.
 class McpProcess {
  public:
-  explicit McpProcess(std::vector<std::string> args = {}) {
-    char log_template[] = "/tmp/agentq-mcp-test-XXXXXX";
-    int log_fd = ::mkstemp(log_template);
-    // Appending, as a terminal or a log would: a child that appends through
-    // /proc/PID/fd/2 is not overwritten by the server's later lines.
-    ::fcntl(log_fd, F_SETFL, ::fcntl(log_fd, F_GETFL) | O_APPEND);
-    log_path_ = log_template;
-    int in[2], out[2];
-    EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
-    EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
-    args.insert(args.begin(), AGENTQ_MCP_BINARY);
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    EXPECT_EQ(::posix_spawn(&pid_, AGENTQ_MCP_BINARY, &actions, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(in[0]);
-    ::close(out[1]);
-    ::close(log_fd);
-    in_.reset(in[1]);
-    out_.reset(out[0]);
+  explicit McpProcess(std::vector<std::string> args = {})
+      : process_(AGENTQ_MCP_BINARY, std::move(args), ChildStderr::LogFile) {
+    process_.keep_lines();
   }
 
-  ~McpProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    ::unlink(log_path_.c_str());
-  }
-
-  void send_raw(std::string_view bytes) {
-    while (!bytes.empty()) {
-      ssize_t n = ::write(in_.get(), bytes.data(), bytes.size());
-      ASSERT_GT(n, 0);
-      bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
-  }
+  void send_raw(std::string_view bytes) { ASSERT_TRUE(process_.write_all(bytes)); }
   void send(const std::string& line) { send_raw(line + "\n"); }
   void send(const char* line) { send(std::string(line)); }
   void send(const json& message) { send(message.dump()); }
-  void close_stdin() { in_.reset(); }
+  void close_stdin() { process_.close_stdin(); }
 
   // The next stdout line, or nullopt after TIMEOUT or at the end.
-  std::optional<std::string> line(std::chrono::milliseconds timeout = 20000ms) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-      if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
-        std::string out = buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
-        lines_.push_back(out);
-        return out;
-      }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-      if (left <= 0ms) return std::nullopt;
-      pollfd fd{out_.get(), POLLIN, 0};
-      if (::poll(&fd, 1, static_cast<int>(left.count())) <= 0) continue;
-      char chunk[65536];
-      ssize_t n = ::read(out_.get(), chunk, sizeof chunk);
-      if (n <= 0) return std::nullopt;
-      buffer_.append(chunk, static_cast<std::size_t>(n));
-    }
-  }
+  std::optional<std::string> line(std::chrono::milliseconds timeout = 20000ms) { return process_.line(timeout); }
 
   // The next response, parsed (null when none came).
-  json response(std::chrono::milliseconds timeout = 20000ms) {
-    auto text = line(timeout);
-    if (!text) return nullptr;
-    json value = json::parse(*text, nullptr, false);
-    EXPECT_FALSE(value.is_discarded()) << "not JSON on stdout: " << *text;
-    return value;
-  }
+  json response(std::chrono::milliseconds timeout = 20000ms) { return process_.response(timeout); }
 
   // The exit status after stdin is closed, or -1 when it has not exited in TIMEOUT.
-  int wait_exit(std::chrono::milliseconds timeout = 20000ms) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < until) {
-      int status = 0;
-      pid_t done = ::waitpid(pid_, &status, WNOHANG);
-      if (done == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(5ms);
-    }
-    return -1;
-  }
+  int wait_exit(std::chrono::milliseconds timeout = 20000ms) { return process_.wait_exit(timeout); }
 
-  std::string log() const {
-    std::ifstream file(log_path_);
-    std::stringstream text;
-    text << file.rdbuf();
-    return text.str();
-  }
+  std::string log() const { return process_.log(); }
 
-  const std::vector<std::string>& lines() const { return lines_; }
+  const std::vector<std::string>& lines() const { return process_.lines(); }
 
  private:
-  pid_t pid_ = -1;
-  UniqueFd in_, out_;
-  std::string buffer_;
-  std::vector<std::string> lines_;
-  std::string log_path_;
+  ChildProcess process_;
 };
 
 json request(int id, const std::string& method, json params = json::object()) {

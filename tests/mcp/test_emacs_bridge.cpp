@@ -32,8 +32,7 @@
 #include "mcp/line_splitter.hpp"
 #include "mcp/options.hpp"
 #include "mcp/unique_fd.hpp"
-
-extern char** environ;
+#include "common/child_process.hpp"
 
 using json = nlohmann::json;
 using namespace agentq::mcp;
@@ -161,84 +160,22 @@ class FakeEmacs {
 // sly-agent-q-mcp --emacs SOCKET …, with pipes for stdin and stdout.
 class Bridge {
  public:
-  explicit Bridge(std::vector<std::string> args) {
-    int in[2], out[2];
-    EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
-    EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    args.insert(args.begin(), AGENTQ_MCP_BINARY);
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    EXPECT_EQ(::posix_spawn(&pid_, AGENTQ_MCP_BINARY, &actions, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(in[0]);
-    ::close(out[1]);
-    in_.reset(in[1]);
-    out_.reset(out[0]);
-  }
-  ~Bridge() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
+  explicit Bridge(std::vector<std::string> args)
+      : process_(AGENTQ_MCP_BINARY, std::move(args), agentq::fixtures::ChildStderr::Inherit) {}
 
-  void send(const json& message) {
-    std::string text = message.dump() + "\n";
-    ASSERT_EQ(::write(in_.get(), text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  }
-  void close_stdin() { in_.reset(); }
+  void send(const json& message) { ASSERT_TRUE(process_.write_all(message.dump() + "\n")); }
+  void close_stdin() { process_.close_stdin(); }
 
   // The next response, or null after TIMEOUT.
-  json response(std::chrono::milliseconds timeout = 10000ms) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-      if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
-        json value = json::parse(buffer_.substr(0, nl), nullptr, false);
-        EXPECT_FALSE(value.is_discarded()) << buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
-        return value;
-      }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-      if (left <= 0ms) return nullptr;
-      pollfd fd{out_.get(), POLLIN, 0};
-      if (::poll(&fd, 1, static_cast<int>(left.count())) <= 0) continue;
-      char chunk[65536];
-      ssize_t n = ::read(out_.get(), chunk, sizeof chunk);
-      if (n <= 0) return nullptr;
-      buffer_.append(chunk, static_cast<std::size_t>(n));
-    }
-  }
+  json response(std::chrono::milliseconds timeout = 10000ms) { return process_.response(timeout); }
 
   // The process's thread count, from /proc (0 when unknown).
-  int threads() const {
-    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
-    for (std::string line; std::getline(status, line);)
-      if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
-    return 0;
-  }
+  int threads() const { return process_.threads(); }
 
-  int wait_exit(std::chrono::milliseconds timeout = 10000ms) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < until) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(5ms);
-    }
-    return -1;
-  }
+  int wait_exit(std::chrono::milliseconds timeout = 10000ms) { return process_.wait_exit(timeout); }
 
  private:
-  pid_t pid_ = -1;
-  UniqueFd in_, out_;
-  std::string buffer_;
+  agentq::fixtures::ChildProcess process_;
 };
 
 json request(const json& id, const std::string& method) {

@@ -18,7 +18,7 @@
 #include "core/jsonrpc.hpp"
 #include "core/registry.hpp"
 #include "mcp/approval.hpp"
-#include "mcp/call_context.hpp"
+#include "mcp/cancellable_call.hpp"
 #include "mcp/line_reader.hpp"
 #include "mcp/line_writer.hpp"
 #include "mcp/options.hpp"

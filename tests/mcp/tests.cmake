@@ -6,6 +6,7 @@ if(TARGET sly-agent-q-mcp)
   file(GLOB MCP_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/mcp/*.cpp)
   add_executable(mcp_tests ${MCP_TEST_SOURCES})
   target_link_libraries(mcp_tests PRIVATE agentq_mcp GTest::gtest GTest::gtest_main)
+  target_include_directories(mcp_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests)  # common/child_process.hpp
   target_compile_definitions(mcp_tests PRIVATE AGENTQ_MCP_BINARY="$<TARGET_FILE:sly-agent-q-mcp>")
   add_dependencies(mcp_tests sly-agent-q-mcp)
   gtest_discover_tests(mcp_tests TEST_PREFIX "mcp." DISCOVERY_TIMEOUT 30 PROPERTIES TIMEOUT 120)

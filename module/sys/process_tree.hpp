@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/system_files.hpp"
+#include "sys/system_files.hpp"
 
 namespace agentq {
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/lisp_nesting.hpp"
+#include "ecl/lisp_nesting.hpp"
 
 using agentq::lisp_nesting_exceeds;
 

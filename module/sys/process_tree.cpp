@@ -1,4 +1,4 @@
-#include "core/process_tree.hpp"
+#include "sys/process_tree.hpp"
 
 #include <signal.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "core/lisp_nesting.hpp"
+#include "ecl/lisp_nesting.hpp"
 
 #include <cctype>
 #include <vector>

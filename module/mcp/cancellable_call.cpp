@@ -1,4 +1,4 @@
-#include "mcp/call_context.hpp"
+#include "mcp/cancellable_call.hpp"
 
 #include "mcp/approval.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "core/cpu_quota.hpp"
+#include "sys/cpu_quota.hpp"
 
 using namespace agentq;
 

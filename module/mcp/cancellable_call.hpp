@@ -1,4 +1,6 @@
-// The context of one tools/call: notifications/cancelled stops it.
+// McpCallContext, the context of one tools/call (mcp/stdio_server): a
+// cancellable call, which notifications/cancelled stops.  (What any call may
+// ask of its caller is core/call_context.hpp's CallContext.)
 #pragma once
 
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "core/system_files.hpp"
+#include "sys/system_files.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -7,7 +7,7 @@
 
 #include <optional>
 
-#include "core/system_files.hpp"
+#include "sys/system_files.hpp"
 
 namespace agentq {
 

@@ -8,7 +8,7 @@
 #include <map>
 #include <thread>
 
-#include "core/process_tree.hpp"
+#include "sys/process_tree.hpp"
 
 using namespace agentq;
 using namespace std::chrono_literals;

@@ -1,6 +1,6 @@
-// core/thread_signals: threads we start never block their faults' signals,
+// sys/thread_signals: threads we start never block their faults' signals,
 // whatever their creator blocks.
-#include "core/thread_signals.hpp"
+#include "sys/thread_signals.hpp"
 
 #include <gtest/gtest.h>
 #include <pthread.h>

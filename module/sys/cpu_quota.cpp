@@ -1,4 +1,4 @@
-#include "core/cpu_quota.hpp"
+#include "sys/cpu_quota.hpp"
 
 #include <algorithm>
 #include <sstream>
