@@ -169,7 +169,6 @@ They are read and evaluated in the buffer's package at START, as
                                  (sly-agent-q--buffer-package start)
                                  (buffer-name)))
 
-;;;###autoload
 (defun sly-agent-q--defun-bounds ()
   "The start and end of the top-level form around point, as (START . END)."
   (save-excursion
