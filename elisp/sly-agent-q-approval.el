@@ -112,6 +112,7 @@ Interactively, toggles: off when on, else asks for the minutes (default 10)."
            (if sly-agent-q--auto-approve-until minutes "")))
 
 (defun sly-agent-q--auto-approving-p ()
+  "Non-nil while the auto-approval window is open."
   (and sly-agent-q--auto-approve-until (< (float-time) sly-agent-q--auto-approve-until)))
 
 (defun sly-agent-q--glob-regexp (glob)
@@ -320,7 +321,7 @@ The default `sly-agent-q-approval-function'.  In order: the standing
 rules of `sly-agent-q-approval-rules', a running auto-approval
 \(`sly-agent-q-auto-approve'), the tools approved for the rest of the
 conversation, else a question in the minibuffer (see the file's
-commentary).  C-g denies.  In batch Emacs, with nobody to ask, the answer
+commentary).  \\[keyboard-quit] denies.  In batch Emacs, with nobody to ask, the answer
 is no.  Returns `:approved', `:denied', (:denied REASON) or
 \(:modified NEW-ARGS)."
   (let ((rule (sly-agent-q--rule-decision tool-name args)))

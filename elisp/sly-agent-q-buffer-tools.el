@@ -271,8 +271,9 @@ Fails the call when there is none."
            (sly-agent-q-tool-fail "%s cannot be read: permission denied." file)))))
 
 (defun sly-agent-q--usable-coding (coding)
-  "CODING, as Emacs detected it, made definite: utf-8 for no coding in
-particular, and a definite end of line (unix when it was not known)."
+  "Return CODING, as Emacs detected it, made definite.
+That is utf-8 for no coding in particular, and a definite end of
+line: unix when it was not known."
   (when (or (null coding)
             (memq (coding-system-base coding) '(undecided prefer-utf-8 no-conversion raw-text)))
     (setq coding (coding-system-change-text-conversion (or coding 'utf-8-unix) 'utf-8)))

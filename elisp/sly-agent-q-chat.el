@@ -152,7 +152,7 @@ the request ended without one (an error, a cancel, the round limit).")
 ;;;; The request in flight
 
 (defvar sly-agent-q-chat--state nil
-  "nil when idle, else `waiting' for the model or `tools' while they run.")
+  "Nil when idle, else `waiting' for the model or `tools' while they run.")
 
 (defvar sly-agent-q-chat--generation 0
   "Counts requests and cancels; a callback of an older one is ignored.")
@@ -811,7 +811,7 @@ A running tool call is interrupted; the conversation so far is kept."
 
 (defun sly-agent-q-chat--fontify-code (start)
   "Fontify the fenced code blocks of the transcript after START.
-Lisp blocks (no language, lisp, common-lisp, cl, elisp) get
+Lisp blocks (no language, `lisp', `common-lisp', `cl', `elisp') get
 `lisp-mode''s faces; others the mode named LANGUAGE-mode if there is one."
   (with-current-buffer (sly-agent-q-chat--buffer)
     (save-excursion

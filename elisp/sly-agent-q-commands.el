@@ -189,7 +189,7 @@ It is read and evaluated in the buffer's package, as
 (defun sly-agent-q-restart-worker ()
   "Give the Lisp session a fresh worker thread, keeping every definition.
 For an evaluation that cannot be stopped: its thread is abandoned and
-runs on at the lowest priority.  Evaluations that ignore C-g and their
+runs on at the lowest priority.  Evaluations that ignore \\[keyboard-quit] and their
 time limit are replaced this way by themselves, after a grace of 3 s."
   (interactive)
   (sly-agent-q--module-restart-worker)

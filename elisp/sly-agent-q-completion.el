@@ -133,7 +133,8 @@ For `completion-at-point-functions'.  Offers nothing while Lisp is busy."
       (error nil))))
 
 (defun sly-agent-q-eldoc--highlight (arglist index)
-  "ARGLIST (text) with its INDEX-th required or optional argument highlighted."
+  "Return ARGLIST (text) with one argument highlighted.
+That is the required or optional argument at position INDEX."
   (condition-case nil
       (with-temp-buffer
         (set-syntax-table lisp-mode-syntax-table)

@@ -69,7 +69,7 @@ Nothing waits for an answer: a restart only closes the debugger.")
 
 (defun sly-agent-q-debugger--watch ()
   "Close the debugger when its evaluation stopped waiting (interrupted).
-C-c C-c in the REPL, or `sly-agent-q-cancel', ends the wait from outside."
+\\<sly-agent-q-repl-mode-map>\\[sly-agent-q-repl-interrupt] in the REPL, or `sly-agent-q-cancel', ends the wait from outside."
   (let ((buffer (get-buffer sly-agent-q-debugger-buffer-name)))
     (if (not (and buffer (buffer-local-value 'sly-agent-q-debugger--key buffer)))
         (sly-agent-q-debugger--stop-watching)
@@ -97,8 +97,8 @@ C-c C-c in the REPL, or `sly-agent-q-cancel', ends the wait from outside."
            when (string-prefix-p "[ABORT]" line) maximize index))
 
 (defun sly-agent-q-debugger--buffer ()
-  "The debugger's buffer, in `sly-agent-q-debugger-mode'; made now, it
-remembers the selected window to go back to."
+  "Return the debugger's buffer, in `sly-agent-q-debugger-mode'.
+Made now, it remembers the selected window to go back to."
   (let ((buffer (get-buffer-create sly-agent-q-debugger-buffer-name))
         (window (selected-window)))
     (with-current-buffer buffer
@@ -166,8 +166,8 @@ SOURCE, (FILE LINE) or nil."
                                  'sly-agent-q-frame-source (nth 2 frame))))))
 
 (defun sly-agent-q-debugger--frame-start ()
-  "The start of the frame line at point (or of the frame whose locals
-point is on), or nil."
+  "Return the start of the frame line at point, or nil.
+When point is on a frame's locals, the start of that frame's line."
   (save-excursion
     (beginning-of-line)
     (while (and (get-text-property (point) 'sly-agent-q-frame-locals-shown) (not (bobp)))

@@ -8,7 +8,7 @@
 
 ;; `sly-agent-q-lisp-mode', a buffer-local minor mode for `lisp-mode'
 ;; buffers, gives the keys a SLY user's fingers know: C-x C-e, C-M-x,
-;; C-c C-r, C-c C-c, C-c C-k, C-c C-l, M-. and M-,, C-c C-d d/a/h,
+;; C-c C-r, C-c C-c, C-c C-k, C-c C-l, M-, and M-., C-c C-d d/a/h,
 ;; C-c RET, C-c M-m, C-c C-w c/r (in *xref*), C-c M-q and C-c I.
 ;; Each runs the same tools the agent uses (evaluate_lisp,
 ;; compile_form, describe_symbol, ...), in the buffer's package,
@@ -75,7 +75,7 @@ The call is the person's (`sly-agent-q--as-user').  Returns the job id."
     job))
 
 (defun sly-agent-q-interrupt ()
-  "Interrupt the evaluations started from Lisp buffers, as SLY's C-c C-b.
+  "Interrupt the evaluations started from Lisp buffers, as in SLY.
 Each ends with an [ERROR] INTERRUPTED result (in the REPL too, when it is
 open); the session keeps its definitions."
   (interactive)
@@ -428,8 +428,8 @@ The symbol is looked up with FIND-SYMBOL in PACKAGE
                                           (min (point-max) (1+ (nth 3 entry))))))))
 
 (cl-defmethod xref-backend-definitions ((_backend (eql sly-agent-q)) identifier)
-  "Where IDENTIFIER is defined: the buffers it was evaluated from, else the
-files the session loaded it from."
+  "Return where IDENTIFIER is defined.
+The buffers it was evaluated from, else the files the session loaded it from."
   (let* ((name (upcase (car (last (split-string identifier ":" t)))))
          (package (sly-agent-q--buffer-package))
          (here (delq nil (mapcar (lambda (marker)
@@ -440,7 +440,7 @@ files the session loaded it from."
          (found (and (null here)
                      (if (sly-agent-q--lisp-busy-p)
                          ;; Asking would wait behind the running evaluation.
-                         (user-error "Lisp is busy (an evaluation is running): M-. can look %s up when it is done"
+                         (user-error "Lisp is busy (an evaluation is running): xref (M-.) can look %s up when it is done"
                                      identifier)
                        (sly-agent-q-lisp--file-definitions identifier package))))
          (files (and (consp (car found))
@@ -500,7 +500,8 @@ is busy (the prompt then takes what is typed)."
 (define-minor-mode sly-agent-q-lisp-mode
   "SLY's keys in a Lisp buffer, on the ECL inside this Emacs.
 Evaluation and compilation do not block Emacs; results show in the echo
-area.  M-. finds definitions loaded from files or evaluated from buffers.
+area.  \\[xref-find-definitions] finds definitions loaded from files or
+evaluated from buffers.
 \\{sly-agent-q-lisp-mode-map}"
   :lighter (:eval (sly-agent-q-lisp--lighter))
   :keymap sly-agent-q-lisp-mode-map

@@ -305,7 +305,7 @@ parser, which called it from a process filter, keeps its place."
   (concat "\"" (replace-regexp-in-string "[\"\\\\]" "\\\\\\&" (replace-regexp-in-string "[\r\n]" "" text)) "\""))
 
 (defun sly-agent-q-provider--config (backend)
-  "curl's config for BACKEND: URL and headers, the key among them."
+  "Return curl's config for BACKEND: URL and headers, the key among them."
   (let* ((anthropic (eq (plist-get backend :type) 'anthropic))
          (base (string-remove-suffix "/" (plist-get backend :url)))
          (key (sly-agent-q-provider--key backend))

@@ -239,7 +239,7 @@ What it prints comes as it prints it."
 (declare-function sly-agent-q--module-break "sly-agent-q-module" (job))
 
 (defun sly-agent-q-repl-interrupt ()
-  "Interrupt the REPL's evaluation, as SLY's C-c C-c does.
+  "Interrupt the REPL's evaluation, as SLY's `sly-interrupt' does.
 The evaluation stops where it is and shows in the debugger, with
 CONTINUE (it goes on from there) and ABORT (back to the prompt; the
 session keeps its definitions).  When it already waits in the debugger,
@@ -257,7 +257,7 @@ evaluation holds interrupts off), the interrupt aborts it."
           (t (message "Nothing is being evaluated")))))
 
 (defun sly-agent-q-repl-switch-to-lisp-buffer ()
-  "Go back to the Lisp buffer \\[sly-agent-q-switch-to-repl] came from, as SLY's C-c C-z.
+  "Go back to the Lisp buffer \\[sly-agent-q-switch-to-repl] came from, as in SLY.
 If it is gone, go to the most recently used `lisp-mode' buffer."
   (interactive)
   (let ((buffer (if (buffer-live-p sly-agent-q-repl--last-lisp-buffer)
@@ -269,7 +269,7 @@ If it is gone, go to the most recently used `lisp-mode' buffer."
     (pop-to-buffer buffer)))
 
 (defun sly-agent-q-repl-clear-output ()
-  "Delete what the last evaluation printed and returned, as SLY's C-c C-o.
+  "Delete what the last evaluation printed and returned, as SLY does.
 A line says that it was cleared; the prompt and what is typed after it stay."
   (interactive)
   (let ((start (marker-position comint-last-input-end))

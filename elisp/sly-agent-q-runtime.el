@@ -283,7 +283,7 @@ Returns nil when the call may go on, or the text it fails with."
 Returns (t . PRINTED-VALUE) or (nil . ERROR-MESSAGE), or (later . KEY)
 when the form returned (:agent-q-answer-later . KEY): the person answers
 later, with `sly-agent-q--module-answer-later' (the REPL's debugger).  A
-quit is not caught: C-g here quits the evaluation that asked."
+quit is not caught: \\[keyboard-quit] here quits the evaluation that asked."
   (condition-case err
       (let* ((read (read-from-string text))
              (rest (substring text (cdr read))))
@@ -449,7 +449,8 @@ The approval function and the door each was submitted with.")
 
 (defun sly-agent-q--approve-agent-code-of-job (job name json)
   "`sly-agent-q--approve-agent-code' for asynchronous JOB's call of NAME.
-With the approval function and door JOB was submitted with (the chat's,
+JSON holds the call's arguments.  With the approval function and door
+JOB was submitted with (the chat's,
 an MCP client's), not those in force when Lisp asks."
   (let* ((asker (gethash job sly-agent-q--job-askers))
          (sly-agent-q-approval-function (if asker (car asker) sly-agent-q-approval-function))
@@ -637,7 +638,7 @@ NO-QUESTIONS non-nil: approval questions stay queued."
 (defun sly-agent-q--async-approval (approve origin)
   "The approval function APPROVE as an asynchronous job calls it.
 The question is asked from a process filter, where `inhibit-quit' is t:
-C-g is let quit it (which denies), as it does a synchronous call's.
+\\[keyboard-quit] is let quit it (which denies), as it does a synchronous call's.
 `sly-agent-q-call-origin' is ORIGIN, the door the job came through,
 unless nil."
   (and approve
@@ -754,7 +755,7 @@ Not while another question or a minibuffer is up: then a little later."
 
 (defun sly-agent-q--ask-held (held)
   "Ask HELD's next question, then let its caller's jobs go on.
-C-g at the question denies, as an error in the approval function does.
+\\[keyboard-quit] at the question denies, as an error in the approval function does.
 A withdrawn question (see `sly-agent-q--drop-held') ends at once, and
 the person is told why in the echo area."
   (let* ((approve (sly-agent-q--held-approve held))
@@ -814,7 +815,7 @@ Dangerous calls are asked about before the job takes the runner, so
 that other callers' jobs (and MCP clients' calls) run while the person
 thinks: the calls' checks run when the job is submitted, then each
 question is asked in turn, when no other question is up, and the job
-runs with the answers given.  C-g at a question denies that call.
+runs with the answers given.  \\[keyboard-quit] at a question denies that call.
 
 WITH-DEBUGGER non-nil (the REPL's own evaluations, never a model's calls):
 an unhandled error in an evaluate_lisp call shows the debugger, where the

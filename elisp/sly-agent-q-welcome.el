@@ -42,7 +42,7 @@
   "The Lisp file the welcome buffer's scratch button opens.
 nil means scratch.lisp in $XDG_DATA_HOME/sly-agent-q/ (by default
 ~/.local/share/sly-agent-q/), or sly-agent-q-scratch.lisp in
-`temporary-file-directory' when that file cannot be written."
+variable `temporary-file-directory' when that file cannot be written."
   :type '(choice (const :tag "scratch.lisp in $XDG_DATA_HOME/sly-agent-q/" nil)
                  (file :tag "File"))
   :group 'sly-agent-q)
@@ -184,7 +184,7 @@ when it does not exist.  Return its buffer."
 
 (defun sly-agent-q--key-text (command map)
   "The keys of COMMAND in the keymap MAP (a symbol), as text.
-\"M-x COMMAND\" when MAP binds it to no key."
+When MAP binds it to no key, `execute-extended-command' and COMMAND."
   (let ((keys (and (boundp map) (where-is-internal command (symbol-value map) t))))
     (if keys (key-description keys) (format "M-x %s" command))))
 
