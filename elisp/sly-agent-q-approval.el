@@ -189,7 +189,7 @@ a relative path gets a file past a rule meant for another."
              return decision)))
 
 (defun sly-agent-q--touches-match-p (regexp args)
-  "True when ARGS, an agent's code call, touches the world only as REGEXP says.
+  "True when ARGS, an agent's code call, touches the world only as REGEXP permits.
 ARGS's \"touches\" are what reading the code found (\"deletes a file
 \(DELETE-FILE on \\\"x\\\")\", \"runs a program (EXT:RUN-PROGRAM …)\"); every
 one of them must match REGEXP (case-insensitively)."

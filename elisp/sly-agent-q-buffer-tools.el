@@ -247,7 +247,8 @@ Fails the call when there is none."
        name (sly-agent-q--buffer-names))))
 
 (defun sly-agent-q--unmodified-visitor (file)
-  "The buffer visiting FILE, or nil; fails the call if it has unsaved changes."
+  "Return the buffer visiting FILE, or nil.
+Fail the call if that buffer has unsaved changes."
   (let ((buffer (find-buffer-visiting file)))
     (when (and buffer (buffer-modified-p buffer))
       (sly-agent-q-tool-fail
@@ -293,7 +294,8 @@ line; text that decodes as nothing in particular gives utf-8."
   (sly-agent-q--usable-coding last-coding-system-used))
 
 (defun sly-agent-q--file-coding (file)
-  "The coding system to write FILE with: as Emacs reads it, or utf-8-unix."
+  "Return the coding system to write FILE with.
+That is the one Emacs reads it with, or utf-8-unix."
   (if (sly-agent-q--local-files (file-regular-p file))
       (with-temp-buffer
         (condition-case nil

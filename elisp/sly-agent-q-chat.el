@@ -195,7 +195,7 @@ the request ended without one (an error, a cancel, the round limit).")
 
 ;;;###autoload
 (defun sly-agent-q-chat-busy-p ()
-  "Non-nil while a chat request or its tool loop runs."
+  "Non-nil while a chat request or its tool loop is under way."
   (and sly-agent-q-chat--state t))
 
 ;;;; The buffer
@@ -577,7 +577,8 @@ The answer, and the tool calls it makes, show in the chat buffer;
               (+ (cdr sly-agent-q-chat--usage) (or (plist-get usage :output-tokens) 0)))))
 
 (defun sly-agent-q-chat--reply (backend reply)
-  "Handle the model's REPLY from BACKEND: run its tool calls or finish."
+  "Handle the model's REPLY from BACKEND.
+Run the tool calls it asks for, or finish."
   (setq sly-agent-q-chat--request nil)
   (sly-agent-q-chat--add-usage (plist-get reply :usage))
   (let ((text (or (plist-get reply :text) ""))
@@ -615,7 +616,7 @@ NAME with ARGUMENTS (a copy of what the person saw)."
       arguments)))
 
 (defun sly-agent-q-chat--run-tools (backend calls)
-  "Run the tool CALLS of the model's reply, then send BACKEND their results."
+  "Run CALLS, the model's tool requests, then send BACKEND their results."
   (let* ((generation sly-agent-q-chat--generation)
          (records (mapcar #'sly-agent-q-chat--tool-line calls))
          ;; The chat is one caller, whatever buffer is current: its
@@ -787,7 +788,7 @@ A running tool call is interrupted; the conversation so far is kept."
     (sly-agent-q-chat--finish "Cancelled." t)))
 
 (defun sly-agent-q-chat--start-spinner ()
-  "Turn the mode line's spinner while a request runs."
+  "Turn the mode line's spinner while a request is under way."
   (sly-agent-q-chat--stop-spinner)
   (setq sly-agent-q-chat--spinner-timer
         (run-with-timer 0.2 0.2
@@ -917,7 +918,8 @@ Lisp blocks (no language, `lisp', `common-lisp', `cl', `elisp') get
       "(empty)")))
 
 (defun sly-agent-q-chat--json-message (message)
-  "MESSAGE as data `json-serialize' writes (lists of calls as arrays)."
+  "Return MESSAGE as data `json-serialize' writes.
+Lists of tool calls become arrays."
   (let ((json nil))
     (cl-loop for (key value) on message by #'cddr
              do (setq json

@@ -47,7 +47,7 @@ the start of a line, names.  Only in buffers in `lisp-mode'."
             (or (match-string-no-properties 1) (match-string-no-properties 2))))))))
 
 (defun sly-agent-q--complete-forms-p (text)
-  "Non-nil if TEXT holds only whole Lisp forms (no open list or string).
+  "Non-nil if TEXT is only whole Lisp forms (no open list or string).
 What is not whole is not sent to Lisp, as SLY does."
   (with-temp-buffer
     (set-syntax-table lisp-mode-syntax-table)
@@ -242,7 +242,8 @@ time limit are replaced this way by themselves, after a grace of 3 s."
                              "not called yet")))))))))
 
 (defun sly-agent-q--fasl-cache-directory ()
-  "Where load_system keeps compiled files: $XDG_CACHE_HOME/sly-agent-q/fasl/."
+  "Return the directory of load_system's compiled files.
+That is $XDG_CACHE_HOME/sly-agent-q/fasl/."
   (let ((xdg (getenv "XDG_CACHE_HOME")))
     (expand-file-name "sly-agent-q/fasl/"
                       (if (and xdg (file-name-absolute-p xdg)) xdg "~/.cache"))))
@@ -255,7 +256,7 @@ time limit are replaced this way by themselves, after a grace of 3 s."
 
 ;;;###autoload
 (defun sly-agent-q-clear-fasl-cache ()
-  "Delete the compiled files load_system keeps between sessions.
+  "Delete the compiled files load_system kept between sessions.
 The next load_system of each system compiles it again.  Systems already
 loaded in the session stay loaded."
   (interactive)

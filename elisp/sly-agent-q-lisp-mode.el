@@ -297,7 +297,8 @@ was evaluated from are used when this Emacs knows them."
               (format "%s was %s, from no buffer this Emacs knows: no place to go" summary where)))))))
 
 (defun sly-agent-q-lisp--xref-items (text)
-  "The xref items of the definitions listed in TEXT, who_calls's answer.
+  "Return the xref items of the definitions listed in TEXT.
+TEXT is the answer of who_calls.
 Its lines \"- KIND NAME [QUALIFIER] (WHERE)\" each become an item."
   (let ((items nil))
     (dolist (line (split-string text "\n" t))
@@ -308,7 +309,8 @@ Its lines \"- KIND NAME [QUALIFIER] (WHERE)\" each become an item."
     (nreverse items)))
 
 (defun sly-agent-q-lisp--show-xrefs (result from)
-  "Show who_calls's or who_references's RESULT with xref, asked FROM a marker.
+  "Show RESULT, a cross-reference answer, with xref, asked FROM a marker.
+RESULT comes from the tool who_calls or who_references.
 FROM goes on xref's marker stack, so \\[xref-pop-marker-stack] comes back.
 In *xref*, RET, \\<xref--xref-buffer-mode-map>\\[xref-next-line] and \\[xref-prev-line] go to
 the definitions; an answer that lists none is a message."
@@ -323,7 +325,8 @@ the definitions; an answer that lists none is a message."
       (message "%s" (car (split-string text "\n"))))))
 
 (defun sly-agent-q-who-calls (function)
-  "List the functions that call FUNCTION (who_calls), as SLY's xref.
+  "List the functions that call FUNCTION, as SLY's xref.
+The answer comes from the who_calls tool.
 They are shown in *xref*, where RET goes to each one's definition: its
 file and line, or the buffer it was evaluated from."
   (interactive (list (sly-agent-q-lisp--read-symbol "Who calls")))
@@ -391,7 +394,7 @@ paragraph instead."
                          sly-agent-q-lisp--definitions)))))))))
 
 (defun sly-agent-q-lisp--file-definitions (name package)
-  "Where the session says NAME (read in PACKAGE) is defined in files.
+  "Return where the session has NAME (read in PACKAGE) defined in files.
 A list of (KIND FILE LINE) from the session's index, else the source
 file ECL recorded for the function (with LINE nil and a character
 POSITION as fourth element), else (:ecl PACKAGE) for a function of ECL's
@@ -456,7 +459,7 @@ The buffers it was evaluated from, else the files the session loaded it from."
                          identifier)))))
 
 (cl-defmethod xref-backend-identifier-completion-table ((_backend (eql sly-agent-q)))
-  "Symbols of the live image, as `completion-at-point' offers them.
+  "Return symbols of the live image, for `completion-at-point'.
 Read in the package of the buffer `M-.' was typed in; nothing while Lisp
 is busy (the prompt then takes what is typed)."
   (completion-table-dynamic

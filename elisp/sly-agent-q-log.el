@@ -118,7 +118,7 @@ few seconds, and `sly-agent-q-describe-runtime' does too."
   (setq sly-agent-q--notes-timer (run-with-timer 3 3 #'sly-agent-q-log-runtime-notes)))
 
 (defun sly-agent-q-show-log ()
-  "Show the audit log of cautious and dangerous tool calls."
+  "Show the audit log: the cautious and dangerous tools used."
   (interactive)
   (let ((buffer (get-buffer-create sly-agent-q--log-buffer-name)))
     (with-current-buffer buffer

@@ -100,7 +100,7 @@ symbolic link is refused too."
                          directory (file-modes directory 'nofollow)))))))
 
 (defun sly-agent-q--mcp-prepare-socket (file)
-  "Check the directories FILE goes in, and remove a stale socket at FILE.
+  "Check the directories of FILE, and remove a stale socket at FILE.
 Refuse when another server listens there."
   (let ((runtime (sly-agent-q--mcp-runtime-directory)))
     ;; The per-user temporary directory is ours to check as well.
@@ -154,7 +154,8 @@ Returns the socket's file name."
 
 ;;;###autoload
 (defun sly-agent-q-mcp-server-stop ()
-  "Stop the MCP server: close its clients (cancelling their calls) and its socket."
+  "Stop the MCP server: close its clients and its socket.
+The clients' pending calls are cancelled."
   (interactive)
   (dolist (client sly-agent-q--mcp-clients)
     (sly-agent-q--mcp-forget client)
@@ -183,7 +184,7 @@ Returns the socket's file name."
   (push client sly-agent-q--mcp-clients))
 
 (defun sly-agent-q--mcp-forget (client)
-  "Cancel the calls CLIENT is waiting for, and drop it."
+  "Cancel what CLIENT is waiting for, and drop it."
   (let ((jobs (process-get client 'sly-agent-q-mcp-jobs))
         (ids nil))
     (when jobs
@@ -203,7 +204,7 @@ is withdrawn, WHY shown in its place.  Running: interrupted; it answers
       (progn (sly-agent-q-cancel job) nil)))
 
 (defun sly-agent-q--mcp-sentinel (process _event)
-  "A connection PROCESS closed: cancel its calls."
+  "Cancel the pending work of PROCESS, a connection that closed."
   (unless (or (process-live-p process) (eq process sly-agent-q--mcp-server))
     (sly-agent-q--mcp-forget process)))
 

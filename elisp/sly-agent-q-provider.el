@@ -129,7 +129,7 @@ NAME defaults to `sly-agent-q-backend'."
 
 ;;;###autoload
 (defun sly-agent-q-select-backend (name)
-  "Make the backend NAME the one the chat uses."
+  "Make the backend NAME the chat's."
   (interactive
    (list (completing-read (format "Backend (now %s): " sly-agent-q-backend)
                           (mapcar (lambda (b) (plist-get b :name)) sly-agent-q-backends)
@@ -266,7 +266,7 @@ parser, which called it from a process filter, keeps its place."
         (error (message "sly-agent-q: the chat's %s callback failed: %s" key (error-message-string err)))))))
 
 (defun sly-agent-q-provider--end (request)
-  "Free what REQUEST holds; no callback comes after this."
+  "Free the resources of REQUEST; no callback comes after this."
   (setf (sly-agent-q-provider--request-ended request) t)
   (let ((process (sly-agent-q-provider--request-process request))
         (stderr (sly-agent-q-provider--request-stderr request))

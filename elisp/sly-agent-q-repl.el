@@ -156,7 +156,7 @@ value opens in *sly-agent-q inspector* (see `sly-agent-q-inspector-mode')."
     (sly-agent-q-repl-inspect-value (car value) (cdr value))))
 
 (defun sly-agent-q-repl--prompt-start ()
-  "Where the line of the process mark (the prompt, when idle) starts."
+  "Return the start of the line of the process mark (the prompt, when idle)."
   (save-excursion
     (goto-char (process-mark (get-buffer-process (current-buffer))))
     (forward-line 0)                    ; not `line-beginning-position': fields
@@ -225,7 +225,7 @@ What it prints comes as it prints it."
           (comint-write-input-ring))))))
 
 (defun sly-agent-q-repl-return ()
-  "Send the input if it holds whole forms; else start a new line."
+  "Send the input if it is whole forms; else start a new line."
   (interactive)
   (let* ((process (get-buffer-process (current-buffer)))
          (input (buffer-substring-no-properties (process-mark process) (point-max))))

@@ -127,7 +127,7 @@ replace."
              ""))
 
 (defun sly-agent-q--hunk-lines (old new)
-  "The body lines of one hunk that turns the text OLD into NEW.
+  "Return the body lines of one hunk from the text OLD to NEW.
 Every line of OLD is in it, as context or removed: a hunk that stands
 for the same lines of the file as the hunk OLD came from."
   (let ((hunks (sly-agent-q--parse-hunks
@@ -143,7 +143,7 @@ for the same lines of the file as the hunk OLD came from."
         (cl-count-if (lambda (line) (memq (aref line 0) '(?\s ?+))) lines)))
 
 (defun sly-agent-q--hunk-text (hunk offset shift)
-  "The text of HUNK, (OLD-START . LINES), as a unified diff shows it.
+  "Return the text of HUNK, (OLD-START . LINES), as in a unified diff.
 OFFSET is added to its old line numbers, OFFSET + SHIFT to its new ones
 \(SHIFT: the lines the hunks before it add)."
   (pcase-let* ((`(,start . ,lines) hunk)

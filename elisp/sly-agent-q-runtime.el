@@ -333,7 +333,7 @@ That is, `sly-agent-q-call-origin' is \"user\" or the front end's own
   (member sly-agent-q-call-origin (list "user" sly-agent-q-ui-origin)))
 
 (defmacro sly-agent-q--as-user (&rest body)
-  "Run BODY, calls the person makes, with `sly-agent-q-call-origin' \"user\".
+  "Run BODY, the person's own doing, with `sly-agent-q-call-origin' \"user\".
 An origin already bound (the front end's own, an integration's) stays."
   (declare (indent 0) (debug t))
   `(let ((sly-agent-q-call-origin (or sly-agent-q-call-origin "user")))
@@ -359,7 +359,7 @@ as it gets them), added to the hooks of calls made with
              sly-agent-q--not-found-lookups)))
 
 (defun sly-agent-q--hooks-for-origin (hooks origin &optional later)
-  "HOOKS, the hook functions of calls made with ORIGIN as their door.
+  "Return HOOKS, the hook functions for ORIGIN as a call's door.
 For the front end's own calls (`sly-agent-q-ui-origin'),
 `sly-agent-q--count-not-found' comes first.  LATER non-nil: the hooks
 run later, for an asynchronous job, where ORIGIN is not bound any more;
@@ -476,7 +476,8 @@ for `:before') are as for calls made from Emacs."
   "What the running call said it is doing (load_system: the file), or nil.")
 
 (defun sly-agent-q--waiting (seconds)
-  "Show progress after waiting SECONDS for Lisp; the module calls this every 0.1 s."
+  "Show progress after waiting SECONDS for Lisp.
+The module invokes this every 0.1 s."
   (run-hook-with-args 'sly-agent-q-wait-functions seconds)
   (when (and (>= seconds sly-agent-q-progress-delay) (not noninteractive))
     (let ((message-log-max nil))
@@ -521,7 +522,7 @@ Any progress message the call showed goes when it ends."
 ;;;; Public API
 
 (defun sly-agent-q-execute-tool-calls (calls)
-  "Run the tool CALLS and return their results, in the same order.
+  "Run the tool requests in CALLS and return their results, in the same order.
 CALLS is a list of plists (:id ID :name NAME :arguments ARGS); ARGS is a
 plist with keyword keys, an alist, a hash table or a JSON object string.
 Each result is a plist
@@ -547,7 +548,7 @@ running call."
 (defvar sly-agent-q--held-jobs)         ; below
 
 (defun sly-agent-q--lisp-busy-p ()
-  "Non-nil while an asynchronous call (an evaluation, the REPL) holds Lisp.
+  "Non-nil while an asynchronous call (an evaluation, the REPL) has Lisp.
 What asks Lisp synchronously then (completion, eldoc, \\[xref-find-definitions])
 would wait behind it: such callers answer nothing, or say Lisp is busy.
 A job held back while the person is asked about it holds nothing."
@@ -561,7 +562,7 @@ A job held back while the person is asked about it holds nothing."
   "The pipe process whose filter serves asynchronous calls.")
 
 (defun sly-agent-q--async-channel ()
-  "Open the pipe that serves asynchronous calls, once."
+  "Open the pipe that serves asynchronous work, once."
   (unless (process-live-p sly-agent-q--async-process)
     (setq sly-agent-q--async-process
           (make-pipe-process :name "sly-agent-q-async" :buffer nil :noquery t
@@ -572,7 +573,7 @@ A job held back while the person is asked about it holds nothing."
   "The timer that serves asynchronous calls once no minibuffer is active.")
 
 (defun sly-agent-q--serve-after-minibuffer ()
-  "Serve the asynchronous calls put off while a minibuffer or a question was up."
+  "Serve the asynchronous work put off while a minibuffer or question was up."
   (unless (or (> (minibuffer-depth) 0) (sly-agent-q--question-up-p))
     (when (timerp sly-agent-q--async-deferred-timer)
       (cancel-timer sly-agent-q--async-deferred-timer))
@@ -580,13 +581,13 @@ A job held back while the person is asked about it holds nothing."
     (sly-agent-q--async-filter nil nil)))
 
 (defun sly-agent-q--defer-async ()
-  "Serve the asynchronous calls again once no minibuffer or question is up."
+  "Serve the asynchronous work again once no minibuffer or question is up."
   (unless sly-agent-q--async-deferred-timer
     (setq sly-agent-q--async-deferred-timer
           (run-with-timer 0.25 0.25 #'sly-agent-q--serve-after-minibuffer))))
 
 (defun sly-agent-q--async-filter (_process _output)
-  "Serve asynchronous calls: what they need of Emacs, finished jobs' callbacks.
+  "Serve asynchronous work: what it needs of Emacs, finished jobs' callbacks.
 While the person types in a minibuffer nothing is served (no approval
 question, no callback takes the echo area or the keyboard from them): it
 is put off until the minibuffer exits.  While they answer an approval
@@ -611,7 +612,7 @@ callbacks go on, their questions wait."
                         job (error-message-string err)))))))
 
 (defun sly-agent-q--serve-async (&optional no-questions)
-  "Run the work asynchronous calls queued for Emacs and finished jobs' callbacks.
+  "Run the work queued for Emacs and finished jobs' callbacks.
 NO-QUESTIONS non-nil: approval questions stay queued."
   (dolist (finished (sly-agent-q--module-async-serve no-questions))
     (if (and (consp (cdr finished)) (eq (cadr finished) :output))
@@ -636,7 +637,7 @@ NO-QUESTIONS non-nil: approval questions stay queued."
                         (car finished) (error-message-string err)))))))
 
 (defun sly-agent-q--async-approval (approve origin)
-  "The approval function APPROVE as an asynchronous job calls it.
+  "Return the approval function APPROVE as an asynchronous job asks it.
 The question is asked from a process filter, where `inhibit-quit' is t:
 \\[keyboard-quit] is let quit it (which denies), as it does a synchronous call's.
 `sly-agent-q-call-origin' is ORIGIN, the door the job came through,
@@ -803,7 +804,7 @@ The caller's later jobs go on."
     (throw held nil)))
 
 (defun sly-agent-q-execute-tool-calls-async (calls callback &optional with-debugger on-output)
-  "Run the tool CALLS without blocking Emacs; return the job id at once.
+  "Run the tool requests in CALLS without blocking Emacs; return the job id.
 CALLBACK is called later on the main thread, from a process filter,
 with the list of results that `sly-agent-q-execute-tool-calls' would
 have returned.  Jobs run one after another on one runner, each caller's

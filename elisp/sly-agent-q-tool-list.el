@@ -39,7 +39,8 @@
   (tabulated-list-init-header))
 
 (defun sly-agent-q--tool-list-by-calls (a b)
-  "Non-nil when row A has fewer calls than row B (the Calls column's sort)."
+  "Non-nil when row A has a smaller count than row B.
+This is the sort of the Calls column."
   (< (string-to-number (aref (cadr a) 3)) (string-to-number (aref (cadr b) 3))))
 
 (defun sly-agent-q--tools-by-name ()

@@ -50,7 +50,8 @@ variable `temporary-file-directory' when that file cannot be written."
 ;;;; The user's settings
 
 (defun sly-agent-q--xdg-directory (variable default)
-  "$VARIABLE if it is an absolute directory name, else DEFAULT, as XDG says."
+  "Return $VARIABLE if it is an absolute directory name, else DEFAULT.
+This is the rule of the XDG base directory specification."
   (let ((value (getenv variable)))
     (file-name-as-directory
      (expand-file-name (if (and value (file-name-absolute-p value)) value default)))))
@@ -62,12 +63,12 @@ XDG_CONFIG_HOME is unset or not absolute."
   (expand-file-name "sly-agent-q/" (sly-agent-q--xdg-directory "XDG_CONFIG_HOME" "~/.config")))
 
 (defun sly-agent-q-user-init-file ()
-  "The settings file `make run' loads.
+  "The settings file of `make run'.
 init.el in `sly-agent-q-user-directory'."
   (expand-file-name "init.el" (sly-agent-q-user-directory)))
 
 (defun sly-agent-q-user-custom-file ()
-  "Where customize saves under `make run'.
+  "The custom file under `make run'.
 custom.el in `sly-agent-q-user-directory'."
   (expand-file-name "custom.el" (sly-agent-q-user-directory)))
 
@@ -126,7 +127,7 @@ See `sly-agent-q-scratch-file'."
                         (sly-agent-q--xdg-directory "XDG_DATA_HOME" "~/.local/share"))))
 
 (defun sly-agent-q--scratch-text ()
-  "What a new scratch file holds: a few forms to evaluate."
+  "The text of a new scratch file: a few forms to evaluate."
   (concat ";;;; A scratch file: evaluated by the ECL inside this Emacs.\n"
           ";;;; " (sly-agent-q--key-text 'sly-agent-q-eval-last-sexp 'sly-agent-q-lisp-mode-map)
           " after a form evaluates it, "
@@ -234,7 +235,7 @@ so what the welcome says can be checked against the keymaps."
   "The backend settings the welcome buffer offers to copy.")
 
 (defun sly-agent-q--insert-backend-status ()
-  "Insert which backend the chat uses now."
+  "Insert which backend the chat talks to now."
   (let ((backend (ignore-errors (sly-agent-q-provider-backend))))
     (if backend
         (insert (format "    The chat uses the backend %S now (%s at %s).\n"
@@ -243,7 +244,7 @@ so what the welcome says can be checked against the keymaps."
                       sly-agent-q-backend)))))
 
 (defun sly-agent-q--insert-first-session ()
-  "Insert the steps of a first session."
+  "Insert what to do in a first session."
   (let ((init (sly-agent-q--abbreviate (sly-agent-q-user-init-file))))
     (insert "First session\n")
     (insert " 1. Open a Lisp file: ")
@@ -348,7 +349,7 @@ so what the welcome says can be checked against the keymaps."
 
 ;;;###autoload
 (defun sly-agent-q-welcome ()
-  "Show the first steps with sly-agent-q in a buffer, with `sly-agent-q-mode' on.
+  "Show a first session with sly-agent-q in a buffer, with `sly-agent-q-mode' on.
 A Lisp file and its keys, the REPL, the chat, a backend for it and where
 the settings are kept (`sly-agent-q-load-user-init')."
   (interactive)
