@@ -323,6 +323,18 @@ error that was a #. under *READ-EVAL* nil is a finding."
     (note-finding "evaluates code while it is read (#.)" nil))
   (throw '%reading-stopped nil))
 
+(defun defpackage-stand-in (form)
+  "For FORM, a DEFPACKAGE read ahead of its evaluation, a package of its
+name using the packages it uses that exist (else CL), so that what
+follows reads as it will; NIL when a package of that name exists.  The
+caller deletes it when done reading."
+  (let ((name (ignore-errors (string (second form)))))
+    (when (and name (not (find-package name)))
+      (let ((uses (loop for option in (cddr form)
+                        when (and (consp option) (eq (car option) :use))
+                          append (remove-if-not #'find-package (cdr option)))))
+        (make-package name :use (or uses '("COMMON-LISP")))))))
+
 (defun read-findings (code package)
   "Read CODE's forms in PACKAGE as the evaluation will (an IN-PACKAGE
 switches; a DEFPACKAGE read ahead makes a stand-in package for what
@@ -350,12 +362,8 @@ one form, nothing can run between the two readings to change the reader)."
                    (when (consp form)
                      (case (car form)
                        (defpackage
-                        (let ((name (ignore-errors (string (second form)))))
-                          (when (and name (not (find-package name)))
-                            (let ((uses (loop for option in (cddr form)
-                                              when (and (consp option) (eq (car option) :use))
-                                                append (remove-if-not #'find-package (cdr option)))))
-                              (push (make-package name :use (or uses '("COMMON-LISP"))) stand-ins)))))
+                        (let ((stand-in (defpackage-stand-in form)))
+                          (when stand-in (push stand-in stand-ins))))
                        (in-package
                         (let ((next (ignore-errors (find-package (string (second form))))))
                           (if next (setf *package* next) (return)))))))))))

@@ -58,9 +58,9 @@ values and, last, the entries (PROFILE-ENTRY) and the form's total."
              (let ((entry (make-profile-entry symbol (fdefinition symbol))))
                (setf (fdefinition symbol) (profile-wrapper entry mode))
                (push (cons entry (fdefinition symbol)) entries)))
-           (setf start (profile-metric (if (eq mode :alloc) :alloc :time))
+           (setf start (profile-metric mode)
                  results (multiple-value-list (funcall thunk))
-                 total (- (profile-metric (if (eq mode :alloc) :alloc :time)) start)))
+                 total (- (profile-metric mode) start)))
       ;; Put back what the form did not replace.
       (loop for (entry . wrapper) in entries
             for name = (profile-entry-name entry)
@@ -96,9 +96,9 @@ values and, last, the entries (PROFILE-ENTRY) and the form's total."
 
 (define-built-in-tool "profile_form"
   "Evaluate Lisp code and report where its time goes, by function of the session's: each function's calls and its inclusive time (mode time), only the call counts (mode calls, cheapest), or the bytes allocated inside it (mode alloc), with its share of the whole. Counting is exact (every call of a function the session defined is counted while the code runs), under evaluate_lisp's limits and approval policy; the code's own result follows the table. Use it to find what makes code slow before changing it."
-  '((:name "code" :type :string :description "The Lisp code to run and profile, e.g. \"(my-app:run-benchmark 1000)\".")
+  `((:name "code" :type :string :description "The Lisp code to run and profile, e.g. \"(my-app:run-benchmark 1000)\".")
     (:name "mode" :type :string :description "time (the default), calls or alloc.")
-    (:name "package" :type :string :description "The package to evaluate in (default: the session's current package)."))
+    ,+evaluation-package-parameter+)          ; repl-tools.lisp
   :required '("code")
   :safety-level :cautious
   :categories '(:execution)

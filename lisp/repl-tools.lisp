@@ -36,10 +36,15 @@
         form
         nil)))
 
+(defparameter +evaluation-package-parameter+
+  '(:name "package" :type :string
+    :description "The package to evaluate in (default: the session's current package).")
+  "The parameter of the tools that evaluate code, naming its package.")
+
 (define-built-in-tool "eval_form"
   "Evaluate Common Lisp code in the running image, in the session's package or another, and record it in the REPL history (see get_repl_history, get_last_error). Returns what evaluate_lisp returns: [stdout]/[stderr]/[warnings] sections and one `=> value` line per value, or an [ERROR] report with a backtrace."
-  '((:name "form" :type :string :description "The code to evaluate: one or more forms, e.g. \"(defun add (a b) (+ a b))\".")
-    (:name "package" :type :string :description "The package to evaluate in (default: the session's current package)."))
+  `((:name "form" :type :string :description "The code to evaluate: one or more forms, e.g. \"(defun add (a b) (+ a b))\".")
+    ,+evaluation-package-parameter+)
   :required '("form")
   :safety-level :cautious
   :categories '(:execution)

@@ -104,9 +104,8 @@ of forms read and the problems, each (LINE COLUMN MESSAGE), in order."
                                     (note start "(in-package ~A): no such package, and none defined above it"
                                           (ignore-errors (string (second form)))))))
                              (defpackage
-                              (let ((name (ignore-errors (string (second form)))))
-                                (when (and name (not (find-package name)))
-                                  (push (make-package name :use '("COMMON-LISP")) made)))))))
+                              (let ((stand-in (defpackage-stand-in form)))   ; agent-code.lisp
+                                (when stand-in (push stand-in made)))))))
                      (end-of-file ()
                        (multiple-value-bind (end open string) (if (char= (char text start) #\()
                                                                    (scan-list-end text start)

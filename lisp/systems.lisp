@@ -186,6 +186,17 @@ elsewhere, say): none."
           (error (condition)
             (values '() (format nil "WARNING: ~A; searched without them." (condition-message condition))))))))
 
+(defun prepare-system-search ()
+  "Load ASDF, and make it search the user's system directories first (at
+each call: the directories may differ from one call to the next).
+Returns their truenames, then a warning when they could not be read, then
+the directories as the user named them."
+  (ensure-asdf)
+  (multiple-value-bind (names warning) (user-system-directories)
+    (let ((truenames (remove nil (mapcar (lambda (n) (directory-truename n)) names))))
+      (configure-source-registry truenames)
+      (values truenames warning names))))
+
 (defun directory-truename (name)
   "NAME's truename as a string ending in /, or NIL when it does not exist."
   (let ((found (ignore-errors (probe-file (uiop-directory-pathname name)))))
@@ -494,14 +505,10 @@ then any [stdout], [stderr] and [warnings] sections; or NIL and the
                                                (not (typep condition 'warning))
                                                (not (typep condition (find-symbol "COMPILER-NOTE" "C"))))
                                       (push (compiler-message-text condition) compiler-errors)))))
-          (ensure-asdf)
-          (multiple-value-bind (names warning) (user-system-directories)
+          (multiple-value-bind (truenames warning names) (prepare-system-search)
             (when warning (push warning *warnings*))
             (setf directories names
-                  tracking (make-load-tracking
-                            (funcall (asdf-symbol "COERCE-NAME") name)
-                            (remove nil (mapcar (lambda (n) (directory-truename n)) names)))))
-          (configure-source-registry (load-tracking-user-directories tracking))
+                  tracking (make-load-tracking (funcall (asdf-symbol "COERCE-NAME") name) truenames)))
           (let ((*load-tracking* tracking)
                 (*package* (printing-package))
                 (*readtable* (copy-readtable nil))
@@ -608,20 +615,14 @@ name, (:VERSION name v), (:FEATURE f name), (:REQUIRE name)), or NIL."
                (if (string= name "")
                    (values nil "The argument \"name\" must name a system, such as \"alexandria\".")
                    (handler-case
-                       (progn
-                         (ensure-asdf)
-                         (multiple-value-bind (names warning) (user-system-directories)
-                           (declare (ignore warning))
-                           (let ((directories (remove nil (mapcar (lambda (n) (directory-truename n)) names))))
-                             (configure-source-registry directories)
-                             ;; Finding systems loads their .asd files, quietly.
-                             (let* ((*load-verbose* nil) (*load-print* nil)
-                                    (system (let ((*package* (printing-package)) (*read-eval* t))
-                                              (asdf-call "FIND-SYSTEM" name nil))))
-                               (if system
-                                   (let ((*package* (printing-package)) (*read-eval* t))
-                                     (describe-system-text system directories))
-                                   (values nil (format nil "No system named ~S was found (ASDF's source registry, Debian's cl-* packages, and the user's system directories were searched)." name)))))))
+                       (let* ((directories (prepare-system-search))
+                              ;; Finding systems loads their .asd files, quietly.
+                              (*load-verbose* nil) (*load-print* nil)
+                              (*package* (printing-package)) (*read-eval* t)
+                              (system (asdf-call "FIND-SYSTEM" name nil)))
+                         (if system
+                             (describe-system-text system directories)
+                             (values nil (format nil "No system named ~S was found (ASDF's source registry, Debian's cl-* packages, and the user's system directories were searched)." name))))
                      (error (condition)
                        (values nil (format nil "[ERROR] ~A~%~A" (type-name condition)
                                            (one-line (condition-message condition))))))))))

@@ -101,7 +101,7 @@ direct call in ECL's compiled code, which no wrapper would see)."
     (dolist (name names)
       (multiple-value-bind (symbol problem) (find-named-symbol name package)
         (when problem (return-from run-named-tests (values nil problem)))
-        (unless (or (funcall (fiveam-symbol "GET-TEST") symbol))
+        (unless (funcall (fiveam-symbol "GET-TEST") symbol)
           (return-from run-named-tests (values nil (format nil "~A names no FiveAM test or suite." name))))
         (setf results (append results (call-collecting-fiveam-results
                                        (lambda ()
@@ -112,9 +112,7 @@ direct call in ECL's compiled code, which no wrapper would see)."
 
 (defun run-system-tests (name)
   "ASDF:TEST-SYSTEM NAME, found as load_system finds systems."
-  (ensure-asdf)
-  (configure-source-registry
-   (remove nil (mapcar (lambda (n) (directory-truename n)) (values (user-system-directories)))))
+  (prepare-system-search)                  ; systems.lisp
   ;; FiveAM first, when there is one, so that its results are seen.
   (unless (find-package "FIVEAM")
     (let ((*load-verbose* nil) (*compile-verbose* nil) (*compile-print* nil)
