@@ -237,13 +237,9 @@ The value shows at the top of the debugger, which stays open."
   (interactive
    (progn (sly-agent-q-debugger--frame-here)
           (list (read-from-minibuffer "Evaluate in frame: " nil nil nil 'read-expression-history))))
-  (let ((index (get-text-property (sly-agent-q-debugger--frame-here) 'sly-agent-q-frame))
-        (key sly-agent-q-debugger--key))
-    (unless key (user-error "No evaluation waits in this debugger"))
-    ;; Lisp answers by showing the debugger again, with the value.
-    (setq sly-agent-q-debugger--key nil)
-    (unless (sly-agent-q--module-answer-later key t (format "e %d %s" index code))
-      (message "The evaluation no longer waits (it was interrupted)"))))
+  (sly-agent-q-debugger--answer
+   (format "e %d %s" (get-text-property (sly-agent-q-debugger--frame-here) 'sly-agent-q-frame) code)
+   t))
 
 (defun sly-agent-q-debugger-waiting-p ()
   "Non-nil when an evaluation waits in the debugger for the person's choice."
@@ -258,26 +254,27 @@ The value shows at the top of the debugger, which stays open."
   (when (and (window-live-p window) (not (eq window (selected-window))))
     (select-window window)))
 
-(defun sly-agent-q-debugger--answer (text)
-  "Send TEXT, the person's choice, to the waiting Lisp job; close the buffer."
+(defun sly-agent-q-debugger--answer (text &optional stay)
+  "Send TEXT, the person's choice, to the waiting Lisp job; close the buffer.
+With STAY, the buffer stays: Lisp answers by showing the debugger again."
   (let ((key sly-agent-q-debugger--key)
         (buffer (current-buffer))
         (window sly-agent-q-debugger--return-window))
-    (cond (sly-agent-q-debugger--unwound
+    (cond ((and sly-agent-q-debugger--unwound (not stay))
            ;; Nothing waits: the interrupt already returned to the prompt.
            (sly-agent-q-debugger--close buffer window))
           ((null key) (user-error "No evaluation waits in this debugger"))
           (t
            (setq sly-agent-q-debugger--key nil)
            (let ((taken (sly-agent-q--module-answer-later key t text)))
-             (sly-agent-q-debugger--close buffer window)
+             (unless stay (sly-agent-q-debugger--close buffer window))
              (unless taken (message "The evaluation no longer waits (it was interrupted)")))))))
 
 (defun sly-agent-q-debugger-show-interrupt (message)
   "Show an evaluation the REPL aborted, with MESSAGE, in the debugger.
-\[sly-agent-q-repl-interrupt] aborts instead of stopping in the debugger
+\\[sly-agent-q-repl-interrupt] aborts instead of stopping in the debugger
 when the evaluation already waited in it, or held interrupts off past
-an earlier \[sly-agent-q-repl-interrupt]: by now it has been unwound
+an earlier \\[sly-agent-q-repl-interrupt]: by now it has been unwound
 and cannot be resumed.  The one restart, ABORT, returns to the prompt,
 where the evaluation already is; the session keeps its definitions."
   (let ((buffer (sly-agent-q-debugger--buffer)))
