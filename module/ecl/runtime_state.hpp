@@ -294,6 +294,9 @@ struct Runtime::Impl {
   std::optional<Interrupt> serve_until_done(Job& job, CallContext& context, Clock::time_point deadline);
   // Sends JOB's pending C-c C-c (Runtime::break_job); true while one waits.
   bool send_break(Job& job, unsigned long& deferred_seen);
+  // Signals the worker again when the gate held an interrupt back since
+  // DEFERRED_SEEN (deferred_interrupts() then), which it updates.
+  void signal_again_if_deferred(unsigned long& deferred_seen);
 
   // Stops JOB for WHY: withdraws it when still queued, else interrupts it
   // and waits out its grace, abandoning it when it will not unwind.  The

@@ -121,11 +121,20 @@ bool Runtime::Impl::send_break(Job& job, unsigned long& deferred_seen) {
           due, due + std::chrono::duration_cast<std::chrono::nanoseconds>(kInterruptRepeat).count())) {
     deferred_seen = deferred_interrupts();
     request_interrupt(job.id, Interrupt::Break);
-  } else if (unsigned long now_deferred = deferred_interrupts(); now_deferred != deferred_seen) {
+  } else {
+    signal_again_if_deferred(deferred_seen);
+  }
+  return true;
+}
+
+// The gate held an interrupt back since DEFERRED_SEEN (deferred_interrupts()
+// then): it is still queued on the worker, so signal the worker again,
+// without a new request.
+void Runtime::Impl::signal_again_if_deferred(unsigned long& deferred_seen) {
+  if (unsigned long now_deferred = deferred_interrupts(); now_deferred != deferred_seen) {
     deferred_seen = now_deferred;
     pthread_kill(worker_thread, kInterruptSignal);
   }
-  return true;
 }
 
 // Never started (queued behind another caller's evaluation): withdraw it.
@@ -157,11 +166,7 @@ bool Runtime::Impl::interrupt_within_grace(Job& job, Interrupt why, CallContext&
     while (job.state.load(std::memory_order_acquire) != JobState::Done && Clock::now() < next) {
       if (why == Interrupt::Timeout && context.poll()) return true;  // C-g while a timed-out evaluation unwinds
       sleep_slice(job, kDeferredRetry);
-      // Still queued on the worker: signal it again, without a new request.
-      if (unsigned long now_deferred = deferred_interrupts(); now_deferred != deferred) {
-        deferred = now_deferred;
-        pthread_kill(worker_thread, kInterruptSignal);
-      }
+      signal_again_if_deferred(deferred);
     }
   }
   return false;
