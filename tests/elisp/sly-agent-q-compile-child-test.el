@@ -52,7 +52,10 @@
        (delete-directory ,dir t))))
 
 (defun agentq-cc-precondition ()
-  "A batch can only go to a child when the runtime's threads are the only ones."
+  "A batch can only go to a child when the runtime's threads are the only ones.
+Batches that earlier tests queued are compiled first: the tests count
+batches from here."
+  (agentq-test-eval-ok "(agent-q::wait-for-native-compiles 60)")
   (should (equal (agentq-test-eval-ok "(agent-q::only-our-threads-p)") "=> T")))
 
 (ert-deftest sly-agent-q-compile-child/a-batch-compiles-in-a-child-and-literals-stay-the-same-objects ()

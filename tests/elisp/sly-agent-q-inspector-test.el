@@ -112,7 +112,7 @@ what is wrong."
                                         (setf (gethash \"key\" h) (list :found 42)) h)
                                    :y 2)))")
   (let* ((sly-agent-q-call-origin "chat")
-         (sly-agent-q-approval-function (lambda (&rest _) (error "inspect_object asked"))))
+         (sly-agent-q-approval-function #'agentq-test-fail-if-asked))
     (let ((page (agentq-test-tool-ok "inspect_object" '(:symbol "*agentq-insp-data*" :path ["value"]))))
       (should (string-match-p "\\`Object [0-9]+: (1 #S(AGENTQ-INSP-PT " page))
       (should (string-match-p "^A proper list of 2 elements$" page))

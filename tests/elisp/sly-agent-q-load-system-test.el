@@ -347,7 +347,7 @@ whether a compiled build is cached, and its components; then loaded."
     (unwind-protect
         (let ((sly-agent-q-system-directories (list directory))
               (sly-agent-q-call-origin "chat")
-              (sly-agent-q-approval-function (lambda (&rest _) (error "describe_system asked"))))
+              (sly-agent-q-approval-function #'agentq-test-fail-if-asked))
           (let ((text (plist-get (agentq-test-call "describe_system" '(:name "agentq-described")) :content)))
             (should (string-prefix-p "System agentq-described (version 0.3)\n" text))
             (should (string-match-p (format "^Defined in: %s$" (regexp-quote (file-truename (expand-file-name "agentq-described/agentq-described.asd" directory))))
@@ -366,9 +366,7 @@ whether a compiled build is cached, and its components; then loaded."
           (let ((result (agentq-test-call "describe_system" '(:name "agentq-no-such-system"))))
             (should-not (plist-get result :success))
             (should (string-prefix-p "No system named \"agentq-no-such-system\" was found" (plist-get result :content)))))
-      ;; The session as other tests expect it: the system and its package gone.
-      (agentq-test-eval-ok "(progn (ignore-errors (funcall (find-symbol \"CLEAR-SYSTEM\" \"ASDF\") \"agentq-described\"))
-                                   (ignore-errors (delete-package \"AGENTQ-DESCRIBED\")) t)"))))
+      (agentq-test-forget-systems '("agentq-described") '("AGENTQ-DESCRIBED")))))
 
 
 ;;; sly-agent-q-load-system-test.el ends here

@@ -31,7 +31,7 @@
                               (defun agentq-pf-top (n) (agentq-pf-loop n) (agentq-pf-leaf 1) :done)
                               (defun agentq-pf-unused () nil)")
         (let ((sly-agent-q-call-origin "chat")
-              (sly-agent-q-approval-function (lambda (&rest _) (error "profile_form asked"))))
+              (sly-agent-q-approval-function #'agentq-test-fail-if-asked))
           (let ((text (agentq-pf-ok '(:code "(agentq-pf-top 200)"))))
             (should (string-match-p "\\`profile_form (time): the form took [0-9.]+ ms; functions of the session's called: 3 of [0-9]+\\.\n" text))
             (should (string-match-p "^AGENTQ-PF-TOP +1 +[0-9.]+ +[0-9.]+$" text))

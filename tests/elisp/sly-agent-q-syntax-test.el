@@ -17,7 +17,7 @@
 (defun agentq-syntax-check (&rest arguments)
   "check_syntax with ARGUMENTS, as the chat's agent calls it; its result plist."
   (let ((sly-agent-q-call-origin "chat")
-        (sly-agent-q-approval-function (lambda (&rest _) (error "check_syntax asked"))))
+        (sly-agent-q-approval-function #'agentq-test-fail-if-asked))
     (agentq-test-call "check_syntax" arguments)))
 
 (ert-deftest sly-agent-q-syntax/clean-text-and-each-problem-with-its-place ()

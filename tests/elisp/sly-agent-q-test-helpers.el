@@ -30,6 +30,19 @@
   "Lisp counting the Lisp threads that are not the runtime's own (the
 worker, the watchdog and the background native compiler).")
 
+(defun agentq-test-fail-if-asked (&rest question)
+  "An approval function for calls that must ask nothing: asking fails.
+QUESTION is what was asked, shown in the failure."
+  (error "An approval question was asked: %S" question))
+
+(defun agentq-test-forget-systems (systems packages)
+  "Make ASDF forget SYSTEMS and delete PACKAGES (names, strings): the
+session as other tests expect it after a test loaded a system of its own."
+  (agentq-test-eval-ok
+   (format "(progn (dolist (s '%S) (ignore-errors (funcall (find-symbol \"CLEAR-SYSTEM\" \"ASDF\") s)))
+                   (dolist (p '%S) (ignore-errors (delete-package p))) t)"
+           systems packages)))
+
 (defun agentq-test-call (name arguments &optional id)
   "Run one call of tool NAME with ARGUMENTS; return its result plist.
 The call is the person's, as from \\[sly-agent-q-evaluate], unless the
