@@ -65,6 +65,29 @@ one whose tests only print.")
       (agentq-test-forget-systems '("agentq-rt" "agentq-rt/tests" "agentq-rt-plain") '("AGENTQ-RT-TESTS" "AGENTQ-RT"))
       (delete-directory directory t))))
 
+(ert-deftest sly-agent-q-run-tests/an-agents-tests-that-write-ask ()
+  "Tests run for an agent are checked while they run: a test-op that
+writes a file asks, and denied, writes nothing."
+  (let* ((directory (file-name-as-directory (make-temp-file "agentq-rt-w" t)))
+         (home (expand-file-name "agentq-rt-writes/" directory))
+         (target (expand-file-name "written.txt" directory))
+         (asked 0))
+    (make-directory home)
+    (with-temp-file (expand-file-name "agentq-rt-writes.asd" home)
+      (insert (format "(defsystem \"agentq-rt-writes\" :perform (test-op (o c) (with-open-file (s %S :direction :output) (print 1 s))))"
+                      target)))
+    (unwind-protect
+        (let* ((sly-agent-q-system-directories (list directory))
+               (sly-agent-q-call-origin "chat")
+               (sly-agent-q-approval-function (lambda (&rest _) (cl-incf asked) nil))
+               (result (agentq-test-call "run_tests" '(:system "agentq-rt-writes"))))
+          (should (= asked 1))
+          (should-not (plist-get result :success))
+          (should (string-match-p "OPERATION-REFUSED\\|denied" (plist-get result :content)))
+          (should-not (file-exists-p target)))
+      (agentq-test-forget-systems '("agentq-rt-writes") '())
+      (delete-directory directory t))))
+
 (provide 'sly-agent-q-run-tests-test)
 
 ;;; sly-agent-q-run-tests-test.el ends here
