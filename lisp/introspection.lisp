@@ -2,43 +2,13 @@
 ;;;; embedded ECL: describe_symbol, apropos_search, function_arglist,
 ;;;; list_package_symbols, class_slots, class_hierarchy, macroexpand_form.
 ;;;;
-;;;; Each is an ordinary Lisp tool (DEFINE-TOOL, REGISTER-TOOL), registered
-;;;; at boot by REGISTER-AGENT-Q-TOOLS; a user may replace one, and
+;;;; Each is an ordinary Lisp tool (DEFINE-BUILT-IN-TOOL, worker.lisp),
+;;;; registered at boot; a user may replace one, and
 ;;;; REGISTER-AGENT-Q-TOOLS puts the built-in one back.  Errors are
 ;;;; sentences a model can act on: what was not found, where, and what
 ;;;; exists instead.
 
 (in-package "AGENT-Q")
-
-(defvar *built-in-tools* '()
-  "The built-in Agent-Q tools' definitions, in registration order: lists
-\(NAME DESCRIPTION PARAMETERS . KEYS) as DEFINE-TOOL takes them.")
-
-(defmacro define-built-in-tool (name description parameters &rest keys)
-  "Make the built-in tool NAME (see DEFINE-TOOL) part of REGISTER-AGENT-Q-TOOLS."
-  `(progn
-     (setf *built-in-tools*
-           (append (remove ,name *built-in-tools* :key #'car :test #'string=)
-                   (list (list ,name ,description ,parameters ,@keys))))
-     ,name))
-
-(defun register-built-in-tools (&key keep-others)
-  "Register the built-in tools straight in the one registry: their tool
-objects are made when Lisp first asks for them (see SYNC-REGISTRY), which
-keeps boot fast.  KEEP-OTHERS (at boot): leave a tool of the same name
-defined elsewhere (in Emacs, before Lisp booted) in place."
-  (let ((elsewhere (and keep-others
-                        (loop for entry in (%tools)
-                              unless (eq (seventh entry) :lisp) collect (first entry)))))
-    (dolist (entry *built-in-tools*)
-      (destructuring-bind (name description parameters &key required (safety-level :safe) categories handler) entry
-        (unless (member name elsewhere :test #'string=)
-          (let ((failure (%define-tool name description parameters required safety-level categories t)))
-            (when failure
-              (error 'tool-definition-error :message failure)))
-          (register-job-handler name handler)
-          ;; A tool object of the same name made in Lisp is not this one.
-          (remhash name *agent-q-registry*))))))
 
 ;;; Finding things by name.
 

@@ -46,7 +46,7 @@ defined under that name when this code was loaded."
   %mark-live-objects %monotonic-ms %monotonic-us %next-interrupt %next-job
   %post-note %preexisting-object-p %prepare-tool-call %publish-tiering-counts
   %read-pipe %record-tool-call %registry-generation %release-compile-cpus
-  %release-worker %remove-private-directory %runtime-process-p
+  %release-worker %remove-private-directory %runtime-process-p %seal-own-tools
   %runtime-thread-p %set-compiler-thread %set-lisp-hooks %set-watchdog
   %stop-family %stream-output %thread-cpu-us %thread-run-delay-us
   %tiering-enabled-p %tools %tools-attached %wait-child %worker-busy-p

@@ -130,3 +130,20 @@ given, sorted by name."
             (values-list values))))
   (restore-limits)
   "Session reset. All definitions cleared.")
+
+(define-built-in-tool "list_definitions"
+  "List the functions, variables and macros defined in this Lisp session (by evaluate_lisp, compile, load or loaded systems; not what the Lisp image came with), each with its lambda list or value. Use it to recall what exists before defining more, or to check that a definition took. Returns [Functions], [Variables] and [Macros] sections of `- NAME (LAMBDA-LIST)` / `- *NAME* = VALUE` lines."
+  '((:name "package" :type :string
+     :description "Only the definitions of this package (default: every package the session used)."))
+  :safety-level :safe
+  :categories '(:execution :session)
+  :own t
+  :handler #'list-definitions)
+
+(define-built-in-tool "reset_session"
+  "Remove everything this Lisp session defined: functions, macros and variables are unbound, packages it made are deleted, the current package goes back to CL-USER, and the readtable and printer settings are made standard again. Use it to start over cleanly, or to recover a session whose readtable was broken. Definitions the Lisp image came with stay."
+  '()
+  :safety-level :cautious
+  :categories '(:execution :session)
+  :own t
+  :handler #'reset-session)

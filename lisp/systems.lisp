@@ -537,6 +537,20 @@ then any [stdout], [stderr] and [warnings] sections; or NIL and the
             (with-sections (format nil "Loading system: ~A~%Loaded: ~A (version ~A)"
                                    name (load-tracking-name tracking) result)))))))
 
+(define-built-in-tool "load_system"
+  "Load an ASDF system (a Common Lisp library or project) into this Lisp session, compiling it first when needed, so that evaluate_lisp can use its packages and functions. Systems are found in ASDF's standard source registry (Debian cl-* packages in /usr/share/common-lisp/source/, ~/common-lisp/) and in the directories the user configured. Compiled files are cached outside the sources (~/.cache/common-lisp/), so loading again is fast. Returns `Loading system: NAME` and `Loaded: NAME (version V)`, followed by any compiler [warnings]; a system that is not found, or a file that does not compile, gives an [ERROR] report. Libraries loaded from the system registry stay through reset_session; systems from the user's directories are session definitions."
+  '((:name "name" :type :string
+     :description "The system's name, as in its .asd file, e.g. \"alexandria\" (case does not matter)."))
+  :required '("name")
+  :safety-level :cautious
+  :categories '(:execution :session)
+  :own t
+  ;; Its time limit is the user's ceiling, as for evaluate_lisp: a first
+  ;; compile of a big system may need more, but an interrupted load keeps
+  ;; the files compiled so far, so calling again goes on from there.
+  :abort-note "The files compiled so far are kept in ASDF's cache: load_system again goes on from there."
+  :handler #'load-system)
+
 ;;;; describe_system
 
 (defun dependency-name (spec)

@@ -107,12 +107,41 @@ a job stopped by an interrupt.  (A macro: no closure per job.)"
          (values nil (aborted-text text ,timeout-ms ,note))
          (values status text))))
 
-(defparameter +built-in-tools+ '("evaluate_lisp" "list_definitions" "reset_session" "load_system" "%tool_hooks")
-  "The tools (and jobs) of the runtime's own, whose handlers evaluated code may not replace.")
+;;;; The built-in tools: each declared once, beside its handler, with
+;;;; DEFINE-BUILT-IN-TOOL; the flags a tool carries are keys of its
+;;;; definition, not lists of names here.
+
+(defvar *built-in-tools* '()
+  "The built-in Agent-Q tools' definitions, in registration order: lists
+\(NAME DESCRIPTION PARAMETERS . KEYS) as DEFINE-BUILT-IN-TOOL takes them.")
+
+(defmacro define-built-in-tool (name description parameters &rest keys)
+  "Make NAME a built-in tool, registered at boot and by
+REGISTER-AGENT-Q-TOOLS.  DESCRIPTION, PARAMETERS, :REQUIRED,
+:SAFETY-LEVEL, :CATEGORIES and :HANDLER (the function its jobs call) are
+DEFINE-TOOL's; :OWN true makes it the runtime's own (evaluated code may
+neither replace its handler nor define a tool of its name); :ABORT-NOTE
+is the line an interrupted call's [ERROR] text adds."
+  `(progn
+     (setf *built-in-tools*
+           (append (remove ,name *built-in-tools* :key #'car :test #'string=)
+                   (list (list ,name ,description ,parameters ,@keys))))
+     ,name))
+
+(defun own-tools ()
+  ;; A literal of the compiled code, not a variable: evaluated code cannot
+  ;; empty or replace the table.  Name → T.
+  (load-time-value (let ((own (make-hash-table :test 'equal)))
+                     (setf (gethash "evaluate_lisp" own) t
+                           (gethash "%tool_hooks" own) t)
+                     own)))
+
+(defun abort-notes ()
+  ;; Name → the line an interrupted call's [ERROR] text adds.
+  (load-time-value (make-hash-table :test 'equal)))
 
 (defun job-handlers ()
-  ;; A literal of the compiled code, not a variable: evaluated code cannot
-  ;; empty or replace the table.
+  ;; A literal too, for the same reason.
   (load-time-value (make-hash-table :test 'equal)))
 
 (defun job-handler (tool)
@@ -126,22 +155,50 @@ returns its result (see CALL-TOOL-HANDLER).  The runtime's own tools
 cannot be replaced."
   (check-type tool string)
   (check-type function function)
-  (when (member tool +built-in-tools+ :test #'string=)
+  (when (nth-value 1 (gethash tool (own-tools)))
     (error 'operation-refused :operator "REGISTER-JOB-HANDLER"
                               :reason (format nil "~A is the runtime's own tool." tool)))
   (setf (gethash tool (job-handlers)) function))
 
 (defun register-built-in-job-handlers ()
-  (let ((handlers (job-handlers)))
-    (setf (gethash "list_definitions" handlers) #'list-definitions
-          (gethash "reset_session" handlers) #'reset-session
-          (gethash "load_system" handlers) #'load-system
-          (gethash "%tool_hooks" handlers) #'run-tool-hooks-job)))
+  "Make the handlers of the built-in tools run their jobs (at boot, before
+evaluated code can run), the runtime's own tools among them."
+  (setf (gethash "%tool_hooks" (job-handlers)) #'run-tool-hooks-job)
+  (dolist (entry *built-in-tools*)
+    (destructuring-bind (name description parameters &key own abort-note handler &allow-other-keys) entry
+      (declare (ignore description parameters))
+      (when abort-note
+        (setf (gethash name (abort-notes)) abort-note))
+      (when own
+        (setf (gethash name (own-tools)) t
+              (gethash name (job-handlers)) handler)))))
+
+(defun register-built-in-tools (&key keep-others)
+  "Register the built-in tools straight in the one registry: their tool
+objects are made when Lisp first asks for them (see SYNC-REGISTRY), which
+keeps boot fast.  KEEP-OTHERS (at boot): leave a tool of the same name
+defined elsewhere (in Emacs, before Lisp booted) in place."
+  (let ((elsewhere (and keep-others
+                        (loop for entry in (%tools)
+                              unless (eq (seventh entry) :lisp) collect (first entry)))))
+    (dolist (entry *built-in-tools*)
+      (destructuring-bind (name description parameters
+                           &key required (safety-level :safe) categories handler own abort-note)
+          entry
+        (declare (ignore abort-note))
+        (unless (member name elsewhere :test #'string=)
+          (let ((failure (%define-tool name description parameters required safety-level categories
+                                       (if own :own t))))
+            (when failure
+              (error 'tool-definition-error :message failure)))
+          (unless own                   ; set once, at boot
+            (register-job-handler name handler))
+          ;; A tool object of the same name made in Lisp is not this one.
+          (remhash name *agent-q-registry*))))))
 
 (defun tool-abort-note (tool)
   "The line the [ERROR] text of an interrupted call of TOOL adds, or NIL."
-  (when (string= tool "load_system")
-    "The files compiled so far are kept in ASDF's cache: load_system again goes on from there."))
+  (values (gethash tool (abort-notes))))
 
 (defvar *jobs-that-may-intern* 0
   "How many jobs have run that may have interned or uninterned symbols:
@@ -299,7 +356,9 @@ stacks BINDING-STACK and FRAME-STACK entries deep."
   ;; The contracts' examples use the tool API unqualified, in CL-USER.
   (import-tool-api "CL-USER")
   (when (%tools-attached)
-    (register-built-in-tools :keep-others t))
+    (register-built-in-tools :keep-others t)
+    ;; No tool becomes the runtime's own after boot.
+    (%seal-own-tools))
   ;; Last: what the image defines before any evaluated code runs.
   (snapshot-image)
   t)

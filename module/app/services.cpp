@@ -7,7 +7,6 @@ namespace agentq::app {
 
 Services::Services() {
   ecl::register_evaluate_lisp(registry, lisp.runtime(), lisp.evaluate_settings());
-  ecl::register_session_tools(registry, lisp.runtime(), lisp.evaluate_settings());
   // Tools defined in Lisp join the same registry; Lisp calls tools through
   // the same executor, and its hooks see every call.
   ecl::attach_tool_services(executor, lisp.runtime(), lisp.evaluate_settings());

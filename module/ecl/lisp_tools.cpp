@@ -3,6 +3,8 @@
 #include <atomic>
 #include <chrono>
 #include <cctype>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -120,20 +122,48 @@ Handler lisp_job_handler(Runtime& runtime, const EvaluateSettings& settings, std
   };
 }
 
-// NAME's spelling with '_' for '-', when it names one of the runtime's own
-// tools (which Lisp may not replace); else empty.
-std::string runtime_tool_name(const std::string& name) {
+// The runtime's own tools, which Lisp may not replace: evaluate_lisp, and
+// those Lisp registers as its own at boot (the session tools, declared in
+// lisp/ beside their handlers).  After boot (sealed) Lisp may register
+// again only the ones it registered then.
+std::mutex g_own_mutex;
+std::set<std::string> g_lisp_own_tools;
+bool g_own_tools_sealed = false;
+constexpr const char* kEvaluateTool = "evaluate_lisp";
+
+std::string canonical_tool_name(const std::string& name) {
   std::string canonical = name;
   for (char& c : canonical)
     if (c == '-') c = '_';
-  bool own = canonical == "evaluate_lisp" || canonical == "list_definitions" || canonical == "reset_session" ||
-             canonical == "load_system";
-  return own ? canonical : std::string();
+  return canonical;
+}
+
+// NAME's spelling with '_' for '-', when it names one of the runtime's own
+// tools; else empty.
+std::string runtime_tool_name(const std::string& name) {
+  std::string canonical = canonical_tool_name(name);
+  std::lock_guard<std::mutex> lock(g_own_mutex);
+  return canonical == kEvaluateTool || g_lisp_own_tools.count(canonical) ? canonical : std::string();
+}
+
+// Whether Lisp may register NAME as one of the runtime's own tools.
+bool may_register_own(const std::string& name) {
+  std::string canonical = canonical_tool_name(name);
+  std::lock_guard<std::mutex> lock(g_own_mutex);
+  return canonical != kEvaluateTool && (!g_own_tools_sealed || g_lisp_own_tools.count(canonical));
+}
+
+// (%SEAL-OWN-TOOLS): no tool becomes the runtime's own from now on.
+cl_object seal_own_tools() {
+  std::lock_guard<std::mutex> lock(g_own_mutex);
+  g_own_tools_sealed = true;
+  return one_value(ECL_T);
 }
 
 // (%DEFINE-TOOL name description parameters required safety categories register)
 // → NIL, or a string saying what is wrong with the definition.  REGISTER
-// NIL only checks the definition.
+// NIL only checks the definition; :OWN registers one of the runtime's own
+// tools (at boot), which later definitions may not replace.
 cl_object define_tool(cl_object name, cl_object description, cl_object parameters, cl_object required,
                       cl_object safety, cl_object categories, cl_object register_it) {
   std::string failure;
@@ -141,7 +171,10 @@ cl_object define_tool(cl_object name, cl_object description, cl_object parameter
     try {
       Tool tool;
       tool.name = designator_text(name, "the tool's name");
-      if (std::string own = runtime_tool_name(tool.name); !own.empty())
+      const bool own_tool = register_it == ecl_make_keyword("OWN");
+      if (own_tool && !may_register_own(tool.name))
+        throw ToolDefinitionError(tool.name + " cannot become one of the runtime's own tools after boot");
+      if (std::string own = runtime_tool_name(tool.name); !own.empty() && !own_tool)
         throw ToolDefinitionError(own + " is the runtime's own tool; choose another name");
       tool.description = description == ECL_NIL ? "" : designator_text(description, "the description");
       for (cl_object item : list_items(parameters, "the parameters")) tool.parameters.push_back(parameter(item, tool.name));
@@ -156,10 +189,16 @@ cl_object define_tool(cl_object name, cl_object description, cl_object parameter
       tool.kind = HandlerKind::Lisp;
       tool.handler = lisp_job_handler(services().runtime, services().settings, tool.name,
                                       tool.safety_level == SafetyLevel::Dangerous);
-      if (register_it == ECL_NIL)
+      if (register_it == ECL_NIL) {
         validate_tool_definition(tool);
-      else
+      } else {
+        std::string registered = tool.name;
         executor().registry().register_tool(std::move(tool));
+        if (own_tool) {
+          std::lock_guard<std::mutex> lock(g_own_mutex);
+          g_lisp_own_tools.insert(canonical_tool_name(registered));
+        }
+      }
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -306,59 +345,7 @@ void define_lisp_tool_functions() {
   define_lisp_function("%RECORD-TOOL-CALL", record_tool_call);
   define_lisp_function("%SET-LISP-HOOKS", set_lisp_hooks);
   define_lisp_function("%MONOTONIC-MS", monotonic_ms);
-}
-
-void register_session_tools(Registry& registry, Runtime& runtime, const EvaluateSettings& settings) {
-  Tool list;
-  list.name = "list_definitions";
-  list.description =
-      "List the functions, variables and macros defined in this Lisp session (by evaluate_lisp, compile, "
-      "load or loaded systems; not what the Lisp image came with), each with its lambda list or value. Use "
-      "it to recall what exists before defining more, or to check that a definition took. Returns "
-      "[Functions], [Variables] and [Macros] sections of `- NAME (LAMBDA-LIST)` / `- *NAME* = VALUE` lines.";
-  list.parameters = {{"package", ParamType::String,
-                      "Only the definitions of this package (default: every package the session used)."}};
-  list.safety_level = SafetyLevel::Safe;
-  list.categories = {"execution", "session"};
-  list.kind = HandlerKind::Lisp;
-  list.handler = lisp_job_handler(runtime, settings, list.name);
-  registry.register_tool(std::move(list));
-
-  Tool reset;
-  reset.name = "reset_session";
-  reset.description =
-      "Remove everything this Lisp session defined: functions, macros and variables are unbound, packages "
-      "it made are deleted, the current package goes back to CL-USER, and the readtable and printer "
-      "settings are made standard again. Use it to start over cleanly, or to recover a session whose "
-      "readtable was broken. Definitions the Lisp image came with stay.";
-  reset.safety_level = SafetyLevel::Cautious;
-  reset.categories = {"execution", "session"};
-  reset.kind = HandlerKind::Lisp;
-  reset.handler = lisp_job_handler(runtime, settings, reset.name);
-  registry.register_tool(std::move(reset));
-
-  // Its time limit is the user's ceiling, as for evaluate_lisp: a first
-  // compile of a big system may need more, but an interrupted load keeps
-  // the files compiled so far, so calling again goes on from there.
-  Tool load;
-  load.name = "load_system";
-  load.description =
-      "Load an ASDF system (a Common Lisp library or project) into this Lisp session, compiling it first "
-      "when needed, so that evaluate_lisp can use its packages and functions. Systems are found in ASDF's "
-      "standard source registry (Debian cl-* packages in /usr/share/common-lisp/source/, ~/common-lisp/) and "
-      "in the directories the user configured. Compiled files are cached outside the sources "
-      "(~/.cache/common-lisp/), so loading again is fast. Returns `Loading system: NAME` and `Loaded: NAME "
-      "(version V)`, followed by any compiler [warnings]; a system that is not found, or a file that does not "
-      "compile, gives an [ERROR] report. Libraries loaded from the system registry stay through "
-      "reset_session; systems from the user's directories are session definitions.";
-  load.parameters = {{"name", ParamType::String,
-                      "The system's name, as in its .asd file, e.g. \"alexandria\" (case does not matter)."}};
-  load.required = {"name"};
-  load.safety_level = SafetyLevel::Cautious;
-  load.categories = {"execution", "session"};
-  load.kind = HandlerKind::Lisp;
-  load.handler = lisp_job_handler(runtime, settings, load.name);
-  registry.register_tool(std::move(load));
+  define_lisp_function("%SEAL-OWN-TOOLS", seal_own_tools);
 }
 
 }  // namespace agentq::ecl

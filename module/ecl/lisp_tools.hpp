@@ -23,8 +23,4 @@ void attach_tool_services(Executor& executor, Runtime& runtime, const EvaluateSe
 // worker thread at boot.
 void define_lisp_tool_functions();
 
-// Registers the session tools handled in Lisp: list_definitions (safe),
-// reset_session and load_system (cautious), run on RUNTIME with SETTINGS.
-void register_session_tools(Registry& registry, Runtime& runtime, const EvaluateSettings& settings);
-
 }  // namespace agentq::ecl

@@ -79,4 +79,25 @@
                           (agentq-test-eval-fails
                            "(agent-q:define-tool \"reset_session\" \"x\" nil :handler #'identity)"))))
 
+;; The session tools are declared once, in Lisp, beside their handlers:
+;; what marks them the runtime's own cannot be used again after boot, and
+;; their handlers cannot be replaced.
+(ert-deftest sly-agent-q-session-tools/own-tools-stay-own-after-boot ()
+  ;; %DEFINE-TOOL answers a failure's text.
+  (should (string-match-p "agentq_new_own cannot become one of the runtime's own tools after boot"
+                          (plist-get (agentq-test-eval
+                                      "(agent-q::%define-tool \"agentq_new_own\" \"x\" nil nil :safe nil :own)")
+                                     :content)))
+  (should (string-match-p "evaluate_lisp cannot become one of the runtime's own tools"
+                          (plist-get (agentq-test-eval
+                                      "(agent-q::%define-tool \"evaluate_lisp\" \"x\" nil nil :safe nil :own)")
+                                     :content)))
+  (should (string-match-p "load_system is the runtime's own tool"
+                          (agentq-test-eval-fails
+                           "(agent-q::register-job-handler \"load_system\" #'identity)")))
+  (should-not (member "agentq_new_own" (sly-agent-q-list-tools)))
+  ;; Still the real tools.
+  (should (string-prefix-p "No definitions"
+                           (plist-get (agentq-test-call "list_definitions" '(:package "CL-USER")) :content))))
+
 ;;; sly-agent-q-session-tools-test.el ends here
