@@ -15,9 +15,11 @@
 ;;
 ;; Each connection carries newline-delimited JSON-RPC 2.0.  The quick
 ;; methods (initialize, ping, tools/list) are answered at once; tools/call
-;; (and batches) run without blocking Emacs, through
-;; `sly-agent-q-mcp-request-async'.  The dispatcher that shapes every
-;; answer is the module's, the same as for the headless server.
+;; (and batches) run without blocking Emacs, as with
+;; `sly-agent-q-mcp-request-async'.  Each line is one module call, which
+;; parses it once and answers, queues or cancels; the dispatcher that
+;; shapes every answer is the module's, the same as for the headless
+;; server.
 ;;
 ;; A dangerous call (alone or in a batch) is asked about before it takes
 ;; the one runner, as every asynchronous job's is (see
@@ -38,7 +40,6 @@
 (require 'subr-x)
 (require 'sly-agent-q-runtime)
 
-(declare-function sly-agent-q--module-mcp-route "sly-agent-q-module" (json))
 (declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
 
 (defcustom sly-agent-q-mcp-socket "sly-agent-q/mcp.sock"
@@ -243,63 +244,51 @@ is withdrawn, WHY shown in its place.  Running: interrupted; it answers
    `(("jsonrpc" . "2.0") ("id" . ,id)
      ("error" . (("code" . ,code) ("message" . ,text))))))
 
-;;;; Calls
-
-(defun sly-agent-q--mcp-submit (client key line)
-  "Hand LINE, a request of CLIENT with KEY (nil: a batch), to the runner.
-Its dangerous calls are asked about first, without holding the runner.
-A batch has no id to cancel it by; it is kept under a key of its own, so
-that its client going away still drops it."
-  (let ((jobs (process-get client 'sly-agent-q-mcp-jobs))
-        (sly-agent-q-caller client)
-        (sly-agent-q-call-origin (or sly-agent-q-call-origin "MCP"))
-        (job nil))
-    (condition-case err
-        (progn
-          (setq job (sly-agent-q-mcp-request-async
-                     line
-                     (lambda (response)
-                       (when (eql (gethash key jobs) job)
-                         (remhash key jobs))
-                       (sly-agent-q--mcp-send client response))))
-          ;; No id prints as this: ids are numbers or quoted strings.
-          (unless key (setq key (format "batch %d" job)))
-          (puthash key job jobs))
-      (error
-       (when key (remhash key jobs))
-       ;; Still the one answer the request is owed.
-       (let ((id (ignore-errors (gethash "id" (json-parse-string line)))))
-         (sly-agent-q--mcp-send
-          client (sly-agent-q--mcp-error (or id :null) -32603
-                                         (concat "Internal error: " (error-message-string err)))))))))
-
 ;;;; Messages
 
 (defun sly-agent-q--mcp-handle (client line)
-  "Handle LINE, one JSON-RPC message from CLIENT."
-  (let ((jobs (process-get client 'sly-agent-q-mcp-jobs)))
-    ;; :now, (:queue ID) or (:cancel ID); what cannot be read is :now, and
-    ;; the dispatcher answers it.
-    (pcase (condition-case nil
-               (sly-agent-q--module-mcp-route line)
-             (error :now))
-      (`(:cancel ,id)
-       (let* ((key (sly-agent-q--mcp-id-key id))
-              (job (gethash key jobs)))
-         (when (and job (sly-agent-q--mcp-stop-job
-                         job "[MCP] call cancelled by the client; question withdrawn"))
-           (remhash key jobs))))
-      (`(:queue ,id)
-       (sly-agent-q--mcp-submit client (and (or (stringp id) (numberp id)) (sly-agent-q--mcp-id-key id))
-                                line))
-      (_
-       (sly-agent-q--mcp-send
-        client
-        (condition-case err
-            (sly-agent-q-mcp-request line)
-          (error
-           ;; Text Emacs cannot hand over (such as invalid UTF-8).
-           (sly-agent-q--mcp-error :null -32700 (concat "Parse error: " (error-message-string err))))))))))
+  "Handle LINE, one JSON-RPC message from CLIENT, in one module call.
+Quick methods are answered at once; a cancellation stops the call it
+names; a tools/call request or a batch is queued, its dangerous calls
+asked about first without holding the runner.  A batch has no id to
+cancel it by; it is kept under a key of its own, so that its client
+going away still drops it."
+  (let ((jobs (process-get client 'sly-agent-q-mcp-jobs))
+        (sly-agent-q-caller client)
+        (key nil)
+        (job nil))
+    (condition-case err
+        (pcase (sly-agent-q--mcp-line
+                line
+                (lambda (response)
+                  (when (and key (eql (gethash key jobs) job))
+                    (remhash key jobs))
+                  (sly-agent-q--mcp-send client response)))
+          (`(:answer . ,response)
+           (sly-agent-q--mcp-send client response))
+          (`(:cancel . ,id)
+           (let* ((cancelled (sly-agent-q--mcp-id-key id))
+                  (running (gethash cancelled jobs)))
+             (when (and running (sly-agent-q--mcp-stop-job
+                                 running "[MCP] call cancelled by the client; question withdrawn"))
+               (remhash cancelled jobs))))
+          (`(:queue ,id . ,queued)
+           (setq job queued
+                 ;; No id prints as this: ids are numbers or quoted strings.
+                 key (if (or (stringp id) (numberp id))
+                         (sly-agent-q--mcp-id-key id)
+                       (format "batch %d" queued)))
+           (puthash key job jobs)))
+      (error
+       (when key (remhash key jobs))
+       ;; Still the one answer the request is owed (text Emacs cannot hand
+       ;; over, such as invalid UTF-8, is a parse error).
+       (let ((id (ignore-errors (gethash "id" (json-parse-string line)))))
+         (sly-agent-q--mcp-send
+          client
+          (if id
+              (sly-agent-q--mcp-error id -32603 (concat "Internal error: " (error-message-string err)))
+            (sly-agent-q--mcp-error :null -32700 (concat "Parse error: " (error-message-string err))))))))))
 
 (when sly-agent-q-mcp-server-start-on-load
   (with-demoted-errors "sly-agent-q: MCP server not started: %S"

@@ -37,7 +37,7 @@
       (match-string 1)))
   "The version of sly-agent-q: the Version header of sly-agent-q.el.")
 
-(defconst sly-agent-q--module-version (concat "sly-agent-q-module " sly-agent-q-version " abi 13")
+(defconst sly-agent-q--module-version (concat "sly-agent-q-module " sly-agent-q-version " abi 14")
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -201,6 +201,7 @@ Called from Lisp by load_system; entries that are not strings are left out."
 (declare-function sly-agent-q--module-submit "sly-agent-q-module"
                   (calls approval hooks &optional with-debugger interactive hold))
 (declare-function sly-agent-q--module-mcp-submit "sly-agent-q-module" (json approval hooks &optional hold))
+(declare-function sly-agent-q--module-mcp-line "sly-agent-q-module" (json approval hooks hold))
 (declare-function sly-agent-q--module-release "sly-agent-q-module" (job decisions))
 (declare-function sly-agent-q--module-cancel "sly-agent-q-module" (job))
 (declare-function sly-agent-q--module-withdraw "sly-agent-q-module" (job))
@@ -699,20 +700,32 @@ job.  CALLBACK is the job's callback.  APPROVE, the approval function,
 asks the questions, with `sly-agent-q-call-origin' bound to ORIGIN.
 The caller is `sly-agent-q-caller' or the current buffer.  Returns the
 job id."
-  (let* ((lane (or sly-agent-q-caller (current-buffer)))
-         (waiting (gethash lane sly-agent-q--lanes))
-         (answer (funcall submit (if waiting t 'ask))))
-    (if (integerp answer)
-        (progn (puthash answer callback sly-agent-q--async-callbacks)
-               answer)
-      (let* ((job (car answer))
-             (held (sly-agent-q--held-create :job job :lane lane :questions (cdr answer)
-                                             :approve approve :origin origin)))
-        (puthash job callback sly-agent-q--async-callbacks)
-        (puthash job held sly-agent-q--held-jobs)
-        (puthash lane (append waiting (list held)) sly-agent-q--lanes)
-        (sly-agent-q--advance-lane lane)
-        job))))
+  (let ((lane (or sly-agent-q-caller (current-buffer))))
+    (sly-agent-q--track-submitted (funcall submit (sly-agent-q--lane-hold lane))
+                                  lane callback approve origin)))
+
+(defun sly-agent-q--lane-hold (lane)
+  "The HOLD argument of the module's submit functions for a job of LANE.
+A lane with jobs held already holds the next one too (its calls run in
+order); else a job is held when it has a question to ask."
+  (if (gethash lane sly-agent-q--lanes) t 'ask))
+
+(defun sly-agent-q--track-submitted (answer lane callback approve origin)
+  "Keep track of a job the module queued for LANE; return its id.
+ANSWER is what the module's submit function returned: the job id, or
+\(ID . QUESTIONS) for a job held while APPROVE asks QUESTIONS with
+`sly-agent-q-call-origin' bound to ORIGIN.  CALLBACK is the job's."
+  (if (integerp answer)
+      (progn (puthash answer callback sly-agent-q--async-callbacks)
+             answer)
+    (let* ((job (car answer))
+           (held (sly-agent-q--held-create :job job :lane lane :questions (cdr answer)
+                                           :approve approve :origin origin)))
+      (puthash job callback sly-agent-q--async-callbacks)
+      (puthash job held sly-agent-q--held-jobs)
+      (puthash lane (append (gethash lane sly-agent-q--lanes) (list held)) sly-agent-q--lanes)
+      (sly-agent-q--advance-lane lane)
+      job)))
 
 (defun sly-agent-q--advance-lane (lane)
   "Hand LANE's held jobs to the runner in order, up to one with a question left.
@@ -936,6 +949,28 @@ response."
                 callback approve origin)))
       (puthash job (cons approve origin) sly-agent-q--job-askers)
       job)))
+
+(defun sly-agent-q--mcp-line (line callback)
+  "Handle LINE, one JSON-RPC message of the socket server, in one module call.
+Returns (:answer . RESPONSE) when it was answered at once (RESPONSE the
+JSON text, or nil for a notification), (:cancel . ID) for a cancellation
+of request ID, or (:queue ID . JOB) for a tools/call request or a batch
+\(ID nil) queued as `sly-agent-q-mcp-request-async' queues it, CALLBACK
+getting its response."
+  (sly-agent-q--async-channel)
+  (let* ((approve sly-agent-q-approval-function)
+         (origin (or sly-agent-q-call-origin "MCP"))
+         (sly-agent-q-call-origin origin)
+         (hooks (sly-agent-q--hooks-for-origin sly-agent-q-tool-execution-functions origin t))
+         (lane (or sly-agent-q-caller (current-buffer)))
+         (route (sly-agent-q--calling-module
+                  (sly-agent-q--module-mcp-line line (sly-agent-q--async-approval approve origin)
+                                                hooks (sly-agent-q--lane-hold lane)))))
+    (if (not (eq (car route) :queue))
+        route
+      (let ((job (sly-agent-q--track-submitted (cddr route) lane callback approve origin)))
+        (puthash job (cons approve origin) sly-agent-q--job-askers)
+        (cons :queue (cons (cadr route) job))))))
 
 (defun sly-agent-q-runtime-status ()
   "A plist describing the embedded Lisp runtime."

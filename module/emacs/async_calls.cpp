@@ -36,7 +36,7 @@ struct Batch {
   std::atomic<std::uint64_t> lisp_job{0};  // the runtime's job of the call running now, or 0
   std::vector<ToolResult> results;
   // An MCP message instead of CALLS (submit_mcp), and its response.
-  std::optional<std::string> mcp_message;
+  std::optional<McpMessage> mcp_message;
   std::optional<std::string> mcp_response;
   // Its dangerous calls settled when it was submitted (used by the runner only).
   std::vector<AheadCall> ahead;
@@ -195,7 +195,10 @@ void run_batch(const std::shared_ptr<Batch>& batch) {
   if (batch->mcp_message) {
     // A cancelled message still runs: its calls fail as interrupted, and
     // the client gets its one response.
-    batch->mcp_response = app::services_with_tools().server.handle(*batch->mcp_message, options);
+    McpMessage& message = *batch->mcp_message;
+    McpServer& server = app::services_with_tools().server;
+    batch->mcp_response = message.parsed ? server.handle_json_text(std::move(*message.parsed), options)
+                                         : server.handle(message.text, options);
     return;
   }
   for (PendingCall& pending : batch->calls) {
@@ -290,7 +293,7 @@ std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs
   return queue_batch(std::move(batch), approval, hooks, has_hooks, std::move(ahead), hold);
 }
 
-std::uint64_t submit_mcp(std::string message, emacs_value approval, emacs_value hooks, bool has_hooks,
+std::uint64_t submit_mcp(McpMessage message, emacs_value approval, emacs_value hooks, bool has_hooks,
                          std::vector<AheadCall> ahead, bool hold) {
   auto batch = std::make_shared<Batch>();
   batch->mcp_message = std::move(message);

@@ -74,12 +74,19 @@ bool answer_later(std::uint64_t key, HostAnswer answer);
 // True while a request waits for its later answer under KEY.
 bool later_pending(std::uint64_t key);
 
-// Queues one MCP message (JSON-RPC 2.0 text: a tools/call request, a
-// batch…) to run on the runner through the dispatcher (McpServer::handle)
+// One MCP message (JSON-RPC 2.0: a tools/call request, a batch…): parsed
+// once, by whoever read it, or the text the dispatcher is to answer (it
+// could not be parsed).
+struct McpMessage {
+  std::optional<json> parsed;
+  std::string text;
+};
+
+// Queues MESSAGE to run on the runner through the dispatcher (McpServer)
 // with APPROVAL and HOOKS as for submit().  serve() hands it back as
 // (ID . RESPONSE-TEXT), RESPONSE-TEXT nil when nothing is to be answered.
 // AHEAD and HOLD as for submit().
-std::uint64_t submit_mcp(std::string message, emacs_value approval, emacs_value hooks, bool has_hooks,
+std::uint64_t submit_mcp(McpMessage message, emacs_value approval, emacs_value hooks, bool has_hooks,
                          std::vector<AheadCall> ahead = {}, bool hold = false);
 
 // Takes job ID off the queue (or out of the held jobs) if the runner has

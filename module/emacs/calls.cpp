@@ -271,4 +271,23 @@ ToolResult invalid_call_result(std::optional<std::string> id, const std::string&
   result.error = result.content;
   return result;
 }
+
+ExecutionOptions options_for(const Env& env, emacs_value approval, emacs_value hooks, CallContext& context) {
+  ExecutionOptions options;
+  options.approve = elisp_approval(env, approval);
+  options.hooks = elisp_hooks(env, hooks);
+  options.context = &context;
+  return options;
+}
+
+std::vector<emacs_value> call_values(const Env& env, emacs_value calls) {
+  if (env.is_nil(calls)) return {};
+  try {
+    if (!env.eq(env.type_of(calls), Env::sym().cons_type)) throw ConversionError("");
+    return list_elements(env, calls);
+  } catch (const ConversionError&) {
+    throw ConversionError("CALLS must be a proper list of tool-call plists");
+  }
+}
+
 }  // namespace agentq::emacs

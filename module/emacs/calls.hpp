@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/executor.hpp"
+#include "emacs/convert.hpp"
 #include "emacs/env.hpp"
 
 namespace agentq::emacs {
@@ -94,5 +95,31 @@ struct PendingCall {
 
 // Emacs refused to hand over a value, e.g. a string with raw bytes.
 extern const char* const kUnreadableValue;
+
+// The options of calls made from Emacs: the Elisp APPROVAL function and
+// HOOKS, and CONTEXT, which must outlive them.
+ExecutionOptions options_for(const Env& env, emacs_value approval, emacs_value hooks, CallContext& context);
+
+// The call that READ converts, or its error result when it cannot be
+// converted (a quit still quits: NonLocalExit).
+template <typename Read>
+PendingCall read_call(const Env& env, Read read) {
+  PendingCall pending;
+  std::optional<std::string> id;
+  try {
+    pending.call = read(id);
+  } catch (const ConversionError& e) {
+    pending.invalid = invalid_call_result(id, e.what());
+  } catch (const NonLocalExit&) {
+    // Emacs refused to hand over a value (e.g. a string with raw bytes);
+    // only this call fails.  A quit still quits.
+    if (!env.clear_unless_quit()) throw;
+    pending.invalid = invalid_call_result(id, kUnreadableValue);
+  }
+  return pending;
+}
+
+// The elements of CALLS, a proper list (nil: none).  Throws ConversionError.
+std::vector<emacs_value> call_values(const Env& env, emacs_value calls);
 
 }  // namespace agentq::emacs

@@ -15,9 +15,9 @@
 
 #include "app/services.hpp"
 #include "core/json_limits.hpp"
-#include "core/mcp_route.hpp"
 #include "core/schema.hpp"
 #include "emacs/async_calls.hpp"
+#include "emacs/async_functions.hpp"
 #include "emacs/calls.hpp"
 #include "emacs/convert.hpp"
 #include "emacs/env.hpp"
@@ -29,7 +29,7 @@ namespace {
 // The abi is bumped when the Elisp ⇄ module interface changes; the Elisp
 // side refuses a module of another version (a stale build).  The version
 // is the package's (CMake reads it from sly-agent-q.el).
-constexpr const char* kModuleVersion = "sly-agent-q-module " AGENTQ_VERSION " abi 13";
+constexpr const char* kModuleVersion = "sly-agent-q-module " AGENTQ_VERSION " abi 14";
 
 // The composition root (app/services.hpp): the registry, the executor, the
 // MCP dispatcher and the session's Lisp (app/lisp.hpp).
@@ -60,33 +60,6 @@ emacs_value entry(emacs_env* raw, ptrdiff_t nargs, emacs_value* args, void*) noe
   return Env::sym().nil;
 }
 
-ExecutionOptions options_for(const Env& env, emacs_value approval, emacs_value hooks, CallContext& context) {
-  ExecutionOptions options;
-  options.approve = elisp_approval(env, approval);
-  options.hooks = elisp_hooks(env, hooks);
-  options.context = &context;
-  return options;
-}
-
-// The call that READ converts, or its error result when it cannot be
-// converted (a quit still quits: NonLocalExit).
-template <typename Read>
-PendingCall read_call(const Env& env, Read read) {
-  PendingCall pending;
-  std::optional<std::string> id;
-  try {
-    pending.call = read(id);
-  } catch (const ConversionError& e) {
-    pending.invalid = invalid_call_result(id, e.what());
-  } catch (const NonLocalExit&) {
-    // Emacs refused to hand over a value (e.g. a string with raw bytes);
-    // only this call fails.  A quit still quits.
-    if (!env.clear_unless_quit()) throw;
-    pending.invalid = invalid_call_result(id, kUnreadableValue);
-  }
-  return pending;
-}
-
 // Runs one call that READ converts; a conversion failure is that call's
 // error result.  Throws NonLocalExit when a quit (or throw) is pending: it
 // propagates, and a batch's remaining calls do not run.
@@ -98,17 +71,6 @@ emacs_value run_call(const Env& env, const ExecutionOptions& options, Read read)
       pending.call ? root_with_tools().executor.execute(*pending.call, options) : std::move(pending.invalid);
   if (env.exit_pending()) throw NonLocalExit();
   return result_to_plist(env, result);
-}
-
-// The elements of CALLS, a proper list (nil: none).  Throws ConversionError.
-std::vector<emacs_value> call_values(const Env& env, emacs_value calls) {
-  if (env.is_nil(calls)) return {};
-  try {
-    if (!env.eq(env.type_of(calls), Env::sym().cons_type)) throw ConversionError("");
-    return list_elements(env, calls);
-  } catch (const ConversionError&) {
-    throw ConversionError("CALLS must be a proper list of tool-call plists");
-  }
 }
 
 // (sly-agent-q--module-execute CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)
@@ -284,192 +246,6 @@ emacs_value json_text(const Env& env, ptrdiff_t, emacs_value* args) {
   return env.str(object_to_json(env, args[0]).dump());
 }
 
-// (sly-agent-q--module-open-channel PIPE-PROCESS): the pipe whose filter
-// serves asynchronous calls.
-emacs_value open_channel(const Env& env, ptrdiff_t, emacs_value* args) {
-  if (env.raw()->size < static_cast<ptrdiff_t>(sizeof(struct emacs_env_28)))
-    throw std::runtime_error("asynchronous calls need Emacs 28 or later");
-  int fd = env.raw()->open_channel(env.raw(), args[0]);
-  env.check();
-  async::set_channel(fd);
-  return Env::sym().t;
-}
-
-// A call of TOOL-NAME with ARGUMENTS settled now, on the main thread, as
-// the runner would reach it: nullopt unless the tool is dangerous and the
-// arguments valid; else its check's failure, or the question to ask.
-// A check that throws (a quit, say) settles nothing: the runner's call
-// checks again.
-std::optional<async::AheadCall> settle_call(const Env& env, const std::string& tool_name, const json& arguments) {
-  ToolPtr tool = root_with_tools().registry.resolve(tool_name);
-  if (!tool || tool->safety_level != SafetyLevel::Dangerous) return std::nullopt;
-  PreparedCall prepared = root_with_tools().executor.prepare(tool->name, arguments);
-  if (prepared.error || !prepared.tool) return std::nullopt;
-  async::AheadCall ahead;
-  ahead.tool = prepared.tool->name;
-  if (prepared.tool->check) {
-    NullCallContext context;
-    try {
-      ahead.failure = prepared.tool->check(prepared.arguments, context);
-    } catch (...) {
-      if (env.exit_pending()) env.raw()->non_local_exit_clear(env.raw());
-      return std::nullopt;
-    }
-    if (env.exit_pending()) {
-      env.raw()->non_local_exit_clear(env.raw());
-      return std::nullopt;
-    }
-  }
-  ahead.arguments = std::move(prepared.arguments);
-  return ahead;
-}
-
-// The dangerous calls of MESSAGE (a JSON-RPC request or batch) settled
-// now: each tools/call request, well formed as the dispatcher wants it,
-// whose tool is dangerous and whose arguments are valid.  What the
-// dispatcher would refuse is left to it (it answers the refusal).
-std::vector<async::AheadCall> settle_message(const Env& env, const json& message) {
-  std::vector<async::AheadCall> settled;
-  auto settle = [&](const json& request) {
-    if (!request.is_object() || !request.contains("id")) return;
-    auto version = request.find("jsonrpc");
-    auto method = request.find("method");
-    if (version == request.end() || *version != "2.0" || method == request.end() || *method != "tools/call") return;
-    auto params = request.find("params");
-    if (params == request.end() || !params->is_object()) return;
-    auto name = params->find("name");
-    if (name == params->end() || !name->is_string()) return;
-    auto arguments = params->find("arguments");
-    const json none = json::object();
-    const json* given = &none;
-    if (arguments != params->end() && !arguments->is_null()) {
-      if (!arguments->is_object()) return;
-      given = &*arguments;
-    }
-    if (auto ahead = settle_call(env, name->get<std::string>(), *given)) settled.push_back(std::move(*ahead));
-  };
-  if (value_nesting_exceeds(message)) return settled;
-  if (message.is_array())
-    for (const json& element : message) settle(element);
-  else
-    settle(message);
-  return settled;
-}
-
-// How a job that may hold answers: its id, or (ID . QUESTIONS) when held,
-// QUESTIONS ((TOOL ARGUMENTS) …) for the AheadCalls that ask.
-emacs_value submitted(const Env& env, std::uint64_t id, bool held, const std::vector<async::AheadCall>& ahead) {
-  emacs_value job = env.integer(static_cast<std::intmax_t>(id));
-  if (!held) return job;
-  std::vector<emacs_value> questions;
-  for (const async::AheadCall& call : ahead) {
-    if (!call.asks()) continue;
-    emacs_value items[] = {env.str(call.tool), from_json(env, call.arguments)};
-    questions.push_back(env.call(Env::sym().list, 2, items));
-  }
-  emacs_value pair[] = {job, env.call(Env::sym().list, static_cast<ptrdiff_t>(questions.size()), questions.data())};
-  return env.call(env.intern("cons"), 2, pair);
-}
-
-// HOLD, the last argument of the submit functions: nil never holds, t
-// always does, anything else holds a job with questions to ask.
-bool holds(const Env& env, emacs_value hold, const std::vector<async::AheadCall>& ahead) {
-  if (env.is_nil(hold)) return false;
-  if (env.eq(hold, Env::sym().t)) return true;
-  return std::any_of(ahead.begin(), ahead.end(), [](const async::AheadCall& call) { return call.asks(); });
-}
-
-// (sly-agent-q--module-submit CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS
-// &optional DEBUGGER INTERACTIVE HOLD) → job id, or (ID . QUESTIONS) when
-// held (see holds() and submitted()): its dangerous calls are then checked
-// now, and wait for their answers (sly-agent-q--module-release).
-emacs_value submit(const Env& env, ptrdiff_t nargs, emacs_value* args) {
-  if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
-  std::vector<PendingCall> calls;
-  for (emacs_value value : call_values(env, args[0]))
-    calls.push_back(read_call(env, [&](std::optional<std::string>& id) { return to_tool_call(env, value, id); }));
-  emacs_value hold = nargs > 5 ? args[5] : Env::sym().nil;
-  std::vector<async::AheadCall> ahead;
-  if (!env.is_nil(hold))
-    for (const PendingCall& pending : calls)
-      if (pending.call)
-        if (auto settled = settle_call(env, pending.call->name, pending.call->arguments))
-          ahead.push_back(std::move(*settled));
-  const bool held = holds(env, hold, ahead);
-  emacs_value approval = env.raw()->make_global_ref(env.raw(), args[1]);
-  emacs_value hooks = env.raw()->make_global_ref(env.raw(), args[2]);
-  bool debugger = nargs > 3 && !env.is_nil(args[3]);
-  bool interactive = nargs > 4 && !env.is_nil(args[4]);
-  std::uint64_t id = async::submit(std::move(calls), approval, hooks, !env.is_nil(args[2]), debugger, interactive,
-                                   ahead, held, user_call(env));
-  return submitted(env, id, held, ahead);
-}
-
-// (sly-agent-q--module-answer-later KEY OK TEXT) → t, or nil when nothing
-// waits for KEY: the person's answer to a request Emacs answered with
-// (later . KEY), the REPL's debugger.
-emacs_value answer_later(const Env& env, ptrdiff_t, emacs_value* args) {
-  HostAnswer answer{!env.is_nil(args[1]), env.to_string(args[2])};
-  return env.boolean(async::answer_later(static_cast<std::uint64_t>(env.to_integer(args[0])), std::move(answer)));
-}
-
-emacs_value later_pending(const Env& env, ptrdiff_t, emacs_value* args) {
-  return env.boolean(async::later_pending(static_cast<std::uint64_t>(env.to_integer(args[0]))));
-}
-
-// (sly-agent-q--module-mcp-submit JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS
-// &optional HOLD) → job id, or (ID . QUESTIONS) when held, as for
-// sly-agent-q--module-submit: the dangerous calls of the message (one
-// request or a batch) are then checked now.
-emacs_value mcp_submit(const Env& env, ptrdiff_t nargs, emacs_value* args) {
-  if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
-  std::string message = env.to_string(args[0]);
-  emacs_value hold = nargs > 3 ? args[3] : Env::sym().nil;
-  std::vector<async::AheadCall> ahead;
-  if (!env.is_nil(hold))
-    if (std::optional<json> parsed = parse_json_bounded(message)) ahead = settle_message(env, *parsed);
-  const bool held = holds(env, hold, ahead);
-  emacs_value approval = env.raw()->make_global_ref(env.raw(), args[1]);
-  emacs_value hooks = env.raw()->make_global_ref(env.raw(), args[2]);
-  std::uint64_t id = async::submit_mcp(std::move(message), approval, hooks, !env.is_nil(args[2]), ahead, held);
-  return submitted(env, id, held, ahead);
-}
-
-// (sly-agent-q--module-release JOB DECISIONS) → t, or nil when JOB is not
-// held: queues the held JOB with DECISIONS, the answers to its questions
-// in order (as an approval function answers them).
-emacs_value release(const Env& env, ptrdiff_t, emacs_value* args) {
-  std::vector<ApprovalDecision> decisions;
-  emacs_value rest = args[1];
-  while (!env.is_nil(rest)) {
-    ApprovalDecision decision;  // an answer that cannot be read denies
-    try {
-      decision = approval_decision(env, env.call(Env::sym().car, {rest}));
-    } catch (const std::exception&) {
-      if (env.exit_pending()) env.raw()->non_local_exit_clear(env.raw());
-    }
-    decisions.push_back(std::move(decision));
-    rest = env.call(Env::sym().cdr, {rest});
-  }
-  return env.boolean(async::release(static_cast<std::uint64_t>(env.to_integer(args[0])), std::move(decisions)));
-}
-
-emacs_value cancel(const Env& env, ptrdiff_t, emacs_value* args) {
-  return env.boolean(async::cancel(static_cast<std::uint64_t>(env.to_integer(args[0]))));
-}
-
-emacs_value break_into(const Env& env, ptrdiff_t, emacs_value* args) {
-  return env.boolean(async::break_into(static_cast<std::uint64_t>(env.to_integer(args[0]))));
-}
-
-emacs_value withdraw(const Env& env, ptrdiff_t, emacs_value* args) {
-  return env.boolean(async::withdraw(env, static_cast<std::uint64_t>(env.to_integer(args[0]))));
-}
-
-emacs_value async_serve(const Env& env, ptrdiff_t nargs, emacs_value* args) {
-  return async::serve(env, nargs > 0 && !env.is_nil(args[0]));
-}
-
 emacs_value list_tools(const Env& env, ptrdiff_t, emacs_value*) {
   std::vector<std::string> names = root_with_tools().registry.names();
   std::vector<emacs_value> values;
@@ -501,27 +277,6 @@ emacs_value mcp_request(const Env& env, ptrdiff_t, emacs_value* args) {
   std::optional<std::string> response = root_with_tools().server.handle(message, options);
   if (env.exit_pending()) throw NonLocalExit();
   return response ? env.str(*response) : Env::sym().nil;
-}
-
-// (sly-agent-q--module-mcp-route JSON-STRING) → :now, (:queue ID) or
-// (:cancel ID): how the socket server in Emacs handles the message (ID as
-// parsed; nil for a batch).  Parsing here costs microseconds where Emacs
-// hash tables would cost far more, for every message.
-emacs_value mcp_route(const Env& env, ptrdiff_t, emacs_value* args) {
-  mcp::Route route = mcp::route_message(env.to_string(args[0]));
-  auto tagged = [&](const char* tag, const json& id) {
-    emacs_value items[] = {env.intern(tag), id.is_null() ? Env::sym().nil : from_json(env, id)};
-    return env.call(Env::sym().list, 2, items);
-  };
-  switch (route.kind) {
-    case mcp::Route::Kind::Queue:
-      return tagged(":queue", route.id);
-    case mcp::Route::Kind::Cancel:
-      return tagged(":cancel", route.request_id);
-    case mcp::Route::Kind::Answer:
-      break;
-  }
-  return env.intern(":now");
 }
 
 // (sly-agent-q--module-configure KEY VALUE)
@@ -702,9 +457,11 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-mcp-request", 3, 3, entry<mcp_request>,
         "Handle one JSON-RPC message; return the response text or nil.\n\n"
         "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)");
-  defun(raw, "sly-agent-q--module-mcp-route", 1, 1, entry<mcp_route>,
-        "How to handle one JSON-RPC message: :now, (:queue ID) or (:cancel ID).\n\n"
-        "(fn JSON-STRING)");
+  defun(raw, "sly-agent-q--module-mcp-line", 4, 4, entry<mcp_line>,
+        "Handle one JSON-RPC line of the socket server: (:answer . RESPONSE) answered now,\n"
+        "(:cancel . ID), or (:queue ID . SUBMITTED) queued as `sly-agent-q--module-mcp-submit'\n"
+        "queues it (ID nil for a batch).\n\n"
+        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS HOLD)");
   defun(raw, "sly-agent-q--module-configure", 2, 2, entry<configure>,
         "Set a runtime setting: eval-timeout, output-limit, heap-limit or native-tiering.\n\n(fn KEY VALUE)");
   defun(raw, "sly-agent-q--module-take-notes", 0, 0, entry<take_notes>,
