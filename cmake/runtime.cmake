@@ -22,6 +22,7 @@ set(LISP_SOURCES
   ${CMAKE_SOURCE_DIR}/lisp/emacs.lisp
   ${CMAKE_SOURCE_DIR}/lisp/agent-code.lisp
   ${CMAKE_SOURCE_DIR}/lisp/debugger.lisp
+  ${CMAKE_SOURCE_DIR}/lisp/held-errors.lisp
   ${CMAKE_SOURCE_DIR}/lisp/tools.lisp
   ${CMAKE_SOURCE_DIR}/lisp/execution.lisp
   ${CMAKE_SOURCE_DIR}/lisp/introspection.lisp

@@ -18,6 +18,8 @@ fail, or NIL; reset_session clears it.")
 (defvar *repl-debugger* nil
   "True while an evaluation typed in the REPL runs: an unhandled serious
 condition asks the person for a restart (REPL-DEBUG) instead of failing.")
+(defvar *hold-errors* nil
+  "True while an evaluation that holds its unhandled errors runs (evaluate_lisp's debug: true, held-errors.lisp).")
 (defvar *in-repl-debugger* nil "True while the REPL's debugger asks the person.")
 (defvar *outer-restarts* '()
   "The restarts in force when the REPL's form started: not the form's own.")
@@ -176,6 +178,8 @@ evaluation's data go (FAILURE-TEXT)."
   "Handler for serious conditions: describe CONDITION where it was
 signalled, then unwind out of the evaluation."
   (maybe-repl-debug condition)         ; debugger.lisp: returns unless a restart was chosen
+  (when *hold-errors*
+    (maybe-hold-error condition))       ; held-errors.lisp: the same
   (when (typep condition '(and storage-condition (not ext:stack-overflow)))
     ;; Out of memory: all the evaluation made is still live here, and
     ;; describing it could run out again, outside any handler.  Take the

@@ -221,10 +221,13 @@ INTERACTIVE-KEY: see EVALUATE-STRING."
             (values nil (format nil "[ERROR] UNKNOWN-TOOL~%No Lisp handler for the tool ~S." tool))))))
 
 (defun run-evaluate-job (code package flags output-limit timeout-ms interactive-key)
-  ;; FLAGS: bit 0 capture time, bit 1 the REPL's debugger (debugger.lisp).
+  ;; FLAGS: bit 0 capture time, bit 1 the REPL's debugger (debugger.lisp),
+  ;; bit 2 hold unhandled errors (held-errors.lisp).
   (declare (fixnum flags))
   (let ((*repl-debugger* (/= 0 (logand flags 2))))
-    (guarded-job (timeout-ms) (evaluate-string code package (/= 0 (logand flags 1)) output-limit interactive-key))))
+    (if (/= 0 (logand flags 4))
+        (run-held-evaluation-job code package flags output-limit timeout-ms interactive-key)
+        (guarded-job (timeout-ms) (evaluate-string code package (/= 0 (logand flags 1)) output-limit interactive-key)))))
 
 (defun escaped-job-text ()
   "Called by the host when a non-local exit unwound past WORKER-LOOP while

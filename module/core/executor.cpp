@@ -103,6 +103,7 @@ json ToolResult::to_json() const {
   metadata["execution_time_ms"] = execution_time_ms;
   metadata["safety_level"] = safety_level ? json(std::string(to_string(*safety_level))) : json(nullptr);
   metadata["approved"] = approved;
+  if (condition_id) metadata["condition_id"] = *condition_id;
   json out = json::object();
   out["id"] = id ? json(*id) : json(nullptr);
   out["success"] = success;
@@ -249,6 +250,7 @@ std::optional<std::string> approval_failure(const Tool& tool, const ExecutionOpt
 void run_handler(const Tool& tool, const json& args, CallContext& context, ToolResult& result) {
   try {
     ToolOutput output = tool.handler(args, context);
+    result.condition_id = output.condition_id;
     if (output.success) {
       result.success = true;
       result.content = std::move(output.text);

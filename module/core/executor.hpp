@@ -31,8 +31,10 @@ struct ToolResult {
   double execution_time_ms = 0;
   std::optional<SafetyLevel> safety_level;  // nullopt for an unknown tool
   bool approved = false;  // ran with permission: safe/cautious, or dangerous and approved
+  std::optional<std::int64_t> condition_id;  // a held error's id (ToolOutput::condition_id)
 
-  // {"id","success","content","error"(null),"metadata":{"execution_time_ms","safety_level","approved"}}
+  // {"id","success","content","error"(null),"metadata":{"execution_time_ms","safety_level","approved"}},
+  // and metadata "condition_id" when an error is held.
   json to_json() const;
 };
 

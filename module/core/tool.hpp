@@ -2,6 +2,7 @@
 // and handler (contract tool-protocol). Pure C++, no Emacs or ECL.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -45,8 +46,15 @@ class CallContext;
 // What a handler produced.  On success TEXT is the content for the model;
 // on failure it is the error message (the executor copies it to content too).
 struct ToolOutput {
+  ToolOutput() = default;
+  ToolOutput(bool success, std::string text, std::optional<std::int64_t> condition_id = std::nullopt)
+      : success(success), text(std::move(text)), condition_id(condition_id) {}
+
   bool success = true;
   std::string text;
+  // evaluate_lisp with debug: the id of the error it holds live (the
+  // result's metadata condition_id).
+  std::optional<std::int64_t> condition_id;
 };
 
 // ARGS is always a JSON object, already validated against the parameters.

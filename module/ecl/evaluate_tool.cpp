@@ -1,6 +1,9 @@
 #include "ecl/evaluate_tool.hpp"
 
+#include <cctype>
 #include <cmath>
+#include <optional>
+#include <string_view>
 
 #include "ecl/runtime.hpp"
 
@@ -17,6 +20,21 @@ std::chrono::milliseconds to_timeout(double seconds) {
 
 namespace {
 
+// The id in a held error's text (lisp/held-errors.lisp: its first line is
+// "[ERROR] TYPE (held: condition N)"), or nullopt.
+std::optional<std::int64_t> held_condition_id(const std::string& text) {
+  constexpr std::string_view kMarker = "(held: condition ";
+  const std::size_t line_end = text.find('\n');
+  const std::size_t at = text.find(kMarker);
+  if (at == std::string::npos || at > line_end) return std::nullopt;
+  std::int64_t id = 0;
+  std::size_t i = at + kMarker.size();
+  if (i >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && id < (std::int64_t{1} << 40); ++i)
+    id = id * 10 + (text[i] - '0');
+  return id;
+}
+
 bool flag(const json& args, const char* name) {
   auto it = args.find(name);
   return it != args.end() && it->is_boolean() && it->get<bool>();
@@ -29,6 +47,7 @@ ToolOutput evaluate_lisp(Runtime& runtime, const EvaluateSettings& settings, con
   if (auto it = args.find("package"); it != args.end() && it->is_string()) request.package = it->get<std::string>();
   request.capture_time = flag(args, "capture-time") || flag(args, "capture_time");
   request.debugger = context.wants_debugger();
+  request.hold_errors = flag(args, "debug");
   request.agent = !context.user_origin();
   // The user's setting is a ceiling that a model or an MCP client cannot
   // lift: a per-call timeout may only lower it (0 or less, or NaN: the
@@ -42,7 +61,9 @@ ToolOutput evaluate_lisp(Runtime& runtime, const EvaluateSettings& settings, con
   request.output_limit = settings.output_limit.load();
   request.interactive_key = context.interactive_key();
   EvalOutcome outcome = runtime.evaluate(std::move(request), context);
-  return {outcome.success, std::move(outcome.text)};
+  ToolOutput output{outcome.success, std::move(outcome.text), std::nullopt};
+  if (!output.success) output.condition_id = held_condition_id(output.text);
+  return output;
 }
 
 }  // namespace
@@ -65,6 +86,12 @@ void register_evaluate_lisp(Registry& registry, Runtime& runtime, const Evaluate
       {"timeout", ParamType::Number,
        "Seconds after which the evaluation is interrupted. It may only lower the session's limit (30 s "
        "unless the user changed it); a larger value, or 0 or less, means the session's limit."},
+      {"debug", ParamType::Boolean,
+       "If true, an unhandled error does not unwind: the evaluation is held live, and the [ERROR] "
+       "report's first line says `(held: condition N)` and lists the [Restarts]. Then call "
+       "invoke_restart (e.g. USE-VALUE with a value) to go on from where it stopped, backtrace to see "
+       "the frames and their local variables, or eval_in_frame, with condition_id N. A held error "
+       "nobody answers is aborted after a few minutes; a few are held at most."},
   };
   tool.required = {"code"};
   tool.safety_level = SafetyLevel::Cautious;

@@ -32,6 +32,7 @@ struct EvalRequest {
   std::string package;  // empty ⇒ the session's package
   bool capture_time = false;
   bool debugger = false;  // an error stops in the REPL's debugger (CallContext::wants_debugger)
+  bool hold_errors = false;  // an unhandled error is held live (evaluate_lisp's debug: true)
   std::chrono::milliseconds timeout{30000};
   std::size_t output_limit = 1000000;  // characters kept per output section
   // Nonzero: an interactive evaluation (CallContext::interactive_key), whose

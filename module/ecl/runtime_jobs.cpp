@@ -130,7 +130,7 @@ cl_object next_job() {
   env->values[1] = tool;
   env->values[2] = code;
   env->values[3] = package;
-  env->values[4] = ecl_make_fixnum((request.capture_time ? 1 : 0) | (request.debugger ? 2 : 0));
+  env->values[4] = ecl_make_fixnum((request.capture_time ? 1 : 0) | (request.debugger ? 2 : 0) | (request.hold_errors ? 4 : 0));
   env->values[5] = ecl_make_fixnum(static_cast<cl_fixnum>(request.output_limit));
   env->values[6] = ecl_make_fixnum(static_cast<cl_fixnum>(request.timeout.count()));
   env->values[7] = heap;
@@ -209,6 +209,24 @@ cl_object next_interrupt() {
   env->values[2] = __atomic_load_n(&g_roots.worker, __ATOMIC_ACQUIRE);
   env->nvalues = 3;
   return env->values[0];
+}
+
+// (%DETACH-WORKER text) → T: on the worker, inside a job, for an error
+// held with its stack (lisp/held-errors.lisp): the job is answered with
+// TEXT (a failure), this thread stops being the worker and a fresh worker
+// serves the next jobs; the held evaluation goes on here later, or ends.
+// NIL when this thread is not the worker or runs no job.
+cl_object detach_worker(cl_object text) {
+  Runtime::Impl& impl = *g_impl;
+  if (!current_worker() || !ecl_stringp(text)) return one_value(ECL_NIL);
+  std::string utf8 = lisp_string_to_utf8(text);
+  {
+    std::lock_guard lock(impl.mutex);
+    if (!impl.current) return one_value(ECL_NIL);
+  }
+  t_holds_error = true;
+  replace_worker(impl, utf8, true);
+  return one_value(ECL_T);
 }
 
 // (%CURRENT-JOB) → id of the running job, or NIL (also on a retired worker).
@@ -380,6 +398,7 @@ void define_job_functions() {
   define_lisp_function("%LIVE-PACKAGE-P", live_package_p);
   define_lisp_function("%STREAM-OUTPUT", stream_output);
   define_lisp_function("%CURRENT-JOB", current_job);
+  define_lisp_function("%DETACH-WORKER", detach_worker);
   define_lisp_function("%SET-WATCHDOG", set_watchdog);
   define_lisp_function("%SET-COMPILER-THREAD", set_compiler_thread);
   define_lisp_function("%WORKER-BUSY-P", worker_busy_p);

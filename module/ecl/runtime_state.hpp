@@ -226,6 +226,7 @@ struct Runtime::Impl {
   std::atomic<std::uint64_t> worker_generation{1};
   pid_t worker_tid = 0;
   std::atomic<std::uint64_t> replaced_workers{0};
+  std::atomic<std::int64_t> held_threads{0};  // former workers holding an error (lisp/held-errors.lisp)
   std::atomic<std::int64_t> retired_running{0};  // retired workers still in Lisp
 
   // Set by set_heap_limit, applied by the worker before its next job.
@@ -377,9 +378,14 @@ extern cl_index g_boot_bds_size, g_boot_frs_size;
 // Retires the worker and starts a fresh Lisp thread in the same image, so
 // every definition is kept.  The retired thread runs on at the lowest
 // priority (SCHED_IDLE) until it returns, if ever; its job, if it still has
-// one, is answered with TEXT.  Called by a caller, never by a Lisp thread.
+// one, is answered with TEXT.  Called by a caller; HELD: by the worker
+// itself, for an error it holds (%DETACH-WORKER): then it keeps its
+// priority and counts as a held thread, not a retired one.
 // (runtime_worker.cpp)
-void replace_worker(Runtime::Impl& impl, const std::string& text);
+void replace_worker(Runtime::Impl& impl, const std::string& text, bool held = false);
+
+// True on a thread that stopped being the worker to hold an error.
+extern thread_local bool t_holds_error;
 
 // Boot and the worker threads (runtime_worker.cpp).
 std::size_t worker_stack_size();

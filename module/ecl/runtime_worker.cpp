@@ -193,7 +193,7 @@ void serve_jobs(cl_env_ptr env, std::uint64_t generation, bool fresh) {
       impl.wake_callers();
     }
   }
-  if (!current_worker()) impl.retired_running.fetch_sub(1);
+  if (!current_worker()) (t_holds_error ? impl.held_threads : impl.retired_running).fetch_sub(1);
 }
 
 // SI::*EXIT-HOOKS*, run as cl_shutdown runs them: each once, errors
@@ -335,11 +335,14 @@ int start_lisp_thread(pthread_t* thread, void* (*main)(void*), void* argument) {
   return pthread_create(thread, nullptr, main, argument);
 }
 
+thread_local bool t_holds_error = false;
+
 // Retires the worker and starts a fresh Lisp thread in the same image, so
 // every definition is kept.  The retired thread runs on at the lowest
 // priority (SCHED_IDLE) until it returns, if ever; its job, if it still has
-// one, is answered with TEXT.  Called by a caller, never by a Lisp thread.
-void replace_worker(Runtime::Impl& impl, const std::string& text) {
+// one, is answered with TEXT.  HELD: called by the worker itself for an
+// error it holds (%DETACH-WORKER): it keeps its priority.
+void replace_worker(Runtime::Impl& impl, const std::string& text, bool held) {
   std::shared_ptr<Job> job;
   pid_t retired_tid;
   std::uint64_t generation;
@@ -352,11 +355,11 @@ void replace_worker(Runtime::Impl& impl, const std::string& text) {
     // (the thread may end, and its tid go to another thread).  Zero when
     // the worker never got to serve_jobs; it then takes no job.
     retired_tid = __atomic_exchange_n(&impl.worker_tid, 0, __ATOMIC_ACQ_REL);
-    impl.retired_running.fetch_add(1);
+    (held ? impl.held_threads : impl.retired_running).fetch_add(1);
   }
   impl.job_cv.notify_all();  // an idle worker leaves %NEXT-JOB
-  impl.replaced_workers.fetch_add(1);
-  if (retired_tid != 0) {
+  if (!held) impl.replaced_workers.fetch_add(1);
+  if (retired_tid != 0 && !held) {
     sched_param lowest{};
     sched_setscheduler(retired_tid, SCHED_IDLE, &lowest);
   }

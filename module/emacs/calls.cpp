@@ -153,13 +153,15 @@ emacs_value result_to_plist(const Env& env, const ToolResult& result) {
       s.execution_time_ms, env.real(result.execution_time_ms),
       s.safety_level,      result.safety_level ? env.str(to_string(*result.safety_level)) : s.nil,
       s.approved,          env.boolean(result.approved),
+      result.condition_id ? env.intern(":condition_id") : s.nil,
+      result.condition_id ? env.integer(*result.condition_id) : s.nil,
   };
   emacs_value plist[] = {
       s.id,       result.id ? env.str(*result.id) : s.nil,
       s.success,  env.boolean(result.success),
       s.content,  env.str(result.content),
       s.error_kw, result.error ? env.str(*result.error) : s.nil,
-      s.metadata, env.call(s.list, 6, metadata),
+      s.metadata, env.call(s.list, result.condition_id ? 8 : 6, metadata),
   };
   return env.call(s.list, 10, plist);
 }
