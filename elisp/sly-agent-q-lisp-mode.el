@@ -15,9 +15,11 @@
 ;; without blocking Emacs: the result shows in the echo area (or
 ;; *sly-agent-q result*) when it comes.
 ;;
-;; `sly-agent-q-lisp-mode-maybe', on `lisp-mode-hook', turns the mode on
-;; unless SLY or SLIME already is: their users keep their keys and reach
-;; ours through C-c q.
+;; `global-sly-agent-q-lisp-mode', which the user turns on (in the init
+;; file: (global-sly-agent-q-lisp-mode 1); the welcome buffer does too),
+;; turns the mode on in every `lisp-mode' buffer unless SLY or SLIME
+;; already is there: their users keep their keys and reach ours through
+;; C-c q.  Loading this file turns nothing on.
 
 ;;; Code:
 
@@ -38,7 +40,8 @@
 
 (defcustom sly-agent-q-lisp-mode-in-lisp-buffers t
   "Non-nil means `sly-agent-q-lisp-mode' turns on in `lisp-mode' buffers.
-It stays off where `sly-mode' or `slime-mode' is on."
+That is, while `global-sly-agent-q-lisp-mode' is on.  It stays off where
+`sly-mode' or `slime-mode' is on."
   :type 'boolean
   :group 'sly-agent-q-lisp)
 
@@ -522,7 +525,8 @@ evaluated from buffers.
 ;;;###autoload
 (defun sly-agent-q-lisp-mode-maybe ()
   "Turn on `sly-agent-q-lisp-mode' unless SLY or SLIME serves this buffer.
-For `lisp-mode-hook'; `sly-agent-q-lisp-mode-in-lisp-buffers' nil stops it."
+Only in `lisp-mode' buffers, for `global-sly-agent-q-lisp-mode' (or
+`lisp-mode-hook'); `sly-agent-q-lisp-mode-in-lisp-buffers' nil stops it."
   (when (and sly-agent-q-lisp-mode-in-lisp-buffers
              (derived-mode-p 'lisp-mode)
              (not (bound-and-true-p sly-mode))
@@ -530,7 +534,9 @@ For `lisp-mode-hook'; `sly-agent-q-lisp-mode-in-lisp-buffers' nil stops it."
     (sly-agent-q-lisp-mode 1)))
 
 ;;;###autoload
-(add-hook 'lisp-mode-hook #'sly-agent-q-lisp-mode-maybe 90)
+(define-globalized-minor-mode global-sly-agent-q-lisp-mode sly-agent-q-lisp-mode
+  sly-agent-q-lisp-mode-maybe
+  :group 'sly-agent-q-lisp)
 
 (provide 'sly-agent-q-lisp-mode)
 

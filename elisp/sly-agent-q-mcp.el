@@ -52,11 +52,12 @@ writable by others; it is made (mode 0700) when missing."
   :type 'string
   :group 'sly-agent-q)
 
-(defcustom sly-agent-q-mcp-server-start-on-load nil
-  "Non-nil means start the MCP server when sly-agent-q is loaded.
-Set it in the init file before sly-agent-q is loaded."
-  :type 'boolean
-  :group 'sly-agent-q)
+(defvar sly-agent-q-mcp-server-start-on-load nil
+  "Obsolete: loading sly-agent-q starts nothing.
+Call `sly-agent-q-mcp-server-start' in the init file instead.")
+(make-obsolete-variable 'sly-agent-q-mcp-server-start-on-load
+                        "call `sly-agent-q-mcp-server-start' in your init file."
+                        "0.1.0")
 
 (defvar sly-agent-q--mcp-server nil
   "The listening process of the MCP server, or nil.")
@@ -300,10 +301,6 @@ that its client going away still drops it."
           (error
            ;; Text Emacs cannot hand over (such as invalid UTF-8).
            (sly-agent-q--mcp-error :null -32700 (concat "Parse error: " (error-message-string err))))))))))
-
-(when sly-agent-q-mcp-server-start-on-load
-  (with-demoted-errors "sly-agent-q: MCP server not started: %S"
-    (sly-agent-q-mcp-server-start)))
 
 (provide 'sly-agent-q-mcp)
 

@@ -226,7 +226,9 @@ Called from Lisp by load_system; entries that are not strings are left out."
       (expand-file-name "../build/sly-agent-q-module.so" sly-agent-q--directory)))
 
 (defun sly-agent-q--load-module ()
-  "Load the module once, with a clear error when it is missing or stale."
+  "Load the module once, with a clear error when it is missing or stale.
+The first call of any of `sly-agent-q--module-functions' does.  Once
+loaded, the module shuts the runtime down when Emacs exits."
   (unless (featurep 'sly-agent-q-module)
     (let ((path (sly-agent-q--module-path))
           (top (expand-file-name ".." sly-agent-q--directory)))
@@ -242,11 +244,47 @@ Called from Lisp by load_system; entries that are not strings are left out."
     (unless (equal found sly-agent-q--module-version)
       (user-error "sly-agent-q: the module is stale (%s, expected %s); run `make' and restart Emacs"
                   found sly-agent-q--module-version)))
-  (sly-agent-q--give-options))
-
-(unless (bound-and-true-p byte-compile-current-file)
-  (sly-agent-q--load-module)
+  (sly-agent-q--give-options)
   (add-hook 'kill-emacs-hook #'sly-agent-q--module-shutdown))
+
+;; Loading this file does not load the module: each of the module's
+;; functions is first a stand-in that loads it and calls the module's own
+;; definition, which `module-load' put in the stand-in's place.  The first
+;; call, from whichever file, loads the module; the runtime itself boots
+;; later still, at the first call that needs Lisp.
+
+(defconst sly-agent-q--module-functions
+  '(sly-agent-q--module-answer-later sly-agent-q--module-async-serve
+    sly-agent-q--module-boot sly-agent-q--module-break sly-agent-q--module-cancel
+    sly-agent-q--module-configure sly-agent-q--module-define-tool
+    sly-agent-q--module-execute sly-agent-q--module-execute-call
+    sly-agent-q--module-json-text sly-agent-q--module-later-pending-p
+    sly-agent-q--module-list-tools sly-agent-q--module-mcp-request
+    sly-agent-q--module-mcp-route sly-agent-q--module-mcp-submit
+    sly-agent-q--module-open-channel sly-agent-q--module-parse-json
+    sly-agent-q--module-release sly-agent-q--module-reset-stats
+    sly-agent-q--module-restart-worker sly-agent-q--module-run-check
+    sly-agent-q--module-run-handler sly-agent-q--module-shutdown
+    sly-agent-q--module-stats sly-agent-q--module-status
+    sly-agent-q--module-submit sly-agent-q--module-take-notes
+    sly-agent-q--module-tools-schema sly-agent-q--module-version
+    sly-agent-q--module-withdraw)
+  "The functions the module defines (module/emacs/module.cpp).")
+
+(defun sly-agent-q--module-stand-in (name)
+  "Return the stand-in of the module's function NAME: it loads the module.
+Then it calls NAME, which the module has defined meanwhile."
+  (let (stand-in)
+    (setq stand-in
+          (lambda (&rest arguments)
+            (sly-agent-q--load-module)
+            (when (eq (symbol-function name) stand-in)
+              (error "The sly-agent-q module defines no %s; run `make'" name))
+            (apply name arguments)))))
+
+(unless (featurep 'sly-agent-q-module)
+  (dolist (name sly-agent-q--module-functions)
+    (defalias name (sly-agent-q--module-stand-in name))))
 
 ;;;; Calls from the module
 
@@ -504,12 +542,21 @@ The message is also what the wait's progress message shows from then on."
     (message nil))
   (setq sly-agent-q--progress nil))
 
+(declare-function sly-agent-q--watch-notes "sly-agent-q-log" ())
+
+(defsubst sly-agent-q--lisp-used ()
+  "Note a call into Lisp: the log collects the runtime's notes while it works.
+See `sly-agent-q--watch-notes' (sly-agent-q-log.el, when loaded)."
+  (when (fboundp 'sly-agent-q--watch-notes)
+    (sly-agent-q--watch-notes)))
+
 (defmacro sly-agent-q--calling-module (&rest body)
   "Run BODY, a call into the module, with the options as they are now.
 Any progress message the call showed goes when it ends."
   (declare (indent 0) (debug t))
   `(progn
      (sly-agent-q--sync-options)
+     (sly-agent-q--lisp-used)
      (when sly-agent-q--progress-detail   ; left by an asynchronous load
        (setq sly-agent-q--progress-detail nil))
      (unwind-protect
@@ -832,6 +879,7 @@ was cut, past `sly-agent-q-output-limit' characters), and their values
 are kept in the session: (agent-q::repl-value JOB N) is the Nth value,
 from 0, of the last evaluation of job JOB (the last 100 such jobs)."
   (sly-agent-q--async-channel)
+  (sly-agent-q--lisp-used)
   (let* ((approve sly-agent-q-approval-function)
          (origin sly-agent-q-call-origin)
          (hooks (sly-agent-q--hooks-for-origin sly-agent-q-tool-execution-functions origin t))
@@ -926,6 +974,7 @@ job: its calls answer [ERROR] INTERRUPTED, and CALLBACK still gets the
 response."
   (sly-agent-q--async-channel)
   (sly-agent-q--sync-options)
+  (sly-agent-q--lisp-used)
   (let* ((approve sly-agent-q-approval-function)
          (origin (or sly-agent-q-call-origin "MCP"))
          (hooks (sly-agent-q--hooks-for-origin sly-agent-q-tool-execution-functions origin t)))

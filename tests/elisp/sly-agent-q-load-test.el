@@ -33,11 +33,12 @@
   (agentq-test-should-be-alive))
 
 (ert-deftest sly-agent-q-load/missing-module-says-make ()
-  "A module file that does not exist: `(require 'sly-agent-q)' fails with a message mentioning make."
+  "A module file that does not exist: the first call fails with a message mentioning make."
   (pcase-let ((`(,code ,_stdout ,stderr ,_seconds)
                (agentq-test-run-emacs
                 '((setq sly-agent-q-module-file "/nonexistent/dir/sly-agent-q-module.so")
                   (require 'sly-agent-q)
+                  (sly-agent-q-runtime-status)
                   (princ "LOADED")))))
     (should (integerp code))
     (should (/= code 0))
@@ -50,7 +51,8 @@
   (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
                (agentq-test-run-emacs
                 '((setq sly-agent-q-module-file "/nonexistent/sly-agent-q-module.so")
-                  (princ (condition-case err (progn (require 'sly-agent-q) "LOADED")
+                  (require 'sly-agent-q)
+                  (princ (condition-case err (progn (sly-agent-q-runtime-status) "LOADED")
                            (user-error (concat "USER-ERROR: " (error-message-string err)))
                            (error (concat "OTHER-ERROR: " (error-message-string err)))))))))
     (should (equal code 0))
@@ -64,7 +66,8 @@
         (pcase-let ((`(,code ,_stdout ,stderr ,_seconds)
                      (agentq-test-run-emacs
                       `((setq sly-agent-q-module-file ,bogus)
-                        (require 'sly-agent-q)))))
+                        (require 'sly-agent-q)
+                        (sly-agent-q-runtime-status)))))
           (should (integerp code))
           (should (/= code 0))
           (should (string-match-p "cannot load" stderr))
@@ -88,7 +91,8 @@ sly-agent-q-core.so).  Returns what `agentq-test-run-emacs' returns."
   (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
                (agentq-test--run-with-placed-module
                 #'copy-file
-                '((princ (condition-case err (progn (require 'sly-agent-q) "LOADED")
+                '((require 'sly-agent-q)
+                  (princ (condition-case err (progn (sly-agent-q-runtime-status) "LOADED")
                            (user-error (concat "USER-ERROR: " (error-message-string err)))
                            (error (concat "OTHER-ERROR: " (error-message-string err)))))))))
     (should (equal code 0))
@@ -105,6 +109,36 @@ sly-agent-q-core.so).  Returns what `agentq-test-run-emacs' returns."
                   (princ (plist-get (sly-agent-q--evaluate "(+ 1 2)") :content))))))
     (should (equal code 0))
     (should (equal stdout "=> 3"))))
+
+(ert-deftest sly-agent-q-load/require-has-no-side-effects ()
+  "`(require \='sly-agent-q)' in a fresh Emacs defines and starts nothing:
+no timer, no hook on `lisp-mode-hook' (nor `after-change-major-mode-hook',
+`kill-emacs-hook'), no module loaded, no process, no MCP server.  The
+first call then loads the module."
+  (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
+               (agentq-test-run-emacs
+                '((let ((timers (append timer-list timer-idle-list))
+                        (hooks (list (default-value 'lisp-mode-hook)
+                                     (default-value 'after-change-major-mode-hook)
+                                     (default-value 'kill-emacs-hook)))
+                        (processes (process-list)))
+                    (require 'sly-agent-q)
+                    (prin1 (list :timers (cl-set-difference (append timer-list timer-idle-list) timers)
+                                 :hooks (list (not (equal hooks
+                                                          (list (default-value 'lisp-mode-hook)
+                                                                (default-value 'after-change-major-mode-hook)
+                                                                (default-value 'kill-emacs-hook))))
+                                              (default-value 'lisp-mode-hook))
+                                 :module (featurep 'sly-agent-q-module)
+                                 :processes (cl-set-difference (process-list) processes)
+                                 :lisp-mode (with-temp-buffer (lisp-mode) sly-agent-q-lisp-mode)))
+                    (princ " ")
+                    (sly-agent-q-runtime-status)
+                    (prin1 (list (featurep 'sly-agent-q-module)
+                                 (and (memq 'sly-agent-q--module-shutdown kill-emacs-hook) t))))))))
+    (should (equal code 0))
+    (should (equal stdout
+                   "(:timers nil :hooks (nil nil) :module nil :processes nil :lisp-mode nil) (t t)"))))
 
 (ert-deftest sly-agent-q-load/shutdown-hook-installed ()
   (should (memq 'sly-agent-q--module-shutdown kill-emacs-hook)))
