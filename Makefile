@@ -20,7 +20,7 @@ FUZZ_SECONDS ?= 60
 # clang and its libFuzzer runtime (Debian 12: clang 14).
 FUZZ_PACKAGES = clang libclang-rt-14-dev
 
-.PHONY: all deps deps-fuzz build build-run test test-core test-elisp test-asan fuzz run bench check-fresh clean
+.PHONY: all deps deps-fuzz autoloads build build-run test test-core test-elisp test-asan fuzz run bench check-fresh clean
 
 all: build
 
@@ -54,7 +54,16 @@ RUN_TARGETS = sly-agent-q-module sly-agent-q-mcp sly-agent-q-run-compiler
 
 build-run: deps $(BUILD_DIR)/Makefile
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target $(RUN_TARGETS)
+	$(MAKE) --no-print-directory autoloads
 	$(EMACS) -Q --batch -L elisp --eval '(setq byte-compile-error-on-warn t load-prefer-newer t)' -f batch-byte-compile elisp/*.el
+
+# elisp/sly-agent-q-autoloads.el, from the ;;;###autoload cookies (not in
+# git): loaddefs-generate on Emacs 29 and later, make-directory-autoloads
+# before.
+AUTOLOADS = elisp/sly-agent-q-autoloads.el
+autoloads:
+	rm -f $(AUTOLOADS)
+	$(EMACS) -Q --batch --eval '(let ((make-backup-files nil) (dir (expand-file-name "elisp")) (out (expand-file-name "$(AUTOLOADS)"))) (if (fboundp (quote loaddefs-generate)) (loaddefs-generate dir out) (make-directory-autoloads dir out)))'
 
 build: build-run
 	cmake --build $(BUILD_DIR) -j $(JOBS)
@@ -98,7 +107,7 @@ test-asan: deps
 	  ctest --output-on-failure -j $(JOBS) -E '^(e2e_|mcp_sdk_client)'
 
 run: build-run
-	$(EMACS) -Q -nw -L elisp -l sly-agent-q -f sly-agent-q-load-user-init -f sly-agent-q-welcome
+	$(EMACS) -Q -nw -L elisp -l sly-agent-q-autoloads -l sly-agent-q -f sly-agent-q-load-user-init -f sly-agent-q-welcome
 
 bench: build
 	bash bench/install-peers.sh || true
@@ -110,4 +119,4 @@ check-fresh:
 	bash tests/fresh/check-fresh.sh
 
 clean:
-	rm -rf $(BUILD_DIR) $(FUZZ_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR) $(ASAN_DIR) $(AUTOLOADS)

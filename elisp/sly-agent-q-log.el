@@ -143,6 +143,7 @@ compiler, at two collections in a row."
         (cancel-timer sly-agent-q--notes-timer))
       (setq sly-agent-q--notes-timer nil))))
 
+;;;###autoload
 (defun sly-agent-q-show-log ()
   "Show the audit log: the cautious and dangerous tools used."
   (interactive)

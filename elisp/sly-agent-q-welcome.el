@@ -355,6 +355,7 @@ It turns on `global-sly-agent-q-lisp-mode' too, for the Lisp file's keys.
 A Lisp file and its keys, the REPL, the chat, a backend for it and where
 the settings are kept (`sly-agent-q-load-user-init')."
   (interactive)
+  (require 'sly-agent-q-mode)
   (sly-agent-q-mode 1)
   (global-sly-agent-q-lisp-mode 1)
   (require 'sly-agent-q-provider)

@@ -140,6 +140,25 @@ first call then loads the module."
     (should (equal stdout
                    "(:timers nil :hooks (nil nil) :module nil :processes nil :lisp-mode nil) (t t)"))))
 
+(ert-deftest sly-agent-q-load/generated-autoloads ()
+  "`make build' writes elisp/sly-agent-q-autoloads.el from the ;;;###autoload
+cookies: loaded alone, it makes the commands autoloads and loads nothing
+of sly-agent-q itself."
+  (skip-unless (file-exists-p (expand-file-name "elisp/sly-agent-q-autoloads.el" agentq-test-root)))
+  (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
+               (agentq-test-run-emacs
+                '((require 'sly-agent-q-autoloads)
+                  (prin1 (list (mapcar (lambda (command) (autoloadp (symbol-function command)))
+                                         '(sly-agent-q-mode sly-agent-q-chat sly-agent-q-send
+                                           sly-agent-q-show-log sly-agent-q-show-tools
+                                           sly-agent-q-select-backend sly-agent-q-welcome
+                                           sly-agent-q-load-user-init sly-agent-q-repl
+                                           sly-agent-q-evaluate sly-agent-q-mcp-server-start
+                                           global-sly-agent-q-lisp-mode))
+                               (featurep 'sly-agent-q-runtime)))))))
+    (should (equal code 0))
+    (should (equal stdout "((t t t t t t t t t t t t) nil)"))))
+
 (ert-deftest sly-agent-q-load/shutdown-hook-installed ()
   (should (memq 'sly-agent-q--module-shutdown kill-emacs-hook)))
 
