@@ -1062,7 +1062,7 @@ Only the backend's name is written, never its key."
       (sly-agent-q-chat-delete-session id)
       (revert-buffer))))
 
-;;;; Context and the commands under C-c q
+;;;; Context and the commands under C-c ?
 
 (defun sly-agent-q-chat--add-context (label text)
   "Add TEXT, described by LABEL, to the context of the next requests."
@@ -1108,7 +1108,7 @@ Only the backend's name is written, never its key."
   (interactive)
   (with-help-window "*Agent-Q Context*"
     (if (null sly-agent-q-chat--context)
-        (princ "The context is empty.  C-c q c r/b/d adds the region, buffer or defun.\n")
+        (princ "The context is empty.  C-c ? c r/b/d adds the region, buffer or defun.\n")
       (dolist (item (reverse sly-agent-q-chat--context))
         (princ (format "--- %s\n%s\n\n" (car item) (cdr item)))))))
 

@@ -9,7 +9,7 @@
 ;; `sly-agent-q-lisp-mode', a buffer-local minor mode for `lisp-mode'
 ;; buffers, gives the keys a SLY user's fingers know: C-x C-e, C-M-x,
 ;; C-c C-r, C-c C-c, C-c C-k, C-c C-l, M-, and M-., C-c C-d d/a/h,
-;; C-c RET, C-c M-m, C-c C-w c/r (in *xref*), C-c M-q and C-c I.
+;; C-c RET, C-c M-m, C-c C-w c/r (in *xref*), C-c M-q and C-c C-v i.
 ;; Each runs the same tools the agent uses (evaluate_lisp,
 ;; compile_form, describe_symbol, ...), in the buffer's package,
 ;; without blocking Emacs: the result shows in the echo area (or
@@ -19,7 +19,7 @@
 ;; file: (global-sly-agent-q-lisp-mode 1); the welcome buffer does too),
 ;; turns the mode on in every `lisp-mode' buffer unless SLY or SLIME
 ;; already is there: their users keep their keys and reach ours through
-;; C-c q.  Loading this file turns nothing on.
+;; C-c ?.  Loading this file turns nothing on.
 
 ;;; Code:
 
@@ -491,7 +491,7 @@ is busy (the prompt then takes what is typed)."
     (define-key map (kbd "C-c M-m") #'sly-agent-q-macroexpand-all)
     (define-key map (kbd "C-c C-w c") #'sly-agent-q-who-calls)
     (define-key map (kbd "C-c C-w r") #'sly-agent-q-who-references)
-    (define-key map (kbd "C-c I") #'sly-agent-q-inspect)
+    (define-key map (kbd "C-c C-v i") #'sly-agent-q-inspect)
     (define-key map (kbd "M-n") #'sly-agent-q-next-note)
     (define-key map (kbd "M-p") #'sly-agent-q-previous-note)
     map)
