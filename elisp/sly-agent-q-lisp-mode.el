@@ -28,6 +28,7 @@
 (require 'xref)
 (require 'sly-agent-q-notes)
 (require 'sly-agent-q-runtime)
+(require 'sly-agent-q-async)
 (require 'sly-agent-q-inspector)
 (require 'sly-agent-q-commands)
 (require 'sly-agent-q-repl)

@@ -21,6 +21,7 @@
 
 (require 'subr-x)
 (require 'sly-agent-q-runtime)
+(require 'sly-agent-q-async)
 
 (defcustom sly-agent-q-log-file nil
   "File the audit log is also appended to, or nil for the buffer only.

@@ -37,6 +37,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'sly-agent-q-runtime)
+(require 'sly-agent-q-async)
 
 (declare-function sly-agent-q--module-mcp-route "sly-agent-q-module" (json))
 (declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))

@@ -35,6 +35,7 @@
 ;;; Code:
 
 (require 'sly-agent-q-runtime)
+(require 'sly-agent-q-async)
 (require 'sly-agent-q-tools)
 (require 'sly-agent-q-approval)
 (require 'sly-agent-q-commands)
