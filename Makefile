@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_BUILD_TYPE ?= RelWithDebInfo
 
 # Debian packages the build and the tests need.
-DEB_PACKAGES = emacs-nox ecl libecl-dev nlohmann-json3-dev libgtest-dev libgc-dev libgmp-dev cmake g++ make tmux cl-alexandria cl-fiveam curl
+DEB_PACKAGES = emacs-nox ecl libecl-dev nlohmann-json3-dev libgtest-dev libgc-dev libgmp-dev cmake g++ make tmux cl-alexandria cl-fiveam curl elpa-package-lint
 # Node, for the MCP test with the official SDK (tests/mcp): Debian's, unless
 # a node and an npm are on the PATH already (NodeSource's nodejs carries
 # npm and conflicts with Debian's npm package).
@@ -20,7 +20,7 @@ FUZZ_SECONDS ?= 60
 # clang and its libFuzzer runtime (Debian 12: clang 14).
 FUZZ_PACKAGES = clang libclang-rt-14-dev
 
-.PHONY: all deps deps-fuzz autoloads build build-run test test-core test-elisp test-asan fuzz run bench check-fresh clean
+.PHONY: all deps deps-fuzz autoloads lint build build-run test test-core test-elisp test-asan fuzz run bench check-fresh clean
 
 all: build
 
@@ -64,6 +64,18 @@ AUTOLOADS = elisp/sly-agent-q-autoloads.el
 autoloads:
 	rm -f $(AUTOLOADS)
 	$(EMACS) -Q --batch --eval '(let ((make-backup-files nil) (dir (expand-file-name "elisp")) (out (expand-file-name "$(AUTOLOADS)"))) (if (fboundp (quote loaddefs-generate)) (loaddefs-generate dir out) (make-directory-autoloads dir out)))'
+
+# checkdoc over every .el, then package-lint (Debian's elpa-package-lint)
+# with sly-agent-q.el as the package's main file; its warnings are shown
+# but do not fail it (0.16 does not know Emacs 28, so it warns about
+# Package-Requires).
+ELPA_DIRS = $(foreach d,$(wildcard /usr/share/emacs/site-lisp/elpa/package-lint-*/ /usr/share/emacs/site-lisp/elpa/let-alist-*/),-L $(d))
+LINT_FILES = $(filter-out $(AUTOLOADS),$(wildcard elisp/*.el))
+lint: deps
+	@for f in $(LINT_FILES); do \
+	  $(EMACS) -Q --batch -L elisp --eval "(checkdoc-file \"$$f\")" 2>&1 | grep -v '^Warning (emacs): $$' | grep . && exit 1; \
+	done; echo "checkdoc: clean"
+	$(EMACS) -Q --batch -L elisp $(ELPA_DIRS) --eval '(progn (require (quote package-lint)) (package-initialize) (setq package-lint-main-file "elisp/sly-agent-q.el") (let ((errors 0)) (dolist (file command-line-args-left) (with-temp-buffer (insert-file-contents file t) (emacs-lisp-mode) (dolist (problem (package-lint-buffer)) (apply (quote message) "%s:%d:%d: %s: %s" file problem) (when (eq (nth 2 problem) (quote error)) (setq errors (1+ errors)))))) (message "package-lint: %d errors" errors) (kill-emacs (min errors 1))))' $(LINT_FILES)
 
 build: build-run
 	cmake --build $(BUILD_DIR) -j $(JOBS)

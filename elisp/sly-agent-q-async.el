@@ -309,8 +309,8 @@ The caller's later jobs go on."
   (when (eq held sly-agent-q--asking-job)
     (throw held nil)))
 
-(defun sly-agent-q-execute-tool-calls-async (calls callback &optional with-debugger on-output)
-  "Run the tool requests in CALLS without blocking Emacs; return the job id.
+(defun sly-agent-q-execute-tool-calls-async (tool-calls callback &optional with-debugger on-output)
+  "Run the tool requests in TOOL-CALLS without blocking Emacs; return the job id.
 CALLBACK is called later on the main thread, from a process filter,
 with the list of results that `sly-agent-q-execute-tool-calls' would
 have returned.  Jobs run one after another on one runner, each caller's
@@ -344,7 +344,7 @@ from 0, of the last evaluation of job JOB (the last 100 such jobs)."
          (hooks (sly-agent-q--hooks-for-origin sly-agent-q-tool-execution-functions origin t))
          (job (sly-agent-q--submit-held
                (lambda (hold)
-                 (sly-agent-q--module-submit calls (sly-agent-q--async-approval approve origin)
+                 (sly-agent-q--module-submit tool-calls (sly-agent-q--async-approval approve origin)
                                              hooks with-debugger (and on-output t) hold))
                callback approve origin)))
     (puthash job (cons approve origin) sly-agent-q--job-askers)

@@ -963,8 +963,9 @@ the user is asked; read the file again and retry. Only files inside the allowed 
 
 ;; Defined when the module loads (at the first call into it, not when
 ;; this file loads).  Defining Elisp tools does not boot Lisp.
-(with-eval-after-load 'sly-agent-q-module
-  (sly-agent-q--define-buffer-tools))
+(if (featurep 'sly-agent-q-module)
+    (sly-agent-q--define-buffer-tools)
+  (add-hook 'sly-agent-q--module-load-hook #'sly-agent-q--define-buffer-tools))
 
 (provide 'sly-agent-q-buffer-tools)
 

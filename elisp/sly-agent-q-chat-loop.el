@@ -161,10 +161,10 @@ NAME with ARGUMENTS (a copy of what the person saw)."
         "{}"
       arguments)))
 
-(defun sly-agent-q-chat--run-tools (backend calls)
-  "Run CALLS, the model's tool requests, then send BACKEND their results."
+(defun sly-agent-q-chat--run-tools (backend tool-calls)
+  "Run TOOL-CALLS, the model's tool requests, then send BACKEND their results."
   (let* ((generation sly-agent-q-chat--generation)
-         (records (mapcar #'sly-agent-q-chat--tool-line calls))
+         (records (mapcar #'sly-agent-q-chat--tool-line tool-calls))
          ;; The chat is one caller, whatever buffer is current: its
          ;; dangerous calls are asked about before the job takes the
          ;; runner, as all jobs' are.
@@ -180,16 +180,16 @@ NAME with ARGUMENTS (a copy of what the person saw)."
            (mapcar (lambda (call)
                      (list :id (plist-get call :id) :name (plist-get call :name)
                            :arguments (sly-agent-q-chat--call-arguments call)))
-                   calls)
+                   tool-calls)
            (lambda (results)
              (when (= generation sly-agent-q-chat--generation)
                (setq sly-agent-q-chat--job nil)
-               (setq results (sly-agent-q-chat--edited-results calls results (reverse edits)))
+               (setq results (sly-agent-q-chat--edited-results tool-calls results (reverse edits)))
                (cl-mapc #'sly-agent-q-chat--tool-finished records results)
                (setq sly-agent-q-chat--messages
                      (append sly-agent-q-chat--messages
                              (list (list :role "tool"
-                                         :results (cl-mapcar #'sly-agent-q-chat--result-message calls results)))))
+                                         :results (cl-mapcar #'sly-agent-q-chat--result-message tool-calls results)))))
                (sly-agent-q-chat--next-round backend)))))))
 
 (defun sly-agent-q-chat--result-message (call result)

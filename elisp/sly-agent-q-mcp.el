@@ -98,7 +98,7 @@ symbolic link is refused too."
              (user-error "sly-agent-q: %s belongs to another user; the MCP socket needs a directory of your own"
                          directory))
             ((/= 0 (logand (file-modes directory 'nofollow) #o022))
-             (user-error "sly-agent-q: others may write to %s (mode %o); make it private (chmod 700) or choose another `sly-agent-q-mcp-socket'"
+             (user-error "The MCP socket's directory is not private: others may write to %s (mode %o); make it private (chmod 700) or choose another `sly-agent-q-mcp-socket'"
                          directory (file-modes directory 'nofollow)))))))
 
 (defun sly-agent-q--mcp-prepare-socket (file)
@@ -119,7 +119,7 @@ Refuse when another server listens there."
                            t)
                        (file-error nil))))
       (when listening
-        (user-error "sly-agent-q: an MCP server already listens at %s" file))
+        (user-error "An MCP server already listens at %s" file))
       (delete-file file))))
 
 ;;;; The server

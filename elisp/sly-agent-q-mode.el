@@ -71,8 +71,8 @@
 
 (defcustom sly-agent-q-keymap-prefix "C-c ?"
   "The key, as `kbd' reads it, in front of every sly-agent-q command.
-C-c and a punctuation character, as Emacs's conventions give minor
-modes: C-c and a letter are the user's own keys."
+Control-c and a punctuation character, as Emacs's key binding
+conventions give minor modes: Control-c and a letter are the user's."
   :type 'string
   :set #'sly-agent-q--set-prefix
   :group 'sly-agent-q)

@@ -217,27 +217,39 @@ Called from Lisp by load_system; entries that are not strings are left out."
   (or sly-agent-q-module-file
       (expand-file-name "../build/sly-agent-q-module.so" sly-agent-q--directory)))
 
+(defvar sly-agent-q--module-load-hook nil
+  "Normal hook run once the module has loaded: what defines tools in it.
+A file that defines tools when it loads adds its function here while the
+module is not loaded yet (see sly-agent-q-buffer-tools.el).")
+
+(defvar sly-agent-q--module-ready nil
+  "Non-nil once the module has loaded and its version was found right.")
+
 (defun sly-agent-q--load-module ()
   "Load the module once, with a clear error when it is missing or stale.
 The first call of any of `sly-agent-q--module-functions' does.  Once
-loaded, the module shuts the runtime down when Emacs exits."
+loaded, the module shuts the runtime down when Emacs exits, and
+`sly-agent-q--module-load-hook' runs."
   (unless (featurep 'sly-agent-q-module)
     (let ((path (sly-agent-q--module-path))
           (top (expand-file-name ".." sly-agent-q--directory)))
       (unless module-file-suffix
-        (user-error "sly-agent-q: this Emacs was built without dynamic module support"))
+        (user-error "This Emacs was built without dynamic module support, which sly-agent-q needs"))
       (unless (file-exists-p path)
-        (user-error "sly-agent-q: module %s not found; run `make' in %s" path top))
+        (user-error "The sly-agent-q module %s is not found; run `make' in %s" path top))
       (condition-case err
           (module-load path)
-        (error (user-error "sly-agent-q: cannot load %s (%s); run `make' in %s"
-                           path (error-message-string err) top)))))
+        (error (user-error "Run `make' in %s: Emacs cannot load the sly-agent-q module %s (%s)"
+                           top path (error-message-string err))))))
   (let ((found (sly-agent-q--module-version)))
     (unless (equal found sly-agent-q--module-version)
-      (user-error "sly-agent-q: the module is stale (%s, expected %s); run `make' and restart Emacs"
+      (user-error "The sly-agent-q module is stale (%s, expected %s); run `make' and restart Emacs"
                   found sly-agent-q--module-version)))
   (sly-agent-q--give-options)
-  (add-hook 'kill-emacs-hook #'sly-agent-q--module-shutdown))
+  (unless sly-agent-q--module-ready
+    (setq sly-agent-q--module-ready t)
+    (add-hook 'kill-emacs-hook #'sly-agent-q--module-shutdown)
+    (run-hooks 'sly-agent-q--module-load-hook)))
 
 ;; Loading this file does not load the module: each of the module's
 ;; functions is first a stand-in that loads it and calls the module's own
@@ -264,8 +276,8 @@ loaded, the module shuts the runtime down when Emacs exits."
   "The functions the module defines (module/emacs/module.cpp).")
 
 (defun sly-agent-q--module-stand-in (name)
-  "Return the stand-in of the module's function NAME: it loads the module.
-Then it calls NAME, which the module has defined meanwhile."
+  "Return a stand-in for the module's function NAME, to load the module first.
+Then the stand-in calls NAME, which the module has defined meanwhile."
   (let (stand-in)
     (setq stand-in
           (lambda (&rest arguments)
@@ -452,9 +464,8 @@ function that fails denies."
     (pcase decision
       (:approved "approved")
       (`(:modified ,arguments)
-       (condition-case nil
-           (cons "modified" (sly-agent-q--module-json-text arguments))
-         (error "denied")))
+       (let ((text (ignore-errors (sly-agent-q--module-json-text arguments))))
+         (if (stringp text) (cons "modified" text) "denied")))
       (`(:denied ,(and (pred stringp) reason)) (cons "denied" reason))
       (_ "denied"))))
 
@@ -546,9 +557,9 @@ Any progress message the call showed goes when it ends."
 
 ;;;; Public API
 
-(defun sly-agent-q-execute-tool-calls (calls)
-  "Run the tool requests in CALLS and return their results, in the same order.
-CALLS is a list of plists (:id ID :name NAME :arguments ARGS); ARGS is a
+(defun sly-agent-q-execute-tool-calls (tool-calls)
+  "Run the tool requests in TOOL-CALLS and return their results, in order.
+TOOL-CALLS is a list of plists (:id ID :name NAME :arguments ARGS); ARGS is a
 plist with keyword keys, an alist, a hash table or a JSON object string.
 Each result is a plist
   (:id ID :success t/nil :content STRING :error nil/STRING
@@ -560,9 +571,9 @@ running call."
         (hooks (sly-agent-q--hooks-for-origin sly-agent-q-tool-execution-functions sly-agent-q-call-origin))
         (results nil))
     (sly-agent-q--calling-module
-      (if (not (proper-list-p calls))
-          (sly-agent-q--module-execute calls approve hooks) ; says what is wrong
-        (dolist (call calls (nreverse results))
+      (if (not (proper-list-p tool-calls))
+          (sly-agent-q--module-execute tool-calls approve hooks) ; says what is wrong
+        (dolist (call tool-calls (nreverse results))
           (push (sly-agent-q--execute-call call approve hooks) results))))))
 
 (defsubst sly-agent-q--even-plist-p (object)
