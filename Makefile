@@ -58,12 +58,10 @@ build-run: deps $(BUILD_DIR)/Makefile
 	$(EMACS) -Q --batch -L elisp --eval '(setq byte-compile-error-on-warn t load-prefer-newer t)' -f batch-byte-compile elisp/*.el
 
 # elisp/sly-agent-q-autoloads.el, from the ;;;###autoload cookies (not in
-# git): loaddefs-generate on Emacs 29 and later, make-directory-autoloads
-# before.
+# git; cmake/autoloads.el, which the CMake build runs too).
 AUTOLOADS = elisp/sly-agent-q-autoloads.el
 autoloads:
-	rm -f $(AUTOLOADS)
-	$(EMACS) -Q --batch --eval '(let ((make-backup-files nil) (dir (expand-file-name "elisp")) (out (expand-file-name "$(AUTOLOADS)"))) (if (fboundp (quote loaddefs-generate)) (loaddefs-generate dir out) (make-directory-autoloads dir out)))'
+	$(EMACS) -Q --batch -l cmake/autoloads.el
 
 # checkdoc over every .el, then package-lint (Debian's elpa-package-lint)
 # with sly-agent-q.el as the package's main file; its warnings are shown
