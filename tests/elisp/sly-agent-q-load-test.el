@@ -140,6 +140,23 @@ first call then loads the module."
     (should (equal stdout
                    "(:timers nil :hooks (nil nil) :module nil :processes nil :lisp-mode nil) (t t)"))))
 
+(ert-deftest sly-agent-q-load/notes-timer-runs-while-lisp-works ()
+  "A call into Lisp starts the timer that logs the runtime's notes; once
+Lisp is idle (no job, nothing waiting for the background compiler), two
+collections in a row stop it."
+  (agentq-test-eval-ok "(defun agentq-notes-timer-probe (x) (1+ x))")
+  (should (timerp sly-agent-q--notes-timer))
+  (should (memq sly-agent-q--notes-timer timer-list))
+  (let ((deadline (+ (float-time) 60)))
+    (while (and sly-agent-q--notes-timer (< (float-time) deadline))
+      (sly-agent-q--collect-notes)
+      (when sly-agent-q--notes-timer (accept-process-output nil 0.2))))
+  (should-not sly-agent-q--notes-timer)
+  (should-not (cl-find #'sly-agent-q--collect-notes timer-list :key #'timer--function))
+  ;; The next call starts it again.
+  (agentq-test-eval-ok "(+ 1 2)")
+  (should (timerp sly-agent-q--notes-timer)))
+
 (ert-deftest sly-agent-q-load/generated-autoloads ()
   "`make build' writes elisp/sly-agent-q-autoloads.el from the ;;;###autoload
 cookies: loaded alone, it makes the commands autoloads and loads nothing
