@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_BUILD_TYPE ?= RelWithDebInfo
 
 # Debian packages the build and the tests need.
-DEB_PACKAGES = emacs-nox ecl libecl-dev nlohmann-json3-dev libgtest-dev libgc-dev libgmp-dev cmake g++ make tmux cl-alexandria cl-fiveam curl
+DEB_PACKAGES = emacs-nox ecl libecl-dev nlohmann-json3-dev libgtest-dev libgc-dev libgmp-dev cmake g++ make tmux cl-alexandria cl-fiveam curl elpa-package-lint
 # Node, for the MCP test with the official SDK (tests/mcp): Debian's, unless
 # a node and an npm are on the PATH already (NodeSource's nodejs carries
 # npm and conflicts with Debian's npm package).
@@ -20,7 +20,7 @@ FUZZ_SECONDS ?= 60
 # clang and its libFuzzer runtime (Debian 12: clang 14).
 FUZZ_PACKAGES = clang libclang-rt-14-dev
 
-.PHONY: all deps deps-fuzz build build-run test test-core test-elisp test-asan fuzz run bench check-fresh clean
+.PHONY: all deps deps-fuzz autoloads lint build build-run test test-core test-elisp test-asan fuzz run bench check-fresh clean
 
 all: build
 
@@ -54,7 +54,26 @@ RUN_TARGETS = sly-agent-q-module sly-agent-q-mcp sly-agent-q-run-compiler
 
 build-run: deps $(BUILD_DIR)/Makefile
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target $(RUN_TARGETS)
+	$(MAKE) --no-print-directory autoloads
 	$(EMACS) -Q --batch -L elisp --eval '(setq byte-compile-error-on-warn t load-prefer-newer t)' -f batch-byte-compile elisp/*.el
+
+# elisp/sly-agent-q-autoloads.el, from the ;;;###autoload cookies (not in
+# git; cmake/autoloads.el, which the CMake build runs too).
+AUTOLOADS = elisp/sly-agent-q-autoloads.el
+autoloads:
+	$(EMACS) -Q --batch -l cmake/autoloads.el
+
+# checkdoc over every .el, then package-lint (Debian's elpa-package-lint)
+# with sly-agent-q.el as the package's main file; its warnings are shown
+# but do not fail it (0.16 does not know Emacs 28, so it warns about
+# Package-Requires).
+ELPA_DIRS = $(foreach d,$(wildcard /usr/share/emacs/site-lisp/elpa/package-lint-*/ /usr/share/emacs/site-lisp/elpa/let-alist-*/),-L $(d))
+LINT_FILES = $(filter-out $(AUTOLOADS),$(wildcard elisp/*.el))
+lint: deps
+	@for f in $(LINT_FILES); do \
+	  $(EMACS) -Q --batch -L elisp --eval "(checkdoc-file \"$$f\")" 2>&1 | grep -v '^Warning (emacs): $$' | grep . && exit 1; \
+	done; echo "checkdoc: clean"
+	$(EMACS) -Q --batch -L elisp $(ELPA_DIRS) --eval '(progn (require (quote package-lint)) (package-initialize) (setq package-lint-main-file "elisp/sly-agent-q.el") (let ((errors 0)) (dolist (file command-line-args-left) (with-temp-buffer (insert-file-contents file t) (emacs-lisp-mode) (dolist (problem (package-lint-buffer)) (apply (quote message) "%s:%d:%d: %s: %s" file problem) (when (eq (nth 2 problem) (quote error)) (setq errors (1+ errors)))))) (message "package-lint: %d errors" errors) (kill-emacs (min errors 1))))' $(LINT_FILES)
 
 build: build-run
 	cmake --build $(BUILD_DIR) -j $(JOBS)
@@ -98,7 +117,7 @@ test-asan: deps
 	  ctest --output-on-failure -j $(JOBS) -E '^(e2e_|mcp_sdk_client)'
 
 run: build-run
-	$(EMACS) -Q -nw -L elisp -l sly-agent-q -f sly-agent-q-load-user-init -f sly-agent-q-welcome
+	$(EMACS) -Q -nw -L elisp -l sly-agent-q-autoloads -l sly-agent-q -f sly-agent-q-load-user-init -f sly-agent-q-welcome
 
 bench: build
 	bash bench/install-peers.sh || true
@@ -110,4 +129,4 @@ check-fresh:
 	bash tests/fresh/check-fresh.sh
 
 clean:
-	rm -rf $(BUILD_DIR) $(FUZZ_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR) $(ASAN_DIR) $(AUTOLOADS)

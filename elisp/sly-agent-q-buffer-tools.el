@@ -961,10 +961,11 @@ the user is asked; read the file again and retry. Only files inside the allowed 
    :check #'sly-agent-q--check-file-edit
    :denied-message sly-agent-q--rejected-text))
 
-;; Defined when loaded, with the module (which is not loaded while this
-;; file is byte-compiled).  Defining Elisp tools does not boot Lisp.
-(when (featurep 'sly-agent-q-module)
-  (sly-agent-q--define-buffer-tools))
+;; Defined when the module loads (at the first call into it, not when
+;; this file loads).  Defining Elisp tools does not boot Lisp.
+(if (featurep 'sly-agent-q-module)
+    (sly-agent-q--define-buffer-tools)
+  (add-hook 'sly-agent-q--module-load-hook #'sly-agent-q--define-buffer-tools))
 
 (provide 'sly-agent-q-buffer-tools)
 

@@ -12,6 +12,7 @@
 
 (require 'cl-lib)
 (require 'sly-agent-q-runtime)
+(require 'sly-agent-q-async)
 
 (declare-function sly-agent-q--module-restart-worker "sly-agent-q-module" ())
 (require 'sly-agent-q-tools)

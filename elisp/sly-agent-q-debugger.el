@@ -21,6 +21,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'sly-agent-q-async)
 
 (declare-function sly-agent-q--module-answer-later "sly-agent-q-module" (key ok text))
 (declare-function sly-agent-q--module-later-pending-p "sly-agent-q-module" (key))

@@ -6,7 +6,7 @@
 
 ;;; Commentary:
 
-;; The inspector of SLY, for the session in this Emacs: `C-c I' in a Lisp
+;; The inspector of SLY, for the session in this Emacs: `C-c C-v i' in a Lisp
 ;; buffer (`sly-agent-q-inspect') and RET on a value the REPL printed open
 ;; *sly-agent-q inspector* on an object.  Each part (a list's elements, a
 ;; structure's or an instance's slots, a hash table's entries, a symbol's

@@ -9,15 +9,17 @@
 ;; `sly-agent-q-lisp-mode', a buffer-local minor mode for `lisp-mode'
 ;; buffers, gives the keys a SLY user's fingers know: C-x C-e, C-M-x,
 ;; C-c C-r, C-c C-c, C-c C-k, C-c C-l, M-, and M-., C-c C-d d/a/h,
-;; C-c RET, C-c M-m, C-c C-w c/r (in *xref*), C-c M-q and C-c I.
+;; C-c RET, C-c M-m, C-c C-w c/r (in *xref*), C-c M-q and C-c C-v i.
 ;; Each runs the same tools the agent uses (evaluate_lisp,
 ;; compile_form, describe_symbol, ...), in the buffer's package,
 ;; without blocking Emacs: the result shows in the echo area (or
 ;; *sly-agent-q result*) when it comes.
 ;;
-;; `sly-agent-q-lisp-mode-maybe', on `lisp-mode-hook', turns the mode on
-;; unless SLY or SLIME already is: their users keep their keys and reach
-;; ours through C-c q.
+;; `global-sly-agent-q-lisp-mode', which the user turns on (in the init
+;; file: (global-sly-agent-q-lisp-mode 1); the welcome buffer does too),
+;; turns the mode on in every `lisp-mode' buffer unless SLY or SLIME
+;; already is there: their users keep their keys and reach ours through
+;; C-c ?.  Loading this file turns nothing on.
 
 ;;; Code:
 
@@ -26,6 +28,7 @@
 (require 'xref)
 (require 'sly-agent-q-notes)
 (require 'sly-agent-q-runtime)
+(require 'sly-agent-q-async)
 (require 'sly-agent-q-inspector)
 (require 'sly-agent-q-commands)
 (require 'sly-agent-q-repl)
@@ -38,7 +41,8 @@
 
 (defcustom sly-agent-q-lisp-mode-in-lisp-buffers t
   "Non-nil means `sly-agent-q-lisp-mode' turns on in `lisp-mode' buffers.
-It stays off where `sly-mode' or `slime-mode' is on."
+That is, while `global-sly-agent-q-lisp-mode' is on.  It stays off where
+`sly-mode' or `slime-mode' is on."
   :type 'boolean
   :group 'sly-agent-q-lisp)
 
@@ -488,7 +492,7 @@ is busy (the prompt then takes what is typed)."
     (define-key map (kbd "C-c M-m") #'sly-agent-q-macroexpand-all)
     (define-key map (kbd "C-c C-w c") #'sly-agent-q-who-calls)
     (define-key map (kbd "C-c C-w r") #'sly-agent-q-who-references)
-    (define-key map (kbd "C-c I") #'sly-agent-q-inspect)
+    (define-key map (kbd "C-c C-v i") #'sly-agent-q-inspect)
     (define-key map (kbd "M-n") #'sly-agent-q-next-note)
     (define-key map (kbd "M-p") #'sly-agent-q-previous-note)
     map)
@@ -522,7 +526,8 @@ evaluated from buffers.
 ;;;###autoload
 (defun sly-agent-q-lisp-mode-maybe ()
   "Turn on `sly-agent-q-lisp-mode' unless SLY or SLIME serves this buffer.
-For `lisp-mode-hook'; `sly-agent-q-lisp-mode-in-lisp-buffers' nil stops it."
+Only in `lisp-mode' buffers, for `global-sly-agent-q-lisp-mode' (or
+`lisp-mode-hook'); `sly-agent-q-lisp-mode-in-lisp-buffers' nil stops it."
   (when (and sly-agent-q-lisp-mode-in-lisp-buffers
              (derived-mode-p 'lisp-mode)
              (not (bound-and-true-p sly-mode))
@@ -530,7 +535,9 @@ For `lisp-mode-hook'; `sly-agent-q-lisp-mode-in-lisp-buffers' nil stops it."
     (sly-agent-q-lisp-mode 1)))
 
 ;;;###autoload
-(add-hook 'lisp-mode-hook #'sly-agent-q-lisp-mode-maybe 90)
+(define-globalized-minor-mode global-sly-agent-q-lisp-mode sly-agent-q-lisp-mode
+  sly-agent-q-lisp-mode-maybe
+  :group 'sly-agent-q-lisp)
 
 (provide 'sly-agent-q-lisp-mode)
 

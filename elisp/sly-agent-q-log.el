@@ -21,6 +21,7 @@
 
 (require 'subr-x)
 (require 'sly-agent-q-runtime)
+(require 'sly-agent-q-async)
 
 (defcustom sly-agent-q-log-file nil
   "File the audit log is also appended to, or nil for the buffer only.
@@ -106,17 +107,44 @@ makes for itself (`sly-agent-q-ui-origin') are not logged."
   "Move the Lisp runtime's notes into the log; return how many there were.
 The runtime leaves them for Emacs as they happen (a definition the
 background native compiler failed on, say); a timer collects them every
-few seconds, and `sly-agent-q-describe-runtime' does too."
+few seconds while Lisp works (`sly-agent-q--watch-notes'), and
+`sly-agent-q-describe-runtime' does too."
   (let ((notes (and (featurep 'sly-agent-q-module) (sly-agent-q--module-take-notes))))
     (dolist (note notes)
       (sly-agent-q--log-insert (format "%s %-18s %s" (format-time-string "%F %T") "runtime" note)))
     (length notes)))
 
-(defvar sly-agent-q--notes-timer nil "The timer that runs `sly-agent-q-log-runtime-notes'.")
+(declare-function sly-agent-q--module-status "sly-agent-q-module" ())
 
-(unless (or sly-agent-q--notes-timer (bound-and-true-p byte-compile-current-file))
-  (setq sly-agent-q--notes-timer (run-with-timer 3 3 #'sly-agent-q-log-runtime-notes)))
+(defvar sly-agent-q--notes-timer nil
+  "The timer that runs `sly-agent-q--collect-notes' while Lisp works, or nil.")
 
+(defvar sly-agent-q--notes-idle-ticks 0
+  "How many of the timer's last collections in a row found Lisp idle.")
+
+(defun sly-agent-q--watch-notes ()
+  "Collect the runtime's notes every 3 seconds until Lisp is idle.
+Called at each call into Lisp (`sly-agent-q--lisp-used'): a definition
+it makes may be compiled in the background, which notes a failure."
+  (setq sly-agent-q--notes-idle-ticks 0)
+  (unless sly-agent-q--notes-timer
+    (setq sly-agent-q--notes-timer (run-with-timer 3 3 #'sly-agent-q--collect-notes))))
+
+(defun sly-agent-q--collect-notes ()
+  "Move the runtime's notes into the log; stop the timer once Lisp is idle.
+Idle: no notes, no asynchronous job and nothing waiting for the background
+compiler, at two collections in a row."
+  (if (or (> (sly-agent-q-log-runtime-notes) 0)
+          (sly-agent-q--lisp-busy-p)
+          (> (or (plist-get (sly-agent-q--module-status) :tiering-waiting) 0) 0))
+      (setq sly-agent-q--notes-idle-ticks 0)
+    (setq sly-agent-q--notes-idle-ticks (1+ sly-agent-q--notes-idle-ticks))
+    (when (>= sly-agent-q--notes-idle-ticks 2)
+      (when (timerp sly-agent-q--notes-timer)
+        (cancel-timer sly-agent-q--notes-timer))
+      (setq sly-agent-q--notes-timer nil))))
+
+;;;###autoload
 (defun sly-agent-q-show-log ()
   "Show the audit log: the cautious and dangerous tools used."
   (interactive)

@@ -39,6 +39,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'sly-agent-q-runtime)
+(require 'sly-agent-q-async)
 
 (declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
 
@@ -53,11 +54,12 @@ writable by others; it is made (mode 0700) when missing."
   :type 'string
   :group 'sly-agent-q)
 
-(defcustom sly-agent-q-mcp-server-start-on-load nil
-  "Non-nil means start the MCP server when sly-agent-q is loaded.
-Set it in the init file before sly-agent-q is loaded."
-  :type 'boolean
-  :group 'sly-agent-q)
+(defvar sly-agent-q-mcp-server-start-on-load nil
+  "Obsolete: loading sly-agent-q starts nothing.
+Call `sly-agent-q-mcp-server-start' in the init file instead.")
+(make-obsolete-variable 'sly-agent-q-mcp-server-start-on-load
+                        "call `sly-agent-q-mcp-server-start' in your init file."
+                        "0.1.0")
 
 (defvar sly-agent-q--mcp-server nil
   "The listening process of the MCP server, or nil.")
@@ -97,7 +99,7 @@ symbolic link is refused too."
              (user-error "sly-agent-q: %s belongs to another user; the MCP socket needs a directory of your own"
                          directory))
             ((/= 0 (logand (file-modes directory 'nofollow) #o022))
-             (user-error "sly-agent-q: others may write to %s (mode %o); make it private (chmod 700) or choose another `sly-agent-q-mcp-socket'"
+             (user-error "The MCP socket's directory is not private: others may write to %s (mode %o); make it private (chmod 700) or choose another `sly-agent-q-mcp-socket'"
                          directory (file-modes directory 'nofollow)))))))
 
 (defun sly-agent-q--mcp-prepare-socket (file)
@@ -118,7 +120,7 @@ Refuse when another server listens there."
                            t)
                        (file-error nil))))
       (when listening
-        (user-error "sly-agent-q: an MCP server already listens at %s" file))
+        (user-error "An MCP server already listens at %s" file))
       (delete-file file))))
 
 ;;;; The server
@@ -289,10 +291,6 @@ going away still drops it."
           (if id
               (sly-agent-q--mcp-error id -32603 (concat "Internal error: " (error-message-string err)))
             (sly-agent-q--mcp-error :null -32700 (concat "Parse error: " (error-message-string err))))))))))
-
-(when sly-agent-q-mcp-server-start-on-load
-  (with-demoted-errors "sly-agent-q: MCP server not started: %S"
-    (sly-agent-q-mcp-server-start)))
 
 (provide 'sly-agent-q-mcp)
 

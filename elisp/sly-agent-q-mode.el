@@ -6,9 +6,9 @@
 
 ;;; Commentary:
 
-;; `sly-agent-q-mode' puts the agent's commands under one prefix (C-c q
+;; `sly-agent-q-mode' puts the agent's commands under one prefix (C-c ?
 ;; by default, `sly-agent-q-keymap-prefix'), with the original Agent-Q's
-;; bindings, a transient menu on C-c q ?, the audit log, and a mode-line
+;; bindings, a transient menu on C-c ? ?, the audit log, and a mode-line
 ;; indicator for a waiting approval or a running auto-approval.  The
 ;; chat's commands are in sly-agent-q-chat.el.
 
@@ -69,8 +69,10 @@
   (set-default symbol value)
   (define-key sly-agent-q-mode-map (kbd value) sly-agent-q-command-map))
 
-(defcustom sly-agent-q-keymap-prefix "C-c q"
-  "The key, as `kbd' reads it, in front of every sly-agent-q command."
+(defcustom sly-agent-q-keymap-prefix "C-c ?"
+  "The key, as `kbd' reads it, in front of every sly-agent-q command.
+Control-c and a punctuation character, as Emacs's key binding
+conventions give minor modes: Control-c and a letter are the user's."
   :type 'string
   :set #'sly-agent-q--set-prefix
   :group 'sly-agent-q)
@@ -106,17 +108,17 @@
   (cond (sly-agent-q-approval-pending
          (propertize (format " AgentQ:APPROVE %s?" (car sly-agent-q-approval-pending))
                      'face 'warning
-                     'help-echo "An approval waits: C-c q a goes to it"))
+                     'help-echo "An approval waits: C-c ? a goes to it"))
         ((and sly-agent-q--auto-approve-until (< (float-time) sly-agent-q--auto-approve-until))
          (propertize (format " AgentQ:AUTO %dm"
                              (ceiling (/ (- sly-agent-q--auto-approve-until (float-time)) 60)))
                      'face 'warning
-                     'help-echo "Dangerous tools are approved without asking: C-c q ! stops it"))
+                     'help-echo "Dangerous tools are approved without asking: C-c ? ! stops it"))
         (t " AgentQ")))
 
 ;;;###autoload
 (define-minor-mode sly-agent-q-mode
-  "The sly-agent-q commands under `sly-agent-q-keymap-prefix' (C-c q).
+  "The sly-agent-q commands under `sly-agent-q-keymap-prefix' (C-c ?).
 \\{sly-agent-q-command-map}
 While on, cautious and dangerous tool calls are written to the audit log
 \(`sly-agent-q-show-log'), and the mode line shows a waiting approval or a

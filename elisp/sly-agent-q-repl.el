@@ -28,6 +28,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'sly-agent-q-runtime)
+(require 'sly-agent-q-async)
 (require 'sly-agent-q-commands)
 (require 'sly-agent-q-completion)
 (require 'sly-agent-q-debugger)

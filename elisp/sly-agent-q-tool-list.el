@@ -80,6 +80,7 @@ One schema per category, not one per tool and category."
       (seq-doseq (tool (sly-agent-q-tools-schema 'mcp nil (list (intern (format ":%s" category)))))
         (push (symbol-name category) (gethash (gethash "name" tool) table))))))
 
+;;;###autoload
 (defun sly-agent-q-show-tools ()
   "Show every registered tool with its safety level, categories and counters."
   (interactive)

@@ -32,6 +32,7 @@
 (declare-function sly-agent-q-mode "sly-agent-q-mode" (&optional arg))
 (declare-function sly-agent-q-lisp-mode "sly-agent-q-lisp-mode" (&optional arg))
 (declare-function sly-agent-q-lisp-mode-maybe "sly-agent-q-lisp-mode" ())
+(declare-function global-sly-agent-q-lisp-mode "sly-agent-q-lisp-mode" (&optional arg))
 (declare-function sly-agent-q-repl "sly-agent-q-repl" ())
 (declare-function sly-agent-q-chat "sly-agent-q-chat" ())
 (declare-function sly-agent-q-select-backend "sly-agent-q-provider" (name))
@@ -350,10 +351,13 @@ so what the welcome says can be checked against the keymaps."
 ;;;###autoload
 (defun sly-agent-q-welcome ()
   "Show a first session with sly-agent-q in a buffer, with `sly-agent-q-mode' on.
+It turns on `global-sly-agent-q-lisp-mode' too, for the Lisp file's keys.
 A Lisp file and its keys, the REPL, the chat, a backend for it and where
 the settings are kept (`sly-agent-q-load-user-init')."
   (interactive)
+  (require 'sly-agent-q-mode)
   (sly-agent-q-mode 1)
+  (global-sly-agent-q-lisp-mode 1)
   (require 'sly-agent-q-provider)
   (with-current-buffer (get-buffer-create "*sly-agent-q*")
     (let ((inhibit-read-only t))

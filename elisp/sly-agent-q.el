@@ -22,6 +22,7 @@
 ;; dynamic module and runs agent "tools" — above all `evaluate_lisp' —
 ;; through one registry and executor shared by Elisp, Lisp and MCP clients.
 ;;
+;;   (require 'sly-agent-q-autoloads)    ; made by `make build'
 ;;   (require 'sly-agent-q)
 ;;   (sly-agent-q-execute-tool-calls
 ;;    '((:id "c1" :name "evaluate_lisp" :arguments (:code "(+ 1 2)"))))
@@ -34,20 +35,17 @@
 ;;; Code:
 
 (require 'sly-agent-q-runtime)
+(require 'sly-agent-q-async)
 (require 'sly-agent-q-tools)
 (require 'sly-agent-q-approval)
 (require 'sly-agent-q-commands)
 ;; The welcome buffer (`make run') and the user's settings file.
 (require 'sly-agent-q-welcome)
 
-;; The front end's mode loads transient and the rest only when turned on.
-(autoload 'sly-agent-q-mode "sly-agent-q-mode"
-  "The sly-agent-q commands under `sly-agent-q-keymap-prefix' (C-c q)." t)
-(autoload 'sly-agent-q-show-log "sly-agent-q-log" "Show the audit log." t)
-(autoload 'sly-agent-q-show-tools "sly-agent-q-tool-list" "Show the tools in a table." t)
-(autoload 'sly-agent-q-chat "sly-agent-q-chat" "Show the agent chat, *Agent-Q Chat*." t)
-(autoload 'sly-agent-q-send "sly-agent-q-chat" "Send TEXT to the agent as if typed in the chat." t)
-(autoload 'sly-agent-q-select-backend "sly-agent-q-provider" "Choose the LLM backend the chat uses." t)
+;; The front end's mode (`sly-agent-q-mode'), which loads transient, the
+;; chat and the rest, loads when turned on: its autoload, and every other
+;; command's, is in sly-agent-q-autoloads.el, which `make build' generates
+;; from the ;;;###autoload cookies.
 (require 'sly-agent-q-buffer-tools)
 ;; M-x sly-agent-q-mcp-server-start: the tools for outside MCP clients.
 (require 'sly-agent-q-mcp)

@@ -87,12 +87,14 @@ find_file() {
   tmux_ send-keys -t "$session" Enter
 }
 
-# Emacs with nothing in the init: the package from this checkout, the module
-# from BUILD_DIR.  Returns once *scratch* is on the screen.
+# Emacs with nothing in the init but the README's set-up: the autoloads and
+# the package from this checkout, SLY's keys in Lisp buffers, the module
+# from BUILD_DIR.
+# Returns once *scratch* is on the screen.
 start_emacs() {
   tmux_ new-session -d -s "$session" -x 160 -y 40 \
     "env TERM=xterm-256color LC_ALL=C.UTF-8 '$emacs_bin' -Q -nw -L '$root/elisp' \
-       --eval '(setq sly-agent-q-module-file \"$module\")' -l sly-agent-q" \
+       --eval '(setq sly-agent-q-module-file \"$module\")' -l sly-agent-q-autoloads -l sly-agent-q -f global-sly-agent-q-lisp-mode" \
     || fail "cannot start tmux"
   wait_for '\*scratch\*' 15 screen || fail "Emacs did not start"
 }

@@ -130,7 +130,7 @@ go to a temporary directory; the chat buffer and the server go after."
       (should (string-match-p "Let me compute it\\." text))
       (should (string-match-p "evaluate_lisp {\"code\": \"(\\+ 1 2)\"}  ok" text))
       (should (string-match-p "Agent:\nThe answer is 3\\." text)))
-    ;; The last response is there for C-c q i and C-c q w.
+    ;; The last response is there for C-c ? i and C-c ? w.
     (should (equal (sly-agent-q-chat--last-response) "The answer is 3."))))
 
 (ert-deftest sly-agent-q-chat/tool-loop-openai ()

@@ -2,7 +2,7 @@
 
 ;;; Commentary:
 
-;; `sly-agent-q-mode': the C-c q prefix and its commands, the transient
+;; `sly-agent-q-mode': the C-c ? prefix and its commands, the transient
 ;; menu, the audit log of cautious and dangerous calls, and the table of
 ;; tools.
 
@@ -20,13 +20,13 @@
 
 (ert-deftest sly-agent-q-front-end/keys-under-the-prefix ()
   (agentq-front-end--with-mode
-    (should (eq (key-binding (kbd "C-c q l")) #'sly-agent-q-show-log))
-    (should (eq (key-binding (kbd "C-c q t")) #'sly-agent-q-show-tools))
-    (should (eq (key-binding (kbd "C-c q !")) #'sly-agent-q-auto-approve))
-    (should (eq (key-binding (kbd "C-c q a")) #'sly-agent-q-jump-to-approval))
-    (should (eq (key-binding (kbd "C-c q c r")) #'sly-agent-q-context-add-region))
-    (should (eq (key-binding (kbd "C-c q q f")) #'sly-agent-q-fix-last-error))
-    (should (eq (key-binding (kbd "C-c q ?")) #'sly-agent-q-menu))
+    (should (eq (key-binding (kbd "C-c ? l")) #'sly-agent-q-show-log))
+    (should (eq (key-binding (kbd "C-c ? t")) #'sly-agent-q-show-tools))
+    (should (eq (key-binding (kbd "C-c ? !")) #'sly-agent-q-auto-approve))
+    (should (eq (key-binding (kbd "C-c ? a")) #'sly-agent-q-jump-to-approval))
+    (should (eq (key-binding (kbd "C-c ? c r")) #'sly-agent-q-context-add-region))
+    (should (eq (key-binding (kbd "C-c ? q f")) #'sly-agent-q-fix-last-error))
+    (should (eq (key-binding (kbd "C-c ? ?")) #'sly-agent-q-menu))
     (should (commandp #'sly-agent-q-menu))
     ;; The prefix is an option.
     (let ((old sly-agent-q-keymap-prefix))
@@ -34,17 +34,17 @@
           (progn
             (customize-set-variable 'sly-agent-q-keymap-prefix "C-c a")
             (should (eq (key-binding (kbd "C-c a l")) #'sly-agent-q-show-log))
-            (should-not (eq (key-binding (kbd "C-c q l")) #'sly-agent-q-show-log)))
+            (should-not (eq (key-binding (kbd "C-c ? l")) #'sly-agent-q-show-log)))
         (customize-set-variable 'sly-agent-q-keymap-prefix old)))
     ;; The chat's commands are the chat's.
-    (should (eq (key-binding (kbd "C-c q s")) #'sly-agent-q-send))
-    (should (eq (key-binding (kbd "C-c q v")) #'sly-agent-q-show-conversation))
-    (should (string-match-p "sly-agent-q-chat\\.elc?\\'" (symbol-file 'sly-agent-q-send 'defun)))
+    (should (eq (key-binding (kbd "C-c ? s")) #'sly-agent-q-send))
+    (should (eq (key-binding (kbd "C-c ? v")) #'sly-agent-q-show-conversation))
+    (should (string-match-p "sly-agent-q-chat\\(-[a-z]+\\)?\\.elc?\\'" (symbol-file 'sly-agent-q-send 'defun)))
     ;; Every command has a docstring.
     (map-keymap (lambda (_key command)
                   (when (symbolp command) (should (documentation command))))
                 sly-agent-q-command-map))
-  (should-not (eq (key-binding (kbd "C-c q l")) #'sly-agent-q-show-log)))
+  (should-not (eq (key-binding (kbd "C-c ? l")) #'sly-agent-q-show-log)))
 
 (ert-deftest sly-agent-q-front-end/audit-log ()
   (let ((file (make-temp-file "agentq-log"))
@@ -141,7 +141,7 @@ jobs too, whose hooks run after the door's binding has ended."
     (sly-agent-q-mode -1)
     (save-window-excursion (sly-agent-q-welcome))
     (should sly-agent-q-mode)
-    (should (string-match-p "C-c q t / C-c q l / C-c q \\?"
+    (should (string-match-p "C-c \\? t / C-c \\? l / C-c \\? \\?"
                             (with-current-buffer "*sly-agent-q*" (buffer-string))))))
 
 ;;; sly-agent-q-front-end-test.el ends here

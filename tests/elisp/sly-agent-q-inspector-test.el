@@ -2,7 +2,7 @@
 
 ;;; Commentary:
 
-;; Issue "A newcomer's first hour": `C-c I' and RET on a REPL value gave a
+;; Issue "A newcomer's first hour": `C-c C-v i' and RET on a REPL value gave a
 ;; describe dump that could not be drilled into.  Now they open
 ;; *sly-agent-q inspector*, whose parts are buttons.  The keys are pressed
 ;; as the person presses them (`execute-kbd-macro' in the buffer).
@@ -40,7 +40,7 @@
       (agentq-inspector-test-wait-for (lambda () (not (eq sly-agent-q-inspector--page old-page)))))))
 
 (ert-deftest sly-agent-q-inspector/drill-from-a-list-to-a-slot-to-a-hash-entry ()
-  "C-c I on a list; RET on its element (a structure), on its slot (a hash
+  "C-c C-v i on a list; RET on its element (a structure), on its slot (a hash
 table), on its entry; `l' back, `n' forward, `g' shows the object as it is now."
   (agentq-test-eval-ok "(defstruct agentq-ipt x y)
                         (defparameter *agentq-ih* (make-hash-table :test 'equal))

@@ -38,7 +38,7 @@
                    ("C-c C-d d" . sly-agent-q-describe-symbol) ("C-c C-d a" . sly-agent-q-apropos)
                    ("C-c C-d h" . sly-agent-q-hyperspec-lookup) ("C-c RET" . sly-agent-q-macroexpand-1)
                    ("C-c M-m" . sly-agent-q-macroexpand-all) ("C-c C-w c" . sly-agent-q-who-calls)
-                   ("C-c C-w r" . sly-agent-q-who-references) ("C-c I" . sly-agent-q-inspect)
+                   ("C-c C-w r" . sly-agent-q-who-references) ("C-c C-v i" . sly-agent-q-inspect)
                    ("C-c M-q" . sly-agent-q-reindent-defun)
                    ("M-." . xref-find-definitions)))
       (should (eq (key-binding (kbd (car key))) (cdr key)))

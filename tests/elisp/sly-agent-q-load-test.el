@@ -33,11 +33,12 @@
   (agentq-test-should-be-alive))
 
 (ert-deftest sly-agent-q-load/missing-module-says-make ()
-  "A module file that does not exist: `(require 'sly-agent-q)' fails with a message mentioning make."
+  "A module file that does not exist: the first call fails with a message mentioning make."
   (pcase-let ((`(,code ,_stdout ,stderr ,_seconds)
                (agentq-test-run-emacs
                 '((setq sly-agent-q-module-file "/nonexistent/dir/sly-agent-q-module.so")
                   (require 'sly-agent-q)
+                  (sly-agent-q-runtime-status)
                   (princ "LOADED")))))
     (should (integerp code))
     (should (/= code 0))
@@ -50,7 +51,8 @@
   (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
                (agentq-test-run-emacs
                 '((setq sly-agent-q-module-file "/nonexistent/sly-agent-q-module.so")
-                  (princ (condition-case err (progn (require 'sly-agent-q) "LOADED")
+                  (require 'sly-agent-q)
+                  (princ (condition-case err (progn (sly-agent-q-runtime-status) "LOADED")
                            (user-error (concat "USER-ERROR: " (error-message-string err)))
                            (error (concat "OTHER-ERROR: " (error-message-string err)))))))))
     (should (equal code 0))
@@ -64,7 +66,8 @@
         (pcase-let ((`(,code ,_stdout ,stderr ,_seconds)
                      (agentq-test-run-emacs
                       `((setq sly-agent-q-module-file ,bogus)
-                        (require 'sly-agent-q)))))
+                        (require 'sly-agent-q)
+                        (sly-agent-q-runtime-status)))))
           (should (integerp code))
           (should (/= code 0))
           (should (string-match-p "cannot load" stderr))
@@ -88,7 +91,8 @@ sly-agent-q-core.so).  Returns what `agentq-test-run-emacs' returns."
   (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
                (agentq-test--run-with-placed-module
                 #'copy-file
-                '((princ (condition-case err (progn (require 'sly-agent-q) "LOADED")
+                '((require 'sly-agent-q)
+                  (princ (condition-case err (progn (sly-agent-q-runtime-status) "LOADED")
                            (user-error (concat "USER-ERROR: " (error-message-string err)))
                            (error (concat "OTHER-ERROR: " (error-message-string err)))))))))
     (should (equal code 0))
@@ -105,6 +109,72 @@ sly-agent-q-core.so).  Returns what `agentq-test-run-emacs' returns."
                   (princ (plist-get (sly-agent-q--evaluate "(+ 1 2)") :content))))))
     (should (equal code 0))
     (should (equal stdout "=> 3"))))
+
+(ert-deftest sly-agent-q-load/require-has-no-side-effects ()
+  "`(require \='sly-agent-q)' in a fresh Emacs defines and starts nothing:
+no timer, no hook on `lisp-mode-hook' (nor `after-change-major-mode-hook',
+`kill-emacs-hook'), no module loaded, no process, no MCP server.  The
+first call then loads the module."
+  (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
+               (agentq-test-run-emacs
+                '((let ((timers (append timer-list timer-idle-list))
+                        (hooks (list (default-value 'lisp-mode-hook)
+                                     (default-value 'after-change-major-mode-hook)
+                                     (default-value 'kill-emacs-hook)))
+                        (processes (process-list)))
+                    (require 'sly-agent-q)
+                    (prin1 (list :timers (cl-set-difference (append timer-list timer-idle-list) timers)
+                                 :hooks (list (not (equal hooks
+                                                          (list (default-value 'lisp-mode-hook)
+                                                                (default-value 'after-change-major-mode-hook)
+                                                                (default-value 'kill-emacs-hook))))
+                                              (default-value 'lisp-mode-hook))
+                                 :module (featurep 'sly-agent-q-module)
+                                 :processes (cl-set-difference (process-list) processes)
+                                 :lisp-mode (with-temp-buffer (lisp-mode) sly-agent-q-lisp-mode)))
+                    (princ " ")
+                    (sly-agent-q-runtime-status)
+                    (prin1 (list (featurep 'sly-agent-q-module)
+                                 (and (memq 'sly-agent-q--module-shutdown kill-emacs-hook) t))))))))
+    (should (equal code 0))
+    (should (equal stdout
+                   "(:timers nil :hooks (nil nil) :module nil :processes nil :lisp-mode nil) (t t)"))))
+
+(ert-deftest sly-agent-q-load/notes-timer-runs-while-lisp-works ()
+  "A call into Lisp starts the timer that logs the runtime's notes; once
+Lisp is idle (no job, nothing waiting for the background compiler), two
+collections in a row stop it."
+  (agentq-test-eval-ok "(defun agentq-notes-timer-probe (x) (1+ x))")
+  (should (timerp sly-agent-q--notes-timer))
+  (should (memq sly-agent-q--notes-timer timer-list))
+  (let ((deadline (+ (float-time) 60)))
+    (while (and sly-agent-q--notes-timer (< (float-time) deadline))
+      (sly-agent-q--collect-notes)
+      (when sly-agent-q--notes-timer (accept-process-output nil 0.2))))
+  (should-not sly-agent-q--notes-timer)
+  (should-not (cl-find #'sly-agent-q--collect-notes timer-list :key #'timer--function))
+  ;; The next call starts it again.
+  (agentq-test-eval-ok "(+ 1 2)")
+  (should (timerp sly-agent-q--notes-timer)))
+
+(ert-deftest sly-agent-q-load/generated-autoloads ()
+  "`make build' writes elisp/sly-agent-q-autoloads.el from the ;;;###autoload
+cookies: loaded alone, it makes the commands autoloads and loads nothing
+of sly-agent-q itself."
+  (skip-unless (file-exists-p (expand-file-name "elisp/sly-agent-q-autoloads.el" agentq-test-root)))
+  (pcase-let ((`(,code ,stdout ,_stderr ,_seconds)
+               (agentq-test-run-emacs
+                '((require 'sly-agent-q-autoloads)
+                  (prin1 (list (mapcar (lambda (command) (autoloadp (symbol-function command)))
+                                         '(sly-agent-q-mode sly-agent-q-chat sly-agent-q-send
+                                           sly-agent-q-show-log sly-agent-q-show-tools
+                                           sly-agent-q-select-backend sly-agent-q-welcome
+                                           sly-agent-q-load-user-init sly-agent-q-repl
+                                           sly-agent-q-evaluate sly-agent-q-mcp-server-start
+                                           global-sly-agent-q-lisp-mode))
+                               (featurep 'sly-agent-q-runtime)))))))
+    (should (equal code 0))
+    (should (equal stdout "((t t t t t t t t t t t t) nil)"))))
 
 (ert-deftest sly-agent-q-load/shutdown-hook-installed ()
   (should (memq 'sly-agent-q--module-shutdown kill-emacs-hook)))

@@ -15,6 +15,12 @@
 (require 'json)
 (require 'sly-agent-q)
 
+;; The set-up the tests assume, as the README's: the module loaded (the
+;; first call would load it; the tests of the module itself look at it
+;; first) and SLY's keys on in Lisp buffers.
+(sly-agent-q--load-module)
+(global-sly-agent-q-lisp-mode 1)
+
 (defconst agentq-test-directory
   (file-name-directory (or load-file-name buffer-file-name default-directory))
   "tests/elisp/.")

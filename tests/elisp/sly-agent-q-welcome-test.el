@@ -47,7 +47,7 @@
       (dolist (expected (list "First session" "[Open a scratch Lisp file]" ".lisp file"
                               ;; The evaluation keys, the REPL, the chat.
                               "C-x C-e" "C-c C-c" "C-c C-k" "The REPL" "C-c C-z" "[Open the REPL]"
-                              "The chat" "C-c q v" "[Open the chat]"
+                              "The chat" "C-c ? v" "[Open the chat]"
                               ;; A backend and its key.
                               "(setq sly-agent-q-backend \"openai\")" "(setq sly-agent-q-backend \"anthropic\")"
                               "(setq sly-agent-q-backend \"ollama\")" "~/.authinfo"
@@ -79,7 +79,7 @@
                           ("C-c C-c" sly-agent-q-lisp-mode-map sly-agent-q-compile-defun)
                           ("C-c C-k" sly-agent-q-lisp-mode-map sly-agent-q-compile-and-load-file)
                           ("C-c C-z" sly-agent-q-lisp-mode-map sly-agent-q-switch-to-repl)
-                          ("C-c q v" sly-agent-q-mode-map sly-agent-q-show-conversation)
+                          ("C-c ? v" sly-agent-q-mode-map sly-agent-q-show-conversation)
                           ("C-x C-f" global-map find-file)))
         (should (member expected bindings)))
       ;; No key in the text escapes that check: every C-… or M-… is one of
@@ -92,7 +92,7 @@
               (should (or (get-text-property start 'sly-agent-q-welcome-binding)
                           (looking-at-p "x ")))))))
       ;; The chat's key follows the prefix option.
-      (should (equal sly-agent-q-keymap-prefix "C-c q")))))
+      (should (equal sly-agent-q-keymap-prefix "C-c ?")))))
 
 (ert-deftest sly-agent-q-welcome/its-backend-settings-work ()
   "The setq block the welcome offers to copy sets options that exist,
