@@ -97,7 +97,7 @@
                            "(agent-q::register-job-handler \"load_system\" #'identity)")))
   (should-not (member "agentq_new_own" (sly-agent-q-list-tools)))
   ;; Still the real tools.
-  (should (string-prefix-p "No definitions"
-                           (plist-get (agentq-test-call "list_definitions" '(:package "CL-USER")) :content))))
+  (let ((result (agentq-test-call "list_definitions" '(:package "AGENTQ-NO-SUCH-PACKAGE"))))
+    (should (string-prefix-p "Package \"AGENTQ-NO-SUCH-PACKAGE\" does not exist" (plist-get result :content)))))
 
 ;;; sly-agent-q-session-tools-test.el ends here
