@@ -50,7 +50,9 @@ and `end' positions).  It also bounds search_in_buffer's answer."
 
 (defcustom sly-agent-q-allowed-directories nil
   "Directories whose files the file tools may touch.
-The file tools are read_file, write_file and propose_file_edit.
+The file tools are read_file, write_file and propose_file_edit, and
+the project tools (list_directory and the others of
+elisp/sly-agent-q-project-tools.el).
 A list of directory names; a file must be inside one of them (at any
 depth).  nil means one directory: the root of the current project of
 `sly-agent-q-target-buffer' (per project.el's `project-current'), or,

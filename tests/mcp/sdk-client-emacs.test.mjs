@@ -26,8 +26,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../..');
 const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(root, 'build/sly-agent-q-mcp');
 
-const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit'];
-// The 22 built-ins the Lisp side defines; with the 5 Emacs tools, the 27.
+const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit', 'list_directory'];
+// The 22 built-ins the Lisp side defines; with the 6 Emacs tools, the 28.
 const LISP_TOOLS = [
   'apropos_search', 'check_syntax', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'describe_system', 'eval_form',
   'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'inspect_object', 'list_definitions',
@@ -35,6 +35,8 @@ const LISP_TOOLS = [
 ];
 
 let dir;
+let project;
+let outside;
 let socket;
 let emacs;
 let client;
@@ -49,7 +51,7 @@ function startEmacs() {
   return new Promise((resolve, reject) => {
     const child = spawn(process.env.EMACS ?? 'emacs',
       ['-Q', '--batch', '-L', path.join(root, 'elisp'), '-l', path.join(here, 'serve-emacs.el')],
-      { env: { ...process.env, AGENTQ_MCP_SOCKET: socket }, stdio: ['ignore', 'inherit', 'inherit'] });
+      { env: { ...process.env, AGENTQ_MCP_SOCKET: socket, AGENTQ_ALLOWED_DIR: project }, stdio: ['ignore', 'inherit', 'inherit'] });
     const start = Date.now();
     const poll = setInterval(() => {
       if (fs.existsSync(socket)) {
@@ -77,6 +79,18 @@ before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentq-sdk-emacs-'));
   fs.chmodSync(dir, 0o700);
   socket = path.join(dir, 'mcp.sock');
+  // The project the file tools may see, and beside it a secret they may
+  // not, with links to it from inside.
+  project = fs.realpathSync(dir) + '/project';
+  outside = fs.realpathSync(dir) + '/outside';
+  fs.mkdirSync(path.join(project, 'src'), { recursive: true });
+  fs.mkdirSync(outside);
+  fs.writeFileSync(path.join(outside, 'secret.lisp'), '(defun sdk-secret () "secret text")\n');
+  fs.writeFileSync(path.join(project, 'src/shapes.lisp'),
+    '(in-package :cl-user)\n\n(defun sdk-area (r)\n  (* pi r r))\n\n(defclass sdk-shape () ())\n');
+  fs.writeFileSync(path.join(project, 'README.md'), 'The sdk-area of a circle.\n');
+  fs.symlinkSync(outside, path.join(project, 'out-link'));
+  fs.symlinkSync(path.join(outside, 'secret.lisp'), path.join(project, 'src/secret-link.lisp'));
   emacs = await startEmacs();
   const transport = new StdioClientTransport({
     command: binary, args: ['--emacs', socket, '--emacs-timeout', '10'], stderr: 'inherit',
@@ -102,7 +116,7 @@ test('initialize: answered by the Emacs serving MCP', () => {
 test('listTools: the Lisp tools, the Emacs tools and one defined in that Emacs', async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name);
-  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 27);
+  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 28);
   for (const name of [...LISP_TOOLS, ...EMACS_TOOLS, 'sdk_emacs_dangerous']) {
     assert.ok(names.includes(name), `${name} is listed`);
   }
@@ -122,6 +136,30 @@ test('read_buffer reads a buffer of that Emacs', async () => {
   const result = await client.callTool({ name: 'read_buffer', arguments: { buffer: 'agentq-sdk-buffer' } });
   assert.equal(result.isError, false, textOf(result));
   assert.match(textOf(result), /only this Emacs has this text/);
+});
+
+// The project tools: safe (the approval function would deny them and
+// record the question), confined to AGENTQ_ALLOWED_DIR.
+function assertConfined(result) {
+  assert.equal(result.isError, true, textOf(result));
+  assert.match(textOf(result), /^Access denied: .* outside the allowed directories/);
+  assert.doesNotMatch(textOf(result), /secret text/);
+}
+
+test('list_directory lists the project in Emacs, and nothing outside it', async () => {
+  const listed = await client.callTool({ name: 'list_directory', arguments: { depth: 2 } });
+  assert.equal(listed.isError, false, textOf(listed));
+  assert.equal(textOf(listed), [
+    '. (5 entries, depth 2):',
+    'README.md  26',
+    'out-link@ (symbolic link to a place outside the allowed directories; not followed)',
+    'src/',
+    'src/secret-link.lisp@ (symbolic link to a place outside the allowed directories; not followed)',
+    'src/shapes.lisp  85',
+  ].join('\n'));
+  for (const p of ['out-link', '..', outside, '/etc', `${project}/src/../../outside`]) {
+    assertConfined(await client.callTool({ name: 'list_directory', arguments: { path: p } }));
+  }
 });
 
 test('a dangerous tool approved in Emacs runs, asked as from MCP', async () => {
