@@ -35,12 +35,6 @@
 
 ;;;; Options
 
-(defcustom sly-agent-q-search-match-limit 100
-  "Matches that search_in_buffer lists at most.
-The count in its first line is always the full count."
-  :type 'integer
-  :group 'sly-agent-q)
-
 (defconst sly-agent-q--rejected-text "rejected — STOP: do not retry this edit."
   "What propose_file_edit answers when the person rejects the edit.")
 ;;;; read_file
@@ -229,15 +223,6 @@ taken as binary when its first 8000 bytes, or a line shown, hold a NUL."
                   (t (sly-agent-q--clean-text (buffer-substring-no-properties start end))))))))))
 
 ;;;; search_in_buffer
-
-(defun sly-agent-q--match-line (position)
-  "The text of the line at POSITION, trimmed, at most 200 characters around it."
-  (let* ((begin (save-excursion (goto-char position) (line-beginning-position)))
-         (end (save-excursion (goto-char position) (line-end-position)))
-         (from (if (> (- end begin) 200) (max begin (- position 80)) begin))
-         (to (min end (+ from 200)))
-         (text (string-trim (buffer-substring-no-properties from to))))
-    (concat (if (> from begin) "…" "") text (if (< to end) "…" ""))))
 
 (defun sly-agent-q--search-in-buffer (args)
   "The search_in_buffer tool.

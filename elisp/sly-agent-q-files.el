@@ -48,6 +48,14 @@ and `end' positions).  It also bounds search_in_buffer's answer."
   :type 'integer
   :group 'sly-agent-q)
 
+(defcustom sly-agent-q-search-match-limit 100
+  "Matches that search_in_buffer and search_files list at most.
+search_in_buffer's first line always gives the full count; search_files
+stops at the next match and says that more were left.  It also bounds
+what find_definitions and get_diagnostics list."
+  :type 'integer
+  :group 'sly-agent-q)
+
 (defcustom sly-agent-q-allowed-directories nil
   "Directories whose files the file tools may touch.
 The file tools are read_file, write_file and propose_file_edit, and
@@ -205,6 +213,15 @@ The executor has checked the type; an integral float is accepted."
           (aset clean index #xFFFD))
         (setq index (1+ index)))
       clean)))
+
+(defun sly-agent-q--match-line (position)
+  "The text of the line at POSITION, trimmed, at most 200 characters around it."
+  (let* ((begin (save-excursion (goto-char position) (line-beginning-position)))
+         (end (save-excursion (goto-char position) (line-end-position)))
+         (from (if (> (- end begin) 200) (max begin (- position 80)) begin))
+         (to (min end (+ from 200)))
+         (text (string-trim (buffer-substring-no-properties from to))))
+    (concat (if (> from begin) "…" "") text (if (< to end) "…" ""))))
 
 (defun sly-agent-q--buffer-names ()
   "The names of the buffers a person works with, for error messages."

@@ -47,6 +47,12 @@ matches a directory's own name, as `wildcard-to-regexp' reads it."
   :type '(repeat string)
   :group 'sly-agent-q)
 
+(defcustom sly-agent-q-search-file-size-limit (* 2 1024 1024)
+  "Bytes a file may have for search_files and find_definitions to read it.
+Larger files are skipped, and the answer counts them."
+  :type 'integer
+  :group 'sly-agent-q)
+
 (defcustom sly-agent-q-list-directory-limit 500
   "Entries that list_directory lists at most.
 A longer listing stops there, and its last line says so."
@@ -55,19 +61,21 @@ A longer listing stops there, and its last line says so."
 
 ;;;; Walking a directory
 
-(defun sly-agent-q--relative-name (true)
+(defun sly-agent-q--relative-name (true &optional base)
   "The true name TRUE as the answers show it.
-Relative to the first allowed directory when inside it (where a
-relative path given to the file tools starts), else absolute."
-  (let ((base (car (sly-agent-q--allowed-roots))))
+Relative to BASE, the first allowed directory by default (where a
+relative path given to the file tools starts), when inside it; else
+absolute."
+  (let ((base (or base (car (sly-agent-q--allowed-roots)))))
     (cond ((equal base (file-name-as-directory true)) ".")
-          ((string-prefix-p base true) (string-remove-prefix base true))
+          ((string-prefix-p base true) (substring true (length base)))
           (t true))))
 
-(defun sly-agent-q--skipped-directory-p (name)
-  "Non-nil when a directory called NAME is not entered by the walks."
-  (cl-some (lambda (wildcard) (string-match-p (wildcard-to-regexp wildcard) name))
-           sly-agent-q-skipped-directories))
+(defun sly-agent-q--skipped-directories-regexp ()
+  "A regexp matching the names in `sly-agent-q-skipped-directories'."
+  (if sly-agent-q-skipped-directories
+      (mapconcat #'wildcard-to-regexp sly-agent-q-skipped-directories "\\|")
+    "\\`a\\`"))
 
 (defun sly-agent-q--file-glob (glob)
   "GLOB as (REGEXP . PATHP), or nil when GLOB is nil or empty.
@@ -99,26 +107,33 @@ Confined as read_file's path is; fails the call when it is no directory."
 
 (defun sly-agent-q--walk (directory depth visit)
   "Call VISIT on the entries under DIRECTORY, DEPTH levels deep, in order.
-VISIT is called with (FILE RELATIVE KIND) for each entry, sorted by name,
-a directory's entries right after it: FILE its absolute name, RELATIVE
-its path from DIRECTORY, KIND one of `file', `directory', `skipped' (a
-directory in `sly-agent-q-skipped-directories', not entered), `link' (a
+VISIT is called with (FILE RELATIVE KIND ATTRIBUTES) for each entry,
+sorted by name, a directory's entries right after it: FILE its absolute
+name, RELATIVE its path from DIRECTORY, ATTRIBUTES its `file-attributes'
+\(of the link itself for a link; nil for `unreadable'), KIND one of
+`file', `directory', `skipped' (a directory in
+`sly-agent-q-skipped-directories', not entered), `link' (a
 symbolic link, never followed), `other' (a pipe, socket or device) or
 `unreadable' (a directory that cannot be listed).  VISIT returns nil
 to stop the walk.  Returns nil when the walk was stopped, else t."
   (catch 'sly-agent-q--walk-stopped
-    (sly-agent-q--walk-1 (file-name-as-directory directory) "" (min depth 100) visit)
+    ;; No file name handler looks at each name (they would cost more than
+    ;; the walk itself).
+    (sly-agent-q--local-files
+      (sly-agent-q--walk-1 (file-name-as-directory directory) "" (min depth 100) visit
+                           (sly-agent-q--skipped-directories-regexp)))
     t))
 
-(defun sly-agent-q--walk-1 (here prefix levels visit)
+(defun sly-agent-q--walk-1 (here prefix levels visit skip)
   "Walk HERE, whose entries are named PREFIX and their names, LEVELS deep.
-See `sly-agent-q--walk' for VISIT."
+See `sly-agent-q--walk' for VISIT.  SKIP matches the names of the
+directories not entered."
   (let ((entries (condition-case nil
                      (sly-agent-q--local-files
                        (directory-files-and-attributes here nil directory-files-no-dot-files-regexp t 'integer))
                    (file-error :unreadable))))
     (if (eq entries :unreadable)
-        (unless (funcall visit (directory-file-name here) (directory-file-name prefix) 'unreadable)
+        (unless (funcall visit (directory-file-name here) (directory-file-name prefix) 'unreadable nil)
           (throw 'sly-agent-q--walk-stopped nil))
       (dolist (entry (sort entries (lambda (a b) (string< (car a) (car b)))))
         (let* ((name (car entry))
@@ -127,13 +142,13 @@ See `sly-agent-q--walk' for VISIT."
                (file (concat here name))
                (relative (concat prefix name))
                (kind (cond ((stringp type) 'link)
-                           ((eq type t) (if (sly-agent-q--skipped-directory-p name) 'skipped 'directory))
+                           ((eq type t) (if (string-match-p skip name) 'skipped 'directory))
                            ((and modes (eq (aref modes 0) ?-)) 'file)
                            (t 'other))))
-          (unless (funcall visit file relative kind)
+          (unless (funcall visit file relative kind (cdr entry))
             (throw 'sly-agent-q--walk-stopped nil))
           (when (and (eq kind 'directory) (> levels 1))
-            (sly-agent-q--walk-1 (file-name-as-directory file) (concat relative "/") (1- levels) visit)))))))
+            (sly-agent-q--walk-1 (file-name-as-directory file) (concat relative "/") (1- levels) visit skip)))))))
 
 ;;;; list_directory
 
@@ -144,11 +159,12 @@ See `sly-agent-q--walk' for VISIT."
          (glob (sly-agent-q--file-glob (gethash "glob" args)))
          (limit (max 1 sly-agent-q-list-directory-limit))
          (cap (max 1 sly-agent-q-read-limit))
+         (base (car (sly-agent-q--allowed-roots)))
          (lines nil) (count 0) (size 0) (stopped nil))
     (sly-agent-q--walk
      directory depth
-     (lambda (file relative kind)
-       (let* ((shown (sly-agent-q--relative-name file))
+     (lambda (file relative kind attributes)
+       (let* ((shown (sly-agent-q--relative-name file base))
               (line
                (pcase kind
                  ('directory (concat shown "/"))
@@ -156,12 +172,12 @@ See `sly-agent-q--walk' for VISIT."
                  ('link (let ((true (sly-agent-q--local-files (file-truename file))))
                           (format "%s@ (symbolic link to %s; not followed)" shown
                                   (if (sly-agent-q--inside-roots-p true)
-                                      (sly-agent-q--relative-name true)
+                                      (sly-agent-q--relative-name true base)
                                     "a place outside the allowed directories"))))
                  ('other (concat shown " (not a regular file)"))
                  ('unreadable (concat shown " (cannot be listed: permission denied)"))
                  (_ (when (sly-agent-q--file-glob-match-p glob (file-name-nondirectory file) relative)
-                      (let ((bytes (file-attribute-size (sly-agent-q--local-files (file-attributes file)))))
+                      (let ((bytes (file-attribute-size attributes)))
                         (format "%s  %s" shown (if bytes (file-size-human-readable bytes) "?"))))))))
          (cond ((null line) t)
                ((or (>= count limit) (> (+ size (length line) 1) cap))
@@ -181,6 +197,156 @@ See `sly-agent-q--walk' for VISIT."
               ('count (format "\n[... more entries not shown: the listing stops at %d entries (sly-agent-q-list-directory-limit). List a subdirectory, or use a smaller depth or a glob ...]" limit))
               ('size (format "\n[... more entries not shown: the listing stops at the read limit of %d characters. List a subdirectory, or use a smaller depth or a glob ...]" cap))
               (_ "")))))
+
+;;;; Reading the files a walk finds
+
+(defun sly-agent-q--walk-files (directory glob visit)
+  "Call VISIT with (FILE SHOWN SIZE) on each regular file under DIRECTORY.
+Only files GLOB admits (see `sly-agent-q--file-glob'), in walking
+order: links are not followed and skipped directories not entered.
+SHOWN is the file's name as the answers show it, SIZE its size in
+bytes.  VISIT returns nil to stop; returns nil when it stopped."
+  (let ((base (car (sly-agent-q--allowed-roots))))
+    (sly-agent-q--walk
+     directory most-positive-fixnum
+     (lambda (file relative kind attributes)
+       (or (not (eq kind 'file))
+           (not (sly-agent-q--file-glob-match-p glob (file-name-nondirectory file) relative))
+           (funcall visit file (sly-agent-q--relative-name file base) (file-attribute-size attributes)))))))
+
+(defun sly-agent-q--insert-text-file (file size &optional raw)
+  "Replace the current buffer's text with FILE's; nil if FILE is not text.
+SIZE is FILE's size in bytes, or nil to look it up.  Not text: larger
+than `sly-agent-q-search-file-size-limit' bytes, a NUL byte in its first
+8000, or unreadable.  Returns t when inserted.  The text is decoded as
+UTF-8 (bytes that are not UTF-8 stay raw bytes, shown as U+FFFD), in a
+multibyte buffer; or, RAW non-nil, left as bytes in a unibyte buffer
+\(which `sly-agent-q--decoded-line' decodes as UTF-8)."
+  (let ((inhibit-read-only t))
+    (erase-buffer)
+    (set-buffer-multibyte (not raw)))
+  (let ((size (or size (file-attribute-size (sly-agent-q--local-files (file-attributes file))))))
+    (and size
+         (<= size (max 0 sly-agent-q-search-file-size-limit))
+         (condition-case nil
+             (sly-agent-q--local-files
+               (let ((after-insert-file-functions nil)
+                     (format-alist nil)
+                     (inhibit-read-only t))
+                 (if raw
+                     (insert-file-contents-literally file)
+                   (let ((coding-system-for-read 'utf-8))
+                     (insert-file-contents file)))
+                 t))
+           (file-error nil))
+         (progn (goto-char (point-min))
+                (not (search-forward "\0" (min (point-max) (+ (point-min) 8000)) t))))))
+
+(defun sly-agent-q--decoded-line (position raw)
+  "The line at POSITION as `sly-agent-q--match-line' shows it.
+RAW non-nil: the buffer is unibyte, its bytes UTF-8, decoded here."
+  (if (not raw)
+      (sly-agent-q--match-line position)
+    (let* ((begin (save-excursion (goto-char position) (line-beginning-position)))
+           (end (save-excursion (goto-char position) (line-end-position)))
+           (before (decode-coding-string (buffer-substring-no-properties begin position) 'utf-8))
+           (line (decode-coding-string (buffer-substring-no-properties begin end) 'utf-8)))
+      (with-temp-buffer
+        (insert line)
+        (sly-agent-q--match-line (+ (point-min) (length before)))))))
+
+(defun sly-agent-q--raw-search-p (regexp)
+  "Non-nil when REGEXP finds the same lines in a file's undecoded bytes.
+That is when it is ASCII and asks nothing of syntax or character
+classes (\\w, \\b, \\_<, \\s-, [[:alpha:]] and the like), which see
+the bytes of a non-ASCII character otherwise than the character: then
+the file is decoded first, which is slower."
+  (and (string-match-p "\\`[[:ascii:]]*\\'" regexp)
+       (not (string-match-p "\\\\[wWsSbB<>_cC]\\|\\[:" regexp))))
+
+;;;; search_files
+
+(defun sly-agent-q--check-regexp (regexp)
+  "Fail the call unless REGEXP is a valid, non-empty Emacs regexp."
+  (when (string-empty-p regexp)
+    (sly-agent-q-tool-fail "The regexp is empty. Give the Emacs regular expression to search for."))
+  (condition-case err
+      (let ((search-spaces-regexp nil)) (string-match-p regexp ""))
+    (invalid-regexp
+     (sly-agent-q-tool-fail
+      "Invalid regular expression '%s': %s. Patterns use Emacs regexp syntax: \\( \\) group, \\| separates alternatives, [0-9] for a digit (no \\d), \\_< \\_> symbol boundaries, and ( ) | { } match themselves."
+      regexp (cadr err)))))
+
+(defun sly-agent-q--search-files (args)
+  "The search_files tool: ARGS has regexp, and maybe path and glob."
+  (let* ((regexp (gethash "regexp" args))
+         (path (gethash "path" args))
+         (target (progn (sly-agent-q--check-regexp regexp)
+                        (sly-agent-q--resolve-path (if (or (null path) (string-empty-p (string-trim path))) "." path))))
+         (glob (sly-agent-q--file-glob (gethash "glob" args)))
+         (limit (max 1 sly-agent-q-search-match-limit))
+         (cap (max 1 sly-agent-q-read-limit))
+         (raw (sly-agent-q--raw-search-p regexp))
+         (lines nil) (count 0) (files 0) (skipped 0) (stopped nil))
+    (sly-agent-q--local-files
+      (unless (file-exists-p target)
+        (sly-agent-q-tool-fail "%s does not exist. Check the path (relative paths start at %s)."
+                               path (car (sly-agent-q--allowed-roots)))))
+    (with-temp-buffer
+      (let ((case-fold-search nil)
+            (search-spaces-regexp nil)
+            (inhibit-field-text-motion t))
+        (cl-flet ((search (file shown size)
+                    (if (not (sly-agent-q--insert-text-file file size raw))
+                        (setq skipped (1+ skipped))
+                      (setq files (1+ files))
+                      (goto-char (point-min))
+                      (let ((line 1) (counted (point-min)))
+                        (while (and (not stopped)
+                                    (< (point) (point-max))
+                                    (re-search-forward regexp nil t)
+                                    ;; Not at the end after the last line's newline:
+                                    ;; no line is there.
+                                    (not (and (= (match-beginning 0) (point-max))
+                                              (memq (char-before (point-max)) '(nil ?\n)))))
+                          (let ((begin (match-beginning 0)))
+                            (goto-char begin)
+                            (setq line (+ line (count-lines counted (line-beginning-position)))
+                                  counted (line-beginning-position))
+                            (if (>= count limit)
+                                (setq stopped 'count)
+                              (setq count (1+ count))
+                              (push (format "%s:%d: %s" shown line (sly-agent-q--decoded-line begin raw)) lines))
+                            ;; One line per match: on from the next line.
+                            (forward-line 1)))))
+                    (not stopped)))
+          (if (sly-agent-q--local-files (file-directory-p target))
+              (sly-agent-q--walk-files target glob #'search)
+            (sly-agent-q--check-readable target)
+            (search target (sly-agent-q--relative-name target) nil)))))
+    (let* ((where (sly-agent-q--relative-name target))
+           (searched (format "%d file%s searched%s" files (if (= files 1) "" "s")
+                             (if (> skipped 0)
+                                 (format ", %d skipped as binary or larger than %s" skipped
+                                         (file-size-human-readable sly-agent-q-search-file-size-limit))
+                               "")))
+           (text
+            (cond ((= count 0)
+                   (format "No lines match '%s' in %s (%s)." regexp where searched))
+                  (t (concat (if stopped
+                                 (format "The first %d lines that match '%s' in %s (the search stopped there; %s):\n"
+                                         count regexp where searched)
+                               (format "%d line%s match%s '%s' in %s (%s):\n"
+                                       count (if (= count 1) "" "s") (if (= count 1) "es" "") regexp where searched))
+                             (string-join (nreverse lines) "\n")
+                             (if stopped
+                                 (format "\n[... more lines not shown: the search stops at %d lines (sly-agent-q-search-match-limit). Use a more specific regexp, a path or a glob ...]" limit)
+                               ""))))))
+      (setq text (sly-agent-q--clean-text text))
+      (if (> (length text) cap)
+          (concat (substring text 0 cap)
+                  "\n[... truncated at the read limit; use a more specific regexp, a path or a glob ...]")
+        text))))
 
 ;;;; The tools
 
@@ -207,7 +373,30 @@ followed."
 	    :description "Only files whose name matches this wildcard, e.g. \"*.lisp\" (with a slash: matched against the path from the listed directory). Directories are always listed. Default: every file."))
    :safety-level :safe
    :categories '(:files)
-   :handler #'sly-agent-q--list-directory))
+   :handler #'sly-agent-q--list-directory)
+
+  (sly-agent-q-define-tool
+   "search_files"
+   "Search the text files of the project for an Emacs regular expression, case-sensitively, to find where \
+something is defined, used or mentioned across files (search_in_buffer searches one open buffer). Returns \
+a first line `N lines match 'REGEXP' in PATH (F files searched):` and one line per matching line, \
+`path:LINE: text` (the line trimmed, at most 200 characters), paths relative to the project root as read_file \
+takes them; or `No lines match ...`. At most 100 lines (sly-agent-q-search-match-limit): the search stops \
+at the next and says so. The regexp is Emacs's syntax, not PCRE: \\( \\) group, \\| alternatives, \
+[0-9] or [[:digit:]] for a digit (no \\d), \\_< and \\_> symbol boundaries, and ( ) | { } match \
+themselves; `.` does not match a newline. Binary files (a NUL byte), files over 2 MB, version-control \
+and build directories (.git, build, node_modules) are skipped, and symbolic links are not followed. Only \
+files inside the allowed directories (the user's project) are searched."
+   '((:name "regexp" :type :string
+	    :description "An Emacs regular expression (not PCRE), matched case-sensitively; a match is shown at the line it starts on. E.g. \"(defun area\\_>\" or \"\\(TODO\\|FIXME\\)\".")
+     (:name "path" :type :string
+	    :description "A directory to search under, or one file: relative to the project root, or absolute inside the allowed directories. Default: the project root.")
+     (:name "glob" :type :string
+	    :description "Only files whose name matches this wildcard, e.g. \"*.lisp\" (with a slash: matched against the path from the searched directory). Default: every text file."))
+   :required '("regexp")
+   :safety-level :safe
+   :categories '(:files)
+   :handler #'sly-agent-q--search-files))
 
 ;; Defined when loaded, with the module (which is not loaded while this
 ;; file is byte-compiled).  Defining Elisp tools does not boot Lisp.

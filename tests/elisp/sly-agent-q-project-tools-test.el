@@ -105,4 +105,64 @@ may ask for approval."
       (should (string-match-p "^out-link@ (symbolic link to a place outside the allowed directories; not followed)$" text))
       (should-not (string-match-p "secret" text)))))
 
+;;;; search_files
+
+(ert-deftest sly-agent-q-project-tools/search-files ()
+  (agentq-pt-with-project (dir outside)
+    (agentq-bt-write (expand-file-name "src/geo.lisp" dir)
+                     "(in-package :geo)\n\n(defun area (r)\n  (* pi r r))\n\n(defun area-of (shape)\n  (area (radius shape)))\n")
+    (agentq-bt-write (expand-file-name "src/notes.txt" dir) "the area — “area” of a circle\nπ r²\n")
+    (agentq-bt-write (expand-file-name "README.md" dir) "Computes the area.\n")
+    (agentq-bt-write (expand-file-name ".git/objects/x" dir) "(defun area (r) in git)\n")
+    (agentq-bt-write (expand-file-name "build/geo.lisp" dir) "(defun area (r) built)\n")
+    (agentq-bt-write (expand-file-name "node_modules/m.js" dir) "area\n")
+    (let ((coding-system-for-write 'no-conversion))
+      (write-region "area\0binary" nil (expand-file-name "src/geo.fasl" dir) nil 'silent))
+    ;; A link out of the root, to a file and a directory, is not followed.
+    (agentq-pt-escapes dir outside)
+    (agentq-bt-write (expand-file-name "secret-area.txt" outside) "area secret text\n")
+    ;; Every matching line, path:line: text, paths from the root; .git,
+    ;; build, node_modules, binary files and links left out.
+    (should (equal (agentq-bt-ok "search_files" '(:regexp "area"))
+                   (concat "5 lines match 'area' in . (3 files searched, 1 skipped as binary or larger than 2M):\n"
+                           "README.md:1: Computes the area.\n"
+                           "src/geo.lisp:3: (defun area (r)\n"
+                           "src/geo.lisp:6: (defun area-of (shape)\n"
+                           "src/geo.lisp:7: (area (radius shape)))\n"
+                           "src/notes.txt:1: the area — “area” of a circle")))
+    ;; An Emacs regexp; syntax classes see non-ASCII characters as they are.
+    (should (equal (agentq-bt-ok "search_files" '(:regexp "(defun \\(area\\|perimeter\\)\\_>" :glob "*.lisp"))
+                   "1 line matches '(defun \\(area\\|perimeter\\)\\_>' in . (1 file searched):\nsrc/geo.lisp:3: (defun area (r)"))
+    (should (equal (agentq-bt-ok "search_files" '(:regexp "“\\_<area\\_>”"))
+                   "1 line matches '“\\_<area\\_>”' in . (3 files searched, 1 skipped as binary or larger than 2M):\nsrc/notes.txt:1: the area — “area” of a circle"))
+    (should (equal (agentq-bt-ok "search_files" '(:regexp "π r[²³]" :path "src"))
+                   "1 line matches 'π r[²³]' in src (2 files searched, 1 skipped as binary or larger than 2M):\nsrc/notes.txt:2: π r²"))
+    (should (equal (agentq-bt-ok "search_files" '(:regexp "^$" :path "src/geo.lisp"))
+                   "2 lines match '^$' in src/geo.lisp (1 file searched):\nsrc/geo.lisp:2: \nsrc/geo.lisp:5: "))
+    (should (equal (agentq-bt-ok "search_files" '(:regexp "AREA"))
+                   "No lines match 'AREA' in . (3 files searched, 1 skipped as binary or larger than 2M)."))
+    ;; Bounded, with a marker.
+    (let ((sly-agent-q-search-match-limit 2))
+      (should (equal (agentq-bt-ok "search_files" '(:regexp "area" :path "src"))
+                     (concat "The first 2 lines that match 'area' in src (the search stopped there; 1 file searched, 1 skipped as binary or larger than 2M):\n"
+                             "src/geo.lisp:3: (defun area (r)\n"
+                             "src/geo.lisp:6: (defun area-of (shape)\n"
+                             "[... more lines not shown: the search stops at 2 lines (sly-agent-q-search-match-limit). Use a more specific regexp, a path or a glob ...]"))))
+    (let ((sly-agent-q-search-file-size-limit 20))
+      (should (string-prefix-p "1 line matches 'area' in . (1 file searched, 3 skipped as binary or larger than 20)"
+                               (agentq-bt-ok "search_files" '(:regexp "area")))))
+    ;; Bad regexps and paths.
+    (should (string-prefix-p "Invalid regular expression '\\(': Unmatched ( or \\(. Patterns use Emacs regexp syntax"
+                             (agentq-bt-fails "search_files" '(:regexp "\\("))))
+    (should (equal (agentq-bt-fails "search_files" '(:regexp ""))
+                   "The regexp is empty. Give the Emacs regular expression to search for."))
+    (should (string-prefix-p "nope does not exist." (agentq-bt-fails "search_files" '(:regexp "a" :path "nope"))))
+    ;; Confined: no path leads out, and nothing outside is read.
+    (dolist (path (agentq-pt-escapes dir outside))
+      (ert-info ((format "path %s" path))
+        (let ((text (agentq-bt-fails "search_files" `(:regexp "secret" :path ,path))))
+          (should (agentq-pt-denied-p text))
+          (should-not (string-match-p "secret text" text)))))
+    (should (string-prefix-p "No lines match 'secret text'" (agentq-bt-ok "search_files" '(:regexp "secret text"))))))
+
 ;;; sly-agent-q-project-tools-test.el ends here

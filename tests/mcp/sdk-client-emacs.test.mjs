@@ -26,8 +26,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../..');
 const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(root, 'build/sly-agent-q-mcp');
 
-const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit', 'list_directory'];
-// The 22 built-ins the Lisp side defines; with the 6 Emacs tools, the 28.
+const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit', 'list_directory', 'search_files'];
+// The 22 built-ins the Lisp side defines; with the 7 Emacs tools, the 29.
 const LISP_TOOLS = [
   'apropos_search', 'check_syntax', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'describe_system', 'eval_form',
   'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'inspect_object', 'list_definitions',
@@ -116,7 +116,7 @@ test('initialize: answered by the Emacs serving MCP', () => {
 test('listTools: the Lisp tools, the Emacs tools and one defined in that Emacs', async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name);
-  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 28);
+  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 29);
   for (const name of [...LISP_TOOLS, ...EMACS_TOOLS, 'sdk_emacs_dangerous']) {
     assert.ok(names.includes(name), `${name} is listed`);
   }
@@ -160,6 +160,22 @@ test('list_directory lists the project in Emacs, and nothing outside it', async 
   for (const p of ['out-link', '..', outside, '/etc', `${project}/src/../../outside`]) {
     assertConfined(await client.callTool({ name: 'list_directory', arguments: { path: p } }));
   }
+});
+
+test('search_files finds lines in the project in Emacs, never through a link out', async () => {
+  const found = await client.callTool({ name: 'search_files', arguments: { regexp: 'sdk-\\(area\\|secret\\)' } });
+  assert.equal(found.isError, false, textOf(found));
+  assert.equal(textOf(found), [
+    "2 lines match 'sdk-\\(area\\|secret\\)' in . (2 files searched):",
+    'README.md:1: The sdk-area of a circle.',
+    'src/shapes.lisp:3: (defun sdk-area (r)',
+  ].join('\n'));
+  for (const p of ['out-link', 'src/secret-link.lisp', '..', outside, '/etc']) {
+    assertConfined(await client.callTool({ name: 'search_files', arguments: { regexp: 'secret', path: p } }));
+  }
+  const bad = await client.callTool({ name: 'search_files', arguments: { regexp: '\\(' } });
+  assert.equal(bad.isError, true);
+  assert.match(textOf(bad), /^Invalid regular expression/);
 });
 
 test('a dangerous tool approved in Emacs runs, asked as from MCP', async () => {
