@@ -35,6 +35,7 @@
 (require 'sly-agent-q-runtime)
 (require 'sly-agent-q-tools)
 (require 'sly-agent-q-files)
+(require 'lisp-mode)
 
 ;;;; Options
 
@@ -348,6 +349,75 @@ the file is decoded first, which is slower."
                   "\n[... truncated at the read limit; use a more specific regexp, a path or a glob ...]")
         text))))
 
+;;;; find_definitions
+
+(defconst sly-agent-q--definition-kinds
+  '("defun" "defmacro" "defgeneric" "defmethod" "defclass" "defstruct" "defvar"
+    "defparameter" "defconstant" "define-condition" "deftype" "defpackage")
+  "The definers find_definitions looks for.")
+
+(defconst sly-agent-q--lisp-file-glob
+  (cons (concat "\\." (regexp-opt '("lisp" "lsp" "cl" "asd")) "\\'") nil)
+  "The files find_definitions reads, as `sly-agent-q--file-glob' makes them.")
+
+(defun sly-agent-q--symbol-name-part (name)
+  "NAME's symbol name: without package prefix, #:, quotes and bars, upcased."
+  (let ((bare (string-trim name "[#:'\"|]*" "[\"|]*")))
+    (upcase (car (last (split-string bare ":" t))))))
+
+(defun sly-agent-q--definition-regexp (name)
+  "A regexp for a top-level definition of NAME at the start of a line.
+Group 1 is the definer, without its package prefix."
+  (concat "^(\\(?:[^ \t\n():]*::?\\)?\\(" (regexp-opt sly-agent-q--definition-kinds) "\\)"
+          "[ \t\n]+(?\\(?:setf[ \t\n]+\\)?[#:'\"|]*\\(?:[^ \t\n()\"|:]*::?\\)?"
+          (regexp-quote name) "[\"|]?\\(?:[ \t\n()]\\|$\\)"))
+
+(defun sly-agent-q--find-definitions (args)
+  "The find_definitions tool: ARGS has name."
+  (let* ((given (string-trim (gethash "name" args)))
+         (name (if (string-empty-p given) "" (sly-agent-q--symbol-name-part given)))
+         (limit (max 1 sly-agent-q-search-match-limit))
+         (regexp (sly-agent-q--definition-regexp name))
+         (roots (sly-agent-q--allowed-roots))
+         (found nil) (count 0) (files 0) (stopped nil))
+    (when (or (string-empty-p name) (string-match-p "[ \t\n()]" name))
+      (sly-agent-q-tool-fail "The name '%s' is not a symbol's name. Give the name a definition defines, such as area or geo:area." given))
+    (with-temp-buffer
+      ;; Lisp's syntax (strings, ; and #| |# comments), without lisp-mode's hooks.
+      (set-syntax-table lisp-mode-syntax-table)
+      (let ((case-fold-search t))
+        (dolist (root roots)
+          (unless stopped
+            (sly-agent-q--walk-files
+             root sly-agent-q--lisp-file-glob
+             (lambda (file shown size)
+               (when (sly-agent-q--insert-text-file file size)
+                 (setq files (1+ files))
+                 (goto-char (point-min))
+                 (while (and (not stopped) (re-search-forward regexp nil t))
+                   (let ((begin (match-beginning 0))
+                         (kind (downcase (match-string 1))))
+                     ;; Not inside a string or a #| comment |#.
+                     (unless (nth 8 (save-excursion (syntax-ppss begin)))
+                       (if (>= count limit)
+                           (setq stopped t)
+                         (setq count (1+ count))
+                         (push (format "%s:%d: %s: %s" shown (line-number-at-pos begin) kind
+                                       (sly-agent-q--match-line begin))
+                               found))))))
+               (not stopped)))))))
+    (sly-agent-q--clean-text
+     (cond ((= count 0)
+            (format "No top-level definition of %s in the project's Lisp files (%d .lisp, .lsp, .cl and .asd file%s read). find_definitions reads forms that begin at the start of a line; search_files finds other mentions."
+                    given files (if (= files 1) "" "s")))
+           (t (concat (format "%s%d definition%s of %s (%d Lisp file%s read):\n"
+                              (if stopped "The first " "") count (if (= count 1) "" "s") given
+                              files (if (= files 1) "" "s"))
+                      (string-join (nreverse found) "\n")
+                      (if stopped
+                          (format "\n[... more definitions not shown: the search stops at %d (sly-agent-q-search-match-limit) ...]" limit)
+                        "")))))))
+
 ;;;; The tools
 
 (defun sly-agent-q--define-project-tools ()
@@ -396,7 +466,28 @@ files inside the allowed directories (the user's project) are searched."
    :required '("regexp")
    :safety-level :safe
    :categories '(:files)
-   :handler #'sly-agent-q--search-files))
+   :handler #'sly-agent-q--search-files)
+
+  (sly-agent-q-define-tool
+   "find_definitions"
+   "Find where a name is defined in the project's Lisp source files, without loading them (the session \
+need not know the code; describe_symbol and who_calls ask the session). Looks in every .lisp, .lsp, .cl \
+and .asd file under the project root for top-level definitions of the name: defun, defmacro, defgeneric, \
+defmethod, defclass, defstruct, defvar, defparameter, defconstant, define-condition, deftype and \
+defpackage (also (defun (setf name) ...), and definers written with a package prefix). It reads the text, \
+not the forms: a definition is found when its form begins at the start of a line, as top-level forms are \
+written; one indented inside another form (a progn, an eval-when, a macro) or made by another macro is \
+not, and strings and #| comments |# are left out. Returns `N definitions of NAME (F Lisp files read):` \
+and one line per definition, `path:LINE: kind: first line`, paths relative to the project root as read_file \
+takes them (read_file with offset=LINE shows it); or `No top-level definition of NAME ...`. Names are \
+compared as Lisp reads them, ignoring case and any package prefix. At most 100 definitions. Only files \
+inside the allowed directories are read; symbolic links are not followed."
+   '((:name "name" :type :string
+	    :description "The name defined, e.g. \"area\", \"geo:area\" or \"*default-radius*\"; case and a package prefix are ignored."))
+   :required '("name")
+   :safety-level :safe
+   :categories '(:files)
+   :handler #'sly-agent-q--find-definitions))
 
 ;; Defined when loaded, with the module (which is not loaded while this
 ;; file is byte-compiled).  Defining Elisp tools does not boot Lisp.

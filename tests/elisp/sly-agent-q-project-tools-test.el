@@ -165,4 +165,84 @@ may ask for approval."
           (should-not (string-match-p "secret text" text)))))
     (should (string-prefix-p "No lines match 'secret text'" (agentq-bt-ok "search_files" '(:regexp "secret text"))))))
 
+;;;; find_definitions
+
+(defconst agentq-pt--geo
+  "(defpackage #:geo
+  (:use :cl)
+  (:export #:area))
+
+(in-package :geo)
+
+(defun area (r)
+  \"The area.
+(defun area (in a docstring)\"
+  (* pi r r))
+
+(defun (setf area) (value r)
+  (list value r))
+
+#|
+(defun area (commented out)
+|#
+;(defun area (a line comment)
+
+(defgeneric area-of (shape))
+
+(defmethod area-of ((c circle))
+  (area (c-r c)))
+
+(defstruct (circle (:conc-name c-))
+  r)
+
+(CL:DEFMACRO Area-Macro (x) x)
+
+(progn
+  (defun area (indented: not found)))
+
+(defvar *area* 1)
+"
+  "A Lisp file with definitions of AREA found and not found.")
+
+(ert-deftest sly-agent-q-project-tools/find-definitions ()
+  (agentq-pt-with-project (dir outside)
+    (agentq-bt-write (expand-file-name "src/geo.lisp" dir) agentq-pt--geo)
+    (agentq-bt-write (expand-file-name "geo.asd" dir) "(defsystem \"geo\" :components ((:file \"src/geo\")))\n(defpackage :geo-system (:use :cl :asdf))\n")
+    (agentq-bt-write (expand-file-name "notes.txt" dir) "(defun area (in a text file))\n")
+    (agentq-bt-write (expand-file-name ".git/x.lisp" dir) "(defun area (in git))\n")
+    (agentq-bt-write (expand-file-name "build/geo.lisp" dir) "(defun area (built))\n")
+    (agentq-pt-escapes dir outside)
+    (make-symbolic-link (expand-file-name "secret.lisp" outside) (expand-file-name "src/secret-link.lisp" dir))
+    ;; The top-level defun and (setf area); not the docstring, the
+    ;; comments, the indented one, the text file, .git or build.
+    (should (equal (agentq-bt-ok "find_definitions" '(:name "area"))
+                   (concat "2 definitions of area (2 Lisp files read):\n"
+                           "src/geo.lisp:7: defun: (defun area (r)\n"
+                           "src/geo.lisp:12: defun: (defun (setf area) (value r)")))
+    ;; Case and package prefixes do not matter; each kind.
+    (should (equal (agentq-bt-ok "find_definitions" '(:name "GEO::AREA-OF"))
+                   (concat "2 definitions of GEO::AREA-OF (2 Lisp files read):\n"
+                           "src/geo.lisp:20: defgeneric: (defgeneric area-of (shape))\n"
+                           "src/geo.lisp:22: defmethod: (defmethod area-of ((c circle))")))
+    (dolist (case '(("circle" "src/geo.lisp:25: defstruct: (defstruct (circle (:conc-name c-))")
+                    ("area-macro" "src/geo.lisp:28: defmacro: (CL:DEFMACRO Area-Macro (x) x)")
+                    ("*area*" "src/geo.lisp:33: defvar: (defvar *area* 1)")
+                    (":geo" "src/geo.lisp:1: defpackage: (defpackage #:geo")
+                    ("geo-system" "geo.asd:2: defpackage: (defpackage :geo-system (:use :cl :asdf))")))
+      (should (equal (agentq-bt-ok "find_definitions" `(:name ,(car case)))
+                     (format "1 definition of %s (2 Lisp files read):\n%s" (car case) (cadr case)))))
+    (should (equal (agentq-bt-ok "find_definitions" '(:name "perimeter"))
+                   "No top-level definition of perimeter in the project's Lisp files (2 .lisp, .lsp, .cl and .asd files read). find_definitions reads forms that begin at the start of a line; search_files finds other mentions."))
+    ;; Nothing outside is read: not through a link to a file or a directory.
+    (should (string-prefix-p "No top-level definition of secret-fn " (agentq-bt-ok "find_definitions" '(:name "secret-fn"))))
+    (should (equal (agentq-bt-fails "find_definitions" '(:name "(area"))
+                   "The name '(area' is not a symbol's name. Give the name a definition defines, such as area or geo:area."))
+    (should (string-prefix-p "The name '' is not" (agentq-bt-fails "find_definitions" '(:name " "))))
+    ;; Bounded.
+    (let ((sly-agent-q-search-match-limit 1))
+      (should (equal (agentq-bt-ok "find_definitions" '(:name "area"))
+                     (concat "The first 1 definition of area (2 Lisp files read):\n"
+                             "src/geo.lisp:7: defun: (defun area (r)\n"
+                             "[... more definitions not shown: the search stops at 1 (sly-agent-q-search-match-limit) ...]"))))))
+
 ;;; sly-agent-q-project-tools-test.el ends here

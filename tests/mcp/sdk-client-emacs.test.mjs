@@ -26,8 +26,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../..');
 const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(root, 'build/sly-agent-q-mcp');
 
-const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit', 'list_directory', 'search_files'];
-// The 22 built-ins the Lisp side defines; with the 7 Emacs tools, the 29.
+const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit', 'list_directory', 'search_files', 'find_definitions'];
+// The 22 built-ins the Lisp side defines; with the 8 Emacs tools, the 30.
 const LISP_TOOLS = [
   'apropos_search', 'check_syntax', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'describe_system', 'eval_form',
   'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'inspect_object', 'list_definitions',
@@ -116,7 +116,7 @@ test('initialize: answered by the Emacs serving MCP', () => {
 test('listTools: the Lisp tools, the Emacs tools and one defined in that Emacs', async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name);
-  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 29);
+  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 30);
   for (const name of [...LISP_TOOLS, ...EMACS_TOOLS, 'sdk_emacs_dangerous']) {
     assert.ok(names.includes(name), `${name} is listed`);
   }
@@ -176,6 +176,15 @@ test('search_files finds lines in the project in Emacs, never through a link out
   const bad = await client.callTool({ name: 'search_files', arguments: { regexp: '\\(' } });
   assert.equal(bad.isError, true);
   assert.match(textOf(bad), /^Invalid regular expression/);
+});
+
+test('find_definitions finds a definition in the project in Emacs, never one through a link out', async () => {
+  const found = await client.callTool({ name: 'find_definitions', arguments: { name: 'SDK-AREA' } });
+  assert.equal(found.isError, false, textOf(found));
+  assert.equal(textOf(found), '1 definition of SDK-AREA (1 Lisp file read):\nsrc/shapes.lisp:3: defun: (defun sdk-area (r)');
+  const secret = await client.callTool({ name: 'find_definitions', arguments: { name: 'sdk-secret' } });
+  assert.equal(secret.isError, false, textOf(secret));
+  assert.match(textOf(secret), /^No top-level definition of sdk-secret /);
 });
 
 test('a dangerous tool approved in Emacs runs, asked as from MCP', async () => {
