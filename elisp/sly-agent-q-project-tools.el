@@ -36,6 +36,12 @@
 (require 'sly-agent-q-tools)
 (require 'sly-agent-q-files)
 (require 'lisp-mode)
+(require 'sly-agent-q-notes)
+
+(declare-function flymake-diagnostics "flymake" (&optional beg end))
+(declare-function flymake-diagnostic-beg "flymake" (diag))
+(declare-function flymake-diagnostic-type "flymake" (diag))
+(declare-function flymake-diagnostic-text "flymake" (diag))
 
 ;;;; Options
 
@@ -418,6 +424,86 @@ Group 1 is the definer, without its package prefix."
                           (format "\n[... more definitions not shown: the search stops at %d (sly-agent-q-search-match-limit) ...]" limit)
                         "")))))))
 
+;;;; get_diagnostics
+
+(defun sly-agent-q--diagnostics-buffer (args)
+  "The buffer get_diagnostics's ARGS name, and its file's true name or nil.
+A `path' is confined as read_file's; a `buffer' that visits a file must
+visit one inside the allowed directories."
+  (let ((path (gethash "path" args))
+        (name (gethash "buffer" args)))
+    (cond ((and path name)
+           (sly-agent-q-tool-fail "Give path or buffer, not both."))
+          (path
+           (let ((file (sly-agent-q--resolve-path path)))
+             (list (or (find-buffer-visiting file)
+                       (sly-agent-q-tool-fail
+                        "No buffer visits %s, so there are no diagnostics for it: compiler notes and flymake's diagnostics live in the buffer of a file open in Emacs (compiler notes come from C-c C-k or C-c C-c there). check_syntax reads a file for reader problems without opening it."
+                        file))
+                   file)))
+          (name
+           (let* ((buffer (sly-agent-q--find-buffer name))
+                  (file (buffer-file-name buffer)))
+             (when file
+               (let ((true (sly-agent-q--local-files (file-truename file))))
+                 (unless (sly-agent-q--inside-roots-p true)
+                   (sly-agent-q-tool-fail
+                    "Access denied: buffer %s visits %s, which is outside the allowed directories (%s). Only the diagnostics of buffers that visit files inside them, or of buffers without a file, can be read."
+                    (buffer-name buffer) true (string-join (sly-agent-q--allowed-roots) ", ")))
+                 (setq file true)))
+             (list buffer file)))
+          (t (sly-agent-q-tool-fail "Give path (a file open in Emacs) or buffer (a buffer's name).")))))
+
+(defun sly-agent-q--position-text (position)
+  "POSITION of the current buffer as \"line L, column C\"."
+  (save-excursion
+    (goto-char position)
+    (format "line %d, column %d" (line-number-at-pos) (1+ (current-column)))))
+
+(defun sly-agent-q--get-diagnostics (args)
+  "The get_diagnostics tool: ARGS has path or buffer."
+  (pcase-let ((`(,buffer ,file) (sly-agent-q--diagnostics-buffer args)))
+    (with-current-buffer buffer
+      (save-restriction
+        (widen)
+        (let* ((notes (sly-agent-q-notes--overlays))
+               (compiled sly-agent-q-notes-compiled)
+               (flymake (and (bound-and-true-p flymake-mode) (fboundp 'flymake-diagnostics)))
+               (diagnostics (when flymake
+                              (sort (copy-sequence (flymake-diagnostics))
+                                    (lambda (a b) (< (flymake-diagnostic-beg a) (flymake-diagnostic-beg b))))))
+               (limit (max 1 sly-agent-q-search-match-limit))
+               (what (if file (format "%s (buffer %s)" (sly-agent-q--relative-name file) (buffer-name))
+                       (format "buffer %s" (buffer-name)))))
+          (sly-agent-q--clean-text
+           (concat
+            (format "Diagnostics of %s%s:\n" what (if (buffer-modified-p) ", which has unsaved changes" ""))
+            (cond (notes
+                   (concat (format "Compiler notes (%d, from the last compilation in Emacs%s):\n"
+                                   (length notes)
+                                   (if compiled (format-time-string " at %H:%M:%S" compiled) ""))
+                           (mapconcat (lambda (overlay)
+                                        (format "  %s: %s" (sly-agent-q--position-text (overlay-start overlay))
+                                                (overlay-get overlay 'help-echo)))
+                                      (seq-take notes limit) "\n")
+                           (if (> (length notes) limit) (format "\n  [... %d more not shown ...]" (- (length notes) limit)) "")
+                           "\n"))
+                  (compiled (format-time-string "Compiler notes: none (compiled in Emacs at %H:%M:%S without findings).\n" compiled))
+                  (t "Compiler notes: none (not compiled in Emacs since it was opened: C-c C-k compiles the file, C-c C-c one form).\n"))
+            (cond ((not flymake) "Flymake: off in this buffer.")
+                  ((null diagnostics) "Flymake: on, no diagnostics.")
+                  (t (concat (format "Flymake (%d):\n" (length diagnostics))
+                             (mapconcat (lambda (diagnostic)
+                                          (format "  %s: %s: %s"
+                                                  (sly-agent-q--position-text (flymake-diagnostic-beg diagnostic))
+                                                  (let ((type (flymake-diagnostic-type diagnostic)))
+                                                    (string-remove-prefix ":" (format "%s" type)))
+                                                  (flymake-diagnostic-text diagnostic)))
+                                        (seq-take diagnostics limit) "\n")
+                             (if (> (length diagnostics) limit)
+                                 (format "\n  [... %d more not shown ...]" (- (length diagnostics) limit))
+                               "")))))))))))
+
 ;;;; The tools
 
 (defun sly-agent-q--define-project-tools ()
@@ -487,7 +573,26 @@ inside the allowed directories are read; symbolic links are not followed."
    :required '("name")
    :safety-level :safe
    :categories '(:files)
-   :handler #'sly-agent-q--find-definitions))
+   :handler #'sly-agent-q--find-definitions)
+
+  (sly-agent-q-define-tool
+   "get_diagnostics"
+   "Read the diagnostics the user sees on a file open in Emacs: the compiler notes its last compilations \
+in Emacs left on its forms (C-c C-k compiles the file, C-c C-c one form: warnings and style warnings such \
+as an undefined function or an unused variable), and flymake's diagnostics when flymake is on in its \
+buffer. Use it after the user compiled, or to see what the editor marks, before fixing a file; it changes \
+nothing and compiles nothing (compile_form compiles). Returns `Diagnostics of PATH (buffer B):`, then \
+`Compiler notes (N, ...):` with one `line L, column C: KIND: message` per note (or `none`, saying \
+whether the buffer was compiled), then `Flymake (N):` with `line L, column C: type: text` lines, or \
+`Flymake: off in this buffer.` A file no buffer visits has none (check_syntax reads a file for reader \
+problems). Only files inside the allowed directories, or buffers without a file."
+   '((:name "path" :type :string
+	    :description "The file whose buffer to read: relative to the project root, or absolute inside the allowed directories. Give path or buffer.")
+     (:name "buffer" :type :string
+	    :description "The buffer's name as Emacs shows it (e.g. \"geo.lisp\"), instead of path. It must visit a file inside the allowed directories, or no file."))
+   :safety-level :safe
+   :categories '(:editing)
+   :handler #'sly-agent-q--get-diagnostics))
 
 ;; Defined when loaded, with the module (which is not loaded while this
 ;; file is byte-compiled).  Defining Elisp tools does not boot Lisp.

@@ -14,6 +14,8 @@
 
 (require 'sly-agent-q-test-helpers)
 (require 'sly-agent-q-buffer-tools-test)
+(require 'sly-agent-q-lisp-mode)
+(require 'flymake)
 
 (defmacro agentq-pt-with-project (vars &rest body)
   "Run BODY with VARS bound to a fresh allowed directory and one outside it.
@@ -244,5 +246,99 @@ may ask for approval."
                      (concat "The first 1 definition of area (2 Lisp files read):\n"
                              "src/geo.lisp:7: defun: (defun area (r)\n"
                              "[... more definitions not shown: the search stops at 1 (sly-agent-q-search-match-limit) ...]"))))))
+
+;;;; get_diagnostics
+
+(defconst agentq-pt--noted
+  "(in-package :cl-user)
+
+(defun agentq-pt-fine (a)
+  (* a 2))
+
+(defun agentq-pt-calls-nothing (x)
+  (agentq-pt-undefined-fn x 1))
+"
+  "A Lisp file whose compilation leaves one note: an undefined function.")
+
+(defun agentq-pt--flymake-backend (report-fn &rest _)
+  "A flymake backend: one error on line 3 of the buffer, reported at once."
+  (funcall report-fn
+           (list (flymake-make-diagnostic (current-buffer)
+                                          (save-excursion (goto-char (point-min)) (forward-line 2) (point))
+                                          (save-excursion (goto-char (point-min)) (forward-line 2) (line-end-position))
+                                          :error "the test's backend marks this line"))))
+
+(ert-deftest sly-agent-q-project-tools/get-diagnostics ()
+  (agentq-pt-with-project (dir outside)
+    (let* ((file (agentq-bt-write (expand-file-name "src/noted.lisp" dir) agentq-pt--noted))
+           (buffer (find-file-noselect file))
+           (plain (get-buffer-create "agentq-pt plain"))
+           (secret (find-file-noselect (expand-file-name "secret.lisp" outside))))
+      (agentq-bt-write (expand-file-name "src/closed.lisp" dir) "(defun closed ())\n")
+      (agentq-pt-escapes dir outside)
+      (unwind-protect
+          (progn
+            ;; Not compiled yet: no notes, and flymake off.
+            (should (equal (agentq-bt-ok "get_diagnostics" '(:path "src/noted.lisp"))
+                           (concat "Diagnostics of src/noted.lisp (buffer noted.lisp):\n"
+                                   "Compiler notes: none (not compiled in Emacs since it was opened: C-c C-k compiles the file, C-c C-c one form).\n"
+                                   "Flymake: off in this buffer.")))
+            ;; C-c C-k, as the user compiles: the note it leaves is read.
+            ;; (A first compilation in a fresh session also reports ECL's
+            ;; "Duplicate proclamation" warnings, hundreds of them, on
+            ;; line 1: compile once before, so that this one is alone.)
+            (agentq-test-call "compile_form" '(:form "(defun agentq-pt-warm-up () 1)"))
+            (with-current-buffer buffer
+              (should sly-agent-q-lisp-mode)
+              (save-window-excursion (sly-agent-q-compile-and-load-file file))
+              (let ((deadline (+ (float-time) 60)))
+                (while (and (null sly-agent-q-notes-compiled) (< (float-time) deadline))
+                  (accept-process-output nil 0.05)))
+              (should sly-agent-q-notes-compiled))
+            (let ((text (agentq-bt-ok "get_diagnostics" '(:path "src/noted.lisp"))))
+              (should (string-match-p
+                       (concat "\\`Diagnostics of src/noted.lisp (buffer noted.lisp):\n"
+                               "Compiler notes (1, from the last compilation in Emacs at [0-9:]+):\n"
+                               "  line 7, column 3: STYLE-WARNING: Undefined function \\(COMMON-LISP-USER::\\)?AGENTQ-PT-UNDEFINED-FN.*\n"
+                               "Flymake: off in this buffer.\\'")
+                       text))
+              ;; The same by the buffer's name.
+              (should (equal (agentq-bt-ok "get_diagnostics" '(:buffer "noted.lisp")) text)))
+            ;; Flymake's diagnostics too, when it is on.
+            (with-current-buffer buffer
+              (add-hook 'flymake-diagnostic-functions #'agentq-pt--flymake-backend nil t)
+              (flymake-mode 1)
+              (flymake-start nil t)
+              (let ((deadline (+ (float-time) 10)))
+                (while (and (null (flymake-diagnostics)) (< (float-time) deadline))
+                  (accept-process-output nil 0.05))))
+            (should (string-suffix-p
+                     "Flymake (1):\n  line 3, column 1: error: the test's backend marks this line"
+                     (agentq-bt-ok "get_diagnostics" '(:buffer "noted.lisp"))))
+            ;; A buffer without a file; unsaved changes are said.
+            (with-current-buffer plain (insert "x"))
+            (should (equal (agentq-bt-ok "get_diagnostics" '(:buffer "agentq-pt plain"))
+                           (concat "Diagnostics of buffer agentq-pt plain, which has unsaved changes:\n"
+                                   "Compiler notes: none (not compiled in Emacs since it was opened: C-c C-k compiles the file, C-c C-c one form).\n"
+                                   "Flymake: off in this buffer.")))
+            ;; A file no buffer visits; bad arguments.
+            (should (string-prefix-p (format "No buffer visits %ssrc/closed.lisp, so there are no diagnostics for it" dir)
+                                     (agentq-bt-fails "get_diagnostics" '(:path "src/closed.lisp"))))
+            (should (equal (agentq-bt-fails "get_diagnostics" '(:path "src/noted.lisp" :buffer "noted.lisp"))
+                           "Give path or buffer, not both."))
+            (should (equal (agentq-bt-fails "get_diagnostics" nil)
+                           "Give path (a file open in Emacs) or buffer (a buffer's name)."))
+            ;; Confined: a buffer visiting a file outside, by its name or
+            ;; by any path that leads there.
+            (should (string-prefix-p (format "Access denied: buffer %s visits %ssecret.lisp, which is outside the allowed directories"
+                                             (buffer-name secret) outside)
+                                     (agentq-bt-fails "get_diagnostics" `(:buffer ,(buffer-name secret)))))
+            (dolist (path (append (list "out-link/secret.lisp" (expand-file-name "secret.lisp" outside)
+                                        (concat "../" (file-name-nondirectory (directory-file-name outside)) "/secret.lisp"))
+                                  (agentq-pt-escapes dir outside)))
+              (ert-info ((format "path %s" path))
+                (should (agentq-pt-denied-p (agentq-bt-fails "get_diagnostics" `(:path ,path)))))))
+        (kill-buffer plain)
+        (kill-buffer secret)))))
 
 ;;; sly-agent-q-project-tools-test.el ends here

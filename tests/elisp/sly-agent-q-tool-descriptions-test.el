@@ -38,7 +38,7 @@
 (defconst agentq-descriptions--debugger '("inspect_object" "check_syntax" "describe_system" "profile_form" "run_tests")
   "The tools of the shared debugger and the workbench (beyond the contracts' 18).")
 
-(defconst agentq-descriptions--project '("list_directory" "search_files" "find_definitions")
+(defconst agentq-descriptions--project '("list_directory" "search_files" "find_definitions" "get_diagnostics")
   "The project tools defined in Elisp (beyond the contracts' 18).")
 
 (ert-deftest sly-agent-q-tool-descriptions/the-18-tools-and-their-counts ()
@@ -74,7 +74,7 @@
     (should (equal stdout (concat "=> ((\"apropos_search\" \"class_hierarchy\" \"class_slots\" \"describe_symbol\"\n"
                                   "     \"function_arglist\" \"inspect_object\" \"list_package_symbols\"\n"
                                   "     \"macroexpand_form\" \"who_calls\" \"who_references\")\n"
-                                  "    30 30 30)")))
+                                  "    31 31 31)")))
     (ignore stderr)))
 
 (ert-deftest sly-agent-q-tool-descriptions/every-tool-and-parameter-is-described ()
@@ -104,6 +104,6 @@
                                (should (string-match-p "default\\|defaults\\|unless\\|when left out\\|If true"
                                                        description))))))
                        properties))))))
-    (should (= checked 30))))
+    (should (= checked 31))))
 
 ;;; sly-agent-q-tool-descriptions-test.el ends here

@@ -26,8 +26,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../..');
 const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(root, 'build/sly-agent-q-mcp');
 
-const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit', 'list_directory', 'search_files', 'find_definitions'];
-// The 22 built-ins the Lisp side defines; with the 8 Emacs tools, the 30.
+const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit', 'list_directory', 'search_files', 'find_definitions', 'get_diagnostics'];
+// The 22 built-ins the Lisp side defines; with the 9 Emacs tools, the 31.
 const LISP_TOOLS = [
   'apropos_search', 'check_syntax', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'describe_system', 'eval_form',
   'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'inspect_object', 'list_definitions',
@@ -116,7 +116,7 @@ test('initialize: answered by the Emacs serving MCP', () => {
 test('listTools: the Lisp tools, the Emacs tools and one defined in that Emacs', async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name);
-  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 30);
+  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 31);
   for (const name of [...LISP_TOOLS, ...EMACS_TOOLS, 'sdk_emacs_dangerous']) {
     assert.ok(names.includes(name), `${name} is listed`);
   }
@@ -185,6 +185,22 @@ test('find_definitions finds a definition in the project in Emacs, never one thr
   const secret = await client.callTool({ name: 'find_definitions', arguments: { name: 'sdk-secret' } });
   assert.equal(secret.isError, false, textOf(secret));
   assert.match(textOf(secret), /^No top-level definition of sdk-secret /);
+});
+
+test('get_diagnostics reads what a buffer of that Emacs shows, confined', async () => {
+  const plain = await client.callTool({ name: 'get_diagnostics', arguments: { buffer: 'agentq-sdk-buffer' } });
+  assert.equal(plain.isError, false, textOf(plain));
+  assert.equal(textOf(plain), [
+    'Diagnostics of buffer agentq-sdk-buffer, which has unsaved changes:',
+    'Compiler notes: none (not compiled in Emacs since it was opened: C-c C-k compiles the file, C-c C-c one form).',
+    'Flymake: off in this buffer.',
+  ].join('\n'));
+  const closed = await client.callTool({ name: 'get_diagnostics', arguments: { path: 'src/shapes.lisp' } });
+  assert.equal(closed.isError, true);
+  assert.match(textOf(closed), /^No buffer visits .*src\/shapes\.lisp, so there are no diagnostics for it/);
+  for (const p of ['src/secret-link.lisp', 'out-link/secret.lisp', `${outside}/secret.lisp`]) {
+    assertConfined(await client.callTool({ name: 'get_diagnostics', arguments: { path: p } }));
+  }
 });
 
 test('a dangerous tool approved in Emacs runs, asked as from MCP', async () => {
