@@ -166,6 +166,8 @@ that nothing is written where the approval did not look."
   (when (string-empty-p (string-trim path))
     (sly-agent-q-tool-fail "The path is empty. Give a file name, absolute or relative to %s."
                            (car (sly-agent-q--allowed-roots))))
+  (when (string-search "\0" path)
+    (sly-agent-q-tool-fail "The path %S contains a NUL character, which no file name can hold." path))
   (let* ((roots (sly-agent-q--allowed-roots))
          (resolved (sly-agent-q--true-path path (car roots)))
          (absolute (car resolved))
@@ -242,7 +244,8 @@ Fails the call when there is none."
                     (sly-agent-q--local-files
                       (expand-file-name name (with-current-buffer (sly-agent-q--target-buffer)
                                                default-directory))))))
-        (and file (find-buffer-visiting file)))
+        ;; A name too long for a file is no file's.
+        (and file (ignore-errors (find-buffer-visiting file))))
       (sly-agent-q-tool-fail
        "No buffer named '%s'. Open buffers: %s. Use one of these names, or read_file for a file that is not open."
        name (sly-agent-q--buffer-names))))

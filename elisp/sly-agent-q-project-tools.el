@@ -89,7 +89,14 @@ absolute."
 A glob without a slash matches a file's name; one with a slash (PATHP
 non-nil) matches its path relative to the directory walked."
   (when (and glob (not (string-empty-p glob)))
-    (cons (wildcard-to-regexp glob) (string-search "/" glob))))
+    (let ((regexp (condition-case nil
+                      (let ((regexp (wildcard-to-regexp glob)))
+                        (string-match-p regexp "")
+                        regexp)
+                    (error (sly-agent-q-tool-fail
+                            "The glob '%s' is not a wildcard: use * (any characters), ? (one character) and [abc] (one of them), as in *.lisp or src/*.asd."
+                            glob)))))
+      (cons regexp (string-search "/" glob)))))
 
 (defun sly-agent-q--file-glob-match-p (glob name relative)
   "Non-nil when GLOB (from `sly-agent-q--file-glob', or nil) admits a file.
@@ -273,6 +280,47 @@ the file is decoded first, which is slower."
 
 ;;;; search_files
 
+(defun sly-agent-q--bracket-end (regexp start)
+  "The index after the bracket expression of REGEXP that opens at START."
+  (let ((i (1+ start)) (n (length regexp)))
+    (when (and (< i n) (eq (aref regexp i) ?^)) (setq i (1+ i)))
+    (when (and (< i n) (eq (aref regexp i) ?\])) (setq i (1+ i)))
+    (while (and (< i n) (not (eq (aref regexp i) ?\])))
+      (if (and (eq (aref regexp i) ?\[) (< (1+ i) n) (eq (aref regexp (1+ i)) ?:)
+               (string-search ":]" regexp (+ i 2)))
+          (setq i (+ 2 (string-search ":]" regexp (+ i 2))))
+        (setq i (1+ i))))
+    (min n (1+ i))))
+
+(defun sly-agent-q--nested-repetition-p (regexp)
+  "Non-nil when REGEXP repeats a group that repeats something or has \\|.
+Such as \\(a*\\)* or \\(a\\|a\\)*, whose matching can take time
+exponential in the length of the text (Emacs's matcher backtracks, and
+nothing interrupts it): a search with it could hang Emacs on one line."
+  (let ((i 0) (n (length regexp)) (stack nil) (found nil))
+    ;; Each entry of STACK: whether the open group repeats something or
+    ;; has alternatives.
+    (cl-flet ((repetition-at (j)
+                (and (< j n)
+                     (or (memq (aref regexp j) '(?* ?+))
+                         (and (eq (aref regexp j) ?\\) (< (1+ j) n) (eq (aref regexp (1+ j)) ?{))))))
+      (while (and (< i n) (not found))
+        (let ((c (aref regexp i)))
+          (cond ((eq c ?\[) (setq i (sly-agent-q--bracket-end regexp i)))
+                ((and (eq c ?\\) (< (1+ i) n))
+                 (pcase (aref regexp (1+ i))
+                   (?\( (push nil stack) (setq i (+ i 2)))
+                   (?\) (let ((inner (pop stack)))
+                          (setq i (+ i 2))
+                          (let ((repeated (repetition-at i)))
+                            (when (and repeated inner) (setq found t))
+                            (when (and stack (or repeated inner)) (setcar stack t)))))
+                   ((or ?{ ?|) (when stack (setcar stack t)) (setq i (+ i 2)))
+                   (_ (setq i (+ i 2)))))
+                ((memq c '(?* ?+)) (when stack (setcar stack t)) (setq i (1+ i)))
+                (t (setq i (1+ i)))))))
+    found))
+
 (defun sly-agent-q--check-regexp (regexp)
   "Fail the call unless REGEXP is a valid, non-empty Emacs regexp."
   (when (string-empty-p regexp)
@@ -282,7 +330,11 @@ the file is decoded first, which is slower."
     (invalid-regexp
      (sly-agent-q-tool-fail
       "Invalid regular expression '%s': %s. Patterns use Emacs regexp syntax: \\( \\) group, \\| separates alternatives, [0-9] for a digit (no \\d), \\_< \\_> symbol boundaries, and ( ) | { } match themselves."
-      regexp (cadr err)))))
+      regexp (cadr err))))
+  (when (sly-agent-q--nested-repetition-p regexp)
+    (sly-agent-q-tool-fail
+     "The regexp '%s' repeats a group that itself repeats something or has alternatives (like \\(a*\\)* or \\(a\\|b\\)*): Emacs's matcher can take exponential time with it, and nothing could interrupt the search. Write it without repeating such a group: \\(a*\\)* matches what a* matches, and a line with \\(a\\|b\\)+ in it has \\(a\\|b\\) in it."
+     regexp)))
 
 (defun sly-agent-q--search-files (args)
   "The search_files tool: ARGS has regexp, and maybe path and glob."
@@ -369,7 +421,7 @@ the file is decoded first, which is slower."
 (defun sly-agent-q--symbol-name-part (name)
   "NAME's symbol name: without package prefix, #:, quotes and bars, upcased."
   (let ((bare (string-trim name "[#:'\"|]*" "[\"|]*")))
-    (upcase (car (last (split-string bare ":" t))))))
+    (upcase (or (car (last (split-string bare ":" t))) ""))))
 
 (defun sly-agent-q--definition-regexp (name)
   "A regexp for a top-level definition of NAME at the start of a line.
@@ -386,8 +438,10 @@ Group 1 is the definer, without its package prefix."
          (regexp (sly-agent-q--definition-regexp name))
          (roots (sly-agent-q--allowed-roots))
          (found nil) (count 0) (files 0) (stopped nil))
-    (when (or (string-empty-p name) (string-match-p "[ \t\n()]" name))
+    (when (or (string-empty-p name) (string-match-p "[ \t\n()\0]" name))
       (sly-agent-q-tool-fail "The name '%s' is not a symbol's name. Give the name a definition defines, such as area or geo:area." given))
+    (when (> (length name) 1000)
+      (sly-agent-q-tool-fail "The name is %d characters long; no definition's name is looked for past 1000." (length name)))
     (with-temp-buffer
       ;; Lisp's syntax (strings, ; and #| |# comments), without lisp-mode's hooks.
       (set-syntax-table lisp-mode-syntax-table)
@@ -436,7 +490,7 @@ visit one inside the allowed directories."
            (sly-agent-q-tool-fail "Give path or buffer, not both."))
           (path
            (let ((file (sly-agent-q--resolve-path path)))
-             (list (or (find-buffer-visiting file)
+             (list (or (ignore-errors (sly-agent-q--local-files (find-buffer-visiting file)))
                        (sly-agent-q-tool-fail
                         "No buffer visits %s, so there are no diagnostics for it: compiler notes and flymake's diagnostics live in the buffer of a file open in Emacs (compiler notes come from C-c C-k or C-c C-c there). check_syntax reads a file for reader problems without opening it."
                         file))

@@ -156,6 +156,14 @@ may ask for approval."
     ;; Bad regexps and paths.
     (should (string-prefix-p "Invalid regular expression '\\(': Unmatched ( or \\(. Patterns use Emacs regexp syntax"
                              (agentq-bt-fails "search_files" '(:regexp "\\("))))
+    ;; Regexps whose matching can take exponential time are refused (a
+    ;; line of 40 a's would hang Emacs with the first two).
+    (agentq-bt-write (expand-file-name "src/aaa.txt" dir) (concat (make-string 40 ?a) "\n"))
+    (dolist (regexp '("\\(a*\\)*b" "\\(a\\|a\\)*b" "x\\(y\\(a+\\)\\)\\{2,\\}"))
+      (should (string-prefix-p (format "The regexp '%s' repeats a group that itself repeats something or has alternatives" regexp)
+                               (agentq-bt-fails "search_files" `(:regexp ,regexp)))))
+    (should (equal (agentq-bt-ok "search_files" '(:regexp "\\(?:a\\|b\\)a*$" :path "src/aaa.txt"))
+                   (format "1 line matches '\\(?:a\\|b\\)a*$' in src/aaa.txt (1 file searched):\nsrc/aaa.txt:1: %s" (make-string 40 ?a))))
     (should (equal (agentq-bt-fails "search_files" '(:regexp ""))
                    "The regexp is empty. Give the Emacs regular expression to search for."))
     (should (string-prefix-p "nope does not exist." (agentq-bt-fails "search_files" '(:regexp "a" :path "nope"))))
@@ -340,5 +348,49 @@ may ask for approval."
                 (should (agentq-pt-denied-p (agentq-bt-fails "get_diagnostics" `(:path ,path)))))))
         (kill-buffer plain)
         (kill-buffer secret)))))
+
+;;;; Hostile arguments
+
+(ert-deftest sly-agent-q-project-tools/hostile-arguments ()
+  "NULs, control characters, huge and odd strings in every argument of
+the four tools, over MCP (from Elisp with a NUL): each call is answered (a result, failed or
+not, or the executor's argument error), nothing outside is read, and
+Emacs goes on answering.  (tests/hostile/make-cases.py's corpus runs
+against the headless server and the in-process C++ one, which do not
+have these Emacs tools; this is their share of it.)"
+  (agentq-pt-with-project (dir outside)
+    (agentq-bt-write (expand-file-name "src/a.lisp" dir) "(defun a () 1)\n")
+    (agentq-pt-escapes dir outside)
+    (let ((values (list "\0" "a\0b" "src\0/../../" "\n" "\t\r" (make-string 100000 ?x) "💥"
+                        "~" "~root" "$HOME" "//" "/proc/self/root/etc" "/dev/null" "src/a.lisp/.."
+                        "[" "*" "**/*" "\\" "\\(" "#.(ext:quit)" ":" "::" "|" "(setf" ""))
+          (answered 0))
+      (dolist (call '(("list_directory" "path") ("list_directory" "glob")
+                      ("search_files" "regexp") ("search_files" "path") ("search_files" "glob")
+                      ("find_definitions" "name")
+                      ("get_diagnostics" "path") ("get_diagnostics" "buffer")))
+        (dolist (value values)
+          (ert-info ((format "%s %s %S" (car call) (cadr call) (truncate-string-to-width value 40)))
+            (let* ((arguments (let ((table (make-hash-table :test 'equal)))
+                                (puthash (cadr call) value table)
+                                (when (and (equal (car call) "search_files") (not (equal (cadr call) "regexp")))
+                                  (puthash "regexp" "defun" table))
+                                table))
+                   ;; Emacs's JSON parser (the test's, not the server's)
+                   ;; refuses \u0000 in an answer: those from Elisp.
+                   (answer (if (string-search "\0" value)
+                               (let ((result (agentq-test-call (car call) arguments)))
+                                 (cons (plist-get result :success) (plist-get result :content)))
+                             (agentq-bt-mcp (car call) arguments))))
+              (setq answered (1+ answered))
+              (should (stringp (cdr answer)))
+              (should-not (string-match-p "secret text" (cdr answer)))
+              (should-not (string-match-p "\\`Tool error: " (cdr answer)))))))
+      (should (= answered (* 8 (length values))))
+      ;; Depths from 1 to huge, and wrong types, are answered too.
+      (dolist (depth '(1 100 1000000 -1 0))
+        (should (stringp (cdr (agentq-bt-mcp "list_directory" `(:depth ,depth))))))
+      (should (string-prefix-p "." (agentq-bt-ok "list_directory" '(:depth 1000000))))
+      (should (equal (agentq-test-content "(+ 1 2)") "=> 3")))))
 
 ;;; sly-agent-q-project-tools-test.el ends here
