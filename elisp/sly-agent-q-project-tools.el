@@ -32,6 +32,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'seq)
 (require 'sly-agent-q-runtime)
 (require 'sly-agent-q-tools)
 (require 'sly-agent-q-files)
@@ -257,7 +258,7 @@ multibyte buffer; or, RAW non-nil, left as bytes in a unibyte buffer
                 (not (search-forward "\0" (min (point-max) (+ (point-min) 8000)) t))))))
 
 (defun sly-agent-q--decoded-line (position raw)
-  "The line at POSITION as `sly-agent-q--match-line' shows it.
+  "Return the line at POSITION, trimmed as by `sly-agent-q--match-line'.
 RAW non-nil: the buffer is unibyte, its bytes UTF-8, decoded here."
   (if (not raw)
       (sly-agent-q--match-line position)
@@ -270,7 +271,7 @@ RAW non-nil: the buffer is unibyte, its bytes UTF-8, decoded here."
         (sly-agent-q--match-line (+ (point-min) (length before)))))))
 
 (defun sly-agent-q--raw-search-p (regexp)
-  "Non-nil when REGEXP finds the same lines in a file's undecoded bytes.
+  "Return non-nil when REGEXP matches the same lines in undecoded bytes.
 That is when it is ASCII and asks nothing of syntax or character
 classes (\\w, \\b, \\_<, \\s-, [[:alpha:]] and the like), which see
 the bytes of a non-ASCII character otherwise than the character: then
@@ -533,9 +534,9 @@ visit one inside the allowed directories."
            (concat
             (format "Diagnostics of %s%s:\n" what (if (buffer-modified-p) ", which has unsaved changes" ""))
             (cond (notes
-                   (concat (format "Compiler notes (%d, from the last compilation in Emacs%s):\n"
+                   (concat (format "Compiler notes (%d, from compilations in Emacs%s):\n"
                                    (length notes)
-                                   (if compiled (format-time-string " at %H:%M:%S" compiled) ""))
+                                   (if compiled (format-time-string ", the last at %H:%M:%S" compiled) ""))
                            (mapconcat (lambda (overlay)
                                         (format "  %s: %s" (sly-agent-q--position-text (overlay-start overlay))
                                                 (overlay-get overlay 'help-echo)))

@@ -306,7 +306,7 @@ may ask for approval."
             (let ((text (agentq-bt-ok "get_diagnostics" '(:path "src/noted.lisp"))))
               (should (string-match-p
                        (concat "\\`Diagnostics of src/noted.lisp (buffer noted.lisp):\n"
-                               "Compiler notes (1, from the last compilation in Emacs at [0-9:]+):\n"
+                               "Compiler notes (1, from compilations in Emacs, the last at [0-9:]+):\n"
                                "  line 7, column 3: STYLE-WARNING: Undefined function \\(COMMON-LISP-USER::\\)?AGENTQ-PT-UNDEFINED-FN.*\n"
                                "Flymake: off in this buffer.\\'")
                        text))
