@@ -236,6 +236,8 @@ ARGS has pattern, and maybe buffer, regex and all_matches."
          (count 0) (lines nil))
     (when (string-empty-p pattern)
       (sly-agent-q-tool-fail "The pattern is empty. Give the text (or, with regex true, the regular expression) to search for."))
+    (when regex
+      (sly-agent-q--check-regexp-time pattern))
     (with-current-buffer buffer
       (save-excursion
         (save-restriction

@@ -225,6 +225,55 @@ The executor has checked the type; an integral float is accepted."
          (text (string-trim (buffer-substring-no-properties from to))))
     (concat (if (> from begin) "…" "") text (if (< to end) "…" ""))))
 
+(defun sly-agent-q--bracket-end (regexp start)
+  "The index after the bracket expression of REGEXP that opens at START."
+  (let ((i (1+ start)) (n (length regexp)))
+    (when (and (< i n) (eq (aref regexp i) ?^)) (setq i (1+ i)))
+    (when (and (< i n) (eq (aref regexp i) ?\])) (setq i (1+ i)))
+    (while (and (< i n) (not (eq (aref regexp i) ?\])))
+      (if (and (eq (aref regexp i) ?\[) (< (1+ i) n) (eq (aref regexp (1+ i)) ?:)
+               (string-search ":]" regexp (+ i 2)))
+          (setq i (+ 2 (string-search ":]" regexp (+ i 2))))
+        (setq i (1+ i))))
+    (min n (1+ i))))
+
+(defun sly-agent-q--nested-repetition-p (regexp)
+  "Non-nil when REGEXP repeats a group that repeats something or has \\|.
+Such as \\(a*\\)* or \\(a\\|a\\)*, whose matching can take time
+exponential in the length of the text (Emacs's matcher backtracks, and
+nothing interrupts it): a search with it could hang Emacs on one line."
+  (let ((i 0) (n (length regexp)) (stack nil) (found nil))
+    ;; Each entry of STACK: whether the open group repeats something or
+    ;; has alternatives.
+    (cl-flet ((repetition-at (j)
+                (and (< j n)
+                     (or (memq (aref regexp j) '(?* ?+))
+                         (and (eq (aref regexp j) ?\\) (< (1+ j) n) (eq (aref regexp (1+ j)) ?{))))))
+      (while (and (< i n) (not found))
+        (let ((c (aref regexp i)))
+          (cond ((eq c ?\[) (setq i (sly-agent-q--bracket-end regexp i)))
+                ((and (eq c ?\\) (< (1+ i) n))
+                 (pcase (aref regexp (1+ i))
+                   (?\( (push nil stack) (setq i (+ i 2)))
+                   (?\) (let ((inner (pop stack)))
+                          (setq i (+ i 2))
+                          (let ((repeated (repetition-at i)))
+                            (when (and repeated inner) (setq found t))
+                            (when (and stack (or repeated inner)) (setcar stack t)))))
+                   ((or ?{ ?|) (when stack (setcar stack t)) (setq i (+ i 2)))
+                   (_ (setq i (+ i 2)))))
+                ((memq c '(?* ?+)) (when stack (setcar stack t)) (setq i (1+ i)))
+                (t (setq i (1+ i)))))))
+    found))
+
+(defun sly-agent-q--check-regexp-time (regexp)
+  "Fail the call when matching REGEXP may take exponential time.
+See `sly-agent-q--nested-repetition-p'."
+  (when (sly-agent-q--nested-repetition-p regexp)
+    (sly-agent-q-tool-fail
+     "The regexp '%s' repeats a group that itself repeats something or has alternatives (like \\(a*\\)* or \\(a\\|b\\)*): Emacs's matcher can take exponential time with it, and nothing could interrupt the search. Write it without repeating such a group: \\(a*\\)* matches what a* matches, and a line with \\(a\\|b\\)+ in it has \\(a\\|b\\) in it."
+     regexp)))
+
 (defun sly-agent-q--buffer-names ()
   "The names of the buffers a person works with, for error messages."
   (let ((names (cl-loop for buffer in (buffer-list)
