@@ -61,6 +61,12 @@ Larger files are skipped, and the answer counts them."
   :type 'integer
   :group 'sly-agent-q)
 
+(defcustom sly-agent-q-search-file-count-limit 20000
+  "Files that search_files and find_definitions look at, at most, per call.
+A walk stops there (Emacs waits for it), and the answer says so."
+  :type 'integer
+  :group 'sly-agent-q)
+
 (defcustom sly-agent-q-list-directory-limit 500
   "Entries that list_directory lists at most.
 A longer listing stops there, and its last line says so."
@@ -220,14 +226,31 @@ directories not entered."
 Only files GLOB admits (see `sly-agent-q--file-glob'), in walking
 order: links are not followed and skipped directories not entered.
 SHOWN is the file's name as the answers show it, SIZE its size in
-bytes.  VISIT returns nil to stop; returns nil when it stopped."
-  (let ((base (car (sly-agent-q--allowed-roots))))
-    (sly-agent-q--walk
-     directory most-positive-fixnum
-     (lambda (file relative kind attributes)
-       (or (not (eq kind 'file))
-           (not (sly-agent-q--file-glob-match-p glob (file-name-nondirectory file) relative))
-           (funcall visit file (sly-agent-q--relative-name file base) (file-attribute-size attributes)))))))
+bytes.  VISIT returns nil to stop.  Returns nil when VISIT stopped,
+`files' when `sly-agent-q-search-file-count-limit' files were visited
+and more were left, else t."
+  (let ((base (car (sly-agent-q--allowed-roots)))
+        (seen 0)
+        (most (max 1 sly-agent-q-search-file-count-limit))
+        (over nil))
+    (or (sly-agent-q--walk
+         directory most-positive-fixnum
+         (lambda (file relative kind attributes)
+           (cond ((not (eq kind 'file)) t)
+                 ((not (sly-agent-q--file-glob-match-p glob (file-name-nondirectory file) relative)) t)
+                 ((>= seen most) (setq over t) nil)
+                 (t (setq seen (1+ seen))
+                    (funcall visit file (sly-agent-q--relative-name file base) (file-attribute-size attributes))))))
+        (and over 'files))))
+
+(defun sly-agent-q--file-count-note (stopped &optional hint)
+  "Return the note for an answer whose walk STOPPED (`files') at the file limit.
+HINT, if any, follows: what the caller can do about it."
+  (if (eq stopped 'files)
+      (let ((most (max 1 sly-agent-q-search-file-count-limit)))
+        (format "; stopped after %d file%s (sly-agent-q-search-file-count-limit)%s"
+                most (if (= most 1) "" "s") (or hint "")))
+    ""))
 
 (defun sly-agent-q--insert-text-file (file size &optional raw)
   "Replace the current buffer's text with FILE's; nil if FILE is not text.
@@ -303,7 +326,7 @@ the file is decoded first, which is slower."
          (limit (max 1 sly-agent-q-search-match-limit))
          (cap (max 1 sly-agent-q-read-limit))
          (raw (sly-agent-q--raw-search-p regexp))
-         (lines nil) (count 0) (files 0) (skipped 0) (stopped nil))
+         (lines nil) (count 0) (files 0) (skipped 0) (stopped nil) (walked nil))
     (sly-agent-q--local-files
       (unless (file-exists-p target)
         (sly-agent-q-tool-fail "%s does not exist. Check the path (relative paths start at %s)."
@@ -337,15 +360,16 @@ the file is decoded first, which is slower."
                             (forward-line 1)))))
                     (not stopped)))
           (if (sly-agent-q--local-files (file-directory-p target))
-              (sly-agent-q--walk-files target glob #'search)
+              (setq walked (sly-agent-q--walk-files target glob #'search))
             (sly-agent-q--check-readable target)
             (search target (sly-agent-q--relative-name target) nil)))))
     (let* ((where (sly-agent-q--relative-name target))
-           (searched (format "%d file%s searched%s" files (if (= files 1) "" "s")
+           (searched (format "%d file%s searched%s%s" files (if (= files 1) "" "s")
                              (if (> skipped 0)
                                  (format ", %d skipped as binary or larger than %s" skipped
                                          (file-size-human-readable sly-agent-q-search-file-size-limit))
-                               "")))
+                               "")
+                             (sly-agent-q--file-count-note walked ": give a path or a glob")))
            (text
             (cond ((= count 0)
                    (format "No lines match '%s' in %s (%s)." regexp where searched))
@@ -394,7 +418,7 @@ Group 1 is the definer, without its package prefix."
          (limit (max 1 sly-agent-q-search-match-limit))
          (regexp (sly-agent-q--definition-regexp name))
          (roots (sly-agent-q--allowed-roots))
-         (found nil) (count 0) (files 0) (stopped nil))
+         (found nil) (count 0) (files 0) (stopped nil) (walked nil))
     (when (or (string-empty-p name) (string-match-p "[ \t\n()\0]" name))
       (sly-agent-q-tool-fail "The name '%s' is not a symbol's name. Give the name a definition defines, such as area or geo:area." given))
     (when (> (length name) 1000)
@@ -404,8 +428,9 @@ Group 1 is the definer, without its package prefix."
       (set-syntax-table lisp-mode-syntax-table)
       (let ((case-fold-search t))
         (dolist (root roots)
-          (unless stopped
-            (sly-agent-q--walk-files
+          (unless (or stopped (eq walked 'files))
+            (setq walked
+             (sly-agent-q--walk-files
              root sly-agent-q--lisp-file-glob
              (lambda (file shown size)
                (when (sly-agent-q--insert-text-file file size)
@@ -422,14 +447,14 @@ Group 1 is the definer, without its package prefix."
                          (push (format "%s:%d: %s: %s" shown (line-number-at-pos begin) kind
                                        (sly-agent-q--match-line begin))
                                found))))))
-               (not stopped)))))))
+               (not stopped))))))))
     (sly-agent-q--clean-text
      (cond ((= count 0)
-            (format "No top-level definition of %s in the project's Lisp files (%d .lisp, .lsp, .cl and .asd file%s read). find_definitions reads forms that begin at the start of a line; search_files finds other mentions."
-                    given files (if (= files 1) "" "s")))
-           (t (concat (format "%s%d definition%s of %s (%d Lisp file%s read):\n"
+            (format "No top-level definition of %s in the project's Lisp files (%d .lisp, .lsp, .cl and .asd file%s read%s). find_definitions reads forms that begin at the start of a line; search_files finds other mentions."
+                    given files (if (= files 1) "" "s") (sly-agent-q--file-count-note walked)))
+           (t (concat (format "%s%d definition%s of %s (%d Lisp file%s read%s):\n"
                               (if stopped "The first " "") count (if (= count 1) "" "s") given
-                              files (if (= files 1) "" "s"))
+                              files (if (= files 1) "" "s") (sly-agent-q--file-count-note walked))
                       (string-join (nreverse found) "\n")
                       (if stopped
                           (format "\n[... more definitions not shown: the search stops at %d (sly-agent-q-search-match-limit) ...]" limit)

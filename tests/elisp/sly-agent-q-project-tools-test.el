@@ -153,6 +153,10 @@ may ask for approval."
     (let ((sly-agent-q-search-file-size-limit 20))
       (should (string-prefix-p "1 line matches 'area' in . (1 file searched, 3 skipped as binary or larger than 20)"
                                (agentq-bt-ok "search_files" '(:regexp "area")))))
+    ;; A bounded number of files.
+    (let ((sly-agent-q-search-file-count-limit 1))
+      (should (equal (agentq-bt-ok "search_files" '(:regexp "area"))
+                     "1 line matches 'area' in . (1 file searched; stopped after 1 file (sly-agent-q-search-file-count-limit): give a path or a glob):\nREADME.md:1: Computes the area.")))
     ;; Bad regexps and paths.
     (should (string-prefix-p "Invalid regular expression '\\(': Unmatched ( or \\(. Patterns use Emacs regexp syntax"
                              (agentq-bt-fails "search_files" '(:regexp "\\("))))
@@ -248,7 +252,10 @@ may ask for approval."
     (should (equal (agentq-bt-fails "find_definitions" '(:name "(area"))
                    "The name '(area' is not a symbol's name. Give the name a definition defines, such as area or geo:area."))
     (should (string-prefix-p "The name '' is not" (agentq-bt-fails "find_definitions" '(:name " "))))
-    ;; Bounded.
+    ;; Bounded: files, and definitions.
+    (let ((sly-agent-q-search-file-count-limit 1))
+      (should (equal (agentq-bt-ok "find_definitions" '(:name "area"))
+                     "No top-level definition of area in the project's Lisp files (1 .lisp, .lsp, .cl and .asd file read; stopped after 1 file (sly-agent-q-search-file-count-limit)). find_definitions reads forms that begin at the start of a line; search_files finds other mentions.")))
     (let ((sly-agent-q-search-match-limit 1))
       (should (equal (agentq-bt-ok "find_definitions" '(:name "area"))
                      (concat "The first 1 definition of area (2 Lisp files read):\n"
