@@ -27,10 +27,10 @@
 
 (declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
 (declare-function sly-agent-q-review-edit-proposal "sly-agent-q-review" (args))
-(declare-function sly-agent-q--path-base "sly-agent-q-buffer-tools" ())
-(declare-function sly-agent-q--true-path "sly-agent-q-buffer-tools" (path &optional base))
-(declare-function sly-agent-q--record-true-path "sly-agent-q-buffer-tools" (absolute true))
-(declare-function sly-agent-q--inside-roots-p "sly-agent-q-buffer-tools" (true &optional roots))
+(declare-function sly-agent-q--path-base "sly-agent-q-files" ())
+(declare-function sly-agent-q--true-path "sly-agent-q-files" (path &optional base))
+(declare-function sly-agent-q--record-true-path "sly-agent-q-files" (absolute true))
+(declare-function sly-agent-q--inside-roots-p "sly-agent-q-files" (true &optional roots))
 
 (defgroup sly-agent-q-approval nil
   "Approving the dangerous tools of sly-agent-q."
@@ -143,7 +143,7 @@ resolved (for a file that does not exist yet, those of its nearest
 existing parent directory).  The true name is recorded, so that the
 file tool, once approved, refuses to write when it has changed since."
   (when (and (stringp path) (not (string-empty-p (string-trim path))))
-    (require 'sly-agent-q-buffer-tools)
+    (require 'sly-agent-q-files)
     (let* ((base (condition-case nil (sly-agent-q--path-base) (error default-directory)))
            (resolved (sly-agent-q--true-path path base)))
       (sly-agent-q--record-true-path (car resolved) (cdr resolved))

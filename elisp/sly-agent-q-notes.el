@@ -122,6 +122,11 @@ LINE is the line of the compiled text the compiler named, or nil."
                        (cons (match-beginning 0) (match-end 0)))))
               form)))))))
 
+(defvar-local sly-agent-q-notes-compiled nil
+  "When text of this buffer was last compiled with its notes shown, or nil.
+A time, set by `sly-agent-q-notes-show' (C-c C-c, C-c C-k); get_diagnostics
+says so when there are no notes.")
+
 (defun sly-agent-q-notes-clear (&optional start end)
   "Remove the compiler notes between START and END (the whole buffer by default)."
   (remove-overlays (or start (point-min)) (or end (point-max)) 'sly-agent-q-note t))
@@ -132,6 +137,7 @@ START and END are markers or positions of the compiled text.  Returns
 the list of notes as (KIND MESSAGE BEG END)."
   (with-current-buffer buffer
     (sly-agent-q-notes-clear start end)
+    (setq sly-agent-q-notes-compiled (current-time))
     (cl-loop for (kind message line) in (sly-agent-q-notes-parse text)
              for place = (or (sly-agent-q-notes--locate message line start end)
                              (cons (sly-agent-q-notes--position start)

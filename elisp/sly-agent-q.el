@@ -47,6 +47,7 @@
 ;; command's, is in sly-agent-q-autoloads.el, which `make build' generates
 ;; from the ;;;###autoload cookies.
 (require 'sly-agent-q-buffer-tools)
+(require 'sly-agent-q-project-tools)
 ;; M-x sly-agent-q-mcp-server-start: the tools for outside MCP clients.
 (require 'sly-agent-q-mcp)
 ;; SLY's keys in Lisp buffers (not where SLY or SLIME is on).

@@ -567,7 +567,14 @@ a NUL counts where it is read: in the first 8000 bytes, or a line shown."
           ;; A long line shows 200 characters around the match.
           (let ((sly-agent-q-search-match-limit 100))
             (should (string-suffix-p (concat "Line 11, position 341: …" (make-string 80 ?a) "hit" (make-string 117 ?b) "…")
-                                     (agentq-bt-ok "search_in_buffer" '(:pattern "hit" :buffer "agentq-bt many"))))))
+                                     (agentq-bt-ok "search_in_buffer" '(:pattern "hit" :buffer "agentq-bt many")))))
+          ;; A regexp whose matching takes exponential time (on the line
+          ;; of 300 a's it would hang Emacs) is refused; as text it is fine.
+          (dolist (pattern '("\\(a*\\)*c" "\\(a\\|aa\\)+c"))
+            (should (string-prefix-p (format "The regexp '%s' repeats a group that itself repeats something or has alternatives" pattern)
+                                     (agentq-bt-fails "search_in_buffer" `(:pattern ,pattern :buffer "agentq-bt many" :regex t))))
+            (should (string-prefix-p "No matches found"
+                                     (agentq-bt-ok "search_in_buffer" `(:pattern ,pattern :buffer "agentq-bt many"))))))
       (kill-buffer buffer))))
 
 ;;;; Confinement

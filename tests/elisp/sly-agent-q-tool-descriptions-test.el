@@ -38,6 +38,9 @@
 (defconst agentq-descriptions--debugger '("inspect_object" "check_syntax" "describe_system" "profile_form" "run_tests")
   "The tools of the shared debugger and the workbench (beyond the contracts' 18).")
 
+(defconst agentq-descriptions--project '("list_directory" "search_files" "find_definitions" "get_diagnostics")
+  "The project tools defined in Elisp (beyond the contracts' 18).")
+
 (ert-deftest sly-agent-q-tool-descriptions/the-18-tools-and-their-counts ()
   ;; Put back any built-in tool another test replaced.
   (agentq-test-eval-ok "(register-agent-q-tools)")
@@ -71,7 +74,7 @@
     (should (equal stdout (concat "=> ((\"apropos_search\" \"class_hierarchy\" \"class_slots\" \"describe_symbol\"\n"
                                   "     \"function_arglist\" \"inspect_object\" \"list_package_symbols\"\n"
                                   "     \"macroexpand_form\" \"who_calls\" \"who_references\")\n"
-                                  "    27 27 27)")))
+                                  "    31 31 31)")))
     (ignore stderr)))
 
 (ert-deftest sly-agent-q-tool-descriptions/every-tool-and-parameter-is-described ()
@@ -81,7 +84,7 @@
     (seq-doseq (tool listed)
       (let ((name (gethash "name" tool)))
         (when (or (assoc name agentq-descriptions--built-in) (member name agentq-descriptions--session)
-                  (member name agentq-descriptions--debugger))
+                  (member name agentq-descriptions--debugger) (member name agentq-descriptions--project))
           (cl-incf checked)
           (ert-info ((format "tool %s" name))
             ;; What it does, when to use it, what it returns: a few sentences.
@@ -101,6 +104,6 @@
                                (should (string-match-p "default\\|defaults\\|unless\\|when left out\\|If true"
                                                        description))))))
                        properties))))))
-    (should (= checked 27))))
+    (should (= checked 31))))
 
 ;;; sly-agent-q-tool-descriptions-test.el ends here

@@ -216,6 +216,15 @@ for i, value in enumerate(["", "no_such_tool", "EVALUATE_LISP", " evaluate_lisp"
                            "evaluate_lisp\u0000x", "../evaluate_lisp", "a" * 100000, "\U0001F600"]):
     add("call-name-unknown-%02d" % i, req(1, "tools/call", {"name": value, "arguments": {"code": "1"}}), PARAMS,
         id=1, contains="Unknown tool")
+# The project tools are Emacs's (elisp/sly-agent-q-project-tools.el): this
+# corpus runs against servers without Emacs, where calling them, however
+# hostile the arguments, is an unknown tool.  In Emacs, the same arguments
+# go to them in tests/elisp/sly-agent-q-project-tools-test.el
+# (sly-agent-q-project-tools/hostile-arguments).
+for tool, key in [("list_directory", "path"), ("search_files", "regexp"), ("find_definitions", "name"),
+                  ("get_diagnostics", "path")]:
+    for j, value in enumerate(["../../etc", "\u0000", "\\(a*\\)*b", "#.(ext:quit)"]):
+        add("emacs-tool-%s-%02d" % (tool, j), call(12, tool, {key: value}), PARAMS, id=12, contains="Unknown tool")
 add("call-name-alias", req(1, "tools/call", {"name": "evaluate-lisp", "arguments": {"code": "(+ 1 2)"}}),
     "tool-ok", id=1, contains="=> 3")
 for i, value in enumerate(["x", 1, True, [], ["code"], [{"code": "1"}]]):

@@ -26,8 +26,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../..');
 const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(root, 'build/sly-agent-q-mcp');
 
-const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit'];
-// The 22 built-ins the Lisp side defines; with the 5 Emacs tools, the 27.
+const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit', 'list_directory', 'search_files', 'find_definitions', 'get_diagnostics'];
+// The 22 built-ins the Lisp side defines; with the 9 Emacs tools, the 31.
 const LISP_TOOLS = [
   'apropos_search', 'check_syntax', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'describe_system', 'eval_form',
   'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'inspect_object', 'list_definitions',
@@ -35,6 +35,8 @@ const LISP_TOOLS = [
 ];
 
 let dir;
+let project;
+let outside;
 let socket;
 let emacs;
 let client;
@@ -49,7 +51,7 @@ function startEmacs() {
   return new Promise((resolve, reject) => {
     const child = spawn(process.env.EMACS ?? 'emacs',
       ['-Q', '--batch', '-L', path.join(root, 'elisp'), '-l', path.join(here, 'serve-emacs.el')],
-      { env: { ...process.env, AGENTQ_MCP_SOCKET: socket }, stdio: ['ignore', 'inherit', 'inherit'] });
+      { env: { ...process.env, AGENTQ_MCP_SOCKET: socket, AGENTQ_ALLOWED_DIR: project }, stdio: ['ignore', 'inherit', 'inherit'] });
     const start = Date.now();
     const poll = setInterval(() => {
       if (fs.existsSync(socket)) {
@@ -77,6 +79,18 @@ before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentq-sdk-emacs-'));
   fs.chmodSync(dir, 0o700);
   socket = path.join(dir, 'mcp.sock');
+  // The project the file tools may see, and beside it a secret they may
+  // not, with links to it from inside.
+  project = fs.realpathSync(dir) + '/project';
+  outside = fs.realpathSync(dir) + '/outside';
+  fs.mkdirSync(path.join(project, 'src'), { recursive: true });
+  fs.mkdirSync(outside);
+  fs.writeFileSync(path.join(outside, 'secret.lisp'), '(defun sdk-secret () "secret text")\n');
+  fs.writeFileSync(path.join(project, 'src/shapes.lisp'),
+    '(in-package :cl-user)\n\n(defun sdk-area (r)\n  (* pi r r))\n\n(defclass sdk-shape () ())\n');
+  fs.writeFileSync(path.join(project, 'README.md'), 'The sdk-area of a circle.\n');
+  fs.symlinkSync(outside, path.join(project, 'out-link'));
+  fs.symlinkSync(path.join(outside, 'secret.lisp'), path.join(project, 'src/secret-link.lisp'));
   emacs = await startEmacs();
   const transport = new StdioClientTransport({
     command: binary, args: ['--emacs', socket, '--emacs-timeout', '10'], stderr: 'inherit',
@@ -102,7 +116,7 @@ test('initialize: answered by the Emacs serving MCP', () => {
 test('listTools: the Lisp tools, the Emacs tools and one defined in that Emacs', async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name);
-  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 27);
+  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 31);
   for (const name of [...LISP_TOOLS, ...EMACS_TOOLS, 'sdk_emacs_dangerous']) {
     assert.ok(names.includes(name), `${name} is listed`);
   }
@@ -122,6 +136,71 @@ test('read_buffer reads a buffer of that Emacs', async () => {
   const result = await client.callTool({ name: 'read_buffer', arguments: { buffer: 'agentq-sdk-buffer' } });
   assert.equal(result.isError, false, textOf(result));
   assert.match(textOf(result), /only this Emacs has this text/);
+});
+
+// The project tools: safe (the approval function would deny them and
+// record the question), confined to AGENTQ_ALLOWED_DIR.
+function assertConfined(result) {
+  assert.equal(result.isError, true, textOf(result));
+  assert.match(textOf(result), /^Access denied: .* outside the allowed directories/);
+  assert.doesNotMatch(textOf(result), /secret text/);
+}
+
+test('list_directory lists the project in Emacs, and nothing outside it', async () => {
+  const listed = await client.callTool({ name: 'list_directory', arguments: { depth: 2 } });
+  assert.equal(listed.isError, false, textOf(listed));
+  assert.equal(textOf(listed), [
+    '. (5 entries, depth 2):',
+    'README.md  26',
+    'out-link@ (symbolic link to a place outside the allowed directories; not followed)',
+    'src/',
+    'src/secret-link.lisp@ (symbolic link to a place outside the allowed directories; not followed)',
+    'src/shapes.lisp  85',
+  ].join('\n'));
+  for (const p of ['out-link', '..', outside, '/etc', `${project}/src/../../outside`]) {
+    assertConfined(await client.callTool({ name: 'list_directory', arguments: { path: p } }));
+  }
+});
+
+test('search_files finds lines in the project in Emacs, never through a link out', async () => {
+  const found = await client.callTool({ name: 'search_files', arguments: { regexp: 'sdk-\\(area\\|secret\\)' } });
+  assert.equal(found.isError, false, textOf(found));
+  assert.equal(textOf(found), [
+    "2 lines match 'sdk-\\(area\\|secret\\)' in . (2 files searched):",
+    'README.md:1: The sdk-area of a circle.',
+    'src/shapes.lisp:3: (defun sdk-area (r)',
+  ].join('\n'));
+  for (const p of ['out-link', 'src/secret-link.lisp', '..', outside, '/etc']) {
+    assertConfined(await client.callTool({ name: 'search_files', arguments: { regexp: 'secret', path: p } }));
+  }
+  const bad = await client.callTool({ name: 'search_files', arguments: { regexp: '\\(' } });
+  assert.equal(bad.isError, true);
+  assert.match(textOf(bad), /^Invalid regular expression/);
+});
+
+test('find_definitions finds a definition in the project in Emacs, never one through a link out', async () => {
+  const found = await client.callTool({ name: 'find_definitions', arguments: { name: 'SDK-AREA' } });
+  assert.equal(found.isError, false, textOf(found));
+  assert.equal(textOf(found), '1 definition of SDK-AREA (1 Lisp file read):\nsrc/shapes.lisp:3: defun: (defun sdk-area (r)');
+  const secret = await client.callTool({ name: 'find_definitions', arguments: { name: 'sdk-secret' } });
+  assert.equal(secret.isError, false, textOf(secret));
+  assert.match(textOf(secret), /^No top-level definition of sdk-secret /);
+});
+
+test('get_diagnostics reads what a buffer of that Emacs shows, confined', async () => {
+  const plain = await client.callTool({ name: 'get_diagnostics', arguments: { buffer: 'agentq-sdk-buffer' } });
+  assert.equal(plain.isError, false, textOf(plain));
+  assert.equal(textOf(plain), [
+    'Diagnostics of buffer agentq-sdk-buffer, which has unsaved changes:',
+    'Compiler notes: none (not compiled in Emacs since it was opened: C-c C-k compiles the file, C-c C-c one form).',
+    'Flymake: off in this buffer.',
+  ].join('\n'));
+  const closed = await client.callTool({ name: 'get_diagnostics', arguments: { path: 'src/shapes.lisp' } });
+  assert.equal(closed.isError, true);
+  assert.match(textOf(closed), /^No buffer visits .*src\/shapes\.lisp, so there are no diagnostics for it/);
+  for (const p of ['src/secret-link.lisp', 'out-link/secret.lisp', `${outside}/secret.lisp`]) {
+    assertConfined(await client.callTool({ name: 'get_diagnostics', arguments: { path: p } }));
+  }
 });
 
 test('a dangerous tool approved in Emacs runs, asked as from MCP', async () => {

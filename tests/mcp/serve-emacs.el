@@ -6,7 +6,8 @@
 ;;
 ;; Loads sly-agent-q (the module: $SLY_AGENT_Q_MODULE when set), defines a
 ;; dangerous Elisp tool, scripts the approval (a path "approve-me" is
-;; approved, any other denied), opens a buffer only this Emacs has, starts
+;; approved, any other denied), opens a buffer only this Emacs has, allows
+;; the file tools $AGENTQ_ALLOWED_DIR (when set), starts
 ;; the MCP server on $AGENTQ_MCP_SOCKET (whose appearing says it is ready)
 ;; and serves until killed.
 
@@ -36,6 +37,9 @@
 
 (with-current-buffer (get-buffer-create "agentq-sdk-buffer")
   (insert "only this Emacs has this text"))
+
+(when (getenv "AGENTQ_ALLOWED_DIR")
+  (setq sly-agent-q-allowed-directories (list (getenv "AGENTQ_ALLOWED_DIR"))))
 
 (setq sly-agent-q-mcp-socket (getenv "AGENTQ_MCP_SOCKET"))
 (sly-agent-q-mcp-server-start)
