@@ -630,10 +630,11 @@ problems). Only files inside the allowed directories, or buffers without a file.
    :categories '(:editing)
    :handler #'sly-agent-q--get-diagnostics))
 
-;; Defined when loaded, with the module (which is not loaded while this
-;; file is byte-compiled).  Defining Elisp tools does not boot Lisp.
-(when (featurep 'sly-agent-q-module)
-  (sly-agent-q--define-project-tools))
+;; Defined when the module loads (at the first call into it, not when
+;; this file loads).  Defining Elisp tools does not boot Lisp.
+(if (featurep 'sly-agent-q-module)
+    (sly-agent-q--define-project-tools)
+  (add-hook 'sly-agent-q--module-load-hook #'sly-agent-q--define-project-tools))
 
 (provide 'sly-agent-q-project-tools)
 

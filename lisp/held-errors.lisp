@@ -122,7 +122,7 @@ held; the error then fails the evaluation as usual."
     (let* ((user-frames (user-frames))
            (held (%make-held-error :id (mp:with-lock (*held-errors-lock*) (incf *held-error-count*))
                                    :condition condition
-                                   :thread mp:*current-process*
+                                   :thread (%own-process)
                                    :restarts (job-restarts condition)
                                    :user-frames user-frames
                                    :frames (debugger-frames user-frames)))
@@ -188,19 +188,26 @@ or ends it."
            (forget-held-error held)
            (abort-held-evaluation condition (or (second command) "aborted"))))))))
 
-(defun interrupt-held-thread (held)
+(defun interrupt-held-thread (held reply)
   "Stop what HELD's thread runs for a command whose caller gave up (C-g,
-the time limit): a frame evaluation, or the evaluation a restart let go on."
+the time limit): a frame evaluation, or the evaluation a restart let go
+on.  Sent again every 10 ms, for at most half a second, until the thread
+has answered REPLY: an interrupt that lands where the thread defers it
+may wait for the next one."
   (let ((thread (held-error-thread held)))
-    (when (mp:process-active-p thread)
-      (ignore-errors
-       (mp:interrupt-process
-        thread
-        (lambda ()
-          (if *in-held-command*
-              (throw '%held-command-aborted nil)
-              (throw '%evaluation-failed
-                (format nil "[ERROR] INTERRUPTED~%The evaluation that went on after invoke_restart was stopped.")))))))))
+    (loop repeat 50
+          until (or (reply-box-done reply) (not (mp:process-active-p thread)))
+          do (handler-case
+              (funcall
+               (car (ecl-interrupt-process))
+               thread
+               (lambda ()
+                 (if *in-held-command*
+                     (throw '%held-command-aborted nil)
+                     (throw '%evaluation-failed
+                       (format nil "[ERROR] INTERRUPTED~%The evaluation that went on after invoke_restart was stopped.")))))
+               (serious-condition () nil))
+             (sleep 0.01))))
 
 (defun run-held-evaluation-job (code package flags output-limit timeout-ms interactive-key)
   "RUN-EVALUATE-JOB for an evaluation that holds its errors: the per-job
@@ -303,7 +310,7 @@ evaluated, or NIL and what went wrong."
                      (multiple-value-bind (success text) (await-reply reply)
                        (setf done t)
                        (if success text (values nil text)))
-                  (unless done (interrupt-held-thread held))))))))))
+                  (unless done (interrupt-held-thread held reply))))))))))
 
 (defun backtrace-tool (arguments)
   "The backtrace tool."
@@ -338,7 +345,7 @@ evaluated, or NIL and what went wrong."
              (multiple-value-bind (success text) (await-reply reply)
                (setf done t)
                (if success text (values nil text)))
-          (unless done (interrupt-held-thread held)))))))
+          (unless done (interrupt-held-thread held reply)))))))
 
 (defparameter +condition-id-parameter+
   '(:name "condition_id" :type :integer

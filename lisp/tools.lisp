@@ -212,5 +212,6 @@ number of times."
   ;; The buffer and diff tools are Emacs's: the Emacs that waits for this
   ;; evaluation defines them again (nothing to do without one).
   (ignore-errors
-   (eval-in-emacs "(and (fboundp 'sly-agent-q--define-buffer-tools) (sly-agent-q--define-buffer-tools))"))
+   (eval-in-emacs "(progn (and (fboundp 'sly-agent-q--define-buffer-tools) (sly-agent-q--define-buffer-tools))
+                          (and (fboundp 'sly-agent-q--define-project-tools) (sly-agent-q--define-project-tools)))"))
   (hash-table-count (sync-registry)))

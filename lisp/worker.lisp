@@ -73,9 +73,14 @@ MP:WITHOUT-INTERRUPTS."
      ,@body))
 
 (defun only-our-threads-p ()
-  "True when the worker and the watchdog are the only Lisp threads: nobody
-else can hold (and use) the streams an evaluation was given."
-  (<= (%lisp-thread-count) (if *compiler-process* 3 2)))
+  "True when the worker and the watchdog are the only Lisp threads (with
+the background compiler and former workers: a held error's, or a retired
+one): nobody else can hold (and use) the streams an evaluation was given."
+  (<= (%lisp-thread-count) (+ (if *compiler-process* 3 2) (%former-worker-count))))
+
+(defun ecl-interrupt-process ()
+  ;; A literal cell: ECL's MP:INTERRUPT-PROCESS as it was before the guards.
+  (load-time-value (list nil)))
 
 (defun rotate-capture-streams ()
   "Give the next evaluation fresh output streams.  Threads started by
@@ -292,7 +297,7 @@ else it calls directly: build.lisp, package.lisp).")
 a job runs, so a late interrupt can never hit the loop itself.  FRESH: this
 thread replaces a worker that was stuck in a job; that job may have left
 the limits or the output streams in any state."
-  (setf *worker* mp:*current-process*)
+  (setf *worker* (%own-process))
   (mp:without-interrupts
     (when fresh
       (restore-limits)
@@ -332,6 +337,9 @@ would freeze Emacs."
   "Called once on the worker thread after boot, which made the worker's
 stacks BINDING-STACK and FRAME-STACK entries deep."
   (let ((interrupt (fdefinition 'mp:interrupt-process)))
+    ;; ECL's own, before the guards wrap it: held-errors.lisp interrupts
+    ;; the runtime's own threads with it.
+    (setf (car (ecl-interrupt-process)) interrupt)
     (install-exit-guards)
     (install-thread-guards)
     (install-process-guards)

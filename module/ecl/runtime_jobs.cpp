@@ -326,12 +326,39 @@ cl_object release_worker() {
   return one_value(ECL_NIL);
 }
 
-// (%RUNTIME-PROCESS-P process) → true for the worker, the watchdog and
-// the background compiler.
+namespace {
+
+std::mutex g_former_mutex;
+std::vector<cl_object> g_former_workers;  // live threads' processes: ECL's thread list keeps them
+std::atomic<cl_fixnum> g_former_count{0};
+
+bool former_worker_p(cl_object process) {
+  if (g_former_count.load(std::memory_order_acquire) == 0) return false;
+  bool found = false;
+  outside_lisp([&] {
+    std::lock_guard lock(g_former_mutex);
+    found = std::find(g_former_workers.begin(), g_former_workers.end(), process) != g_former_workers.end();
+  });
+  return found;
+}
+
+}  // namespace
+
+// (%OWN-PROCESS) → this thread's MP:PROCESS.  On a thread that joined Lisp
+// through ecl_import_current_thread (a replacement worker), ECL 21.2 leaves
+// MP:*CURRENT-PROCESS* at another thread's process.
+cl_object own_process() { return one_value(ecl_process_env()->own_process); }
+
+// (%FORMER-WORKER-COUNT) → how many former workers are still Lisp threads.
+cl_object former_worker_count() { return one_value(ecl_make_fixnum(g_former_count.load(std::memory_order_acquire))); }
+
+// (%RUNTIME-PROCESS-P process) → true for the worker, the watchdog, the
+// background compiler and former workers (a held error's thread).
 cl_object runtime_process_p(cl_object process) {
   bool ours = process != ECL_NIL && (process == __atomic_load_n(&g_roots.worker, __ATOMIC_ACQUIRE) ||
                                      process == __atomic_load_n(&g_roots.watchdog, __ATOMIC_ACQUIRE) ||
-                                     process == __atomic_load_n(&g_roots.compiler, __ATOMIC_ACQUIRE));
+                                     process == __atomic_load_n(&g_roots.compiler, __ATOMIC_ACQUIRE) ||
+                                     former_worker_p(process));
   return one_value(ours ? ECL_T : ECL_NIL);
 }
 
@@ -407,6 +434,21 @@ void define_job_functions() {
   define_lisp_function("%HOLD-POINT", hold_point);
   define_lisp_function("%RUNTIME-PROCESS-P", runtime_process_p);
   define_lisp_function("%RUNTIME-THREAD-P", runtime_thread_p);
+  define_lisp_function("%FORMER-WORKER-COUNT", former_worker_count);
+  define_lisp_function("%OWN-PROCESS", own_process);
+}
+
+void add_former_worker(cl_object process) {
+  if (process == ECL_NIL || process == nullptr) return;
+  std::lock_guard lock(g_former_mutex);
+  g_former_workers.push_back(process);
+  g_former_count.store(static_cast<cl_fixnum>(g_former_workers.size()), std::memory_order_release);
+}
+
+void remove_former_worker(cl_object process) {
+  std::lock_guard lock(g_former_mutex);
+  std::erase(g_former_workers, process);
+  g_former_count.store(static_cast<cl_fixnum>(g_former_workers.size()), std::memory_order_release);
 }
 
 }  // namespace agentq::ecl

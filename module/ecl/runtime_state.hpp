@@ -387,6 +387,13 @@ void replace_worker(Runtime::Impl& impl, const std::string& text, bool held = fa
 // True on a thread that stopped being the worker to hold an error.
 extern thread_local bool t_holds_error;
 
+// Former workers (retired, or holding an error) still in ECL's list of
+// threads: the runtime's own, not evaluated code's (%RUNTIME-PROCESS-P,
+// %FORMER-WORKER-COUNT).  Added when a worker is replaced, removed when
+// its thread leaves Lisp.  (runtime_jobs.cpp)
+void add_former_worker(cl_object process);
+void remove_former_worker(cl_object process);
+
 // Boot and the worker threads (runtime_worker.cpp).
 std::size_t worker_stack_size();
 // Starts a thread that runs no host code (see runtime_worker.cpp).

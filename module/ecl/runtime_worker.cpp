@@ -321,6 +321,7 @@ void* replacement_main(void* generation) {
     stop_runtime(false);  // joined by Runtime::shutdown
   else
     pthread_detach(pthread_self());
+  remove_former_worker(env->own_process);
   ecl_release_current_thread();
   return nullptr;
 }
@@ -356,6 +357,7 @@ void replace_worker(Runtime::Impl& impl, const std::string& text, bool held) {
     // the worker never got to serve_jobs; it then takes no job.
     retired_tid = __atomic_exchange_n(&impl.worker_tid, 0, __ATOMIC_ACQ_REL);
     (held ? impl.held_threads : impl.retired_running).fetch_add(1);
+    add_former_worker(__atomic_load_n(&g_roots.worker, __ATOMIC_ACQUIRE));
   }
   impl.job_cv.notify_all();  // an idle worker leaves %NEXT-JOB
   if (!held) impl.replaced_workers.fetch_add(1);
