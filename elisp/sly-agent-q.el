@@ -49,6 +49,8 @@
 (autoload 'sly-agent-q-send "sly-agent-q-chat" "Send TEXT to the agent as if typed in the chat." t)
 (autoload 'sly-agent-q-select-backend "sly-agent-q-provider" "Choose the LLM backend the chat uses." t)
 (require 'sly-agent-q-buffer-tools)
+;; edit_form and insert_form: a Lisp file's top-level forms, by structure.
+(require 'sly-agent-q-form-edit)
 ;; M-x sly-agent-q-mcp-server-start: the tools for outside MCP clients.
 (require 'sly-agent-q-mcp)
 ;; SLY's keys in Lisp buffers (not where SLY or SLIME is on).

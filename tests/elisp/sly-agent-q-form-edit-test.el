@@ -1,0 +1,238 @@
+;;; sly-agent-q-form-edit-test.el --- edit_form and insert_form on real files -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; edit_form and insert_form against real files in temporary directories,
+;; the real module and session: a method among several of one generic
+;; function changed alone, the compiler's notes under the review's hunk,
+;; one undo, the definition reloaded; a file full of Common Lisp syntax
+;; that an Emacs Lisp reader would trip on; the refusals, which ask
+;; nobody.
+
+;;; Code:
+
+(require 'sly-agent-q-test-helpers)
+(require 'sly-agent-q-form-edit)
+
+(defmacro agentq-fe--with-file (spec &rest body)
+  "Run BODY with PATH a file holding TEXT in a fresh allowed directory.
+SPEC is (PATH TEXT).  The directory, and any buffer visiting PATH, go after."
+  (declare (indent 1) (debug ((symbolp form) body)))
+  (let ((dir (make-symbol "dir")))
+    `(let* ((,dir (file-name-as-directory (make-temp-file "agentq-fe" t)))
+            (,(car spec) (expand-file-name "code.lisp" ,dir))
+            (sly-agent-q-allowed-directories (list ,dir)))
+       (unwind-protect
+           (progn
+             (with-temp-file ,(car spec) (insert ,(cadr spec)))
+             ,@body)
+         (when-let ((buffer (get-file-buffer ,(car spec))))
+           (with-current-buffer buffer (set-buffer-modified-p nil))
+           (kill-buffer buffer))
+         (delete-directory ,dir t)))))
+
+(defun agentq-fe--text (path)
+  "The text of the file PATH."
+  (with-temp-buffer (insert-file-contents path) (buffer-string)))
+
+(defun agentq-fe--args (&rest plist)
+  "PLIST as a tool's arguments, a hash table."
+  (let ((args (make-hash-table :test 'equal)))
+    (cl-loop for (key value) on plist by #'cddr
+             do (puthash (substring (symbol-name key) 1) value args))
+    args))
+
+(defun agentq-fe--review (tool args marks)
+  "Review the call of TOOL with ARGS, marking hunk I with (nth I MARKS).
+Returns (ANSWER NOTES-TEXT HEADER): the approval answer, what is shown
+under the first hunk, and the header line."
+  (let ((buffer (sly-agent-q--form-edit-review-buffer tool args)))
+    (with-current-buffer buffer
+      (unwind-protect
+          (let ((notes (mapconcat (lambda (overlay) (overlay-get overlay 'after-string))
+                                  (cl-remove-if-not (lambda (overlay) (overlay-get overlay 'sly-agent-q-review-notes))
+                                                    (overlays-in (point-min) (point-max)))
+                                  ""))
+                (header header-line-format))
+            (cl-loop for mark in marks
+                     for start in (sly-agent-q--hunk-starts)
+                     do (goto-char start)
+                        (pcase mark (?a (sly-agent-q-review-accept)) (?r (sly-agent-q-review-reject))))
+            (list (sly-agent-q--form-edit-review-answer args buffer) notes header))
+        (kill-buffer buffer)))))
+
+(defun agentq-fe--call (tool args answer)
+  "Call TOOL with ARGS (a hash table) from the chat's door, the approval answering ANSWER."
+  (let ((sly-agent-q-call-origin "chat")
+        (sly-agent-q-approval-function (lambda (_name _args) answer)))
+    (agentq-test-call tool (let ((plist '()))
+                             (maphash (lambda (key value) (setq plist (append plist (list (intern (concat ":" key)) value))))
+                                      args)
+                             plist))))
+
+(defun agentq-fe--refused (tool &rest plist)
+  "Call TOOL with PLIST from the chat's door, asking nobody; the failure's text."
+  (let* ((sly-agent-q-call-origin "chat")
+         (sly-agent-q-approval-function #'agentq-test-fail-if-asked)
+         (result (agentq-test-call tool plist)))
+    (should-not (plist-get result :success))
+    (plist-get result :content)))
+
+(defconst agentq-fe--shapes
+  "(defpackage :agentq-fe (:use :cl))
+(in-package :agentq-fe)
+
+(defclass shape () ())
+(defclass circle (shape) ((r :initarg :r :reader r)))
+(defclass square (shape) ((side :initarg :side :initform 2 :reader side)))
+
+(defgeneric area (shape))
+
+(defmethod area ((c circle))
+  (* pi (r c) (r c)))
+
+(defmethod area ((s square))
+  (* (side s) (side s)))
+
+(defmethod area :around ((s shape))
+  (call-next-method))
+
+(defmethod area ((s (eql :unit)))
+  1)
+"
+  "A generic function with four methods.")
+
+(ert-deftest sly-agent-q-form-edit/one-method-among-several ()
+  "edit_form of one defmethod: only it changes, the compiler's notes are
+under the hunk before the decision, the file is saved, one undo takes it
+back, and the new method runs in the session."
+  (agentq-fe--with-file (path agentq-fe--shapes)
+    (agentq-test-eval-ok (format "(load %S)" path))
+    (let* ((new "(defmethod area ((s square))\n  (list :new *agentq-fe-unit* (side s)))")
+           (args (agentq-fe--args :path path :kind "defmethod" :name "area (square)" :new_source new)))
+      ;; The review: one hunk, the undefined variable noted under it.
+      (pcase-let ((`(,answer ,notes ,header) (agentq-fe--review "edit_form" args '(?a))))
+        (should (string-match-p "STYLE-WARNING: Variable .*AGENTQ-FE-UNIT\\* was undefined" notes))
+        (should (string-match-p "1 compiler note" header))
+        (should (string-match-p "defmethod area (square)" header))
+        (should (eq (car answer) :modified))
+        (with-current-buffer (find-file-noselect path)
+          (buffer-enable-undo)
+          (undo-boundary)
+          (let ((content (plist-get (agentq-fe--call "edit_form" args answer) :content)))
+            (should (string-prefix-p "accepted\nThe edit is applied to" content))
+            (should (string-match-p "Compiler notes on the new form:\n  STYLE-WARNING: Variable" content))
+            (should (string-match-p "Reloaded in the session:" content)))
+          ;; Only that method changed, in the file and its buffer.
+          (let ((expected (replace-regexp-in-string
+                           (regexp-quote "(defmethod area ((s square))\n  (* (side s) (side s)))")
+                           new agentq-fe--shapes t t)))
+            (should-not (equal expected agentq-fe--shapes))
+            (should (equal (agentq-fe--text path) expected))
+            (should (equal (buffer-string) expected)))
+          (should-not (buffer-modified-p))
+          ;; The new method is the session's.
+          (should (equal (agentq-test-eval-ok "(let ((agentq-fe::*agentq-fe-unit* 3)) (declare (special agentq-fe::*agentq-fe-unit*)) (agentq-fe::area (make-instance 'agentq-fe::square)))")
+                         "=> (:NEW 3 2)"))
+          (should (equal (agentq-test-eval-ok "(agentq-fe::area :unit)") "=> 1"))
+          ;; One undo: the file's text as it was.
+          (primitive-undo 1 (if (car buffer-undo-list) buffer-undo-list (cdr buffer-undo-list)))
+          (should (equal (buffer-string) agentq-fe--shapes)))))
+    (agentq-test-forget-systems '() '("AGENTQ-FE"))))
+
+(ert-deftest sly-agent-q-form-edit/methods-by-qualifier-and-eql ()
+  "A method is named by its qualifiers and specializers; (eql …) too."
+  (agentq-fe--with-file (path agentq-fe--shapes)
+    (let ((sly-agent-q-allowed-directories (list (file-name-directory path))))
+      (with-temp-buffer
+        (insert agentq-fe--shapes)
+        (set-syntax-table lisp-mode-syntax-table)
+        (let ((forms (sly-agent-q--form-edit-forms)))
+          (should (= (length forms) 10))
+          (should (equal (sly-agent-q--form-kind (sly-agent-q--form-edit-find forms "defmethod" "area :around (shape)" path))
+                         "defmethod"))
+          (should (equal (sly-agent-q--form-specializers (sly-agent-q--form-edit-find forms "defmethod" "AGENTQ-FE::AREA ((EQL :UNIT))" path))
+                         '("(eql :unit)")))
+          (should (equal (sly-agent-q--form-package (sly-agent-q--form-edit-find forms "defclass" "square" path))
+                         "AGENTQ-FE"))
+          ;; (square) names the primary method only: not the :around one.
+          (should (equal (sly-agent-q--form-specializers (sly-agent-q--form-edit-find forms "defmethod" "area (square)" path))
+                         '("square"))))))))
+
+(ert-deftest sly-agent-q-form-edit/a-reader-hostile-file ()
+  "#| |# comments, #\\( and #\\), strings and |names| with parentheses,
+#+ feature expressions: the forms are found where Common Lisp has them."
+  (let ((text "#| (defun agentq-fe-h () :in-a-comment)
+   #| nested |# (defun agentq-fe-h () :still) |#
+(defun agentq-fe-open () #\\()
+(defun agentq-fe-close () (list #\\) \")) (\" '|a ) b|))
+#+agentq-fe-never (defun agentq-fe-h () :feature)
+;; (defun agentq-fe-h () :line-comment)
+(defun agentq-fe-h () \"(defun agentq-fe-h ()\" :the-one)
+(defvar *agentq-fe-after* '(#\\( #\\)))
+"))
+    (agentq-fe--with-file (path text)
+      (let* ((new "(defun agentq-fe-h () :new)")
+             (args (agentq-fe--args :path path :kind "defun" :name "agentq-fe-h" :new_source new)))
+        ;; Two candidates: the #+ one and the real one.
+        (should (string-match-p "2 top-level forms .* match defun agentq-fe-h.*\n  line 5: (defun agentq-fe-h) under #\\+agentq-fe-never\n  line 7: (defun agentq-fe-h)"
+                                (agentq-fe--refused "edit_form" :path path :kind "defun" :name "agentq-fe-h" :new_source new)))
+        ;; Without the #+ form: the one at line 7 only.
+        (with-temp-file path (insert (replace-regexp-in-string "^#\\+agentq-fe-never .*\n" "" text)))
+        (pcase-let ((`(,answer ,_notes ,_header) (agentq-fe--review "edit_form" args '(?a))))
+          (should (string-prefix-p "accepted" (plist-get (agentq-fe--call "edit_form" args answer) :content))))
+        (should (equal (agentq-fe--text path)
+                       (replace-regexp-in-string
+                        "^#\\+agentq-fe-never .*\n" ""
+                        (replace-regexp-in-string (regexp-quote "(defun agentq-fe-h () \"(defun agentq-fe-h ()\" :the-one)")
+                                                  new text t t))))
+        (should (equal (agentq-test-eval-ok "(agentq-fe-h)") "=> :NEW"))
+        (agentq-test-eval-ok "(fmakunbound 'agentq-fe-h)")))))
+
+(ert-deftest sly-agent-q-form-edit/refusals-ask-nobody ()
+  "Ambiguous, not found, unreadable new source, a path outside the roots,
+a file that does not read, keys only the review sets: each fails before
+anyone is asked, saying why."
+  (agentq-fe--with-file (path "(defmethod agentq-fe-g ((x integer)) x)\n(defmethod agentq-fe-g ((x string)) x)\n(defun agentq-fe-k () 1)\n")
+    (let ((before (agentq-fe--text path)))
+      (should (string-match-p "2 top-level forms of .* match defmethod agentq-fe-g.*\n  line 1: (defmethod agentq-fe-g (integer))\n  line 2: (defmethod agentq-fe-g (string))"
+                              (agentq-fe--refused "edit_form" :path path :kind "defmethod" :name "agentq-fe-g" :new_source "(defmethod agentq-fe-g ((x integer)) 1)")))
+      (should (string-match-p "No top-level (defun agentq-fe-nothing) in .*; nothing was proposed. Its defun forms:\n  line 3: (defun agentq-fe-k)"
+                              (agentq-fe--refused "edit_form" :path path :kind "defun" :name "agentq-fe-nothing" :new_source "(defun agentq-fe-nothing () 2)")))
+      (should (string-match-p "No top-level (defun agentq-fe-g) .* The forms named so:\n  line 1: (defmethod agentq-fe-g (integer))"
+                              (agentq-fe--refused "edit_form" :path path :kind "defun" :name "agentq-fe-g" :new_source "(defun agentq-fe-g () 2)")))
+      (should (string-match-p "does not read.*\n  line 1, column 1: this ( is never closed"
+                              (agentq-fe--refused "edit_form" :path path :kind "defun" :name "agentq-fe-k" :new_source "(defun agentq-fe-k () 2")))
+      (should (string-match-p "holds 2 top-level forms"
+                              (agentq-fe--refused "edit_form" :path path :kind "defun" :name "agentq-fe-k" :new_source "(defun agentq-fe-k () 2) (defun agentq-fe-k2 () 3)")))
+      (should (string-match-p "Access denied: .* outside the allowed directories"
+                              (agentq-fe--refused "edit_form" :path "/etc/hostname" :kind "defun" :name "x" :new_source "(defun x ())")))
+      (should (string-match-p "Access denied"
+                              (agentq-fe--refused "insert_form" :path "../outside.lisp" :new_source "(defun x ())")))
+      (should (string-match-p "reviewed_lines is set by the review"
+                              (agentq-fe--refused "edit_form" :path path :kind "defun" :name "agentq-fe-k" :new_source "(defun agentq-fe-k () 2)" :reviewed_lines "x")))
+      (should (string-match-p "after \"defun\" names no form"
+                              (agentq-fe--refused "insert_form" :path path :new_source "(defun x ())" :after "defun")))
+      (should (equal (agentq-fe--text path) before))
+      (with-temp-file path (insert "(defun agentq-fe-k () 1)\n(defun agentq-fe-broken (\n"))
+      (should (string-match-p "the form that begins at line 2 does not end"
+                              (agentq-fe--refused "edit_form" :path path :kind "defun" :name "agentq-fe-k" :new_source "(defun agentq-fe-k () 2)"))))))
+
+(ert-deftest sly-agent-q-form-edit/insert-after-a-form-and-at-the-end ()
+  "insert_form after a named form, and at the end; the forms are defined."
+  (agentq-fe--with-file (path "(in-package :cl-user)\n(defun agentq-fe-a () 1)\n\n(defun agentq-fe-z () 26)\n")
+    (let ((args (agentq-fe--args :path path :new_source "(defun agentq-fe-b () (1+ (agentq-fe-a)))" :after "defun agentq-fe-a")))
+      (pcase-let ((`(,answer ,_notes ,_header) (agentq-fe--review "insert_form" args '(?a))))
+        (should (string-prefix-p "accepted" (plist-get (agentq-fe--call "insert_form" args answer) :content)))))
+    (should (equal (agentq-fe--text path)
+                   "(in-package :cl-user)\n(defun agentq-fe-a () 1)\n\n(defun agentq-fe-b () (1+ (agentq-fe-a)))\n\n(defun agentq-fe-z () 26)\n"))
+    (let ((args (agentq-fe--args :path path :new_source "(defun agentq-fe-end () :end)")))
+      ;; Approved without a review (a standing rule): applied as proposed.
+      (should (string-prefix-p "accepted" (plist-get (agentq-fe--call "insert_form" args :approved) :content))))
+    (should (string-suffix-p "(defun agentq-fe-z () 26)\n\n(defun agentq-fe-end () :end)\n" (agentq-fe--text path)))
+    (should (equal (agentq-test-eval-ok "(list (agentq-fe-end) (fboundp 'agentq-fe-b))") "=> (:END T)"))
+    (agentq-test-eval-ok "(mapc #'fmakunbound '(agentq-fe-b agentq-fe-end))")))
+
+(provide 'sly-agent-q-form-edit-test)
+
+;;; sly-agent-q-form-edit-test.el ends here
