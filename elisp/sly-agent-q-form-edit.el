@@ -232,6 +232,11 @@ SPEC as `sly-agent-q--form-edit-spec' makes it."
                                                   (sly-agent-q--form-form-start form))))
               ""))))
 
+(defun sly-agent-q--form-edit-head-text (form)
+  "FORM's head as `sly-agent-q--form-edit-describe' shows it, without its line."
+  (let ((text (sly-agent-q--form-edit-describe form)))
+    (substring text (+ 2 (string-search ":" text)))))
+
 (defun sly-agent-q--form-edit-find (forms kind name file)
   "The one form of FORMS (of FILE) that KIND and NAME designate.
 Fails the call, listing the candidates, when none or several do."
@@ -332,8 +337,7 @@ APPROVED non-nil: the call was approved (see `sly-agent-q--resolve-path')."
                  :form-original old :form-modified source
                  :eval-start (- (sly-agent-q--form-start form) start)
                  :package (sly-agent-q--form-package form)
-                 :description (format "edit_form: %s" (substring (sly-agent-q--form-edit-describe form)
-                                                                 (1+ (string-search ":" (sly-agent-q--form-edit-describe form)))))))
+                 :description (format "edit_form: %s" (sly-agent-q--form-edit-head-text form))))
             (let* ((anchor (and after (not (string-empty-p (string-trim after)))
                                 (with-temp-buffer
                                   (set-syntax-table lisp-mode-syntax-table)
@@ -375,8 +379,7 @@ APPROVED non-nil: the call was approved (see `sly-agent-q--resolve-path')."
                :eval-start (length old)
                :package package
                :description (if form
-                                (format "insert_form after %s" (substring (sly-agent-q--form-edit-describe form)
-                                                                          (1+ (string-search ":" (sly-agent-q--form-edit-describe form)))))
+                                (format "insert_form after %s" (sly-agent-q--form-edit-head-text form))
                               "insert_form at the end")))))))))
 
 ;;;; The session reads and compiles the new source

@@ -233,6 +233,109 @@ anyone is asked, saying why."
     (should (equal (agentq-test-eval-ok "(list (agentq-fe-end) (fboundp 'agentq-fe-b))") "=> (:END T)"))
     (agentq-test-eval-ok "(mapc #'fmakunbound '(agentq-fe-b agentq-fe-end))")))
 
+
+;;;; The chat: tests fail, edit_form fixes the function, tests pass
+
+(defconst agentq-fe--system
+  '(("agentq-fe-rt.asd" . "(defsystem \"agentq-fe-rt\" :components ((:file \"code\"))
+  :in-order-to ((test-op (test-op \"agentq-fe-rt/tests\"))))
+(defsystem \"agentq-fe-rt/tests\" :depends-on (\"agentq-fe-rt\" \"fiveam\") :components ((:file \"tests\"))
+  :perform (test-op (o c) (symbol-call :fiveam :run! (find-symbol \"ALL\" \"AGENTQ-FE-RT-TESTS\"))))")
+    ("code.lisp" . "(defpackage :agentq-fe-rt (:use :cl) (:export #:add #:twice))
+(in-package :agentq-fe-rt)
+
+(defun twice (x) (* 2 x))
+
+(defun add (a b)
+  (- a b))
+")
+    ("tests.lisp" . "(defpackage :agentq-fe-rt-tests (:use :cl :fiveam))
+(in-package :agentq-fe-rt-tests)
+(def-suite all)
+(in-suite all)
+(test adds (is (= 3 (agentq-fe-rt:add 1 2))))
+(test twice (is (= 4 (agentq-fe-rt:twice 2))))"))
+  "A FiveAM system whose ADD is wrong.")
+
+(ert-deftest sly-agent-q-form-edit/the-chat-fixes-a-failing-test ()
+  "The chat's model runs the tests (one fails), fixes the function with
+edit_form through the review (accepted), and runs them again: green."
+  (skip-unless (file-directory-p "/usr/share/common-lisp/source/fiveam"))
+  (require 'sly-agent-q-chat)
+  (require 'sly-agent-q-fake-provider)
+  (let* ((directory (file-name-as-directory (make-temp-file "agentq-fe-chat" t)))
+         (home (expand-file-name "agentq-fe-rt/" directory))
+         (code (expand-file-name "code.lisp" home))
+         (server (sly-agent-q-fake-provider-start))
+         (sessions (make-temp-file "agentq-fe-sessions" t))
+         (done nil)
+         (reviews nil)
+         (sly-agent-q-chat-done-functions (list (lambda (text) (push text done))))
+         (sly-agent-q-backends (list (list :name "fake" :type 'openai
+                                           :url (sly-agent-q-fake-provider-url server)
+                                           :model "fake-model" :key "sk-test")))
+         (sly-agent-q-backend "fake")
+         (sly-agent-q-stream t)
+         (sly-agent-q-session-directory sessions)
+         (sly-agent-q-system-directories (list directory))
+         (sly-agent-q-allowed-directories (list home))
+         ;; The review, its one hunk accepted with a; nothing else may ask.
+         (sly-agent-q-approval-function
+          (lambda (name args)
+            (should (equal name "edit_form"))
+            (pcase-let ((`(,answer ,_notes ,header) (agentq-fe--review name args '(?a))))
+              (push header reviews)
+              answer)))
+         (fixed "(defun add (a b)\n  (+ a b))"))
+    (make-directory home)
+    (dolist (file agentq-fe--system)
+      (with-temp-file (expand-file-name (car file) home) (insert (cdr file))))
+    (cl-flet ((reply (&rest args)
+                (sly-agent-q-fake-provider-push
+                 server (list :status 200 :chunks (apply #'sly-agent-q-fake-provider-openai-stream args))))
+              (tool-result (n id)
+                ;; The content of tool result ID in the Nth request the model got.
+                (let ((body (agentq-test-json (plist-get (nth n (sly-agent-q-fake-provider-requests server)) :text))))
+                  (seq-some (lambda (message)
+                              (and (equal (gethash "role" message) "tool")
+                                   (equal (gethash "tool_call_id" message) id)
+                                   (gethash "content" message)))
+                            (gethash "messages" body)))))
+      (unwind-protect
+          (progn
+            (sly-agent-q-new-conversation)
+            (reply :tool-calls '((:id "t1" :name "run_tests" :arguments "{\"system\": \"agentq-fe-rt\"}")))
+            (reply :tool-calls `((:id "e1" :name "edit_form"
+                                      :arguments ,(json-serialize (list :path code :kind "defun" :name "add"
+                                                                        :new_source fixed)))))
+            (reply :tool-calls '((:id "t2" :name "run_tests" :arguments "{\"system\": \"agentq-fe-rt\"}")))
+            (reply :text "ADD adds now; the tests pass.")
+            (sly-agent-q-send "Make the tests of agentq-fe-rt pass.")
+            (sly-agent-q-fake-provider-wait (lambda () done) 120)
+            (should (equal (car done) "ADD adds now; the tests pass."))
+            (should (string-match-p "^FAILED: 2 checks, 1 passed, 1 failed.*\n\\(?:.*\n\\)*FAILED AGENTQ-FE-RT-TESTS::ADDS\n  reason: (AGENTQ-FE-RT:ADD 1 2) evaluated to -1"
+                                    (tool-result 1 "t1")))
+            (should (= (length reviews) 1))
+            (should (string-match-p "edit_form: (defun add)" (car reviews)))
+            (should (string-prefix-p (format "accepted\nThe edit is applied to %s and saved" code)
+                                     (tool-result 2 "e1")))
+            (should (string-match-p "Reloaded in the session:\n=> ADD" (tool-result 2 "e1")))
+            (should (string-match-p "^PASSED: 2 checks, 2 passed, 0 failed" (tool-result 3 "t2")))
+            (should (equal (agentq-fe--text code)
+                           (replace-regexp-in-string (regexp-quote "(defun add (a b)\n  (- a b))") fixed
+                                                     (cdr (assoc "code.lisp" agentq-fe--system)) t t))))
+        (when (sly-agent-q-chat-busy-p) (sly-agent-q-cancel-chat))
+        (sly-agent-q-fake-provider-stop server)
+        (when (get-buffer sly-agent-q-chat-buffer-name)
+          (kill-buffer sly-agent-q-chat-buffer-name))
+        (when-let ((buffer (get-file-buffer code)))
+          (with-current-buffer buffer (set-buffer-modified-p nil))
+          (kill-buffer buffer))
+        (setq sly-agent-q-chat--id nil sly-agent-q-chat--messages nil)
+        (agentq-test-forget-systems '("agentq-fe-rt" "agentq-fe-rt/tests") '("AGENTQ-FE-RT-TESTS" "AGENTQ-FE-RT"))
+        (delete-directory sessions t)
+        (delete-directory directory t)))))
+
 (provide 'sly-agent-q-form-edit-test)
 
 ;;; sly-agent-q-form-edit-test.el ends here
