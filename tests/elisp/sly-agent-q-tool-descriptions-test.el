@@ -38,13 +38,18 @@
 (defconst agentq-descriptions--debugger '("inspect_object" "check_syntax" "describe_system" "profile_form" "run_tests")
   "The tools of the shared debugger and the workbench (beyond the contracts' 18).")
 
+(defconst agentq-descriptions--form-edit
+  '(("edit_form" dangerous (diff))
+    ("insert_form" dangerous (diff)))
+  "The workbench's Emacs tools that edit a Lisp file's forms, reviewed as diffs.")
+
 (ert-deftest sly-agent-q-tool-descriptions/the-18-tools-and-their-counts ()
   ;; Put back any built-in tool another test replaced.
   (agentq-test-eval-ok "(register-agent-q-tools)")
   (let ((names (sly-agent-q-list-tools)))
     (dolist (tool (append (mapcar #'car agentq-descriptions--built-in) agentq-descriptions--session))
       (should (member tool names))))
-  (dolist (tool agentq-descriptions--built-in)
+  (dolist (tool (append agentq-descriptions--built-in agentq-descriptions--form-edit))
     (pcase-let ((`(,name ,safety ,categories) tool))
       (should (equal (agentq-test-eval-ok (format "(let ((tool (get-tool %S))) (list (tool-safety-level tool) (tool-categories tool)))" name))
                      (format "=> (%S %S)" (intern (format ":%s" (upcase (symbol-name safety))))
@@ -71,7 +76,7 @@
     (should (equal stdout (concat "=> ((\"apropos_search\" \"class_hierarchy\" \"class_slots\" \"describe_symbol\"\n"
                                   "     \"function_arglist\" \"inspect_object\" \"list_package_symbols\"\n"
                                   "     \"macroexpand_form\" \"who_calls\" \"who_references\")\n"
-                                  "    27 27 27)")))
+                                  "    29 29 29)")))
     (ignore stderr)))
 
 (ert-deftest sly-agent-q-tool-descriptions/every-tool-and-parameter-is-described ()
@@ -81,7 +86,8 @@
     (seq-doseq (tool listed)
       (let ((name (gethash "name" tool)))
         (when (or (assoc name agentq-descriptions--built-in) (member name agentq-descriptions--session)
-                  (member name agentq-descriptions--debugger))
+                  (member name agentq-descriptions--debugger)
+                  (assoc name agentq-descriptions--form-edit))
           (cl-incf checked)
           (ert-info ((format "tool %s" name))
             ;; What it does, when to use it, what it returns: a few sentences.
@@ -101,6 +107,6 @@
                                (should (string-match-p "default\\|defaults\\|unless\\|when left out\\|If true"
                                                        description))))))
                        properties))))))
-    (should (= checked 27))))
+    (should (= checked 29))))
 
 ;;; sly-agent-q-tool-descriptions-test.el ends here

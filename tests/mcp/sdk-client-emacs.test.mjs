@@ -26,8 +26,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../..');
 const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(root, 'build/sly-agent-q-mcp');
 
-const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit'];
-// The 22 built-ins the Lisp side defines; with the 5 Emacs tools, the 27.
+const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit', 'edit_form', 'insert_form'];
+// The 22 built-ins the Lisp side defines; with the 7 Emacs tools, the 29.
 const LISP_TOOLS = [
   'apropos_search', 'check_syntax', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'describe_system', 'eval_form',
   'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'inspect_object', 'list_definitions',
@@ -102,7 +102,7 @@ test('initialize: answered by the Emacs serving MCP', () => {
 test('listTools: the Lisp tools, the Emacs tools and one defined in that Emacs', async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name);
-  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 27);
+  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 29);
   for (const name of [...LISP_TOOLS, ...EMACS_TOOLS, 'sdk_emacs_dangerous']) {
     assert.ok(names.includes(name), `${name} is listed`);
   }
