@@ -388,9 +388,10 @@ APPROVED non-nil: the call was approved (see `sly-agent-q--resolve-path')."
   "What the session said of new source: (PACKAGE . TEXT) → its answer plist.
 Filled by the tools' check, read by the review and the tool.")
 
-(defun sly-agent-q--form-edit-session-check (text package)
+(defun sly-agent-q--form-edit-session-check (text package &optional accepted)
   "What the session says of TEXT read in PACKAGE: (:forms N :kind K :notes NOTES).
-Fails the call when TEXT does not read.  Asked once per text and package."
+Fails the call when TEXT does not read.  Asked once per text and package.
+ACCEPTED non-nil: TEXT is what the review accepted, about to be applied."
   (let ((key (cons package text)))
     (or (gethash key sly-agent-q--form-edit-checked)
         (let* ((code (let ((print-escape-newlines nil) (print-escape-control-characters nil)
@@ -409,7 +410,9 @@ Fails the call when TEXT does not read.  Asked once per text and package."
           (unless (consp answer)
             (sly-agent-q-tool-fail "The Lisp session could not read the new source: %s" (car (split-string content "\n"))))
           (when (consp (plist-get answer :PROBLEMS))
-            (sly-agent-q-tool-fail "The new source does not read (nothing was proposed):\n%s"
+            (sly-agent-q-tool-fail (if accepted
+                                       "Nothing was applied: the hunks accepted in the review make text that does not read:\n%s"
+                                     "The new source does not read (nothing was proposed):\n%s")
                                    (mapconcat (lambda (p) (concat "  " p)) (plist-get answer :PROBLEMS) "\n")))
           (let ((answer (cl-flet ((value (key) (let ((value (plist-get answer key)))
                                                  ;; Lisp's empty list reads as the symbol NIL.
@@ -600,7 +603,7 @@ As an agent's code is evaluated: evaluate_lisp from the call's door."
          "Nothing was applied: %s changed while the edit was being reviewed (the lines under review are not as they were). Read the file again before editing it again."
          (sly-agent-q--form-plan-file plan)))
       ;; What the review accepted must still read, as what was proposed did.
-      (let ((answer (sly-agent-q--form-edit-session-check (string-trim new-forms) package)))
+      (let ((answer (sly-agent-q--form-edit-session-check (string-trim new-forms) package t)))
         (let ((detail (sly-agent-q--form-edit-write plan text (and hunks t)))
               (notes (plist-get answer :notes)))
           (concat (if (and hunks (< (car hunks) (cdr hunks)))

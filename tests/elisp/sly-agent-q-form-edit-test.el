@@ -234,6 +234,34 @@ anyone is asked, saying why."
     (agentq-test-eval-ok "(mapc #'fmakunbound '(agentq-fe-b agentq-fe-end))")))
 
 
+(ert-deftest sly-agent-q-form-edit/partly-accepted-and-rejected-reviews ()
+  "All hunks rejected: the rejection, the file unchanged.  Hunks accepted
+that leave the form unreadable: nothing is applied, saying why.  The
+other hunk alone, when it reads: partially accepted."
+  (let* ((middle (mapconcat (lambda (n) (format "        %d\n" n)) (number-sequence 1 12) ""))
+         (old (concat "(defun agentq-fe-long (x)\n  (list x\n" middle "        x))\n"))
+         (new (concat "(defun agentq-fe-long (x)\n  (progn (list x\n" middle "        x)))\n")))
+    (agentq-fe--with-file (path old)
+      (let ((args (agentq-fe--args :path path :kind "defun" :name "agentq-fe-long" :new_source new)))
+        (pcase-let ((`(,answer ,_notes ,_header) (agentq-fe--review "edit_form" args '(?r ?r))))
+          (should (eq answer :denied))
+          (should (equal (plist-get (agentq-fe--call "edit_form" args answer) :content)
+                         "rejected — STOP: do not retry this edit.")))
+        (pcase-let ((`(,answer ,_notes ,_header) (agentq-fe--review "edit_form" args '(?a ?r))))
+          (should (equal (gethash "hunks_applied" (cadr answer)) 1))
+          (should (string-match-p "\\`Nothing was applied: the hunks accepted in the review make text that does not read:\n  line 1, column 1: this ( is never closed"
+                                  (plist-get (agentq-fe--call "edit_form" args answer) :content))))
+        (should (equal (agentq-fe--text path) old))
+        ;; A change in two places that each read alone.
+        (let ((args (agentq-fe--args :path path :kind "defun" :name "agentq-fe-long"
+                                     :new_source (replace-regexp-in-string "(list x" "(list :a x"
+                                                                           (replace-regexp-in-string "x))\n\\'" ":z))" old)))))
+          (pcase-let ((`(,answer ,_notes ,_header) (agentq-fe--review "edit_form" args '(?a ?r))))
+            (should (string-prefix-p "partially accepted: 1 of 2 hunks applied\n"
+                                     (plist-get (agentq-fe--call "edit_form" args answer) :content)))))
+        (should (equal (agentq-fe--text path) (replace-regexp-in-string "(list x" "(list :a x" old)))
+        (agentq-test-eval-ok "(fmakunbound 'agentq-fe-long)")))))
+
 ;;;; The chat: tests fail, edit_form fixes the function, tests pass
 
 (defconst agentq-fe--system

@@ -49,7 +49,7 @@ function startEmacs() {
   return new Promise((resolve, reject) => {
     const child = spawn(process.env.EMACS ?? 'emacs',
       ['-Q', '--batch', '-L', path.join(root, 'elisp'), '-l', path.join(here, 'serve-emacs.el')],
-      { env: { ...process.env, AGENTQ_MCP_SOCKET: socket }, stdio: ['ignore', 'inherit', 'inherit'] });
+      { env: { ...process.env, AGENTQ_MCP_SOCKET: socket, AGENTQ_MCP_FILES: dir }, stdio: ['ignore', 'inherit', 'inherit'] });
     const start = Date.now();
     const poll = setInterval(() => {
       if (fs.existsSync(socket)) {
@@ -157,6 +157,34 @@ test("an agent's code that writes a file asks in Emacs; denied, nothing is writt
   // Reading and defining ask nothing.
   assert.equal(textOf(await evaluate('(defun sdk-twice (x) (* 2 x))')), '=> SDK-TWICE');
   assert.equal(textOf(await evaluate('(sdk-twice 21)')), '=> 42');
+});
+
+test('edit_form and insert_form change a Lisp file in that Emacs by structure, and its session', async () => {
+  const file = path.join(dir, 'approve-me.lisp');
+  fs.writeFileSync(file, '(defun sdk-form-a () 1)\n\n(defun sdk-form-b (x)\n  (- x))\n');
+  // Not found: the candidates, before anyone is asked.
+  const missing = await client.callTool({ name: 'edit_form',
+    arguments: { path: file, kind: 'defun', name: 'sdk-form-c', new_source: '(defun sdk-form-c () 3)' } });
+  assert.equal(missing.isError, true);
+  assert.match(textOf(missing), /No top-level \(defun sdk-form-c\) in .*\n {2}line 1: \(defun sdk-form-a\)\n {2}line 3: \(defun sdk-form-b\)/);
+  // Approved in Emacs: applied, and defined in the session.
+  const edited = await client.callTool({ name: 'edit_form',
+    arguments: { path: file, kind: 'defun', name: 'sdk-form-b', new_source: '(defun sdk-form-b (x)\n  (* 2 x))' } });
+  assert.equal(edited.isError, false, textOf(edited));
+  assert.match(textOf(edited), /^accepted\nThe edit is applied to .*approve-me\.lisp/);
+  const inserted = await client.callTool({ name: 'insert_form',
+    arguments: { path: file, after: 'defun sdk-form-a', new_source: '(defun sdk-form-a2 () (sdk-form-b 21))' } });
+  assert.equal(inserted.isError, false, textOf(inserted));
+  assert.equal(fs.readFileSync(file, 'utf8'),
+    '(defun sdk-form-a () 1)\n\n(defun sdk-form-a2 () (sdk-form-b 21))\n\n(defun sdk-form-b (x)\n  (* 2 x))\n');
+  assert.equal(textOf(await evaluate('(sdk-form-a2)')), '=> 42');
+  // Another file: the approval denies, nothing changes.
+  const other = path.join(dir, 'deny-me.lisp');
+  fs.writeFileSync(other, '(defun sdk-form-d () 4)\n');
+  const denied = await client.callTool({ name: 'edit_form',
+    arguments: { path: other, kind: 'defun', name: 'sdk-form-d', new_source: '(defun sdk-form-d () 5)' } });
+  assert.equal(denied.isError, true);
+  assert.equal(fs.readFileSync(other, 'utf8'), '(defun sdk-form-d () 4)\n');
 });
 
 test('cancelling (loop) through an AbortSignal interrupts it in Emacs', async () => {

@@ -5,8 +5,9 @@
 ;; emacs -Q --batch -L elisp -l tests/mcp/serve-emacs.el
 ;;
 ;; Loads sly-agent-q (the module: $SLY_AGENT_Q_MODULE when set), defines a
-;; dangerous Elisp tool, scripts the approval (a path "approve-me" is
-;; approved, any other denied), opens a buffer only this Emacs has, starts
+;; dangerous Elisp tool, scripts the approval (a path "approve-me", or a
+;; file approve-me.lisp, is approved, any other denied), allows the file
+;; tools the directory $AGENTQ_MCP_FILES, opens a buffer only this Emacs has, starts
 ;; the MCP server on $AGENTQ_MCP_SOCKET (whose appearing says it is ready)
 ;; and serves until killed.
 
@@ -30,9 +31,12 @@
 (setq sly-agent-q-approval-function
       (lambda (_name args)
         (push sly-agent-q-call-origin agentq-serve-origins)
-        (if (equal (gethash "path" args) "approve-me")
+        (if (string-match-p "\\`\\(?:.*/\\)?approve-me\\(?:\\.lisp\\)?\\'" (or (gethash "path" args) ""))
             :approved
           '(:denied "the test's approval function says no"))))
+
+(when (getenv "AGENTQ_MCP_FILES")
+  (setq sly-agent-q-allowed-directories (list (getenv "AGENTQ_MCP_FILES"))))
 
 (with-current-buffer (get-buffer-create "agentq-sdk-buffer")
   (insert "only this Emacs has this text"))
