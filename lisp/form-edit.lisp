@@ -80,6 +80,28 @@ defined nowhere, neither in the session nor by FORMS themselves."
       (mapcar (lambda (name) (format nil "STYLE-WARNING: Undefined function ~A" (qualified-name name)))
               (nreverse missing)))))
 
+(defun symbol-in-use-p (symbol)
+  "True when SYMBOL names something or carries something."
+  (or (boundp symbol) (fboundp symbol) (symbol-plist symbol) (find-class symbol nil)
+      (ignore-errors (macro-function symbol))))
+
+(defmacro with-new-symbols-forgotten ((package) &body body)
+  "Run BODY, which reads text in PACKAGE; then unintern the symbols it
+interned there that name nothing, so that checking a text the person has
+not accepted yet leaves the package as it was (a symbol left behind could
+later conflict with one a USE-PACKAGE brings)."
+  (let ((before (gensym "BEFORE")) (symbol (gensym "SYMBOL")))
+    `(let ((,before (make-hash-table :test 'eq)))
+       (do-symbols (,symbol ,package) (setf (gethash ,symbol ,before) t))
+       (unwind-protect (progn ,@body)
+         (let ((new '()))
+           (do-symbols (,symbol ,package)
+             (unless (or (gethash ,symbol ,before) (not (eq (symbol-package ,symbol) ,package)))
+               (push ,symbol new)))
+           (dolist (,symbol new)
+             (unless (symbol-in-use-p ,symbol)
+               (unintern ,symbol ,package))))))))
+
 (defun form-edit-check (text package-name)
   "Read TEXT (new source for edit_form or insert_form) in the package named
 PACKAGE-NAME (exactly; NIL: CL-USER) and compile it for notes.  Returns
@@ -97,7 +119,8 @@ PACKAGE-NAME (exactly; NIL: CL-USER) and compile it for notes.  Returns
                                collect (format nil "line ~D, column ~D: ~A" line column message))))
         ((zerop count) (list :problems (list "there is no form in it")))
         (t
-         (let* ((forms (read-forms text package))
+         (with-new-symbols-forgotten (package)
+          (let* ((forms (read-forms text package))
                 (first (first forms))
                 (kind (and (consp first) (symbolp (car first)) (symbol-name (car first)))))
            (when (null notes)
@@ -109,4 +132,4 @@ PACKAGE-NAME (exactly; NIL: CL-USER) and compile it for notes.  Returns
                                        (unused-variable-warnings forms package)
                                        (form-edit-undefined-functions forms package))))))
            (list :forms count :kind kind
-                 :notes (subseq notes 0 (min (length notes) +form-edit-notes-shown+)))))))))
+                 :notes (subseq notes 0 (min (length notes) +form-edit-notes-shown+))))))))))

@@ -116,6 +116,9 @@ back, and the new method runs in the session."
         (should (string-match-p "1 compiler note" header))
         (should (string-match-p "defmethod area (square)" header))
         (should (eq (car answer) :modified))
+        ;; Checked and compiled, not accepted yet: nothing of it is in the session.
+        (should (equal (agentq-test-eval-ok "(list (find-symbol \"*AGENTQ-FE-UNIT*\" \"AGENTQ-FE\") (agentq-fe::area (make-instance 'agentq-fe::square)))")
+                       "=> (NIL 4)"))
         (with-current-buffer (find-file-noselect path)
           (buffer-enable-undo)
           (undo-boundary)
