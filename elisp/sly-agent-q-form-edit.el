@@ -233,7 +233,7 @@ SPEC as `sly-agent-q--form-edit-spec' makes it."
               ""))))
 
 (defun sly-agent-q--form-edit-head-text (form)
-  "FORM's head as `sly-agent-q--form-edit-describe' shows it, without its line."
+  "Return FORM's head as `sly-agent-q--form-edit-describe' writes it, no line."
   (let ((text (sly-agent-q--form-edit-describe form)))
     (substring text (+ 2 (string-search ":" text)))))
 
@@ -389,7 +389,7 @@ APPROVED non-nil: the call was approved (see `sly-agent-q--resolve-path')."
 Filled by the tools' check, read by the review and the tool.")
 
 (defun sly-agent-q--form-edit-session-check (text package &optional accepted)
-  "What the session says of TEXT read in PACKAGE: (:forms N :kind K :notes NOTES).
+  "Return the session's answer for TEXT in PACKAGE: (:forms N :kind K :notes L).
 Fails the call when TEXT does not read.  Asked once per text and package.
 ACCEPTED non-nil: TEXT is what the review accepted, about to be applied."
   (let ((key (cons package text)))

@@ -265,6 +265,22 @@ other hunk alone, when it reads: partially accepted."
         (should (equal (agentq-fe--text path) (replace-regexp-in-string "(list x" "(list :a x" old)))
         (agentq-test-eval-ok "(fmakunbound 'agentq-fe-long)")))))
 
+(ert-deftest sly-agent-q-form-edit/a-buffer-with-unsaved-changes ()
+  "The buffer visiting the file has unsaved changes: the form is found in
+its text, edited there and left unsaved with the user's changes; the
+file is untouched."
+  (agentq-fe--with-file (path "(defun agentq-fe-u1 () 1)\n(defun agentq-fe-u2 () 2)\n")
+    (with-current-buffer (find-file-noselect path)
+      (goto-char (point-min))
+      (insert ";; the user's note\n(defun agentq-fe-u0 () 0)\n")
+      (let ((args (agentq-fe--args :path path :kind "defun" :name "agentq-fe-u2" :new_source "(defun agentq-fe-u2 () :two)")))
+        (should (string-match-p "applied in buffer code.lisp, which visits .*; it is not saved"
+                                (plist-get (agentq-fe--call "edit_form" args :approved) :content))))
+      (should (equal (buffer-string) ";; the user's note\n(defun agentq-fe-u0 () 0)\n(defun agentq-fe-u1 () 1)\n(defun agentq-fe-u2 () :two)\n"))
+      (should (buffer-modified-p)))
+    (should (equal (agentq-fe--text path) "(defun agentq-fe-u1 () 1)\n(defun agentq-fe-u2 () 2)\n"))
+    (agentq-test-eval-ok "(fmakunbound 'agentq-fe-u2)")))
+
 ;;;; The chat: tests fail, edit_form fixes the function, tests pass
 
 (defconst agentq-fe--system
