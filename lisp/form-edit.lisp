@@ -51,7 +51,12 @@ the compiler's findings as [warnings] shows them."
        (dolist (file (directory (format nil "~A*.*" directory)))
          (delete-file file))
        (si:rmdir directory)))
-    (nreverse notes)))
+    ;; ECL places each finding at its top-level form, here the lambda
+    ;; around the text: a "(line N)" would point at nothing of the text's.
+    (mapcar (lambda (note)
+              (let ((at (search " (line " note :from-end t)))
+                (if (and at (char= (char note (1- (length note))) #\))) (subseq note 0 at) note)))
+            (nreverse notes))))
 
 (defun form-edit-undefined-functions (forms package)
   "STYLE-WARNINGs for the functions FORMS (read in PACKAGE) call that are
