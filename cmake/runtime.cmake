@@ -35,7 +35,8 @@ set(LISP_SOURCES
   ${CMAKE_SOURCE_DIR}/lisp/inspector.lisp
   ${CMAKE_SOURCE_DIR}/lisp/syntax.lisp
   ${CMAKE_SOURCE_DIR}/lisp/profile.lisp
-  ${CMAKE_SOURCE_DIR}/lisp/test-runner.lisp)
+  ${CMAKE_SOURCE_DIR}/lisp/test-runner.lisp
+  ${CMAKE_SOURCE_DIR}/lisp/form-edit.lisp)
 set(LISP_BUILD_DIR ${CMAKE_BINARY_DIR}/lisp)
 set(LISP_LIBRARY ${LISP_BUILD_DIR}/libagentq_lisp.a)
 file(MAKE_DIRECTORY ${LISP_BUILD_DIR})

@@ -27,6 +27,7 @@
 
 (declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
 (declare-function sly-agent-q-review-edit-proposal "sly-agent-q-review" (args))
+(declare-function sly-agent-q-form-edit-review "sly-agent-q-form-edit" (tool args))
 (declare-function sly-agent-q--path-base "sly-agent-q-files" ())
 (declare-function sly-agent-q--true-path "sly-agent-q-files" (path &optional base))
 (declare-function sly-agent-q--record-true-path "sly-agent-q-files" (absolute true))
@@ -336,11 +337,15 @@ is no.  Returns `:approved', `:denied', (:denied REASON) or
            (force-mode-line-update t)
            (unwind-protect
                (condition-case nil
-                   (if (equal tool-name "propose_file_edit")
-                       ;; The per-hunk review (sly-agent-q-review.el) in place of the question.
-                       (progn (require 'sly-agent-q-review)
-                              (sly-agent-q-review-edit-proposal args))
-                     (sly-agent-q--ask tool-name args))
+                   (cond ((equal tool-name "propose_file_edit")
+                          ;; The per-hunk review (sly-agent-q-review.el) in place of the question.
+                          (require 'sly-agent-q-review)
+                          (sly-agent-q-review-edit-proposal args))
+                         ((member tool-name '("edit_form" "insert_form"))
+                          ;; The same review, with the compiler's notes on the new form.
+                          (require 'sly-agent-q-form-edit)
+                          (sly-agent-q-form-edit-review tool-name args))
+                         (t (sly-agent-q--ask tool-name args)))
                  (quit :denied))
              (setq sly-agent-q-approval-pending nil)
              (force-mode-line-update t))))))

@@ -212,9 +212,11 @@ content begins with a note saying so, and the message keeps :edited."
 
 ;;;; Arguments the person edited
 
-(defconst sly-agent-q-chat--answer-keys '("hunks_total" "hunks_applied")
+(defconst sly-agent-q-chat--answer-keys '("hunks_total" "hunks_applied" "reviewed_lines" "original_lines")
   "Keys an approval answer adds that the model never sends.
-The review of propose_file_edit adds them (`sly-agent-q--propose-file-edit').")
+The review of propose_file_edit adds the first two
+\(`sly-agent-q--propose-file-edit'), that of edit_form and insert_form
+all (`sly-agent-q-form-edit-review').")
 
 (defconst sly-agent-q-chat--while-running-regexp " while it runs\\'"
   "How each thing a question says an agent's running code does ends.

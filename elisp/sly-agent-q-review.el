@@ -231,6 +231,10 @@ rest of its first and last lines (`sly-agent-q--review-prefix' and
   "The line of the file where the text reviewed (and `original') begins.")
 (defvar-local sly-agent-q--review-edit-buffer nil
   "The buffer where a hunk of this review is being edited, if any.")
+(defvar-local sly-agent-q--review-notes nil
+  "Notes on the proposed text, shown under the first hunk: a list of strings.
+edit_form and insert_form give the compiler's findings on the new form
+\(\"STYLE-WARNING: …\"), so that they are seen before the person decides.")
 
 (define-derived-mode sly-agent-q-diff-mode diff-mode "Agent-Q Diff"
   "Review an edit the agent proposes, hunk by hunk.
@@ -309,15 +313,30 @@ undo step, and the agent is told which.
                 (when state
                   (overlay-put overlay 'face (if (eq state 'accepted)
                                                  'sly-agent-q-hunk-accepted
-                                               'sly-agent-q-hunk-rejected)))))
+                                               'sly-agent-q-hunk-rejected)))
+                (when (and (= index 0) sly-agent-q--review-notes)
+                  (let ((notes (make-overlay (overlay-end overlay) (overlay-end overlay))))
+                    (overlay-put notes 'sly-agent-q-review t)
+                    (overlay-put notes 'sly-agent-q-review-notes t)
+                    (overlay-put notes 'after-string (sly-agent-q--review-notes-text))))))
   (let ((total (length sly-agent-q--review-states))
-        (accepted (cl-count 'accepted sly-agent-q--review-states)))
+        (accepted (cl-count 'accepted sly-agent-q--review-states))
+        (notes (length sly-agent-q--review-notes)))
     (setq header-line-format
-          (format " %s — %s: %d hunk%s, %d accepted, %d rejected   (a/r/SPC mark, e edit, C-c C-c all, q finish, ? help)"
+          (format " %s — %s: %d hunk%s, %d accepted, %d rejected%s   (a/r/SPC mark, e edit, C-c C-c all, q finish, ? help)"
                   (string-replace "%" "%%" (file-name-nondirectory sly-agent-q--review-file))
                   (string-replace "%" "%%" (or sly-agent-q--review-description "proposed edit"))
                   total (if (= total 1) "" "s") accepted
-                  (cl-count 'rejected sly-agent-q--review-states)))))
+                  (cl-count 'rejected sly-agent-q--review-states)
+                  (if (> notes 0) (format ", %d compiler note%s" notes (if (= notes 1) "" "s")) "")))))
+
+(defun sly-agent-q--review-notes-text ()
+  "The notes of the review, one a line, as shown under the first hunk's @@ line."
+  (mapconcat (lambda (note)
+               (concat "\n  " (propertize note 'face (cond ((string-prefix-p "STYLE-WARNING" note) 'warning)
+                                                           ((string-prefix-p "NOTE" note) 'shadow)
+                                                           (t 'error)))))
+             sly-agent-q--review-notes ""))
 
 (defun sly-agent-q--review-mark (state)
   "Mark the hunk at point with STATE, a function of its old state.
@@ -531,13 +550,18 @@ accepted; \\[sly-agent-q-hunk-edit-drop] drops the edit."
         (puthash "hunks_applied" (length accepted) new)
         (list :modified new)))))
 
-(defun sly-agent-q--review-buffer (args)
-  "The *Agent-Q Diff* buffer showing the edit of ARGS, every hunk unmarked."
+(defun sly-agent-q--review-buffer (args &optional context notes)
+  "The *Agent-Q Diff* buffer showing the edit of ARGS, every hunk unmarked.
+CONTEXT, when given, is where `original' stands in the file, (LINE
+PREFIX SUFFIX) as `sly-agent-q--snippet-context' finds it, for a caller
+that knows the place (edit_form).  NOTES, a list of strings, are shown
+under the first hunk (`sly-agent-q--review-notes')."
   (let ((buffer (get-buffer-create "*Agent-Q Diff*"))
         (file (expand-file-name (gethash "path" args))))
     (with-current-buffer buffer
       (sly-agent-q-diff-mode)
-      (pcase-let* ((`(,line ,prefix ,suffix) (sly-agent-q--snippet-context file (gethash "original" args)))
+      (pcase-let* ((`(,line ,prefix ,suffix) (or context
+                                                 (sly-agent-q--snippet-context file (gethash "original" args))))
                    (hunks (vconcat (sly-agent-q--parse-hunks
                                     (sly-agent-q--diff-text (concat prefix (gethash "original" args) suffix)
                                                             (concat prefix (gethash "modified" args) suffix))))))
@@ -549,6 +573,7 @@ accepted; \\[sly-agent-q-hunk-edit-drop] drops the edit."
               sly-agent-q--review-file file
               sly-agent-q--review-description (gethash "description" args)
               sly-agent-q--review-states (make-vector (length hunks) nil)
+              sly-agent-q--review-notes notes
               sly-agent-q--review-result nil))
       (sly-agent-q--review-render)
       (goto-char (or (car (sly-agent-q--hunk-starts)) (point-min))))

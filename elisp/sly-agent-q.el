@@ -48,6 +48,8 @@
 ;; from the ;;;###autoload cookies.
 (require 'sly-agent-q-buffer-tools)
 (require 'sly-agent-q-project-tools)
+;; edit_form and insert_form: a Lisp file's top-level forms, by structure.
+(require 'sly-agent-q-form-edit)
 ;; M-x sly-agent-q-mcp-server-start: the tools for outside MCP clients.
 (require 'sly-agent-q-mcp)
 ;; SLY's keys in Lisp buffers (not where SLY or SLIME is on).

@@ -16,7 +16,7 @@
 
 (require :cmp)
 
-(defparameter *files* '("package" "capture" "guards" "errors" "process-guard" "evaluate" "worker" "session" "emacs" "agent-code" "debugger" "held-errors" "tools" "execution" "introspection" "xref" "tiering" "tiering-methods" "compile-child" "systems" "repl-tools" "inspector" "syntax" "profile" "test-runner")
+(defparameter *files* '("package" "capture" "guards" "errors" "process-guard" "evaluate" "worker" "session" "emacs" "agent-code" "debugger" "held-errors" "tools" "execution" "introspection" "xref" "tiering" "tiering-methods" "compile-child" "systems" "repl-tools" "inspector" "syntax" "profile" "test-runner" "form-edit")
   "In load order.")
 
 (defun read-structure-slots-directly ()

@@ -213,5 +213,6 @@ number of times."
   ;; evaluation defines them again (nothing to do without one).
   (ignore-errors
    (eval-in-emacs "(progn (and (fboundp 'sly-agent-q--define-buffer-tools) (sly-agent-q--define-buffer-tools))
-                          (and (fboundp 'sly-agent-q--define-project-tools) (sly-agent-q--define-project-tools)))"))
+                          (and (fboundp 'sly-agent-q--define-project-tools) (sly-agent-q--define-project-tools))
+                          (and (fboundp 'sly-agent-q--define-form-edit-tools) (sly-agent-q--define-form-edit-tools)))"))
   (hash-table-count (sync-registry)))

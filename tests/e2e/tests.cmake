@@ -8,6 +8,8 @@ add_test(NAME e2e_approval_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/appro
 set_tests_properties(e2e_approval_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 add_test(NAME e2e_review_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/review-tmux.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(e2e_review_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+add_test(NAME e2e_form_edit_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/form-edit-tmux.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(e2e_form_edit_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 add_test(NAME e2e_async_minibuffer_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/async-minibuffer-tmux.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(e2e_async_minibuffer_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 add_test(NAME e2e_chat_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/chat-tmux.sh ${CMAKE_BINARY_DIR})

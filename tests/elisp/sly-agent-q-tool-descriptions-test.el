@@ -40,6 +40,10 @@
 
 (defconst agentq-descriptions--project '("list_directory" "search_files" "find_definitions" "get_diagnostics")
   "The project tools defined in Elisp (beyond the contracts' 18).")
+(defconst agentq-descriptions--form-edit
+  '(("edit_form" dangerous (diff))
+    ("insert_form" dangerous (diff)))
+  "The workbench's Emacs tools that edit a Lisp file's forms, reviewed as diffs.")
 
 (ert-deftest sly-agent-q-tool-descriptions/the-18-tools-and-their-counts ()
   ;; Put back any built-in tool another test replaced.
@@ -47,7 +51,7 @@
   (let ((names (sly-agent-q-list-tools)))
     (dolist (tool (append (mapcar #'car agentq-descriptions--built-in) agentq-descriptions--session))
       (should (member tool names))))
-  (dolist (tool agentq-descriptions--built-in)
+  (dolist (tool (append agentq-descriptions--built-in agentq-descriptions--form-edit))
     (pcase-let ((`(,name ,safety ,categories) tool))
       (should (equal (agentq-test-eval-ok (format "(let ((tool (get-tool %S))) (list (tool-safety-level tool) (tool-categories tool)))" name))
                      (format "=> (%S %S)" (intern (format ":%s" (upcase (symbol-name safety))))
@@ -74,7 +78,7 @@
     (should (equal stdout (concat "=> ((\"apropos_search\" \"class_hierarchy\" \"class_slots\" \"describe_symbol\"\n"
                                   "     \"function_arglist\" \"inspect_object\" \"list_package_symbols\"\n"
                                   "     \"macroexpand_form\" \"who_calls\" \"who_references\")\n"
-                                  "    34 34 34)")))
+                                  "    36 36 36)")))
     (ignore stderr)))
 
 (ert-deftest sly-agent-q-tool-descriptions/every-tool-and-parameter-is-described ()
@@ -84,7 +88,8 @@
     (seq-doseq (tool listed)
       (let ((name (gethash "name" tool)))
         (when (or (assoc name agentq-descriptions--built-in) (member name agentq-descriptions--session)
-                  (member name agentq-descriptions--debugger) (member name agentq-descriptions--project))
+                  (member name agentq-descriptions--debugger) (member name agentq-descriptions--project)
+                  (assoc name agentq-descriptions--form-edit))
           (cl-incf checked)
           (ert-info ((format "tool %s" name))
             ;; What it does, when to use it, what it returns: a few sentences.
@@ -104,6 +109,6 @@
                                (should (string-match-p "default\\|defaults\\|unless\\|when left out\\|If true"
                                                        description))))))
                        properties))))))
-    (should (= checked 34))))
+    (should (= checked 36))))
 
 ;;; sly-agent-q-tool-descriptions-test.el ends here

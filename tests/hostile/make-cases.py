@@ -400,6 +400,15 @@ for tool, key, extra in [("describe_symbol", "symbol", {}), ("function_arglist",
     add("tool-%s-package-nul" % tool, call(11, tool, dict({key: "CAR", "package": "CL\u0000USER"}, **extra)),
         "result", id=11, timeout=40)
 
+# edit_form and insert_form are Emacs's tools (a file, its buffer and the review): the
+# headless server has none, whatever the arguments; sly-agent-q-form-edit-test.el
+# calls them with bad names, unreadable source and paths outside the roots.
+for tool, args in [("edit_form", {"path": "/etc/passwd\u0000", "kind": "defun\u0000", "name": "|\u0000|",
+                                  "new_source": "#.(ext:quit)"}),
+                   ("insert_form", {"path": "../../x.lisp", "new_source": "(defun x () #.(loop))",
+                                    "after": "defun \u0000"})]:
+    add("tool-%s-headless" % tool, call(12, tool, args), PARAMS, id=12, contains="Unknown tool")
+
 # ------------------------------------------------------------ write the files
 OUT.mkdir(exist_ok=True)
 for old in OUT.glob("*.case"):

@@ -26,8 +26,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../..');
 const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(root, 'build/sly-agent-q-mcp');
 
-const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit', 'list_directory', 'search_files', 'find_definitions', 'get_diagnostics'];
-// The 25 built-ins the Lisp side defines; with the 9 Emacs tools, the 34.
+const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit', 'edit_form', 'insert_form', 'list_directory', 'search_files', 'find_definitions', 'get_diagnostics'];
+// The 25 built-ins the Lisp side defines; with the 11 Emacs tools, the 36.
 const LISP_TOOLS = [
   'apropos_search', 'backtrace', 'check_syntax', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'describe_system', 'eval_form',
   'eval_in_frame', 'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'inspect_object', 'invoke_restart', 'list_definitions',
@@ -116,7 +116,7 @@ test('initialize: answered by the Emacs serving MCP', () => {
 test('listTools: the Lisp tools, the Emacs tools and one defined in that Emacs', async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name);
-  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 34);
+  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 36);
   for (const name of [...LISP_TOOLS, ...EMACS_TOOLS, 'sdk_emacs_dangerous']) {
     assert.ok(names.includes(name), `${name} is listed`);
   }
@@ -236,6 +236,34 @@ test("an agent's code that writes a file asks in Emacs; denied, nothing is writt
   // Reading and defining ask nothing.
   assert.equal(textOf(await evaluate('(defun sdk-twice (x) (* 2 x))')), '=> SDK-TWICE');
   assert.equal(textOf(await evaluate('(sdk-twice 21)')), '=> 42');
+});
+
+test('edit_form and insert_form change a Lisp file in that Emacs by structure, and its session', async () => {
+  const file = path.join(project, 'approve-me.lisp');
+  fs.writeFileSync(file, '(defun sdk-form-a () 1)\n\n(defun sdk-form-b (x)\n  (- x))\n');
+  // Not found: the candidates, before anyone is asked.
+  const missing = await client.callTool({ name: 'edit_form',
+    arguments: { path: file, kind: 'defun', name: 'sdk-form-c', new_source: '(defun sdk-form-c () 3)' } });
+  assert.equal(missing.isError, true);
+  assert.match(textOf(missing), /No top-level \(defun sdk-form-c\) in .*\n {2}line 1: \(defun sdk-form-a\)\n {2}line 3: \(defun sdk-form-b\)/);
+  // Approved in Emacs: applied, and defined in the session.
+  const edited = await client.callTool({ name: 'edit_form',
+    arguments: { path: file, kind: 'defun', name: 'sdk-form-b', new_source: '(defun sdk-form-b (x)\n  (* 2 x))' } });
+  assert.equal(edited.isError, false, textOf(edited));
+  assert.match(textOf(edited), /^accepted\nThe edit is applied to .*approve-me\.lisp/);
+  const inserted = await client.callTool({ name: 'insert_form',
+    arguments: { path: file, after: 'defun sdk-form-a', new_source: '(defun sdk-form-a2 () (sdk-form-b 21))' } });
+  assert.equal(inserted.isError, false, textOf(inserted));
+  assert.equal(fs.readFileSync(file, 'utf8'),
+    '(defun sdk-form-a () 1)\n\n(defun sdk-form-a2 () (sdk-form-b 21))\n\n(defun sdk-form-b (x)\n  (* 2 x))\n');
+  assert.equal(textOf(await evaluate('(sdk-form-a2)')), '=> 42');
+  // Another file: the approval denies, nothing changes.
+  const other = path.join(project, 'deny-me.lisp');
+  fs.writeFileSync(other, '(defun sdk-form-d () 4)\n');
+  const denied = await client.callTool({ name: 'edit_form',
+    arguments: { path: other, kind: 'defun', name: 'sdk-form-d', new_source: '(defun sdk-form-d () 5)' } });
+  assert.equal(denied.isError, true);
+  assert.equal(fs.readFileSync(other, 'utf8'), '(defun sdk-form-d () 4)\n');
 });
 
 test('cancelling (loop) through an AbortSignal interrupts it in Emacs', async () => {

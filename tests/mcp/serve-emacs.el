@@ -5,9 +5,10 @@
 ;; emacs -Q --batch -L elisp -l tests/mcp/serve-emacs.el
 ;;
 ;; Loads sly-agent-q (the module: $SLY_AGENT_Q_MODULE when set), defines a
-;; dangerous Elisp tool, scripts the approval (a path "approve-me" is
-;; approved, any other denied), opens a buffer only this Emacs has, allows
-;; the file tools $AGENTQ_ALLOWED_DIR (when set), starts
+;; dangerous Elisp tool, scripts the approval (a path "approve-me", or a
+;; file approve-me.lisp, is approved, any other denied), opens a buffer
+;; only this Emacs has, allows the file tools $AGENTQ_ALLOWED_DIR (when
+;; set), starts
 ;; the MCP server on $AGENTQ_MCP_SOCKET (whose appearing says it is ready)
 ;; and serves until killed.
 
@@ -31,9 +32,10 @@
 (setq sly-agent-q-approval-function
       (lambda (_name args)
         (push sly-agent-q-call-origin agentq-serve-origins)
-        (if (equal (gethash "path" args) "approve-me")
+        (if (string-match-p "\\`\\(?:.*/\\)?approve-me\\(?:\\.lisp\\)?\\'" (or (gethash "path" args) ""))
             :approved
           '(:denied "the test's approval function says no"))))
+
 
 (with-current-buffer (get-buffer-create "agentq-sdk-buffer")
   (insert "only this Emacs has this text"))
