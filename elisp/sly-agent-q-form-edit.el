@@ -494,18 +494,7 @@ on the new source under the first hunk.  Returns the approval answer."
                    nil))))
     (if (null buffer)
         :denied
-      (save-window-excursion
-        (pop-to-buffer buffer)
-        (condition-case nil
-            (recursive-edit)
-          (quit (with-current-buffer buffer (setq sly-agent-q--review-result nil)))))
-      (with-current-buffer buffer
-        (prog1 (if (eq sly-agent-q--review-result 'finish)
-                   (sly-agent-q--form-edit-review-answer args buffer)
-                 :denied)
-          (when (buffer-live-p sly-agent-q--review-edit-buffer)
-            (kill-buffer sly-agent-q--review-edit-buffer))
-          (kill-buffer buffer))))))
+      (sly-agent-q--run-review buffer (lambda () (sly-agent-q--form-edit-review-answer args buffer))))))
 
 ;;;; Applying it
 

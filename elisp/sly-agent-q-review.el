@@ -579,24 +579,30 @@ under the first hunk (`sly-agent-q--review-notes')."
       (goto-char (or (car (sly-agent-q--hunk-starts)) (point-min))))
     buffer))
 
+(defun sly-agent-q--run-review (buffer decide)
+  "Let the person review in BUFFER, a review buffer, until they finish or quit.
+Finished: the answer is what DECIDE returns, called in BUFFER; else
+:denied.  BUFFER (and an edit of a hunk not finished) goes after."
+  (save-window-excursion
+    (pop-to-buffer buffer)
+    (condition-case nil
+        (recursive-edit)
+      (quit (with-current-buffer buffer (setq sly-agent-q--review-result nil)))))
+  (with-current-buffer buffer
+    (prog1 (if (eq sly-agent-q--review-result 'finish)
+               (funcall decide)
+             :denied)
+      ;; An edit not finished when the review ends is dropped.
+      (when (buffer-live-p sly-agent-q--review-edit-buffer)
+        (kill-buffer sly-agent-q--review-edit-buffer))
+      (kill-buffer buffer))))
+
 (defun sly-agent-q-review-edit-proposal (args)
   "Let the person review the edit that propose_file_edit's ARGS propose.
 ARGS has `path', `original', `modified' and `description'.  Returns the
 approval answer: (:modified NEW-ARGS) with the accepted hunks, or :denied."
-  (let ((buffer (sly-agent-q--review-buffer args)))
-    (save-window-excursion
-      (pop-to-buffer buffer)
-      (condition-case nil
-          (recursive-edit)
-        (quit (with-current-buffer buffer (setq sly-agent-q--review-result nil)))))
-    (with-current-buffer buffer
-      (prog1 (if (eq sly-agent-q--review-result 'finish)
-                 (sly-agent-q--review-decision args)
-               :denied)
-        ;; An edit not finished when the review ends is dropped.
-        (when (buffer-live-p sly-agent-q--review-edit-buffer)
-          (kill-buffer sly-agent-q--review-edit-buffer))
-        (kill-buffer buffer)))))
+  (sly-agent-q--run-review (sly-agent-q--review-buffer args)
+                           (lambda () (sly-agent-q--review-decision args))))
 
 (provide 'sly-agent-q-review)
 

@@ -26,27 +26,15 @@ the compiler's findings as [warnings] shows them."
            (with-open-file (out source :direction :output :if-exists :supersede :external-format :utf-8)
              ;; Two header lines: the text's lines are the file's less two.
              (format out "(in-package ~S)~%(cl:function (cl:lambda ()~%~A~%))~%" (package-name package) text))
-           ;; The compiler installed first: loading it warns of its own things.
-           (with-load-compiler ((not (c-compiler-available-p)))
-             (handler-bind ((warning (lambda (condition)
-                                       ;; The compiler's findings; not what loading its
-                                       ;; parts says the first time ("Duplicate proclamation").
-                                       (when (compiler-message-p condition)
-                                         (push (compile-warning-text condition source) notes))
-                                       (let ((restart (find-restart 'muffle-warning condition)))
-                                         (when restart (invoke-restart restart)))))
-                            (condition (lambda (condition)
-                                         (when (and (compiler-message-p condition)
-                                                    (not (typep condition 'warning))
-                                                    (not (typep condition (find-symbol "COMPILER-NOTE" "C"))))
-                                           (push (compile-warning-text condition source) notes)))))
-               (let ((*compile-verbose* nil) (*compile-print* nil) (*read-eval* nil) (*package* package))
-                 (progv (let ((symbol (find-symbol "*SUPPRESS-COMPILER-MESSAGES*" "C")))
-                          (and symbol (list symbol)))
-                     (list (find-symbol "COMPILER-MESSAGE" "C"))
-                   (let ((*standard-output* (make-broadcast-stream))
-                         (*error-output* (make-broadcast-stream)))
-                     (compile-file source)))))))
+           (let ((*read-eval* nil))
+             (compile-file-collecting source package (not (c-compiler-available-p))
+                                      (lambda (condition)
+                                        ;; The compiler's findings; not what loading its
+                                        ;; parts says the first time ("Duplicate proclamation").
+                                        (when (compiler-message-p condition)
+                                          (push (compile-warning-text condition source) notes)))
+                                      (lambda (condition)
+                                        (push (compile-warning-text condition source) notes)))))
       (ignore-errors
        (dolist (file (directory (format nil "~A*.*" directory)))
          (delete-file file))
@@ -90,18 +78,22 @@ defined nowhere, neither in the session nor by FORMS themselves."
   (or (boundp symbol) (fboundp symbol) (symbol-plist symbol) (find-class symbol nil)
       (ignore-errors (macro-function symbol))))
 
-(defmacro with-new-symbols-forgotten ((package) &body body)
-  "Run BODY, which reads text in PACKAGE; then unintern the symbols it
+(defmacro with-new-symbols-forgotten ((package text) &body body)
+  "Run BODY, which reads TEXT in PACKAGE; then unintern the symbols it
 interned there that name nothing, so that checking a text the person has
 not accepted yet leaves the package as it was (a symbol left behind could
-later conflict with one a USE-PACKAGE brings)."
-  (let ((before (gensym "BEFORE")) (symbol (gensym "SYMBOL")))
-    `(let ((,before (make-hash-table :test 'eq)))
+later conflict with one a USE-PACKAGE brings).  Only symbols whose names
+TEXT holds: what else BODY's compiling interned (the compiler's own
+first load, say) is not the text's, and code may hold those symbols."
+  (let ((before (gensym "BEFORE")) (symbol (gensym "SYMBOL")) (upcased (gensym "TEXT")))
+    `(let ((,before (make-hash-table :test 'eq))
+           (,upcased (string-upcase ,text)))
        (do-symbols (,symbol ,package) (setf (gethash ,symbol ,before) t))
        (unwind-protect (progn ,@body)
          (let ((new '()))
            (do-symbols (,symbol ,package)
-             (unless (or (gethash ,symbol ,before) (not (eq (symbol-package ,symbol) ,package)))
+             (unless (or (gethash ,symbol ,before) (not (eq (symbol-package ,symbol) ,package))
+                         (not (search (string-upcase (symbol-name ,symbol)) ,upcased)))
                (push ,symbol new)))
            (dolist (,symbol new)
              (unless (symbol-in-use-p ,symbol)
@@ -124,7 +116,7 @@ PACKAGE-NAME (exactly; NIL: CL-USER) and compile it for notes.  Returns
                                collect (format nil "line ~D, column ~D: ~A" line column message))))
         ((zerop count) (list :problems (list "there is no form in it")))
         (t
-         (with-new-symbols-forgotten (package)
+         (with-new-symbols-forgotten (package text)
           (let* ((forms (read-forms text package))
                 (first (first forms))
                 (kind (and (consp first) (symbolp (car first)) (symbol-name (car first)))))

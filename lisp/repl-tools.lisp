@@ -92,6 +92,31 @@
                     (when next (setf *package* next)))))))
     (nreverse forms)))
 
+(defun compile-file-collecting (source package bytecodes on-warning on-error)
+  "COMPILE-FILE SOURCE in PACKAGE, silently, with the bytecodes compiler
+when BYTECODES, else ECL's C compiler.  Each warning is muffled after
+ON-WARNING is called with it; each compiler error message (not a
+warning, not a note) goes to ON-ERROR.  Returns COMPILE-FILE's values."
+  (handler-bind ((warning (lambda (condition)
+                            (funcall on-warning condition)
+                            (let ((restart (find-restart 'muffle-warning condition)))
+                              (when restart (invoke-restart restart)))))
+                 (condition (lambda (condition)
+                              (when (and (compiler-message-p condition)
+                                         (not (typep condition 'warning))
+                                         (not (typep condition (find-symbol "COMPILER-NOTE" "C"))))
+                                (funcall on-error condition)))))
+    (let ((*compile-verbose* nil) (*compile-print* nil) (*load-verbose* nil) (*load-print* nil)
+          (*package* package))
+      (progv (let ((symbol (find-symbol "*SUPPRESS-COMPILER-MESSAGES*" "C")))
+               (and symbol (list symbol)))
+          (list (find-symbol "COMPILER-MESSAGE" "C"))
+        (with-load-compiler (bytecodes)
+          ;; What the compiler prints repeats its conditions.
+          (let ((*standard-output* (make-broadcast-stream))
+                (*error-output* (make-broadcast-stream)))
+            (compile-file source)))))))
+
 (defun compile-and-load (text package)
   "Compile TEXT (forms, read in PACKAGE) with COMPILE-FILE and load the
 result.  Returns true and a summary, or NIL and the [ERROR] text; the
@@ -107,25 +132,11 @@ compiler's warnings go to *WARNINGS*."
              ;; One header line: the form's lines are the file's less one.
              (format out "(in-package ~S)~%~A~%" (package-name package) text))
            (multiple-value-bind (fasl warnings-p failure-p)
-               (handler-bind ((warning (lambda (condition)
-                                         (push (compile-warning-text condition source) *warnings*)
-                                         (let ((restart (find-restart 'muffle-warning condition)))
-                                           (when restart (invoke-restart restart)))))
-                              (condition (lambda (condition)
-                                           (when (and (compiler-message-p condition)
-                                                      (not (typep condition 'warning))
-                                                      (not (typep condition (find-symbol "COMPILER-NOTE" "C"))))
-                                             (push (compile-warning-text condition source) errors)))))
-                 (let ((*compile-verbose* nil) (*compile-print* nil) (*load-verbose* nil) (*load-print* nil)
-                       (*package* package))
-                   (progv (let ((symbol (find-symbol "*SUPPRESS-COMPILER-MESSAGES*" "C")))
-                            (and symbol (list symbol)))
-                       (list (find-symbol "COMPILER-MESSAGE" "C"))
-                     (with-load-compiler ((not c-compiler))
-                       ;; What the compiler prints repeats its conditions.
-                       (let ((*standard-output* (make-broadcast-stream))
-                             (*error-output* (make-broadcast-stream)))
-                         (compile-file source))))))
+               (compile-file-collecting source package (not c-compiler)
+                                        (lambda (condition)
+                                          (push (compile-warning-text condition source) *warnings*))
+                                        (lambda (condition)
+                                          (push (compile-warning-text condition source) errors)))
              (declare (ignore warnings-p))
              (cond ((or (null fasl) (and failure-p errors))
                     (values nil (format nil "[ERROR] COMPILE-ERROR~%The code did not compile~@[:~%~{~A~^~%~}~]"

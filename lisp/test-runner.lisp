@@ -119,7 +119,23 @@ direct call in ECL's compiled code, which no wrapper would see)."
           (*standard-output* (make-broadcast-stream)))
       (handler-bind ((warning #'muffle-warning))
         (when (ignore-errors (asdf-call "FIND-SYSTEM" "fiveam" nil))
-          (asdf-call "LOAD-SYSTEM" "fiveam")))))
+          ;; A library, as load_system counts one from the system registry:
+          ;; its packages stay through reset_session.  (Deleting them broke
+          ;; ASDF: asdf-flv, which FiveAM uses, adds methods to ASDF's
+          ;; PERFORM that read its variable.)
+          ;; And it is not loaded again: a dependency of FiveAM's with a
+          ;; missing static file (trivial-backtrace's COPYING) made ASDF
+          ;; reload FiveAM at a later TEST-SYSTEM, which emptied its test
+          ;; registry ("Didn't run anything").
+          (let ((before (list-all-packages))
+                (systems (ignore-errors (asdf-call "ALREADY-LOADED-SYSTEMS"))))
+            (unwind-protect (asdf-call "LOAD-SYSTEM" "fiveam")
+              (dolist (package (list-all-packages))
+                (unless (member package before)
+                  (pushnew package *image-packages*)))
+              (dolist (system (ignore-errors (asdf-call "ALREADY-LOADED-SYSTEMS")))
+                (unless (member system systems :test #'equal)
+                  (ignore-errors (asdf-call "REGISTER-IMMUTABLE-SYSTEM" system))))))))))
   (let* ((output (make-string-output-stream))
          (results (let ((*standard-output* output) (*error-output* output)
                         (*load-verbose* nil) (*compile-verbose* nil) (*compile-print* nil)

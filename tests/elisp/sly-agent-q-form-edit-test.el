@@ -14,23 +14,6 @@
 (require 'sly-agent-q-test-helpers)
 (require 'sly-agent-q-form-edit)
 
-(defmacro agentq-fe--with-file (spec &rest body)
-  "Run BODY with PATH a file holding TEXT in a fresh allowed directory.
-SPEC is (PATH TEXT).  The directory, and any buffer visiting PATH, go after."
-  (declare (indent 1) (debug ((symbolp form) body)))
-  (let ((dir (make-symbol "dir")))
-    `(let* ((,dir (file-name-as-directory (make-temp-file "agentq-fe" t)))
-            (,(car spec) (expand-file-name "code.lisp" ,dir))
-            (sly-agent-q-allowed-directories (list ,dir)))
-       (unwind-protect
-           (progn
-             (with-temp-file ,(car spec) (insert ,(cadr spec)))
-             ,@body)
-         (when-let ((buffer (get-file-buffer ,(car spec))))
-           (with-current-buffer buffer (set-buffer-modified-p nil))
-           (kill-buffer buffer))
-         (delete-directory ,dir t)))))
-
 (defun agentq-fe--text (path)
   "The text of the file PATH."
   (with-temp-buffer (insert-file-contents path) (buffer-string)))
@@ -106,7 +89,7 @@ under the first hunk, and the header line."
   "edit_form of one defmethod: only it changes, the compiler's notes are
 under the hunk before the decision, the file is saved, one undo takes it
 back, and the new method runs in the session."
-  (agentq-fe--with-file (path agentq-fe--shapes)
+  (agentq-test-with-lisp-file (path agentq-fe--shapes)
     (agentq-test-eval-ok (format "(load %S)" path))
     (let* ((new "(defmethod area ((s square))\n  (list :new *agentq-fe-unit* (side s)))")
            (args (agentq-fe--args :path path :kind "defmethod" :name "area (square)" :new_source new)))
@@ -145,7 +128,7 @@ back, and the new method runs in the session."
 
 (ert-deftest sly-agent-q-form-edit/methods-by-qualifier-and-eql ()
   "A method is named by its qualifiers and specializers; (eql …) too."
-  (agentq-fe--with-file (path agentq-fe--shapes)
+  (agentq-test-with-lisp-file (path agentq-fe--shapes)
     (let ((sly-agent-q-allowed-directories (list (file-name-directory path))))
       (with-temp-buffer
         (insert agentq-fe--shapes)
@@ -174,7 +157,7 @@ back, and the new method runs in the session."
 (defun agentq-fe-h () \"(defun agentq-fe-h ()\" :the-one)
 (defvar *agentq-fe-after* '(#\\( #\\)))
 "))
-    (agentq-fe--with-file (path text)
+    (agentq-test-with-lisp-file (path text)
       (let* ((new "(defun agentq-fe-h () :new)")
              (args (agentq-fe--args :path path :kind "defun" :name "agentq-fe-h" :new_source new)))
         ;; Two candidates: the #+ one and the real one.
@@ -196,7 +179,7 @@ back, and the new method runs in the session."
   "Ambiguous, not found, unreadable new source, a path outside the roots,
 a file that does not read, keys only the review sets: each fails before
 anyone is asked, saying why."
-  (agentq-fe--with-file (path "(defmethod agentq-fe-g ((x integer)) x)\n(defmethod agentq-fe-g ((x string)) x)\n(defun agentq-fe-k () 1)\n")
+  (agentq-test-with-lisp-file (path "(defmethod agentq-fe-g ((x integer)) x)\n(defmethod agentq-fe-g ((x string)) x)\n(defun agentq-fe-k () 1)\n")
     (let ((before (agentq-fe--text path)))
       (should (string-match-p "2 top-level forms of .* match defmethod agentq-fe-g.*\n  line 1: (defmethod agentq-fe-g (integer))\n  line 2: (defmethod agentq-fe-g (string))"
                               (agentq-fe--refused "edit_form" :path path :kind "defmethod" :name "agentq-fe-g" :new_source "(defmethod agentq-fe-g ((x integer)) 1)")))
@@ -223,7 +206,7 @@ anyone is asked, saying why."
 
 (ert-deftest sly-agent-q-form-edit/insert-after-a-form-and-at-the-end ()
   "insert_form after a named form, and at the end; the forms are defined."
-  (agentq-fe--with-file (path "(in-package :cl-user)\n(defun agentq-fe-a () 1)\n\n(defun agentq-fe-z () 26)\n")
+  (agentq-test-with-lisp-file (path "(in-package :cl-user)\n(defun agentq-fe-a () 1)\n\n(defun agentq-fe-z () 26)\n")
     (let ((args (agentq-fe--args :path path :new_source "(defun agentq-fe-b () (1+ (agentq-fe-a)))" :after "defun agentq-fe-a")))
       (pcase-let ((`(,answer ,_notes ,_header) (agentq-fe--review "insert_form" args '(?a))))
         (should (string-prefix-p "accepted" (plist-get (agentq-fe--call "insert_form" args answer) :content)))))
@@ -244,7 +227,7 @@ other hunk alone, when it reads: partially accepted."
   (let* ((middle (mapconcat (lambda (n) (format "        %d\n" n)) (number-sequence 1 12) ""))
          (old (concat "(defun agentq-fe-long (x)\n  (list x\n" middle "        x))\n"))
          (new (concat "(defun agentq-fe-long (x)\n  (progn (list x\n" middle "        x)))\n")))
-    (agentq-fe--with-file (path old)
+    (agentq-test-with-lisp-file (path old)
       (let ((args (agentq-fe--args :path path :kind "defun" :name "agentq-fe-long" :new_source new)))
         (pcase-let ((`(,answer ,_notes ,_header) (agentq-fe--review "edit_form" args '(?r ?r))))
           (should (eq answer :denied))
@@ -269,7 +252,7 @@ other hunk alone, when it reads: partially accepted."
   "The buffer visiting the file has unsaved changes: the form is found in
 its text, edited there and left unsaved with the user's changes; the
 file is untouched."
-  (agentq-fe--with-file (path "(defun agentq-fe-u1 () 1)\n(defun agentq-fe-u2 () 2)\n")
+  (agentq-test-with-lisp-file (path "(defun agentq-fe-u1 () 1)\n(defun agentq-fe-u2 () 2)\n")
     (with-current-buffer (find-file-noselect path)
       (goto-char (point-min))
       (insert ";; the user's note\n(defun agentq-fe-u0 () 0)\n")

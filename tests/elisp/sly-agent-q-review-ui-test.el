@@ -135,23 +135,6 @@ file's functions with keywords."
 
 ;;;; Issue 36: editing a hunk, the keys, line numbers, undo, the chat
 
-(defmacro agentq-review--with-file (spec &rest body)
-  "Run BODY with PATH a file holding TEXT in a fresh allowed directory.
-SPEC is (PATH TEXT).  The directory, and any buffer visiting PATH, go after."
-  (declare (indent 1) (debug ((symbolp form) body)))
-  (let ((dir (make-symbol "dir")))
-    `(let* ((,dir (file-name-as-directory (make-temp-file "agentq-review" t)))
-            (,(car spec) (expand-file-name "code.lisp" ,dir))
-            (sly-agent-q-allowed-directories (list ,dir)))
-       (unwind-protect
-           (progn
-             (with-temp-file ,(car spec) (insert ,(cadr spec)))
-             ,@body)
-         (when-let ((buffer (get-file-buffer ,(car spec))))
-           (with-current-buffer buffer (set-buffer-modified-p nil))
-           (kill-buffer buffer))
-         (delete-directory ,dir t)))))
-
 (defun agentq-review--file-text (path)
   "The text of the file PATH."
   (with-temp-buffer (insert-file-contents path) (buffer-string)))
@@ -169,7 +152,7 @@ SPEC is (PATH TEXT).  The directory, and any buffer visiting PATH, go after."
   "e edits the hunk in a buffer of its own: q and the review's keys are text
 there, C-c C-c puts the edited hunk in the review, accepted, and C-c C-k
 drops an edit."
-  (agentq-review--with-file (path agentq-review--original)
+  (agentq-test-with-lisp-file (path agentq-review--original)
     (let* ((args (agentq-review--args path))
            (review (sly-agent-q--review-buffer args)))
       (unwind-protect
@@ -222,7 +205,7 @@ drops an edit."
 (ert-deftest sly-agent-q-review-ui/an-edit-may-change-the-rest-of-the-line ()
   "`original' is part of a line; an edit of the text around it on that line
 is applied too (the whole line is then replaced)."
-  (agentq-review--with-file (path "(a)\n(list 1 2 3) ; end\n(c)\n")
+  (agentq-test-with-lisp-file (path "(a)\n(list 1 2 3) ; end\n(c)\n")
     (let ((args (agentq-review--args path "1 2 3" "1 2 3 4")))
       (let ((review (sly-agent-q--review-buffer args)))
         (unwind-protect
@@ -243,7 +226,7 @@ is applied too (the whole line is then replaced)."
 
 (ert-deftest sly-agent-q-review-ui/help-and-describe-mode-list-the-keys ()
   "? and C-h m in the review show its keys."
-  (agentq-review--with-file (path agentq-review--original)
+  (agentq-test-with-lisp-file (path agentq-review--original)
     (let ((review (sly-agent-q--review-buffer (agentq-review--args path))))
       (unwind-protect
           (save-window-excursion
@@ -266,7 +249,7 @@ is applied too (the whole line is then replaced)."
 (ert-deftest sly-agent-q-review-ui/hunks-number-the-lines-of-the-file ()
   "@@ lines count the file's lines; \"No newline\" only at the file's real end."
   ;; `original' is lines 7 and 8 of the file; the change is on line 8.
-  (agentq-review--with-file (path ";; 1\n;; 2\n;; 3\n;; 4\n;; 5\n;; 6\n(defun g1 () 1)\n(defun g2 () 2)\n(defun g3 () 3)\n")
+  (agentq-test-with-lisp-file (path ";; 1\n;; 2\n;; 3\n;; 4\n;; 5\n;; 6\n(defun g1 () 1)\n(defun g2 () 2)\n(defun g3 () 3)\n")
     (let ((args (agentq-review--args path "(defun g1 () 1)\n(defun g2 () 2)\n" "(defun g1 () 1)\n(defun g2 () :two)\n(defun g2b () 2)\n")))
       (with-current-buffer (sly-agent-q--review-buffer args)
         (unwind-protect
@@ -275,7 +258,7 @@ is applied too (the whole line is then replaced)."
               (should-not (string-match-p "^@@ -1," (buffer-string))))
           (kill-buffer)))))
   ;; Hunks after one that adds lines: the new side is shifted by them.
-  (agentq-review--with-file (path (concat ";; header\n" agentq-review--original))
+  (agentq-test-with-lisp-file (path (concat ";; header\n" agentq-review--original))
     (let ((args (agentq-review--args path)))
       (puthash "modified" (replace-regexp-in-string "(defun f2 () :two)\n" "(defun f2 () :two)\n(defun f2b () :new)\n"
                                                     (agentq-review--modified))
@@ -288,7 +271,7 @@ is applied too (the whole line is then replaced)."
           (kill-buffer)))))
   ;; `original' ends in the middle of the file without its newline: no
   ;; "No newline at end of file", and the edit applies as proposed.
-  (agentq-review--with-file (path "(defun g1 () 1)\n(defun g2 () 2)\n(defun g3 () 3)\n")
+  (agentq-test-with-lisp-file (path "(defun g1 () 1)\n(defun g2 () 2)\n(defun g3 () 3)\n")
     (let ((args (agentq-review--args path "(defun g2 () 2)" "(defun g2 () :two)")))
       (with-current-buffer (sly-agent-q--review-buffer args)
         (unwind-protect
@@ -301,7 +284,7 @@ is applied too (the whole line is then replaced)."
           (kill-buffer)))
       (should (equal (agentq-review--file-text path) "(defun g1 () 1)\n(defun g2 () :two)\n(defun g3 () 3)\n"))))
   ;; `original' part of a line: the @@ line still numbers the file's lines.
-  (agentq-review--with-file (path "(a)\n(b)\n(list 1 2 3) ; end\n(c)\n")
+  (agentq-test-with-lisp-file (path "(a)\n(b)\n(list 1 2 3) ; end\n(c)\n")
     (let ((args (agentq-review--args path "1 2 3" "1 2 3 4")))
       (with-current-buffer (sly-agent-q--review-buffer args)
         (unwind-protect
@@ -313,7 +296,7 @@ is applied too (the whole line is then replaced)."
           (kill-buffer)))
       (should (equal (agentq-review--file-text path) "(a)\n(b)\n(list 1 2 3 4) ; end\n(c)\n"))))
   ;; The file really ends without a newline: then it is said.
-  (agentq-review--with-file (path "(defun g1 () 1)\n(defun g2 () 2)")
+  (agentq-test-with-lisp-file (path "(defun g1 () 1)\n(defun g2 () 2)")
     (let ((args (agentq-review--args path "(defun g2 () 2)" "(defun g2 () :two)")))
       (with-current-buffer (sly-agent-q--review-buffer args)
         (unwind-protect
@@ -327,7 +310,7 @@ is applied too (the whole line is then replaced)."
 (ert-deftest sly-agent-q-review-ui/undo-after-an-accepted-edit-leaves-the-buffer-modified ()
   "Accept into an unmodified visiting buffer, undo: the buffer is modified,
 and saving writes the undone text."
-  (agentq-review--with-file (path agentq-review--original)
+  (agentq-test-with-lisp-file (path agentq-review--original)
     (let ((make-backup-files nil)
           (args (agentq-review--args path)))
       (with-current-buffer (find-file-noselect path)
@@ -351,7 +334,7 @@ and saving writes the undone text."
   "The chat shows a review that rejected every hunk as denied, not failed."
   (require 'sly-agent-q-chat)
   (require 'sly-agent-q-fake-provider)
-  (agentq-review--with-file (path agentq-review--original)
+  (agentq-test-with-lisp-file (path agentq-review--original)
     (let* ((server (sly-agent-q-fake-provider-start))
            (sessions (make-temp-file "agentq-review-sessions" t))
            (done nil)

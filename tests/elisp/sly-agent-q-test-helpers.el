@@ -29,6 +29,25 @@
   (expand-file-name "../../" agentq-test-directory)
   "The repository root.")
 
+;;;; Files
+
+(defmacro agentq-test-with-lisp-file (spec &rest body)
+  "Run BODY with PATH a file holding TEXT in a fresh allowed directory.
+SPEC is (PATH TEXT).  The directory, and any buffer visiting PATH, go after."
+  (declare (indent 1) (debug ((symbolp form) body)))
+  (let ((dir (make-symbol "dir")))
+    `(let* ((,dir (file-name-as-directory (make-temp-file "agentq-file" t)))
+            (,(car spec) (expand-file-name "code.lisp" ,dir))
+            (sly-agent-q-allowed-directories (list ,dir)))
+       (unwind-protect
+           (progn
+             (with-temp-file ,(car spec) (insert ,(cadr spec)))
+             ,@body)
+         (when-let ((buffer (get-file-buffer ,(car spec))))
+           (with-current-buffer buffer (set-buffer-modified-p nil))
+           (kill-buffer buffer))
+         (delete-directory ,dir t)))))
+
 ;;;; Calls
 
 (defconst agentq-test-foreign-threads
