@@ -162,6 +162,27 @@ test("evaluate_lisp: an agent's code that touches the world is denied headless, 
   assert.equal(textOf(await evaluate('(mapcar (function 1+) (list 1 2 3))')), '=> (2 3 4)');
 });
 
+test('evaluate_lisp with debug holds an error; invoke_restart goes on from it, the worker serving meanwhile', async () => {
+  const held = await client.callTool({ name: 'evaluate_lisp',
+    arguments: { code: '(list :got (restart-case (error "boom") (use-it (v) :report "Use a value" v)))', debug: true } });
+  assert.equal(held.isError, true);
+  const text = textOf(held);
+  const match = text.match(/^\[ERROR\] SIMPLE-ERROR \(held: condition (\d+)\)\nboom\n/);
+  assert.ok(match, text);
+  assert.match(text, /\[Restarts\]\n0: \[USE-IT\] Use a value/);
+  const id = Number(match[1]);
+  assert.equal(textOf(await evaluate('(+ 1 2)')), '=> 3');
+  const frames = await client.callTool({ name: 'backtrace', arguments: { condition_id: id } });
+  assert.match(textOf(frames), new RegExp(`^Condition ${id}: SIMPLE-ERROR: boom`));
+  // Headless, an agent's values that only compute ask nothing.
+  const resumed = await client.callTool({ name: 'invoke_restart', arguments: { condition_id: id, restart: 'USE-IT', values: '42' } });
+  assert.equal(resumed.isError, false, textOf(resumed));
+  assert.equal(textOf(resumed), '=> (:GOT 42)');
+  const gone = await client.callTool({ name: 'invoke_restart', arguments: { condition_id: id, restart: '0' } });
+  assert.equal(gone.isError, true);
+  assert.match(textOf(gone), new RegExp(`No error is held as condition ${id}`));
+});
+
 test('the hyphenated name is accepted', async () => {
   const result = await client.callTool({ name: 'evaluate-lisp', arguments: { code: '(* 6 7)' } });
   assert.equal(textOf(result), '=> 42');
