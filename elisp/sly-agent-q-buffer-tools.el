@@ -73,6 +73,58 @@ line without one (it ends at `point-max'); `:none' when nothing is left;
                  (setq state (if (= (point-min) (point-max)) :none :last))))))
     state))
 
+(defun sly-agent-q--read-file-coding (file eof)
+  "The coding system of FILE, whose first bytes are the current buffer's.
+As Emacs would find it for those bytes' whole lines (all of them when
+EOF): coding cookie, file name, contents; lines end at \\n."
+  (let* ((bytes (buffer-substring-no-properties
+                 (point-min)
+                 (if eof (point-max)
+                   (save-excursion (goto-char (point-max))
+                                   (if (search-backward "\n" nil t) (1+ (point)) (point-max))))))
+         (coding (sly-agent-q--usable-coding
+                  (with-temp-buffer
+                    (insert (string-to-multibyte bytes))
+                    (decode-coding-inserted-region (point-min) (point-max) file)
+                    last-coding-system-used))))
+    ;; Old Mac line ends (\r) make one line.
+    (if (eq (coding-system-eol-type coding) 2)
+        (coding-system-change-eol-conversion coding 'unix)
+      coding)))
+
+(defun sly-agent-q--read-file-answer (file text cut after offset line total cap)
+  "Return read_file's answer: TEXT and what says the rest.
+TEXT holds the numbered lines of FILE from OFFSET to before LINE.
+CUT is nil, `limit' (the read limit
+CAP was reached) or `long' (line LINE was cut); AFTER whether lines
+follow (`unknown': perhaps); TOTAL the file's lines when counted."
+  (let ((visitor (find-buffer-visiting file))
+        (lines-shown (lambda (first final)
+                       (if total
+                           (format "lines %d-%d of %d shown" first final total)
+                         (format "lines %d-%d shown, and more follow (the file is %s; it was read only as far as these lines, so its lines were not counted)"
+                                 first final (file-size-human-readable
+                                              (file-attribute-size (sly-agent-q--local-files (file-attributes file)))))))))
+    (concat
+     (if (equal total 0) (format "[%s is empty]\n" file) "")
+     (sly-agent-q--clean-text text)
+     (pcase cut
+       ('limit (format "[... truncated at the read limit of %d characters: %s. Call read_file with offset=%d to read more ...]\n"
+                       cap (funcall lines-shown offset (1- line)) line))
+       ('long (format "[... line %d is longer than the read limit of %d characters and was cut.%s ...]\n"
+                      line cap (pcase after
+                                 ('t (format " The lines after it: call read_file with offset=%d" (1+ line)))
+                                 ('unknown (format " The lines after it, if any: call read_file with offset=%d" (1+ line)))
+                                 (_ ""))))
+       (_ (if after
+              (format "[... %s. Call read_file with offset=%d to read more ...]\n"
+                      (funcall lines-shown offset (1- line)) line)
+            "")))
+     (if (and visitor (buffer-modified-p visitor))
+         (format "[note: buffer %s visits this file and has unsaved changes; this is the file as saved. read_buffer shows the buffer's text.]\n"
+                 (buffer-name visitor))
+       ""))))
+
 (defun sly-agent-q--read-file (args)
   "The read_file tool: ARGS has path, and maybe offset and limit (lines).
 Only what the answer needs is read: the file's bytes are read
@@ -117,21 +169,7 @@ taken as binary when its first 8000 bytes, or a line shown, hold a NUL."
         (goto-char (point-min))
         (when (search-forward "\0" (min (point-max) (+ (point-min) 8000)) t)
           (sly-agent-q-tool-fail "%s looks like a binary file (it contains NUL bytes); read_file reads text files only." file))
-        ;; The coding system, as Emacs would find it for the first chunk's
-        ;; whole lines (coding cookie, file name, contents).
-        (let ((bytes (buffer-substring-no-properties
-                      (point-min)
-                      (if eof (point-max)
-                        (save-excursion (goto-char (point-max))
-                                        (if (search-backward "\n" nil t) (1+ (point)) (point-max)))))))
-          (setq coding (sly-agent-q--usable-coding
-                        (with-temp-buffer
-                          (insert (string-to-multibyte bytes))
-                          (decode-coding-inserted-region (point-min) (point-max) file)
-                          last-coding-system-used)))
-          ;; Lines end at \n: old Mac line ends (\r) make one line.
-          (when (eq (coding-system-eol-type coding) 2)
-            (setq coding (coding-system-change-eol-conversion coding 'unix))))
+        (setq coding (sly-agent-q--read-file-coding file eof))
         ;; Pass over the lines before OFFSET.
         (goto-char (point-min))
         (while (and (< line offset) (not end))
@@ -169,32 +207,8 @@ taken as binary when its first 8000 bytes, or a line shown, hold a NUL."
         (when (and total (> total 0) (> offset total))
           (sly-agent-q-tool-fail "offset %d is past the end of %s, which has %d line%s."
                                  offset file total (if (= total 1) "" "s"))))
-      (let ((visitor (find-buffer-visiting file))
-            (lines-shown (lambda (first final)
-                           (if total
-                               (format "lines %d-%d of %d shown" first final total)
-                             (format "lines %d-%d shown, and more follow (the file is %s; it was read only as far as these lines, so its lines were not counted)"
-                                     first final (file-size-human-readable
-                                                  (file-attribute-size (sly-agent-q--local-files (file-attributes file)))))))))
-        (concat
-         (if (equal total 0) (format "[%s is empty]\n" file) "")
-         (sly-agent-q--clean-text (apply #'concat (nreverse parts)))
-         (pcase cut
-           ('limit (format "[... truncated at the read limit of %d characters: %s. Call read_file with offset=%d to read more ...]\n"
-                           cap (funcall lines-shown offset (1- line)) line))
-           ('long (format "[... line %d is longer than the read limit of %d characters and was cut.%s ...]\n"
-                          line cap (pcase after
-                                     ('t (format " The lines after it: call read_file with offset=%d" (1+ line)))
-                                     ('unknown (format " The lines after it, if any: call read_file with offset=%d" (1+ line)))
-                                     (_ ""))))
-           (_ (if after
-                  (format "[... %s. Call read_file with offset=%d to read more ...]\n"
-                          (funcall lines-shown offset (1- line)) line)
-                "")))
-         (if (and visitor (buffer-modified-p visitor))
-             (format "[note: buffer %s visits this file and has unsaved changes; this is the file as saved. read_buffer shows the buffer's text.]\n"
-                     (buffer-name visitor))
-           ""))))))
+      (sly-agent-q--read-file-answer file (apply #'concat (nreverse parts)) cut after
+                                     offset line total cap))))
 
 ;;;; read_buffer
 
