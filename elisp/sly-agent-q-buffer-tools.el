@@ -93,7 +93,7 @@ EOF): coding cookie, file name, contents; lines end at \\n."
       coding)))
 
 (defun sly-agent-q--read-file-answer (file text cut after offset line total cap)
-  "Return read_file's answer: TEXT and what says the rest.
+  "Return read_file's answer: TEXT, then the lines on what was left out.
 TEXT holds the numbered lines of FILE from OFFSET to before LINE.
 CUT is nil, `limit' (the read limit
 CAP was reached) or `long' (line LINE was cut); AFTER whether lines
