@@ -48,6 +48,10 @@ for _ in 1 2 3; do
 done
 echo "== search_files over this repository (30 calls each, files in the page cache)"
 emacs -Q --batch -L elisp -l bench/search-files.el 2>/dev/null | grep '^bench:' || echo "bench: search_files_repo failed"
+echo "== run_tests against FiveAM called directly, one suite of 1000 checks, alternating (3 processes)"
+for _ in 1 2 3; do
+  emacs -Q --batch -L elisp -l bench/run-tests.el 2>/dev/null | grep '^bench:' || echo "bench: run_tests_overhead failed"
+done
 echo "== the chat: a 200 KB answer streamed through curl from a local fake provider"
 emacs -Q --batch -L elisp -L tests/elisp -l bench/chat-stream.el 2>/dev/null | grep '^bench:' || echo "bench: chat_stream_200kb failed"
 echo "== native tiering: (fib 30) as bytecodes, tiered, compiled explicitly; SBCL"

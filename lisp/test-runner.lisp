@@ -24,14 +24,25 @@
   (let ((slot (fiveam-symbol name)))
     (and slot (slot-exists-p object slot) (slot-boundp object slot) (slot-value object slot))))
 
-(defun fiveam-result-kind (result)
-  (flet ((is (class) (let ((symbol (fiveam-symbol class)))
-                       (and symbol (find-class symbol nil) (typep result symbol)))))
-    (cond ((is "UNEXPECTED-TEST-FAILURE") :errored)
-          ((is "TEST-FAILURE") :failed)
-          ((is "TEST-SKIPPED") :skipped)
-          ((is "TEST-PASSED") :passed)
-          (t :unknown))))
+(defun fiveam-result-classes ()
+  "FiveAM's result classes, as (PASSED ERRORED FAILED SKIPPED), each a
+class or NIL: looked up once for a run's results, not once per result."
+  (mapcar (lambda (name)
+            (let ((symbol (fiveam-symbol name)))
+              (and symbol (find-class symbol nil))))
+          '("TEST-PASSED" "UNEXPECTED-TEST-FAILURE" "TEST-FAILURE" "TEST-SKIPPED")))
+
+(defun fiveam-result-kind (result &optional (classes (fiveam-result-classes)))
+  "RESULT's kind: :PASSED, :ERRORED, :FAILED, :SKIPPED or :UNKNOWN.
+CLASSES: see FIVEAM-RESULT-CLASSES."
+  (destructuring-bind (passed errored failed skipped) classes
+    (flet ((is (class) (and class (typep result class))))
+      ;; An unexpected failure (an error) is a kind of failure: first.
+      (cond ((is passed) :passed)
+            ((is errored) :errored)
+            ((is failed) :failed)
+            ((is skipped) :skipped)
+            (t :unknown)))))
 
 (defun fiveam-result-line (result)
   "One failure or error as text: its test, its reason, its form."
@@ -77,9 +88,10 @@ direct call in ECL's compiled code, which no wrapper would see)."
 
 (defun test-results-text (results framework-note)
   (let ((counts (list :passed 0 :failed 0 :errored 0 :skipped 0 :unknown 0))
-        (failures '()))
+        (failures '())
+        (classes (fiveam-result-classes)))
     (dolist (result results)
-      (let ((kind (fiveam-result-kind result)))
+      (let ((kind (fiveam-result-kind result classes)))
         (incf (getf counts kind))
         (when (member kind '(:failed :errored)) (push result failures))))
     (with-output-to-string (out)
