@@ -25,6 +25,7 @@
 (require 'sly-agent-q-provider)
 
 (declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
+(declare-function sly-agent-q-debugger-show-held "sly-agent-q-debugger" (id &optional note))
 ;; The other parts of the chat, which require this one (the keys and the
 ;; commands here reach them once sly-agent-q-chat.el loaded them all).
 (declare-function sly-agent-q-send "sly-agent-q-chat-loop" (text))
@@ -359,7 +360,10 @@ A call whose arguments the person edited shows those that ran (RECORD's
                        (propertize status 'font-lock-face
                                    (cond (failed 'sly-agent-q-chat-tool-failed)
                                          ((plist-get record :done) 'sly-agent-q-chat-tool-ok)
-                                         (t 'shadow)))))
+                                         (t 'shadow)))
+                       (if (plist-get record :condition-id)
+                           (concat "  " (sly-agent-q-chat--held-button (plist-get record :condition-id)))
+                         "")))
          (details (and expanded
                        (propertize
                         (concat (if edited
@@ -386,6 +390,19 @@ A call whose arguments the person edited shows those that ran (RECORD's
 The usual denials, and propose_file_edit's when its review rejected
 every hunk (`sly-agent-q--rejected-text').")
 
+(defun sly-agent-q-chat--held-button (id)
+  "A button that shows the error held as condition ID in the debugger."
+  (let ((map (make-sparse-keymap))
+        (open (lambda ()
+                (interactive)
+                (require 'sly-agent-q-debugger)
+                (sly-agent-q-debugger-show-held id))))
+    (define-key map (kbd "RET") open)
+    (define-key map [mouse-1] open)
+    (propertize (format "[held: condition %d — RET opens the debugger]" id)
+                'keymap map 'mouse-face 'highlight 'font-lock-face 'link
+                'help-echo "Answer the held error: pick a restart, look at its frames")))
+
 (defun sly-agent-q-chat--tool-finished (record result)
   "Show in RECORD's line the RESULT plist of its call.
 RESULT's :edited, when there, is the arguments the call ran with, as
@@ -395,6 +412,7 @@ JSON text, after the person edited the model's."
          (edited (plist-get result :edited))
          (content (or (plist-get result :content) (plist-get result :error) "")))
     (setf (plist-get record :done) t
+          (plist-get record :condition-id) (plist-get (plist-get result :metadata) :condition_id)
           (plist-get record :failed) (not success)
           (plist-get record :content) content
           (plist-get record :edited) edited

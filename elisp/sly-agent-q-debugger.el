@@ -62,6 +62,11 @@
   "Non-nil when the evaluation shown was already unwound (an interrupt).
 Nothing waits for an answer: a restart only closes the debugger.")
 
+(defvar-local sly-agent-q-debugger--held nil
+  "The condition id of the held error shown (evaluate_lisp's debug), or nil.
+The choices made here go to it through the held-error tools, as the
+person's calls, instead of to a REPL evaluation waiting in Emacs.")
+
 (defvar-local sly-agent-q-debugger--return-window nil
   "The window that was selected when the debugger appeared (the REPL's).")
 
@@ -119,40 +124,49 @@ the last choice failed, or the value of an evaluation in a frame.  Returns
   (let ((key (cl-incf sly-agent-q-debugger--next-key))
         (buffer (sly-agent-q-debugger--buffer)))
     (with-current-buffer buffer
-      (let ((frame (and note (get-text-property (or (sly-agent-q-debugger--frame-start) (point))
-                                                'sly-agent-q-frame))))
-	(setq sly-agent-q-debugger--key key
-              sly-agent-q-debugger--restarts (cl-mapcar #'cons restarts wants-value)
-              sly-agent-q-debugger--condition (cons type message))
-	(let ((inhibit-read-only t))
-          (erase-buffer)
-          (insert (propertize (format "%s: %s" type message) 'face 'sly-agent-q-debugger-condition-face)
-                  "\n")
-          (when note
-            (insert "\n" (propertize note 'face 'warning) "\n"))
-          (insert "\nRestarts (a digit or RET chooses, q aborts):\n")
-          (cl-loop for line in restarts
-                   for index from 0
-                   do (insert (format "%2d: " index))
-                   (insert-text-button line 'action #'sly-agent-q-debugger--button-action
-                                       'face 'sly-agent-q-debugger-restart-face
-                                       'sly-agent-q-restart index
-                                       'help-echo "Invoke this restart")
-                   (insert "\n"))
-          (insert "\nBacktrace:\n")
-          (cl-loop for frame in frames
-                   for index from 0
-                   do (sly-agent-q-debugger--insert-frame frame index)))
-	;; Point on the first restart, or, after e, on the frame it was on.
-	(goto-char (point-min))
-	(let ((at (and frame (text-property-any (point-min) (point-max) 'sly-agent-q-frame frame))))
-          (if at
-              (progn (goto-char at) (back-to-indentation))
-            (re-search-forward "^ 0: " nil t)))))
+      (setq sly-agent-q-debugger--key key)
+      (sly-agent-q-debugger--render type message restarts wants-value frames note))
     (pop-to-buffer buffer)
     (unless (timerp sly-agent-q-debugger--watch-timer)
       (setq sly-agent-q-debugger--watch-timer (run-with-timer 0.5 0.5 #'sly-agent-q-debugger--watch)))
     (cons :agent-q-answer-later key)))
+
+(defun sly-agent-q-debugger--render (type message restarts wants-value frames note)
+  "Fill the current debugger buffer, as `sly-agent-q--debugger-enter' says.
+TYPE, MESSAGE, RESTARTS, WANTS-VALUE, FRAMES and NOTE as there."
+  (let ((frame (and note (get-text-property (or (sly-agent-q-debugger--frame-start) (point))
+                                            'sly-agent-q-frame))))
+    (setq sly-agent-q-debugger--restarts (cl-mapcar #'cons restarts wants-value)
+          sly-agent-q-debugger--condition (cons type message))
+    (let ((inhibit-read-only t))
+      (erase-buffer)
+      (insert (propertize (format "%s: %s" type message) 'face 'sly-agent-q-debugger-condition-face)
+              "\n")
+      (when sly-agent-q-debugger--held
+        (insert (propertize (format "Held for the agent as condition %d: what you choose here is what its next call sees.\n"
+                                    sly-agent-q-debugger--held)
+                            'face 'shadow)))
+      (when note
+        (insert "\n" (propertize note 'face 'warning) "\n"))
+      (insert "\nRestarts (a digit or RET chooses, q aborts):\n")
+      (cl-loop for line in restarts
+               for index from 0
+               do (insert (format "%2d: " index))
+               (insert-text-button line 'action #'sly-agent-q-debugger--button-action
+                                   'face 'sly-agent-q-debugger-restart-face
+                                   'sly-agent-q-restart index
+                                   'help-echo "Invoke this restart")
+               (insert "\n"))
+      (insert "\nBacktrace:\n")
+      (cl-loop for frame in frames
+               for index from 0
+               do (sly-agent-q-debugger--insert-frame frame index)))
+    ;; Point on the first restart, or, after e, on the frame it was on.
+    (goto-char (point-min))
+    (let ((at (and frame (text-property-any (point-min) (point-max) 'sly-agent-q-frame frame))))
+      (if at
+          (progn (goto-char at) (back-to-indentation))
+        (re-search-forward "^ 0: " nil t)))))
 
 (defun sly-agent-q-debugger--insert-frame (frame index)
   "Insert FRAME, number INDEX: a line \"N: (NAME)\", or (LINE LOCALS SOURCE)
@@ -261,7 +275,9 @@ With STAY, the buffer stays: Lisp answers by showing the debugger again."
   (let ((key sly-agent-q-debugger--key)
         (buffer (current-buffer))
         (window sly-agent-q-debugger--return-window))
-    (cond ((and sly-agent-q-debugger--unwound (not stay))
+    (cond (sly-agent-q-debugger--held
+           (sly-agent-q-debugger--answer-held text))
+          ((and sly-agent-q-debugger--unwound (not stay))
            ;; Nothing waits: the interrupt already returned to the prompt.
            (sly-agent-q-debugger--close buffer window))
           ((null key) (user-error "No evaluation waits in this debugger"))
@@ -344,9 +360,11 @@ point."
   "Leave the evaluation and return to the REPL's prompt; the session is kept."
   (interactive)
   (let ((index (sly-agent-q-debugger--abort-index)))
-    (if index
-        (sly-agent-q-debugger-invoke-restart index)
-      (sly-agent-q-debugger--answer "-1"))))
+    (if (or index (not sly-agent-q-debugger--held))
+        (if index
+            (sly-agent-q-debugger-invoke-restart index)
+          (sly-agent-q-debugger--answer "-1"))
+      (sly-agent-q-debugger--answer "ABORT"))))
 
 (defun sly-agent-q-debugger--killed ()
   "A debugger buffer killed unanswered aborts its evaluation."
@@ -355,6 +373,79 @@ point."
       (ignore-errors
         (sly-agent-q--module-answer-later sly-agent-q-debugger--key t (format "%d" (or index -1)))))
     (setq sly-agent-q-debugger--key nil)))
+
+;;;; Held errors: a model's evaluate_lisp with debug
+
+(defun sly-agent-q-debugger--held-call (name arguments)
+  "Call the tool NAME with ARGUMENTS as the person; return the result plist."
+  (let ((sly-agent-q-call-origin "user"))
+    (car (sly-agent-q-execute-tool-calls (list (list :id "debugger" :name name :arguments arguments))))))
+
+(defun sly-agent-q-debugger--held-view (id)
+  "The held error ID as (TYPE MESSAGE RESTARTS WANTS-VALUE FRAMES), or nil."
+  (let* ((result (sly-agent-q-debugger--held-call
+                  "evaluate_lisp" (list :code (format "(agent-q::held-error-elisp-text %d)" id))))
+         (content (plist-get result :content)))
+    (and (plist-get result :success)
+         (string-prefix-p "=> " content)
+         (car (read-from-string (car (read-from-string (substring content 3))))))))
+
+;;;###autoload
+(defun sly-agent-q-debugger-show-held (id &optional note)
+  "Show the error held as condition ID in the debugger, to answer it.
+A model's evaluate_lisp with debug: true holds an unhandled error live;
+here the person picks its restart, looks at its frames or evaluates in
+one, as for an error in the REPL, and the model's next call about ID
+sees what became of it.  NOTE, when non-nil, is shown at the top."
+  (interactive "nCondition id: ")
+  (let ((view (sly-agent-q-debugger--held-view id)))
+    (unless view
+      (user-error "No error is held as condition %d (answered, aborted or pushed out)" id))
+    (let ((buffer (if (sly-agent-q-debugger-waiting-p)
+                      ;; The REPL's evaluation keeps its own.
+                      (get-buffer-create (format "%s<%d>" sly-agent-q-debugger-buffer-name id))
+                    (sly-agent-q-debugger--buffer)))
+          (window (selected-window)))
+      (with-current-buffer buffer
+        (unless (derived-mode-p 'sly-agent-q-debugger-mode)
+          (sly-agent-q-debugger-mode)
+          (setq sly-agent-q-debugger--return-window window))
+        (setq sly-agent-q-debugger--held id
+              sly-agent-q-debugger--key nil)
+        (apply #'sly-agent-q-debugger--render (append view (list note))))
+      (pop-to-buffer buffer)
+      buffer)))
+
+(defun sly-agent-q-debugger--answer-held (text)
+  "Do TEXT, the person's choice, to the held error shown.
+TEXT is \"INDEX\" or \"INDEX VALUE-FORM\" (a restart), \"e FRAME CODE\"
+\(evaluate in a frame) or \"ABORT\"."
+  (let ((id sly-agent-q-debugger--held)
+        (buffer (current-buffer))
+        (window sly-agent-q-debugger--return-window))
+    (if (string-match "\\`e \\([0-9]+\\) \\(\\(?:.\\|\n\\)*\\)" text)
+        (let ((result (sly-agent-q-debugger--held-call
+                       "eval_in_frame" (list :condition_id id :frame (string-to-number (match-string 1 text))
+                                             :code (match-string 2 text)))))
+          (sly-agent-q-debugger-show-held id (plist-get result :content)))
+      (let ((restart (if (string-match "\\`\\([0-9]+\\)\\(?: \\(\\(?:.\\|\n\\)*\\)\\)?\\'" text)
+                         (list :restart (match-string 1 text) :values (match-string 2 text))
+                       (list :restart "ABORT"))))
+        (sly-agent-q-debugger--close buffer window)
+        ;; The evaluation goes on, maybe for long: without blocking Emacs.
+        (let ((sly-agent-q-call-origin "user"))
+          (sly-agent-q-execute-tool-calls-async
+           (list (list :id "debugger" :name "invoke_restart"
+                       :arguments (append (list :condition_id id)
+                                          (cl-loop for (key value) on restart by #'cddr
+                                                   when value append (list key value)))))
+           (lambda (results)
+             (let* ((result (car results))
+                    (next (plist-get (plist-get result :metadata) :condition_id)))
+               (if next
+                   (sly-agent-q-debugger-show-held next "It stopped again.")
+                 (message "Condition %d: %s" id
+                          (truncate-string-to-width (or (plist-get result :content) "") 200)))))))))))
 
 (defvar sly-agent-q-debugger-mode-map
   (let ((map (make-sparse-keymap)))

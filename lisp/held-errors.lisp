@@ -33,11 +33,15 @@
 REPLY-BOX that gets its result (or its next held error).")
 
 (defvar *in-held-command* nil
-  "True on a held error's thread while it runs a command (eval_in_frame).")
+  "On a held error's thread while it runs a command (eval_in_frame): the
+command's REPLY-BOX.")
 
 (defvar *held-errors-lock* (mp:make-lock :name "agent-q held errors"))
 (defvar *held-errors* '() "The held errors, newest first.")
 (defvar *held-error-count* 0 "The last condition id given.")
+(defvar *held-outcomes* '()
+  "What became of the latest held errors that are held no more, newest
+first: (ID . TEXT), at most 20, so that a later call about one says so.")
 
 (defstruct (reply-box (:constructor make-reply-box ()))
   "Where a held error's thread answers a command: SUCCESS and TEXT once DONE."
@@ -75,9 +79,18 @@ return its SUCCESS and TEXT."
   (mp:with-lock (*held-errors-lock*)
     (find id *held-errors* :key #'held-error-id)))
 
-(defun forget-held-error (held)
+(defun forget-held-error (held &optional outcome)
+  "HELD is held no more; OUTCOME, a text, says what became of it."
   (mp:with-lock (*held-errors-lock*)
-    (setf *held-errors* (remove held *held-errors*))))
+    (setf *held-errors* (remove held *held-errors*))
+    (when outcome
+      (push (cons (held-error-id held) outcome) *held-outcomes*)
+      (when (> (length *held-outcomes*) 20)
+        (setf *held-outcomes* (subseq *held-outcomes* 0 20))))))
+
+(defun held-outcome (id)
+  (mp:with-lock (*held-errors-lock*)
+    (cdr (assoc id *held-outcomes*))))
 
 (defun send-held-command (held command)
   "Give HELD's thread COMMAND; NIL when it already has one to run."
@@ -168,8 +181,10 @@ or ends it."
       (let ((command (next-held-command held)))
         (case (first command)
           (:restart
-           (destructuring-bind (restart values reply) (rest command)
-             (forget-held-error held)
+           (destructuring-bind (restart values reply who) (rest command)
+             (forget-held-error held (format nil "~A chose the restart ~A~@[ with ~{~A~^, ~}~]."
+                                             who (restart-name restart)
+                                             (mapcar (lambda (v) (one-line-capped (printed v) 100)) values)))
              (setf *held-reply* reply)
              (apply #'invoke-restart restart values)
              ;; A restart that returns (RESTART-BIND's): the error goes on
@@ -179,13 +194,13 @@ or ends it."
            (destructuring-bind (frame code reply) (rest command)
              (deliver-reply reply t
                             (or (catch '%held-command-aborted
-                                  (let ((*in-held-command* t))
+                                  (let ((*in-held-command* reply))
                                     (with-interrupts-allowed
                                       (evaluate-in-frame-text (held-error-user-frames held)
                                                               (format nil "~D ~A" frame code)))))
                                 (format nil "Frame ~D: the evaluation was interrupted." frame)))))
           (t
-           (forget-held-error held)
+           (forget-held-error held (format nil "It was aborted: ~A." (or (second command) "aborted")))
            (abort-held-evaluation condition (or (second command) "aborted"))))))))
 
 (defun interrupt-held-thread (held reply)
@@ -201,11 +216,14 @@ may wait for the next one."
               (funcall
                (car (ecl-interrupt-process))
                thread
+               ;; Only what REPLY's command runs: a repeat that lands
+               ;; after it ended, between commands, does nothing.
                (lambda ()
-                 (if *in-held-command*
-                     (throw '%held-command-aborted nil)
-                     (throw '%evaluation-failed
-                       (format nil "[ERROR] INTERRUPTED~%The evaluation that went on after invoke_restart was stopped.")))))
+                 (cond ((eq *in-held-command* reply)
+                        (throw '%held-command-aborted nil))
+                       ((and (null *in-held-command*) (eq *held-reply* reply))
+                        (throw '%evaluation-failed
+                          (format nil "[ERROR] INTERRUPTED~%The evaluation that went on after invoke_restart was stopped."))))))
                (serious-condition () nil))
              (sleep 0.01))))
 
@@ -232,7 +250,42 @@ goes to the caller of invoke_restart."
           (evaluate-string code package (/= 0 (logand flags 1)) output-limit interactive-key))
       (when *held-reply*
         (deliver-reply (shiftf *held-reply* nil) success text))
+      ;; Whatever ended it, no error of this thread's stays listed.
+      (let ((self (%own-process)))
+        (dolist (held (mp:with-lock (*held-errors-lock*) (copy-list *held-errors*)))
+          (when (eq (held-error-thread held) self)
+            (forget-held-error held "Its evaluation ended."))))
       (values success text))))
+
+;;; Shown in Emacs's debugger buffer
+
+(defun elisp-text (data)
+  "DATA (strings, integers, NIL and lists of them) as Emacs Lisp reads it."
+  (with-output-to-string (out)
+    (labels ((walk (x)
+               (cond ((null x) (write-string "nil" out))
+                     ((stringp x) (prin1 x out))
+                     ((integerp x) (format out "~D" x))
+                     ((consp x) (write-char #\( out)
+                      (loop for (item . rest) on x
+                            do (walk item) (when rest (write-char #\Space out)))
+                      (write-char #\) out))
+                     (t (prin1 (princ-to-string x) out)))))
+      (let ((*print-base* 10) (*print-radix* nil) (*print-escape* t) (*print-readably* nil))
+        (walk data)))))
+
+(defun held-error-elisp-text (id)
+  "The held error ID as `sly-agent-q-debugger-show-held' shows it, as
+Emacs Lisp text: (TYPE MESSAGE RESTARTS WANTS-VALUE FRAMES), or NIL."
+  (let ((held (find-held-error id)))
+    (elisp-text
+     (and held
+          (let ((condition (held-error-condition held)))
+            (list (type-name condition)
+                  (without-object-addresses (condition-message condition))
+                  (mapcar #'restart-line (held-error-restarts held))
+                  (mapcar (lambda (r) (if (restart-wants-value-p r) 1 0)) (held-error-restarts held))
+                  (or (held-error-frames held) '("(no user frames)"))))))))
 
 ;;; The tools
 
@@ -242,10 +295,14 @@ goes to the caller of invoke_restart."
          (held (and (integerp id) (find-held-error id))))
     (if held
         held
-        (values nil (format nil "No error is held as condition ~A (it was answered, aborted after ~D s, ~
-                                 or pushed out by newer ones). Held now: ~:[none~;~:*~{~D~^, ~}~]."
-                            id *held-error-timeout*
+        (values nil (format nil "No error is held as condition ~A (~:[it was answered, aborted after ~D s, ~
+                                 or pushed out by newer ones~;~:*~A~*~]). Held now: ~:[none~;~:*~{~D~^, ~}~]."
+                            id (and (integerp id) (held-outcome id)) *held-error-timeout*
                             (mp:with-lock (*held-errors-lock*) (mapcar #'held-error-id *held-errors*)))))))
+
+(defun who-calls-text ()
+  "Who makes the running call, as a held error's outcome names them."
+  (if (%job-origin) "The agent" "The user"))   ; NIL: the person's own
 
 (defun find-restart-named (held designator)
   "The restart of HELD that DESIGNATOR (a number, or a restart's name)
@@ -299,8 +356,8 @@ evaluated, or NIL and what went wrong."
               (setf values read))))
         (let ((reply (make-reply-box)))
           (unless (send-held-command held (if restart
-                                              (list :restart restart values reply)
-                                              (list :abort "ABORT chosen")))
+                                              (list :restart restart values reply (who-calls-text))
+                                              (list :abort (format nil "~A chose ABORT" (who-calls-text)))))
             (return-from invoke-restart-tool
               (values nil (format nil "Condition ~D is busy with another command." (held-error-id held)))))
           (if (null restart)

@@ -154,4 +154,50 @@ agent's door they follow evaluate_lisp's approval policy."
     (should (string-match-p "\\[Restarts\\]\n0: \\[USE-IT\\]" (plist-get result :content)))
     (should-not (string-match-p "held" (plist-get result :content)))))
 
+(ert-deftest sly-agent-q-held-errors/the-person-answers-the-agents-held-error-in-the-debugger ()
+  "A model's held error shows in the debugger buffer; the person picks
+the restart there (with a value); the model's next call about it says
+what the person chose."
+  (require 'sly-agent-q-debugger)
+  (unwind-protect
+      (let* ((id (let ((sly-agent-q-call-origin "MCP"))
+                   (car (agentq-held-eval "(list :got (restart-case (error \"boom\") (use-it (v) :report \"Use a value\" v)))"))))
+             (buffer (sly-agent-q-debugger-show-held id))
+             (messages nil))
+        (with-current-buffer buffer
+          (should (eq sly-agent-q-debugger--held id))
+          (should (string-match-p "\\`SIMPLE-ERROR: boom\nHeld for the agent as condition" (buffer-string)))
+          (should (string-match-p " 0: \\[USE-IT\\] Use a value" (buffer-string)))
+          ;; e: evaluated in the frame, shown at the top; the buffer stays.
+          (cl-letf (((symbol-function 'message) (lambda (&rest args) (push (apply #'format args) messages))))
+            (sly-agent-q-debugger-invoke-restart 0 "(* 6 7)")
+            (let ((deadline (+ (float-time) 10)))
+              (while (and (null messages) (< (float-time) deadline))
+                (accept-process-output nil 0.05)))))
+        (should (string-match-p (format "Condition %d: => (:GOT 42)" id) (car messages)))
+        (should-not (buffer-live-p buffer))
+        ;; The model's next call sees what became of it.
+        (let ((sly-agent-q-call-origin "MCP"))
+          (should (string-match-p (format "No error is held as condition %d (The user chose the restart USE-IT with 42.)" id)
+                                  (plist-get (agentq-test-call "invoke_restart" (list :condition_id id :restart "0"))
+                                             :content)))))
+    (agentq-held-forget-all)))
+
+(ert-deftest sly-agent-q-held-errors/the-chat-line-of-a-held-error-opens-the-debugger ()
+  (require 'sly-agent-q-chat)
+  (let ((record (list :call (list :name "evaluate_lisp" :arguments "{\"code\":\"(error 1)\",\"debug\":true}"))))
+    (with-temp-buffer
+      (setf (plist-get record :begin) (point-marker)
+            (plist-get record :end) (point-marker))
+      (set-marker-insertion-type (plist-get record :end) t)
+      (sly-agent-q-chat--tool-finished record '(:success nil :content "[ERROR] SIMPLE-ERROR (held: condition 7)"
+                                                         :metadata (:execution_time_ms 1.0 :condition_id 7)))
+      (should (string-match-p "\\[held: condition 7 — RET opens the debugger\\]" (buffer-string)))
+      (goto-char (point-min))
+      (search-forward "[held: condition 7")
+      (let (shown)
+        (cl-letf (((symbol-function 'sly-agent-q-debugger-show-held) (lambda (id) (setq shown id))))
+          (call-interactively (lookup-key (get-text-property (point) 'keymap) (kbd "RET"))))
+        (should (equal shown 7))))))
+
 ;;; sly-agent-q-held-errors-test.el ends here

@@ -389,7 +389,7 @@ for tool, key, extra in [("describe_symbol", "symbol", {}), ("function_arglist",
                          ("load_system", "name", {}), ("inspect_object", "symbol", {}),
                          ("check_syntax", "code", {}), ("describe_system", "name", {}),
                          ("profile_form", "code", {}), ("run_tests", "system", {}),
-                         ("invoke_restart", "restart", {"condition_id": 1}), ("backtrace", "condition_id", {}),
+                         ("invoke_restart", "restart", {"condition_id": 1}),
                          ("eval_in_frame", "code", {"condition_id": 1, "frame": 0})]:
     for j, value in enumerate(["A\u0000B", "\u0000", "CL-USER\u0000::CAR", "|\u0000|", "#.(ext:quit)",
                                "#.(loop)" if tool not in ("eval_form", "compile_form", "macroexpand_form", "profile_form") else "x"]):
