@@ -391,7 +391,7 @@ The usual denials, and propose_file_edit's when its review rejected
 every hunk (`sly-agent-q--rejected-text').")
 
 (defun sly-agent-q-chat--held-button (id)
-  "A button that shows the error held as condition ID in the debugger."
+  "Return a button to open the error held as condition ID in the debugger."
   (let ((map (make-sparse-keymap))
         (open (lambda ()
                 (interactive)

@@ -132,8 +132,9 @@ the last choice failed, or the value of an evaluation in a frame.  Returns
     (cons :agent-q-answer-later key)))
 
 (defun sly-agent-q-debugger--render (type message restarts wants-value frames note)
-  "Fill the current debugger buffer, as `sly-agent-q--debugger-enter' says.
-TYPE, MESSAGE, RESTARTS, WANTS-VALUE, FRAMES and NOTE as there."
+  "Fill the current debugger buffer with an error, its restarts and frames.
+TYPE, MESSAGE, RESTARTS, WANTS-VALUE, FRAMES and NOTE as for
+`sly-agent-q--debugger-enter'."
   (let ((frame (and note (get-text-property (or (sly-agent-q-debugger--frame-start) (point))
                                             'sly-agent-q-frame))))
     (setq sly-agent-q-debugger--restarts (cl-mapcar #'cons restarts wants-value)
