@@ -212,6 +212,10 @@ time limit are replaced this way by themselves, after a grace of 3 s."
       (princ (format "Worker threads replaced: %d (%d abandoned ones still running)\n"
                      (or (plist-get status :replaced-workers) 0)
                      (or (plist-get status :abandoned-threads) 0)))
+      (let ((held (or (plist-get status :held-errors) 0)))
+        (when (> held 0)
+          (princ (format "Errors held for an agent (evaluate_lisp's debug): %d (M-x sly-agent-q-debugger-show-held)\n"
+                         held))))
       (sly-agent-q-log-runtime-notes)
       (princ (format "Native tiering: %s; definitions waiting %d, compiled %d, left as bytecodes %d\n"
                      (cond ((not (plist-get status :native-tiering)) "off")

@@ -31,6 +31,7 @@ LispStatus Lisp::status() const {
   status.heap_limit = runtime.heap_limit;
   status.replaced_workers = runtime.replaced_workers;
   status.abandoned_threads = runtime.abandoned_threads;
+  status.held_errors = runtime.held_errors;
   status.native_tiering = ecl::native_tiering();
   status.tiering_waiting = tiering.waiting;
   status.tiering_native = tiering.native;

@@ -25,6 +25,8 @@ class LispError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// RuntimeStatus's fields and tiering's, copied: emacs/ and mcp/ see Lisp
+// through this header alone, which includes nothing of ecl/.
 struct LispStatus {
   bool booted = false;
   bool alive = false;
@@ -34,6 +36,7 @@ struct LispStatus {
   std::size_t heap_limit = 0;
   std::uint64_t replaced_workers = 0;   // fresh worker threads started so far
   std::uint64_t abandoned_threads = 0;  // retired workers still running Lisp code
+  std::uint64_t held_errors = 0;        // threads holding an error (evaluate_lisp's debug)
   bool native_tiering = false;
   // Native tiering's counts, as the Lisp side last published them
   // (ecl/tiering.hpp).

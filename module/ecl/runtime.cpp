@@ -227,6 +227,8 @@ RuntimeStatus Runtime::status() const {
   status.replaced_workers = impl.replaced_workers.load();
   auto running = impl.retired_running.load();
   status.abandoned_threads = running > 0 ? static_cast<std::uint64_t>(running) : 0;
+  auto held = impl.held_threads.load();
+  status.held_errors = held > 0 ? static_cast<std::uint64_t>(held) : 0;
   return status;
 }
 

@@ -60,6 +60,7 @@ struct RuntimeStatus {
   std::size_t heap_limit = 0;
   std::uint64_t replaced_workers = 0;   // fresh worker threads started so far
   std::uint64_t abandoned_threads = 0;  // retired workers still running Lisp code
+  std::uint64_t held_errors = 0;        // former workers holding an error (evaluate_lisp's debug)
 };
 
 class Runtime {

@@ -7,6 +7,7 @@
 #include <emacs-module.h>
 
 #include <algorithm>
+#include <iterator>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -321,6 +322,7 @@ emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
       env.intern(":tools"),      env.integer(static_cast<std::intmax_t>(root().registry.size())),
       env.intern(":replaced-workers"),  env.integer(static_cast<std::intmax_t>(status.replaced_workers)),
       env.intern(":abandoned-threads"), env.integer(static_cast<std::intmax_t>(status.abandoned_threads)),
+      env.intern(":held-errors"), env.integer(static_cast<std::intmax_t>(status.held_errors)),
       env.intern(":native-tiering"), env.boolean(status.native_tiering),
       env.intern(":tiering-waiting"), env.integer(static_cast<std::intmax_t>(status.tiering_waiting)),
       env.intern(":tiering-native"), env.integer(static_cast<std::intmax_t>(status.tiering_native)),
@@ -328,7 +330,7 @@ emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
       env.intern(":tiering-in-child"), env.integer(static_cast<std::intmax_t>(status.tiering_in_child)),
       env.intern(":tiering-in-session"), env.integer(static_cast<std::intmax_t>(status.tiering_in_session)),
   };
-  return env.call(Env::sym().list, 30, plist);
+  return env.call(Env::sym().list, static_cast<ptrdiff_t>(std::size(plist)), plist);
 }
 
 // (sly-agent-q--module-take-notes) → the background compiler's lines for

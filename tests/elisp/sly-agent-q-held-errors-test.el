@@ -74,6 +74,13 @@
       (let ((ids (cl-loop for i below 5
                           collect (car (agentq-held-eval (format "(error \"held %d\")" i))))))
         (should (equal (agentq-test-content "(+ 1 2)") "=> 3"))
+        ;; The runtime's status counts the threads that hold one (the
+        ;; oldest's ends as it unwinds).
+        (let ((deadline (+ (float-time) 5)))
+          (while (and (/= (plist-get (sly-agent-q-runtime-status) :held-errors) 4)
+                      (< (float-time) deadline))
+            (sleep-for 0.05)))
+        (should (= (plist-get (sly-agent-q-runtime-status) :held-errors) 4))
         ;; At most four: the oldest was aborted to make room.
         (should (string-match-p "No error is held"
                                 (plist-get (agentq-test-call "backtrace" (list :condition_id (car ids))) :content)))
