@@ -259,32 +259,17 @@ goes to the caller of invoke_restart."
 
 ;;; Shown in Emacs's debugger buffer
 
-(defun elisp-text (data)
-  "DATA (strings, integers, NIL and lists of them) as Emacs Lisp reads it."
-  (with-output-to-string (out)
-    (labels ((walk (x)
-               (cond ((null x) (write-string "nil" out))
-                     ((stringp x) (prin1 x out))
-                     ((integerp x) (format out "~D" x))
-                     ((consp x) (write-char #\( out)
-                      (loop for (item . rest) on x
-                            do (walk item) (when rest (write-char #\Space out)))
-                      (write-char #\) out))
-                     (t (prin1 (princ-to-string x) out)))))
-      (let ((*print-base* 10) (*print-radix* nil) (*print-escape* t) (*print-readably* nil))
-        (walk data)))))
-
 (defun held-error-elisp-text (id)
   "The held error ID as `sly-agent-q-debugger-show-held' shows it, as
 Emacs Lisp text: (TYPE MESSAGE RESTARTS WANTS-VALUE FRAMES), or NIL."
   (let ((held (find-held-error id)))
-    (elisp-text
+    (elisp-text                         ; emacs.lisp
      (and held
           (let ((condition (held-error-condition held)))
             (list (type-name condition)
                   (without-object-addresses (condition-message condition))
                   (mapcar #'restart-line (held-error-restarts held))
-                  (mapcar (lambda (r) (if (restart-wants-value-p r) 1 0)) (held-error-restarts held))
+                  (mapcar (lambda (r) (and (restart-wants-value-p r) t)) (held-error-restarts held))
                   (or (held-error-frames held) '("(no user frames)"))))))))
 
 ;;; The tools
