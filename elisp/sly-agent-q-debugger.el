@@ -21,6 +21,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'subr-x)
 (require 'sly-agent-q-async)
 
 (declare-function sly-agent-q--module-answer-later "sly-agent-q-module" (key ok text))
@@ -342,15 +343,24 @@ point."
                      (user-error "No restart here: type its number")))
           (restart (nth index sly-agent-q-debugger--restarts)))
      (unless restart (user-error "There is no restart %d" index))
-     (list index (and (cdr restart)
-                      (read-from-minibuffer (format "%s value (a Lisp form, evaluated): "
-                                                    (car (split-string (car restart))))
-                                            nil nil nil 'read-expression-history)))))
+     (list index (cond ((cdr restart)
+                        (read-from-minibuffer (format "%s value (a Lisp form, evaluated): "
+                                                      (car (split-string (car restart))))
+                                              nil nil nil 'read-expression-history))
+                       ;; A held error's restart may take values (its
+                       ;; RESTART-CASE clause's arguments): asked for, maybe none.
+                       (sly-agent-q-debugger--held
+                        (read-from-minibuffer (format "%s values (Lisp forms, evaluated; empty for none): "
+                                                      (car (split-string (car restart))))
+                                              nil nil nil 'read-expression-history))))))
   (let ((restart (nth index sly-agent-q-debugger--restarts)))
     (unless restart (user-error "There is no restart %d" index))
     (when (and (cdr restart) (not value-form))
       (user-error "The restart %s needs a value" (car restart)))
-    (sly-agent-q-debugger--answer (if (cdr restart) (format "%d %s" index value-form) (format "%d" index)))))
+    (sly-agent-q-debugger--answer (if (or (cdr restart)
+                                          (and value-form (not (string-blank-p value-form))))
+                                      (format "%d %s" index value-form)
+                                    (format "%d" index)))))
 
 (defun sly-agent-q-debugger--button-action (button)
   "Invoke the restart of BUTTON, as its digit would."
