@@ -23,7 +23,17 @@ constexpr int kMaxDepth = 256;
 // Longest piece of client text echoed back in an error message.
 constexpr std::size_t kMaxEcho = 200;
 
-constexpr std::array<std::string_view, 3> kProtocolVersions = {"2025-06-18", "2025-03-26", "2024-11-05"};
+// Newest first: the one answered when a client asks for another.
+constexpr std::array<std::string_view, 5> kProtocolVersions = {"2025-11-25", "2025-06-18", "2025-03-26",
+                                                               "2024-11-05", "2024-10-07"};
+
+// What initialize tells a model about using the session.
+constexpr const char* kInstructions =
+    "A live Common Lisp (ECL) session that persists between calls: definitions stay. Evaluate code with "
+    "evaluate_lisp (debug: true holds an unhandled error live: then invoke_restart, backtrace, "
+    "eval_in_frame); look things up with describe_symbol, apropos_search, who_calls; load_system loads "
+    "ASDF systems, run_tests runs their tests. Tools that touch files or the world ask the user first; "
+    "a denied call says why.";
 
 constexpr std::string_view kInternalErrorText =
     R"({"error":{"code":-32603,"message":"Internal error"},"id":null,"jsonrpc":"2.0"})";
@@ -407,6 +417,7 @@ json McpServer::dispatch(const std::string& method, const json& params, const js
       result["protocolVersion"] = version;
       result["capabilities"] = std::move(capabilities);
       result["serverInfo"] = std::move(server);
+      result["instructions"] = kInstructions;
       return result_response(std::move(result), id);
     }
 

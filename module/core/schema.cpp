@@ -1,6 +1,8 @@
 #include "core/schema.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <string_view>
 
 namespace agentq {
 
@@ -49,9 +51,18 @@ json parameters_schema(const Tool& tool) {
 }
 
 json mcp_annotations(const Tool& tool) {
+  bool read_only = tool.safety_level == SafetyLevel::Safe;
+  if (tool.safety_level == SafetyLevel::Cautious) {
+    // Read-only when every category says so (a tool without one may do anything).
+    static constexpr std::string_view kReading[] = {"buffer", "introspection", "xref", "clos", "packages", "files"};
+    read_only = !tool.categories.empty() &&
+                std::all_of(tool.categories.begin(), tool.categories.end(), [](const std::string& category) {
+                  return std::find(std::begin(kReading), std::end(kReading), category) != std::end(kReading);
+                });
+  }
   json annotations = json::object();
-  annotations["readOnlyHint"] = tool.safety_level == SafetyLevel::Safe;
-  annotations["destructiveHint"] = tool.safety_level == SafetyLevel::Dangerous;
+  annotations["readOnlyHint"] = read_only;
+  annotations["destructiveHint"] = !read_only;
   return annotations;
 }
 

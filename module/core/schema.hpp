@@ -18,9 +18,13 @@ std::optional<SchemaFormat> parse_schema_format(std::string_view text);
 // an object (also when empty), required always an array.
 json parameters_schema(const Tool& tool);
 
-// MCP's tool annotations, from the safety level: {"readOnlyHint": safe,
-// "destructiveHint": dangerous}; a cautious tool (it changes the Lisp
-// image, nothing outside) is neither.
+// MCP's tool annotations, from the safety level and categories:
+// readOnlyHint for a safe tool, and for a cautious one whose categories
+// all say it reads (buffer, introspection, xref, clos, packages, files:
+// read_buffer);
+// destructiveHint for every other: a dangerous tool, and a cautious one
+// that runs code (evaluate_lisp, load_system, reset_session…), which may
+// change or delete anything the session holds.
 json mcp_annotations(const Tool& tool);
 
 // openai:    {"type":"function","function":{"name","description","parameters"}}

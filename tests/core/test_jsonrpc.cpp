@@ -89,11 +89,12 @@ TEST_F(McpTest, Initialize) {
       0);
   EXPECT_EQ(r["protocolVersion"], "2025-06-18");
   EXPECT_EQ(r["capabilities"], json::parse(R"({"tools":{"listChanged":false}})"));
+  EXPECT_TRUE(r["instructions"].is_string() && r["instructions"].get<std::string>().find("evaluate_lisp") != std::string::npos);
   EXPECT_EQ(r["serverInfo"], (json{{"name", "sly-agent-q"}, {"version", std::string(kVersion)}}));
 }
 
 TEST_F(McpTest, InitializeEchoesSupportedVersions) {
-  for (const char* v : {"2025-06-18", "2025-03-26", "2024-11-05"}) {
+  for (const char* v : {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"}) {
     json msg = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", {{"protocolVersion", v}}}};
     EXPECT_EQ(expect_result(ask(msg.dump()), 1)["protocolVersion"], v);
   }
@@ -102,10 +103,10 @@ TEST_F(McpTest, InitializeEchoesSupportedVersions) {
 TEST_F(McpTest, InitializeOffersLatestForUnknownVersions) {
   for (json v : {json("1999-01-01"), json(""), json(20250618), json(nullptr)}) {
     json msg = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", {{"protocolVersion", v}}}};
-    EXPECT_EQ(expect_result(ask(msg.dump()), 1)["protocolVersion"], "2025-06-18") << v.dump();
+    EXPECT_EQ(expect_result(ask(msg.dump()), 1)["protocolVersion"], "2025-11-25") << v.dump();
   }
   EXPECT_EQ(expect_result(ask(R"({"jsonrpc":"2.0","id":1,"method":"initialize"})"), 1)["protocolVersion"],
-            "2025-06-18");
+            "2025-11-25");
 }
 
 TEST_F(McpTest, InitializeReportsServerInfo) {
@@ -163,7 +164,7 @@ TEST_F(McpTest, ToolsListAnnotatesSafetyLevels) {
     return json();
   };
   EXPECT_EQ(annotations_of("echo"), json::parse(R"({"readOnlyHint":true,"destructiveHint":false})"));
-  EXPECT_EQ(annotations_of("evaluate_lisp"), json::parse(R"({"readOnlyHint":false,"destructiveHint":false})"));
+  EXPECT_EQ(annotations_of("evaluate_lisp"), json::parse(R"({"readOnlyHint":false,"destructiveHint":true})"));
   EXPECT_EQ(annotations_of("write_file"), json::parse(R"({"readOnlyHint":false,"destructiveHint":true})"));
 }
 

@@ -118,7 +118,13 @@ TEST(ToolToSchema, McpAnnotationsFollowTheSafetyLevel) {
     return tool_to_schema(make_tool("t", {}, {}, level), SchemaFormat::Mcp)["annotations"];
   };
   EXPECT_EQ(annotations(SafetyLevel::Safe), json::parse(R"({"readOnlyHint":true,"destructiveHint":false})"));
-  EXPECT_EQ(annotations(SafetyLevel::Cautious), json::parse(R"({"readOnlyHint":false,"destructiveHint":false})"));
+  // A cautious tool runs code (evaluate_lisp…): it may destroy what the
+  // session holds; one whose categories say it reads (read_buffer) only reads.
+  EXPECT_EQ(annotations(SafetyLevel::Cautious), json::parse(R"({"readOnlyHint":false,"destructiveHint":true})"));
+  EXPECT_EQ(tool_to_schema(make_tool("t", {}, {}, SafetyLevel::Cautious, agentq::testing::returns("ok"), {"buffer"}), SchemaFormat::Mcp)["annotations"],
+            json::parse(R"({"readOnlyHint":true,"destructiveHint":false})"));
+  EXPECT_EQ(tool_to_schema(make_tool("t", {}, {}, SafetyLevel::Cautious, agentq::testing::returns("ok"), {"buffer", "execution"}), SchemaFormat::Mcp)["annotations"],
+            json::parse(R"({"readOnlyHint":false,"destructiveHint":true})"));
   EXPECT_EQ(annotations(SafetyLevel::Dangerous), json::parse(R"({"readOnlyHint":false,"destructiveHint":true})"));
   EXPECT_EQ(mcp_annotations(make_tool("t", {}, {}, SafetyLevel::Dangerous)), annotations(SafetyLevel::Dangerous));
 }

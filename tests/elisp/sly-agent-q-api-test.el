@@ -710,9 +710,9 @@
       (should (equal (sort (hash-table-keys entry) #'string<)
                      (sort (append (list "name" "description" (cdr case)) (and mcp (list "annotations")))
                            #'string<)))
-      (when mcp                         ; evaluate_lisp is cautious: neither hint
+      (when mcp                         ; evaluate_lisp runs code: it may destroy
         (should (eq (agentq-test-get entry "annotations" "readOnlyHint") :false))
-        (should (eq (agentq-test-get entry "annotations" "destructiveHint") :false)))
+        (should (eq (agentq-test-get entry "annotations" "destructiveHint") t)))
       (should (equal (agentq-test-get entry (cdr case) "type") "object"))
       (should (equal (agentq-test-get entry (cdr case) "required") ["code"])))))
 

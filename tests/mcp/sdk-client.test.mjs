@@ -69,9 +69,9 @@ after(async () => {
 test('initialize: the newest protocol version the server supports, serverInfo, tools capability', async () => {
   const answer = received.find((m) => m.result?.protocolVersion);
   assert.ok(answer, 'an initialize result');
-  // This SDK asks for a newer version than the server's newest (2025-06-18),
-  // which the server answers instead.
-  assert.equal(answer.result.protocolVersion, '2025-06-18');
+  // This SDK asks for its newest, 2025-11-25, the server's newest too.
+  assert.equal(answer.result.protocolVersion, '2025-11-25');
+  assert.match(client.getInstructions(), /evaluate_lisp/);
   const info = client.getServerVersion();
   assert.equal(info.name, 'sly-agent-q');
   assert.match(info.version, /^\d+\.\d+\.\d+$/);
@@ -79,7 +79,7 @@ test('initialize: the newest protocol version the server supports, serverInfo, t
 });
 
 test('initialize: a supported version the client asks for is the one answered', async () => {
-  for (const version of ['2025-06-18', '2025-03-26', '2024-11-05']) {
+  for (const version of ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07']) {
     const { InitializeResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
     const result = await client.request({
       method: 'initialize',
@@ -109,7 +109,8 @@ test('listTools: every built-in, valid input schemas, annotations from the safet
   }
   const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
   assert.deepEqual(byName.describe_symbol.annotations, { readOnlyHint: true, destructiveHint: false });
-  assert.deepEqual(byName.evaluate_lisp.annotations, { readOnlyHint: false, destructiveHint: false });
+  // evaluate_lisp runs code: it may change or delete anything the session holds.
+  assert.deepEqual(byName.evaluate_lisp.annotations, { readOnlyHint: false, destructiveHint: true });
   assert.deepEqual(byName.evaluate_lisp.inputSchema.required, ['code']);
 });
 
