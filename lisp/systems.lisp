@@ -260,6 +260,12 @@ the one sly-agent-q-run-compiler runs when C::*CC* is that program
   "Make COMPILE, COMPILE-FILE and friends ECL's bytecodes compiler, or its
 C compiler, unless they already are."
   (mp:with-lock (*require-lock*)        ; not while the background compiler loads CMP
+    (unless (or bytecodes (member "CMP" *modules* :test #'string-equal))
+      ;; Loaded now, not by COMPILE-FILE's first call inside the caller's
+      ;; handlers: its hundreds of "Duplicate proclamation" warnings are
+      ;; its own.
+      (handler-bind ((warning #'muffle-warning))
+        (require :cmp)))
     (unless (eq bytecodes (bytecodes-compiler-p))
       (if bytecodes (ext:install-bytecodes-compiler) (ext:install-c-compiler)))))
 
