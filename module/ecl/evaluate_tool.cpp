@@ -45,7 +45,7 @@ ToolOutput evaluate_lisp(Runtime& runtime, const EvaluateSettings& settings, con
   EvalRequest request;
   request.code = args.at("code").get<std::string>();
   if (auto it = args.find("package"); it != args.end() && it->is_string()) request.package = it->get<std::string>();
-  request.capture_time = flag(args, "capture-time") || flag(args, "capture_time");
+  request.capture_time = flag(args, "capture_time") || flag(args, "capture-time");  // the older name
   request.debugger = context.wants_debugger();
   request.hold_errors = flag(args, "debug");
   request.agent = !context.user_origin();
@@ -81,8 +81,9 @@ void register_evaluate_lisp(Registry& registry, Runtime& runtime, const Evaluate
        "and evaluated one at a time, and the values of the last one are returned."},
       {"package", ParamType::String,
        "Package context for evaluation. Defaults to CL-USER or the last-used package."},
-      {"capture-time", ParamType::Boolean,
-       "If true, include timing information (real time, run time, GC time, bytes consed) in the result."},
+      {"capture_time", ParamType::Boolean,
+       "If true, include timing information (real time, run time, GC time, bytes consed) in the result. "
+       "Default false. (The older name capture-time is accepted too.)"},
       {"timeout", ParamType::Number,
        "Seconds after which the evaluation is interrupted. It may only lower the session's limit (30 s "
        "unless the user changed it); a larger value, or 0 or less, means the session's limit."},

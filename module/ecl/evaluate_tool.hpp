@@ -23,8 +23,9 @@ struct EvaluateSettings {
 std::chrono::milliseconds to_timeout(double seconds);
 
 // Registers evaluate_lisp (cautious, category execution; "evaluate-lisp"
-// resolves to it).  Arguments: code (required), package, capture-time
-// (also read as capture_time), timeout (seconds, overrides the default).
+// resolves to it).  Arguments: code (required), package, capture_time
+// (also read as capture-time, its older name), timeout (seconds, may only
+// lower the default), debug (hold an unhandled error live).
 // Its calls run on RUNTIME with SETTINGS' limits.
 void register_evaluate_lisp(Registry& registry, Runtime& runtime, const EvaluateSettings& settings);
 

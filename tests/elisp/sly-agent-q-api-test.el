@@ -693,7 +693,7 @@
       (should (equal (gethash "required" parameters) ["code"]))
       (should (equal (agentq-test-get parameters "properties" "code" "type") "string"))
       (should (equal (agentq-test-get parameters "properties" "package" "type") "string"))
-      (should (equal (agentq-test-get parameters "properties" "capture-time" "type") "boolean")))
+      (should (equal (agentq-test-get parameters "properties" "capture_time" "type") "boolean")))
     ;; Sorted by name, like list-tools.
     (let ((names (agentq-test--schema-names schema '("function" "name"))))
       (should (equal names (sort (copy-sequence names) #'string<))))))
