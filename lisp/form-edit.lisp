@@ -17,28 +17,20 @@
 (defun form-edit-compile-notes (text package)
   "Compile TEXT's forms (read in PACKAGE) in a lambda that is never loaded;
 the compiler's findings as [warnings] shows them."
-  (let* ((directory (format nil "/tmp/agent-q-form-edit-~D/" (random 1000000000)))
-         (source (format nil "~Aform.lisp" directory))
-         (notes '()))
-    (ensure-directories-exist directory)
-    (unwind-protect
-         (progn
-           (with-open-file (out source :direction :output :if-exists :supersede :external-format :utf-8)
-             ;; Two header lines: the text's lines are the file's less two.
-             (format out "(in-package ~S)~%(cl:function (cl:lambda ()~%~A~%))~%" (package-name package) text))
-           (let ((*read-eval* nil))
-             (compile-file-collecting source package (not (c-compiler-available-p))
-                                      (lambda (condition)
-                                        ;; The compiler's findings; not what loading its
-                                        ;; parts says the first time ("Duplicate proclamation").
-                                        (when (compiler-message-p condition)
-                                          (push (compile-warning-text condition source) notes)))
-                                      (lambda (condition)
-                                        (push (compile-warning-text condition source) notes)))))
-      (ignore-errors
-       (dolist (file (directory (format nil "~A*.*" directory)))
-         (delete-file file))
-       (si:rmdir directory)))
+  (let ((notes '()))
+    (with-temporary-source (source "agent-q-form-edit")           ; repl-tools.lisp
+      (with-open-file (out source :direction :output :if-exists :supersede :external-format :utf-8)
+        ;; Two header lines: the text's lines are the file's less two.
+        (format out "(in-package ~S)~%(cl:function (cl:lambda ()~%~A~%))~%" (package-name package) text))
+      (let ((*read-eval* nil))
+        (compile-file-collecting source package (not (c-compiler-available-p))
+                                 (lambda (condition)
+                                   ;; The compiler's findings; not what loading its
+                                   ;; parts says the first time ("Duplicate proclamation").
+                                   (when (compiler-message-p condition)
+                                     (push (compile-warning-text condition source) notes)))
+                                 (lambda (condition)
+                                   (push (compile-warning-text condition source) notes)))))
     ;; ECL places each finding at its top-level form, here the lambda
     ;; around the text: a "(line N)" would point at nothing of the text's.
     (mapcar (lambda (note)

@@ -92,6 +92,19 @@
                     (when next (setf *package* next)))))))
     (nreverse forms)))
 
+(defmacro with-temporary-source ((source prefix) &body body)
+  "Run BODY with SOURCE the name of form.lisp in a fresh directory
+/tmp/PREFIX-N/, which goes after, with all BODY wrote there."
+  (let ((directory (gensym "DIRECTORY")))
+    `(let* ((,directory (format nil "/tmp/~A-~D/" ,prefix (random 1000000000)))
+            (,source (format nil "~Aform.lisp" ,directory)))
+       (ensure-directories-exist ,directory)
+       (unwind-protect (progn ,@body)
+         (ignore-errors
+          (dolist (file (directory (format nil "~A*.*" ,directory)))
+            (delete-file file))
+          (si:rmdir ,directory))))))
+
 (defun compile-file-collecting (source package bytecodes on-warning on-error)
   "COMPILE-FILE SOURCE in PACKAGE, silently, with the bytecodes compiler
 when BYTECODES, else ECL's C compiler.  Each warning is muffled after
@@ -121,38 +134,30 @@ warning, not a note) goes to ON-ERROR.  Returns COMPILE-FILE's values."
   "Compile TEXT (forms, read in PACKAGE) with COMPILE-FILE and load the
 result.  Returns true and a summary, or NIL and the [ERROR] text; the
 compiler's warnings go to *WARNINGS*."
-  (let* ((directory (format nil "/tmp/agent-q-compile-~D/" (random 1000000000)))
-         (source (format nil "~Aform.lisp" directory))
-         (errors '())
-         (c-compiler (c-compiler-available-p)))
-    (ensure-directories-exist directory)
-    (unwind-protect
-         (progn
-           (with-open-file (out source :direction :output :if-exists :supersede :external-format :utf-8)
-             ;; One header line: the form's lines are the file's less one.
-             (format out "(in-package ~S)~%~A~%" (package-name package) text))
-           (multiple-value-bind (fasl warnings-p failure-p)
-               (compile-file-collecting source package (not c-compiler)
-                                        (lambda (condition)
-                                          (push (compile-warning-text condition source) *warnings*))
-                                        (lambda (condition)
-                                          (push (compile-warning-text condition source) errors)))
-             (declare (ignore warnings-p))
-             (cond ((or (null fasl) (and failure-p errors))
-                    (values nil (format nil "[ERROR] COMPILE-ERROR~%The code did not compile~@[:~%~{~A~^~%~}~]"
-                                        (reverse errors))))
-                   (t
-                    (let ((*package* package)) (load fasl :verbose nil :print nil))
-                    (let ((forms (read-forms text package)))
-                      (dolist (form forms) (let ((*package* package)) (xref-note form)))
-                      (dolist (warning (append (unused-variable-warnings forms package)
-                                               (undefined-function-warnings forms package)))
-                        (push warning *warnings*)))
-                    (values t (format nil "; Compiled with ~A and loaded." (compiler-name)))))))
-      (ignore-errors
-       (dolist (file (directory (format nil "~A*.*" directory)))
-         (delete-file file))
-       (si:rmdir directory)))))
+  (let ((errors '())
+        (c-compiler (c-compiler-available-p)))
+    (with-temporary-source (source "agent-q-compile")
+      (with-open-file (out source :direction :output :if-exists :supersede :external-format :utf-8)
+        ;; One header line: the form's lines are the file's less one.
+        (format out "(in-package ~S)~%~A~%" (package-name package) text))
+      (multiple-value-bind (fasl warnings-p failure-p)
+          (compile-file-collecting source package (not c-compiler)
+                                   (lambda (condition)
+                                     (push (compile-warning-text condition source) *warnings*))
+                                   (lambda (condition)
+                                     (push (compile-warning-text condition source) errors)))
+        (declare (ignore warnings-p))
+        (cond ((or (null fasl) (and failure-p errors))
+               (values nil (format nil "[ERROR] COMPILE-ERROR~%The code did not compile~@[:~%~{~A~^~%~}~]"
+                                   (reverse errors))))
+              (t
+               (let ((*package* package)) (load fasl :verbose nil :print nil))
+               (let ((forms (read-forms text package)))
+                 (dolist (form forms) (let ((*package* package)) (xref-note form)))
+                 (dolist (warning (append (unused-variable-warnings forms package)
+                                          (undefined-function-warnings forms package)))
+                   (push warning *warnings*)))
+               (values t (format nil "; Compiled with ~A and loaded." (compiler-name)))))))))
 
 (define-built-in-tool "compile_form"
   "Compile Common Lisp code with ECL's compiler and load it, as C-c C-c does in SLY: the compiler's findings (undefined functions, unused or undefined variables, wrong argument counts) come back in a [warnings] section. Use it after writing a definition to catch mistakes that plain evaluation misses. Uses the C compiler (native code) when one is installed, else the bytecodes compiler, and says which."
