@@ -29,9 +29,10 @@
 ;; them, those behind a call waiting for an answer waiting too.
 ;;
 ;; notifications/cancelled, as in the headless server: a call not
-;; running yet (waiting for its question, or queued) is dropped and not
-;; answered; a running one is interrupted and answers [ERROR]
-;; INTERRUPTED.  A client that goes away cancels its calls the same way.
+;; running yet (waiting for its question, or queued) is dropped, a
+;; running one interrupted; neither is answered (the spec: a cancelled
+;; request gets no response).  A client that goes away cancels its calls
+;; the same way.
 ;; The question of a dropped call is withdrawn, saying so in the echo area.
 
 ;;; Code:
@@ -182,6 +183,8 @@ The clients' pending calls are cancelled."
   ;; A client inherits the server's plist: its own table of calls.
   (process-put client 'sly-agent-q-mcp-jobs (make-hash-table :test 'equal))
   (process-put client 'sly-agent-q-mcp-partial nil)
+  ;; Running calls the client cancelled: their answers are not sent.
+  (process-put client 'sly-agent-q-mcp-cancelled nil)
   ;; Quitting Emacs does not ask about an agent's connection.
   (set-process-query-on-exit-flag client nil)
   (push client sly-agent-q--mcp-clients))
@@ -200,9 +203,9 @@ The clients' pending calls are cancelled."
 
 (defun sly-agent-q--mcp-stop-job (job why)
   "Stop JOB as the headless server stops a cancelled request.
-Not started yet: dropped, never answered; the question waiting about it
-is withdrawn, WHY shown in its place.  Running: interrupted; it answers
-[ERROR] INTERRUPTED.  Non-nil when it was dropped."
+Not started yet: dropped; the question waiting about it is withdrawn,
+WHY shown in its place.  Running: interrupted.  Either way it is never
+answered (the caller forgets it).  Non-nil when it was dropped."
   (or (sly-agent-q--withdraw job why)
       (progn (sly-agent-q-cancel job) nil)))
 
@@ -265,15 +268,23 @@ going away still drops it."
                 (lambda (response)
                   (when (and key (eql (gethash key jobs) job))
                     (remhash key jobs))
-                  (sly-agent-q--mcp-send client response)))
+                  ;; A cancelled request gets no response (the spec).
+                  (unless (memql job (process-get client 'sly-agent-q-mcp-cancelled))
+                    (sly-agent-q--mcp-send client response))
+                  (process-put client 'sly-agent-q-mcp-cancelled
+                               (delq job (process-get client 'sly-agent-q-mcp-cancelled)))))
           (`(:answer . ,response)
            (sly-agent-q--mcp-send client response))
           (`(:cancel . ,id)
            (let* ((cancelled (sly-agent-q--mcp-id-key id))
                   (running (gethash cancelled jobs)))
-             (when (and running (sly-agent-q--mcp-stop-job
-                                 running "[MCP] call cancelled by the client; question withdrawn"))
-               (remhash cancelled jobs))))
+             (when running
+               (remhash cancelled jobs)
+               (unless (sly-agent-q--mcp-stop-job
+                        running "[MCP] call cancelled by the client; question withdrawn")
+                 ;; Running, interrupted: its answer is not sent.
+                 (process-put client 'sly-agent-q-mcp-cancelled
+                              (cons running (process-get client 'sly-agent-q-mcp-cancelled)))))))
           (`(:queue ,id . ,queued)
            (setq job queued
                  ;; No id prints as this: ids are numbers or quoted strings.

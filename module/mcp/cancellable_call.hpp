@@ -23,7 +23,8 @@ class McpCallContext final : public CallContext {
 
   // From any thread: the call's Lisp job, if one is queued or running, is
   // interrupted at once; any later wait of the call sees poll() true and
-  // stops too.  The call then answers [ERROR] INTERRUPTED (cancelled).
+  // stops too.  The call then ends [ERROR] INTERRUPTED, which the server
+  // does not send: a cancelled request gets no response.
   void cancel();
 
   // ON_WAIT runs (once, on the calling thread) the first time the call

@@ -189,8 +189,10 @@ void EmacsBridge::on_emacs_line(const Line& line) {
     const std::string key = id->dump();
     if (outstanding_.erase(key) > 0) return true;
     if (auto it = std::find(cancelled_.begin(), cancelled_.end(), key); it != cancelled_.end()) {
-      cancelled_.erase(it);  // a cancelled call that was running: interrupted
-      return true;
+      // A cancelled call that was running, interrupted: the spec says a
+      // cancelled request gets no response (Emacs sends none; an older one may).
+      cancelled_.erase(it);
+      return false;
     }
     return id->is_null();  // a parse error's answer
   };
@@ -204,7 +206,7 @@ void EmacsBridge::on_emacs_line(const Line& line) {
     respond(line.text);
   } else if (!message->contains("id") || !(*message)["id"].is_string() ||
              !(*message)["id"].get_ref<const std::string&>().starts_with(kPingPrefix)) {
-    log(LogLevel::Info, "a late answer (its request was answered already), dropped: " + shortened(line.text));
+    log(LogLevel::Info, "a late answer (its request was answered or cancelled already), dropped: " + shortened(line.text));
   }
 }
 

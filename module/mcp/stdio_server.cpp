@@ -228,6 +228,12 @@ void StdioServer::execute(Pending& pending) {
     std::lock_guard lock(mutex_);
     if (current_.get() == &pending) current_.reset();  // its owner still holds it
   }
+  // The spec: a cancelled request gets no response (the client has
+  // forgotten its id; an answer would be one "for an unknown request").
+  if (pending.context.cancelled()) {
+    log(LogLevel::Info, "request " + shortened(id_key(pending.id)) + " was cancelled: interrupted, not answered");
+    return;
+  }
   respond(response);
 }
 

@@ -263,24 +263,19 @@
 
 (ert-deftest sly-agent-q-mcp/notifications-cancelled-interrupts-the-call ()
   (agentq-mcp-test-with-server
-    (let ((client (agentq-mcp-test-connect socket))
-          (start nil))
+    (let ((client (agentq-mcp-test-connect socket)))
       (agentq-mcp-test-send client '(:jsonrpc "2.0" :id 41 :method "tools/call"
                                               :params (:name "evaluate_lisp" :arguments (:code "(loop)" :timeout 30))))
       (sleep-for 0.3)
-      (setq start (float-time))
       (agentq-mcp-test-send client '(:jsonrpc "2.0" :method "notifications/cancelled"
                                               :params (:requestId 41 :reason "test")))
       ;; As the headless server (test_binary.cpp
-      ;; CancelledNotificationInterruptsTheRunningEvaluation): a running call
-      ;; is interrupted and answered once, with isError.
-      (let ((answer (agentq-mcp-test-answer client 41 10)))
-        (should (< (- (float-time) start) 3))
-        (should (eq (agentq-test-get answer "result" "isError") t))
-        (should (string-prefix-p "[ERROR] INTERRUPTED" (agentq-mcp-test-text answer))))
-      (should (agentq-mcp-test-no-answer client 41 0.3))
+      ;; CancelledNotificationInterruptsTheRunningEvaluationWhichIsNotAnswered):
+      ;; a running call is interrupted (the next call is served, not queued
+      ;; behind the loop's 30 s) and never answered.
       (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 42 "evaluate_lisp" '(:code "(+ 40 2)")))
                      "=> 42"))
+      (should (agentq-mcp-test-no-answer client 41 0.3))
       (delete-process client))))
 
 ;;;; Cancellation and approval questions, as a person and the headless server have them

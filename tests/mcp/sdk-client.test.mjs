@@ -243,38 +243,30 @@ test('ping is answered while an evaluation runs', async () => {
   assert.equal(textOf(await slow), '=> :SLEPT');
 });
 
-test('cancelling (loop) through an AbortSignal interrupts it; the next call works', async () => {
+test('cancelling (loop) through an AbortSignal interrupts it, never answers it; the next call works', async () => {
   const controller = new AbortController();
   const looping = evaluate('(loop)', { signal: controller.signal, timeout: 60000 });
   await new Promise((resolve) => setTimeout(resolve, 300));
-  const aborted = Date.now();
   controller.abort('the test cancels it');
   await assert.rejects(looping);
-  // The request that was cancelled: the server interrupted it and answered
-  // [ERROR] INTERRUPTED (the SDK ignores that answer).
   const request = sent.findLast((m) => m.method === 'tools/call' && m.params?.arguments?.code === '(loop)');
   const cancel = sent.findLast((m) => m.method === 'notifications/cancelled');
   assert.equal(cancel.params.requestId, request.id);
-  let answer;
-  while (!(answer = received.find((m) => m.id === request.id)) && Date.now() - aborted < 5000) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  assert.ok(answer, 'the interrupted call was answered');
-  assert.ok(Date.now() - aborted < 2000, `interrupted after ${Date.now() - aborted} ms`);
-  assert.equal(answer.result.isError, true);
-  assert.match(answer.result.content[0].text, /^\[ERROR\] INTERRUPTED/);
-  const next = Date.now();
-  assert.equal(textOf(await evaluate('(+ 40 2)')), '=> 42');
-  assert.ok(Date.now() - next < 2000, `the next call took ${Date.now() - next} ms`);
-  // The SDK reports the answer to a cancelled request as one for an unknown
-  // id; nothing else went wrong on the client's side.
-  for (const error of clientErrors) assert.match(String(error), /unknown message ID/, String(error));
+  // The (loop) was interrupted: the next call is served (its limit is 30 s,
+  // and calls run one at a time).
+  assert.equal(textOf(await evaluate('(+ 40 2)', { timeout: 10000 })), '=> 42');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  // The spec: a cancelled request gets no response.
+  assert.equal(received.find((m) => m.id === request.id), undefined, 'the cancelled request was answered');
+  // So the SDK saw no answer for an id it had forgotten.
+  assert.deepEqual(clientErrors.map(String), []);
 });
 
-test('stdout carried only JSON-RPC messages', () => {
+test('stdout carried only JSON-RPC messages, none for an unknown id', () => {
   // The transport parses every line; a line that is not JSON-RPC would
   // have reached onerror.
   assert.ok(received.length > 10);
   for (const message of received) assert.equal(message.jsonrpc, '2.0');
-  for (const error of clientErrors) assert.match(String(error), /unknown message ID/, String(error));
+  // Not even an answer for an unknown id: a cancelled request gets none.
+  assert.deepEqual(clientErrors.map(String), []);
 });

@@ -200,19 +200,19 @@ TEST(McpBinary, PingIsAnsweredWhileAnEvaluationRuns) {
   EXPECT_EQ(text_of(server.response()), "=> :SLEPT");
 }
 
-TEST(McpBinary, CancelledNotificationInterruptsTheRunningEvaluation) {
+TEST(McpBinary, CancelledNotificationInterruptsTheRunningEvaluationWhichIsNotAnswered) {
   McpProcess server;
   server.send(eval(1, "(loop)"));
   std::this_thread::sleep_for(300ms);
-  auto start = std::chrono::steady_clock::now();
   server.send(json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 1}}}});
-  json response = server.response();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
-  EXPECT_EQ(response["id"], 1) << response.dump();
-  EXPECT_EQ(response["result"]["isError"], true);
-  EXPECT_NE(text_of(response).find("[ERROR] INTERRUPTED"), std::string::npos) << text_of(response);
+  // The spec: a cancelled request gets no response.  The (loop) was
+  // interrupted all the same: the next call is served, not queued behind it
+  // (the loop's own limit is 30 s).
   server.send(eval(2, "(+ 1 1)"));
-  EXPECT_EQ(text_of(server.response()), "=> 2");
+  json next = server.response();
+  EXPECT_EQ(next["id"], 2) << "request 1 was answered after its cancellation: " << next.dump();
+  EXPECT_EQ(text_of(next), "=> 2");
+  EXPECT_FALSE(server.line(300ms));
 }
 
 TEST(McpBinary, CancellingAQueuedCallDropsIt) {
