@@ -529,7 +529,7 @@ user's project) can be read. For a file open in Emacs with unsaved changes this 
 and says so; read_buffer shows the buffer's text."
    '((:name "path" :type :string
 	    :description "The file to read: relative to the project root, or absolute inside the allowed directories.")
-     (:name "offset" :type :integer
+     (:name "offset" :type :integer :minimum 1 :default 1
 	    :description "The first line to return, numbered from 1. Default 1, the start of the file.")
      (:name "limit" :type :integer
 	    :description "How many lines to return at most. Default: all lines to the end of the file, up to the read limit in characters."))
@@ -547,7 +547,7 @@ At most sly-agent-q-read-limit characters (20000 by default) come back; a marker
 the start position to ask for next. An unknown name fails with the list of open buffers."
    '((:name "buffer" :type :string
 	    :description "The buffer's name as Emacs shows it (e.g. \"foo.lisp\" or \"*compilation*\"), or the path of a file a buffer visits.")
-     (:name "start" :type :integer
+     (:name "start" :type :integer :minimum 1 :default 1
 	    :description "The position to start at: characters are counted from 1, over the whole buffer (narrowing is ignored). Default 1, the beginning.")
      (:name "end" :type :integer
 	    :description "The position to stop at (the character there is not included). Default: the end of the buffer; a larger value means the end."))
@@ -568,9 +568,9 @@ start."
 	    :description "What to search for: the exact text, or an Emacs regular expression when regex is true.")
      (:name "buffer" :type :string
 	    :description "The buffer's name (or the path of a file a buffer visits). Default: the buffer the user was working in when the request started.")
-     (:name "regex" :type :boolean
+     (:name "regex" :type :boolean :default :false
 	    :description "true: pattern is an Emacs regular expression (\\\\( \\\\) groups, \\\\| alternatives, [0-9] for digits, no \\\\d). Default false: pattern is searched as literal text.")
-     (:name "all_matches" :type :boolean
+     (:name "all_matches" :type :boolean :default t
 	    :description "true (the default): find every match. false: stop at the first match."))
    :required '("pattern")
    :safety-level :safe

@@ -559,7 +559,7 @@ directories inside the allowed directories (the user's project) can be listed; s
 followed."
    '((:name "path" :type :string
 	    :description "The directory to list: relative to the project root, or absolute inside the allowed directories. Default: the project root.")
-     (:name "depth" :type :integer
+     (:name "depth" :type :integer :minimum 1 :default 1
 	    :description "How many levels to list: 1 (the default) lists the directory's own entries, 2 also those of its subdirectories, and so on.")
      (:name "glob" :type :string
 	    :description "Only files whose name matches this wildcard, e.g. \"*.lisp\" (with a slash: matched against the path from the listed directory). Directories are always listed. Default: every file."))

@@ -27,7 +27,11 @@
   "Define the Elisp-handled tool NAME, visible to Lisp, Elisp and MCP.
 DESCRIPTION tells the model when to use it.  PARAMS is a list of plists
 \(:name \"x\" :type :string :description \"…\") with types :string
-:boolean :number :integer :object :array.  REQUIRED lists parameter
+:boolean :number :integer :object :array; a plist may also give
+:minimum and :maximum (numbers: a value beyond fails the call),
+:default (what the handler uses when it is absent, :false for false;
+only said in the schema) and :aliases (older names still accepted).
+Arguments that are no parameter fail the call.  REQUIRED lists parameter
 names, SAFETY-LEVEL is :safe, :cautious or :dangerous, CATEGORIES a list
 of keywords.  HANDLER is called with a hash table of the arguments
 \(string keys) and returns a string, or any value to be printed.

@@ -270,6 +270,34 @@ after BODY, still inside (see RUN-PENDING-FINALIZERS)."
   (unless (eql *finalizer-failures* 0) (setf *finalizer-failures* 0))
   (when *finalizer-error* (setf *finalizer-error* nil)))
 
+(defvar *want-structure* nil
+  "True while an evaluation's caller (an MCP client) also takes its result
+as structured data: see EVALUATION-STRUCTURE.")
+
+(defun value-text (value limit)
+  "VALUE as print-value prints it, cut at LIMIT characters."
+  (let ((text (handler-case (with-output-to-string (out) (print-value value out))
+                (serious-condition () "#<the value could not be printed>"))))
+    (if (> (length text) limit) (subseq text 0 limit) text)))
+
+(defun evaluation-structure (values package output-limit)
+  "The structured result of an evaluation that returned VALUES in PACKAGE,
+as a JSON object's text (evaluate_lisp's outputSchema): values, each
+printed as on its => line; stdout, stderr and warnings when there were
+any; the package the session is in after it."
+  (let ((object (make-hash-table :test #'equal))
+        (*package* (if (live-package-p package) package (printing-package))))
+    (setf (gethash "values" object)
+          (map 'vector (lambda (value) (value-text value output-limit)) values))
+    (unless (capture-empty-p *stdout-capture*)
+      (setf (gethash "stdout" object) (capture-contents *stdout-capture*)))
+    (unless (capture-empty-p *stderr-capture*)
+      (setf (gethash "stderr" object) (capture-contents *stderr-capture*)))
+    (when *warnings*
+      (setf (gethash "warnings" object) (coerce (reverse *warnings*) 'vector)))
+    (setf (gethash "package" object) (package-name *package*))
+    (json-text object)))
+
 (defun evaluate-string (code package-name capture-time output-limit &optional interactive-key)
   "Evaluate the forms in the string CODE as evaluate_lisp does.
 Returns two values: true on success, and the result text of the contract
@@ -326,6 +354,8 @@ and their values are kept under that key for REPL-VALUE."
     (record-finalizer-warning)
     (when (and interactive-key values-text)
       (remember-repl-values interactive-key result-values))
+    (when (and *want-structure* values-text)
+      (%set-job-structure (evaluation-structure result-values *session-package* output-limit)))
     (if (and values-text (not capture-time) (no-output-p))
         (values t values-text)          ; the common case: nothing else to say
         (values (and values-text t)

@@ -409,8 +409,8 @@ evaluated, or NIL and what went wrong."
 (define-built-in-tool "backtrace"
   "The frames of a held error (evaluate_lisp with debug: true), innermost first: each function with its local variables and their values where ECL keeps them (functions evaluated or loaded from source; natively compiled ones keep none, and say so), and its source file and line when known."
   (list +condition-id-parameter+
-        '(:name "start" :type :integer :description "The first frame to show, from 0 (the innermost). Default 0.")
-        '(:name "count" :type :integer :description "How many frames to show. Default 20."))
+        '(:name "start" :type :integer :minimum 0 :default 0 :description "The first frame to show, from 0 (the innermost). Default 0.")
+        '(:name "count" :type :integer :minimum 1 :default 20 :description "How many frames to show. Default 20."))
   :required '("condition_id")
   :categories '(:debugger)
   :handler #'backtrace-tool)
@@ -418,7 +418,7 @@ evaluated, or NIL and what went wrong."
 (define-built-in-tool "eval_in_frame"
   "Evaluate Lisp code in a frame of a held error (evaluate_lisp with debug: true), with that frame's local variables bound to their values (a copy: setting one changes the copy). Returns `Frame N: CODE => value`. Use it to look at what the code was working on when it failed."
   (list +condition-id-parameter+
-        '(:name "frame" :type :integer :description "The frame's number in backtrace's list, from 0 (the innermost).")
+        '(:name "frame" :type :integer :minimum 0 :description "The frame's number in backtrace's list, from 0 (the innermost).")
         '(:name "code" :type :string :description "The form to evaluate, e.g. \"(length items)\"."))
   :required '("condition_id" "frame" "code")
   :safety-level :cautious

@@ -433,10 +433,10 @@ EXTERNAL.  PATTERN is compared case-sensitively: upcase it first."
   "Find symbols whose names contain a substring, across all packages or in one. Use it when you know part of a name but not the exact symbol or its package. Returns one line per symbol: its qualified name and what it names."
   '((:name "pattern" :type :string :description "Substring of the symbol names to find, case-insensitive, e.g. \"hash-table\".")
     (:name "package" :type :string :description "Only symbols of this package (default: all packages).")
-    (:name "external_only" :type :boolean :description "Only exported symbols (default: false).")
-    (:name "prefix" :type :boolean :description "Only names that start with the pattern (default: false, names containing it).")
-    (:name "accessible" :type :boolean :description "With package: every symbol the package's code can name without a prefix (its own, imported, and inherited from the packages it uses), not only those whose home it is (default: false).")
-    (:name "limit" :type :integer :description "At most this many symbols (default 50, at most 500)."))
+    (:name "external_only" :type :boolean :default :false :description "Only exported symbols (default: false).")
+    (:name "prefix" :type :boolean :default :false :description "Only names that start with the pattern (default: false, names containing it).")
+    (:name "accessible" :type :boolean :default :false :description "With package: every symbol the package's code can name without a prefix (its own, imported, and inherited from the packages it uses), not only those whose home it is (default: false).")
+    (:name "limit" :type :integer :minimum 1 :maximum 500 :default 50 :description "At most this many symbols (default 50, at most 500)."))
   :required '("pattern")
   :categories '(:introspection)
   :handler (lambda (args)
@@ -494,8 +494,8 @@ EXTERNAL.  PATTERN is compared case-sensitively: upcase it first."
 (define-built-in-tool "list_package_symbols"
   "List the symbols of a package, with what each names. Use it to explore a library's API (its exported symbols) or to see what a package contains."
   '((:name "package" :type :string :description "The package's name or nickname, e.g. \"alexandria\" or \"CL-USER\".")
-    (:name "external_only" :type :boolean :description "Only exported symbols (default: true).")
-    (:name "limit" :type :integer :description "At most this many symbols (default 100, at most 1000)."))
+    (:name "external_only" :type :boolean :default t :description "Only exported symbols (default: true).")
+    (:name "limit" :type :integer :minimum 1 :maximum 1000 :default 100 :description "At most this many symbols (default 100, at most 1000)."))
   :required '("package")
   :categories '(:introspection :packages)
   :handler (lambda (args)
@@ -599,7 +599,7 @@ EXTERNAL.  PATTERN is compared case-sensitively: upcase it first."
   "Expand the macros of a Lisp form and show the result pretty-printed: one step (MACROEXPAND-1) by default, or until the outermost form is no macro call (MACROEXPAND) with full=true. Use it to understand what a macro does or to debug one."
   '((:name "form" :type :string :description "The form, as Lisp source text, e.g. \"(with-open-file (s \\\"f\\\") (read s))\".")
     (:name "package" :type :string :description "The package to read the form in (default: the session's current package).")
-    (:name "full" :type :boolean :description "Expand until the outermost form is no longer a macro call (default: false, one step)."))
+    (:name "full" :type :boolean :default :false :description "Expand until the outermost form is no longer a macro call (default: false, one step)."))
   :required '("form")
   :categories '(:introspection)
   :handler (lambda (args)

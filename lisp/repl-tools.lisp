@@ -210,7 +210,7 @@ compiler's warnings go to *WARNINGS*."
 
 (define-built-in-tool "get_repl_history"
   "Show the recent evaluations and compilations of eval_form and compile_form, oldest first: each with its code and its result (or error). Use it to recall what was already tried in this session."
-  '((:name "limit" :type :integer :description "How many of the latest entries (default 10, at most 50)."))
+  '((:name "limit" :type :integer :minimum 1 :maximum 50 :default 10 :description "How many of the latest entries (default 10, at most 50)."))
   :categories '(:execution)
   :handler (lambda (arguments)
              (let ((limit (max 1 (min 50 (or (gethash "limit" arguments) 10)))))

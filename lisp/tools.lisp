@@ -75,7 +75,11 @@ there too); add to it with REGISTER-TOOL.")
 callable.  NAME is a snake_case string; DESCRIPTION tells a model what the
 tool does and when to use it.  PARAMETERS is a list of plists
 \(:name \"x\" :type :string :description \"...\") with types :string,
-:boolean, :number, :integer, :object or :array; REQUIRED lists parameter
+:boolean, :number, :integer, :object or :array; a plist may also give
+:MINIMUM and :MAXIMUM (a value beyond fails the call), :DEFAULT (what the
+handler uses when the argument is absent, :FALSE for false: only said in
+the schema) and :ALIASES (older names still accepted).  Arguments that
+are no parameter fail the call.  REQUIRED lists parameter
 names; SAFETY-LEVEL is :safe, :cautious or :dangerous (dangerous tools ask
 for approval); CATEGORIES is a list of keywords.  HANDLER is called with
 the arguments as a hash table with string keys and returns the result: a

@@ -227,9 +227,11 @@ INTERACTIVE-KEY: see EVALUATE-STRING."
 
 (defun run-evaluate-job (code package flags output-limit timeout-ms interactive-key)
   ;; FLAGS: bit 0 capture time, bit 1 the REPL's debugger (debugger.lisp),
-  ;; bit 2 hold unhandled errors (held-errors.lisp).
+  ;; bit 2 hold unhandled errors (held-errors.lisp), bit 3 a structured
+  ;; result too (EVALUATION-STRUCTURE).
   (declare (fixnum flags))
-  (let ((*repl-debugger* (/= 0 (logand flags 2))))
+  (let ((*repl-debugger* (/= 0 (logand flags 2)))
+        (*want-structure* (/= 0 (logand flags 8))))
     (if (/= 0 (logand flags 4))
         (run-held-evaluation-job code package flags output-limit timeout-ms interactive-key)
         (guarded-job (timeout-ms) (evaluate-string code package (/= 0 (logand flags 1)) output-limit interactive-key)))))

@@ -70,6 +70,10 @@ class CallContext {
   // first and what touches the world asks the person.
   virtual bool user_origin() const { return false; }
 
+  // True when the caller takes structured results (MCP's structuredContent):
+  // a tool with an output schema then makes ToolOutput::structured too.
+  virtual bool wants_structured() const { return false; }
+
   // Asks whoever stands behind the call whether an agent's code may touch
   // the world: FORM is the Emacs Lisp approval question
   // (sly-agent-q--approve-agent-code …); the answer's text is what it

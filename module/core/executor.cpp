@@ -233,7 +233,8 @@ std::optional<std::string> approval_failure(const Tool& tool, const ExecutionOpt
       // Run with the person's arguments, checked like the model's.
       result.approved = true;
       json modified = std::move(decision.arguments);
-      std::optional<std::string> message = validate_arguments(tool, modified);
+      // The approval may add its own (the review's hunks_applied…).
+      std::optional<std::string> message = validate_arguments(tool, modified, true);
       json normalized;
       const bool copied = &normalized_args(modified, normalized) == &normalized;
       storage = copied ? std::move(normalized) : std::move(modified);
@@ -251,6 +252,7 @@ void run_handler(const Tool& tool, const json& args, CallContext& context, ToolR
   try {
     ToolOutput output = tool.handler(args, context);
     result.condition_id = output.condition_id;
+    result.structured = std::move(output.structured);
     if (output.success) {
       result.success = true;
       result.content = std::move(output.text);

@@ -32,6 +32,7 @@ struct ToolResult {
   std::optional<SafetyLevel> safety_level;  // nullopt for an unknown tool
   bool approved = false;  // ran with permission: safe/cautious, or dangerous and approved
   std::optional<std::int64_t> condition_id;  // a held error's id (ToolOutput::condition_id)
+  std::string structured;  // ToolOutput::structured: JSON text, or empty
 
   // {"id","success","content","error"(null),"metadata":{"execution_time_ms","safety_level","approved"}},
   // and metadata "condition_id" when an error is held.

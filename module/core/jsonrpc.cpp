@@ -272,13 +272,16 @@ std::optional<ToolResult> McpServer::call_tool(const json& params, json* argumen
   const auto args_it = params.find("arguments");
   if (args_it != params.end() && !args_it->is_null()) {
     if (!args_it->is_object()) {
-      error = error_response(kInvalidParams,
-                             "Invalid params: arguments must be an object, got " + json_type_name(*args_it), id);
-      return std::nullopt;
+      // The tool's error, as for any invalid arguments (SEP-1303).
+      ToolCall call;
+      call.id = call_id(id);
+      call.name = tool->name;
+      call.arguments = *args_it;
+      return executor_.execute(call, options);
     }
     given = &*args_it;
   }
-  return call_resolved_tool(std::move(tool), given, given ? arguments : nullptr, id, options, error);
+  return call_resolved_tool(std::move(tool), given, given ? arguments : nullptr, id, options);
 }
 
 ToolPtr McpServer::resolve_tool(const std::string& name, const json& id, json& error) {
@@ -287,9 +290,8 @@ ToolPtr McpServer::resolve_tool(const std::string& name, const json& id, json& e
   return tool;
 }
 
-std::optional<ToolResult> McpServer::call_resolved_tool(ToolPtr tool, const json* given, json* movable,
-                                                        const json& id, const ExecutionOptions& options,
-                                                        json& error) {
+ToolResult McpServer::call_resolved_tool(ToolPtr tool, const json* given, json* movable, const json& id,
+                                         const ExecutionOptions& options) {
   ToolCall call;
   call.id = call_id(id);
   call.name = tool->name;
@@ -299,26 +301,39 @@ std::optional<ToolResult> McpServer::call_resolved_tool(ToolPtr tool, const json
     else
       call.arguments = *given;
   }
-  if (auto problem = validate_arguments(*tool, call.arguments)) {
-    error = error_response(kInvalidParams, std::move(*problem), id);
-    return std::nullopt;
-  }
+  // Invalid arguments are the tool's error, which the model sees and can
+  // correct (MCP 2025-11-25, SEP-1303), not a protocol error: the executor
+  // validates them again and fails the call.
+  if (validate_arguments(*tool, call.arguments)) return executor_.execute(call, options);
   return executor_.execute_validated(call, std::move(tool), options);
 }
 
 namespace {
 
+// OUTCOME's structured result as JSON (an object), or null: none, or not
+// an object (a tool's bug: the text content still says it all).
+json structured_content(const ToolResult& outcome) {
+  if (outcome.structured.empty()) return nullptr;
+  json value = json::parse(outcome.structured, nullptr, false);
+  return value.is_object() ? value : json(nullptr);
+}
+
 // What dump(result_response(…)) writes for a tools/call's result, keys in
 // its (sorted) order.
 std::string tools_call_result_text(const json& id, const ToolResult& outcome) {
   std::string text;
-  text.reserve(outcome.content.size() + 96);
+  text.reserve(outcome.content.size() + outcome.structured.size() + 96);
   text += R"({"id":)";
   append_json_scalar(text, id);
   text += R"(,"jsonrpc":"2.0","result":{"content":[{"text":)";
   append_json_string(text, outcome.content);
   text += R"(,"type":"text"}],"isError":)";
-  text += outcome.success ? "false}}" : "true}}";
+  text += outcome.success ? "false" : "true";
+  if (json structured = structured_content(outcome); !structured.is_null()) {
+    text += R"(,"structuredContent":)";
+    text += dump(structured);
+  }
+  text += "}}";
   return text;
 }
 
@@ -331,7 +346,7 @@ std::string McpServer::tools_call_text(const json& id, const std::string& name, 
     std::optional<ToolResult> outcome;
     if (ToolPtr tool = resolve_tool(name, id, error)) {
       json* given = arguments.is_null() ? nullptr : &arguments;
-      outcome = call_resolved_tool(std::move(tool), given, given, id, options, error);
+      outcome = call_resolved_tool(std::move(tool), given, given, id, options);
     }
     if (!outcome) return dump(error);
     return tools_call_result_text(id, *outcome);
@@ -389,6 +404,8 @@ json McpServer::dispatch(const std::string& method, const json& params, const js
       json result = json::object();
       result["content"] = json::array({std::move(text)});
       result["isError"] = !outcome->success;
+      if (json structured = structured_content(*outcome); !structured.is_null())
+        result["structuredContent"] = std::move(structured);
       return result_response(std::move(result), id);
     }
 

@@ -36,8 +36,9 @@ class McpServer {
   // a batch of notifications).  Never throws; every malformed input gets
   // exactly one well-formed error response (parse error -32700 with id null,
   // invalid request -32600, method not found -32601, invalid params -32602).
-  // tools/call: unknown tool and invalid arguments → error -32602; a tool
-  // that ran and failed (or was denied) → result with isError true.
+  // tools/call: an unknown tool → error -32602; invalid arguments, and a
+  // tool that ran and failed (or was denied) → result with isError true
+  // (MCP 2025-11-25: the model sees why and can correct its call).
   std::optional<std::string> handle(std::string_view message, const ExecutionOptions& options);
 
   // The same on parsed JSON; nullopt for notifications.
@@ -68,8 +69,9 @@ class McpServer {
   ToolPtr resolve_tool(const std::string& name, const json& id, json& error);
   // The rest of call_tool, once TOOL is found: GIVEN, the arguments object
   // (null: none given), MOVABLE the same to move from (null: copy GIVEN).
-  std::optional<ToolResult> call_resolved_tool(ToolPtr tool, const json* given, json* movable, const json& id,
-                                               const ExecutionOptions& options, json& error);
+  // Invalid arguments fail the call (a result), as a tool's error does.
+  ToolResult call_resolved_tool(ToolPtr tool, const json* given, json* movable, const json& id,
+                                const ExecutionOptions& options);
 
   // The tools/list result for the registry's current tools, rebuilt
   // whenever a tool was (re-)registered since the last call.

@@ -1,6 +1,8 @@
 #include "core/schema.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <iterator>
 #include <string_view>
 
@@ -16,6 +18,12 @@ bool equals_lower(std::string_view text, std::string_view lower) {
     if (ascii_lower(text[i]) != lower[i]) return false;
   }
   return true;
+}
+
+// A bound as JSON: a whole number as an integer.
+json bound(double value) {
+  if (std::trunc(value) == value && std::fabs(value) < 1e15) return static_cast<std::int64_t>(value);
+  return value;
 }
 
 }  // namespace
@@ -36,6 +44,9 @@ json parameters_schema(const Tool& tool) {
     property["description"] = p.description;
     // OpenAI rejects array schemas without "items"; {} accepts any element.
     if (p.type == ParamType::Array) property["items"] = json::object();
+    if (p.minimum) property["minimum"] = bound(*p.minimum);
+    if (p.maximum) property["maximum"] = bound(*p.maximum);
+    if (!p.default_value.is_null()) property["default"] = p.default_value;
     properties[p.name] = std::move(property);
   }
   json required = json::array();
@@ -47,6 +58,8 @@ json parameters_schema(const Tool& tool) {
   schema["type"] = "object";
   schema["properties"] = std::move(properties);
   schema["required"] = std::move(required);
+  // Validation refuses other names (validate_arguments).
+  schema["additionalProperties"] = false;
   return schema;
 }
 
@@ -85,8 +98,10 @@ json tool_to_schema(const Tool& tool, SchemaFormat format) {
       break;
     case SchemaFormat::Mcp:
       out["name"] = tool.name;
+      out["title"] = tool_title(tool);
       out["description"] = tool.description;
       out["inputSchema"] = parameters_schema(tool);
+      if (!tool.output_schema.is_null()) out["outputSchema"] = tool.output_schema;
       out["annotations"] = mcp_annotations(tool);
       break;
   }

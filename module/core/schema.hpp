@@ -14,8 +14,10 @@ enum class SchemaFormat { OpenAI, Anthropic, Mcp };
 // "openai" (also "" and "function"), "anthropic", "mcp"; nullopt otherwise.
 std::optional<SchemaFormat> parse_schema_format(std::string_view text);
 
-// {"type":"object","properties":{…},"required":[…]}: properties is always
-// an object (also when empty), required always an array.
+// {"type":"object","properties":{…},"required":[…],"additionalProperties":false}:
+// properties is always an object (also when empty), required always an
+// array; a property has minimum, maximum and default when its parameter
+// says them.
 json parameters_schema(const Tool& tool);
 
 // MCP's tool annotations, from the safety level and categories:
@@ -29,7 +31,8 @@ json mcp_annotations(const Tool& tool);
 
 // openai:    {"type":"function","function":{"name","description","parameters"}}
 // anthropic: {"name","description","input_schema"}
-// mcp:       {"name","description","inputSchema","annotations"}
+// mcp:       {"name","title","description","inputSchema","annotations"}, and
+//            "outputSchema" for a tool that has one (Tool::output_schema)
 json tool_to_schema(const Tool& tool, SchemaFormat format = SchemaFormat::OpenAI);
 
 // A JSON array of tool_to_schema, in the order given.

@@ -120,6 +120,27 @@ bool is_snake_case(std::string_view name) {
   });
 }
 
+std::string tool_title(const Tool& tool) {
+  if (!tool.title.empty()) return tool.title;
+  // Words a Lisp programmer writes in capitals.
+  static constexpr std::string_view kAcronyms[] = {"repl", "clos", "mcp", "asdf", "id", "ecl"};
+  std::string title;
+  std::string_view rest = tool.name;
+  while (!rest.empty()) {
+    const std::size_t end = std::min(rest.find('_'), rest.size());
+    const std::string_view word = rest.substr(0, end);
+    if (!title.empty()) title += ' ';
+    if (std::find(std::begin(kAcronyms), std::end(kAcronyms), word) != std::end(kAcronyms)) {
+      for (char c : word) title += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+    } else if (!word.empty()) {
+      title += word.front() >= 'a' && word.front() <= 'z' ? static_cast<char>(word.front() - 'a' + 'A') : word.front();
+      title += word.substr(1);
+    }
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+  }
+  return title;
+}
+
 void validate_tool_definition(const Tool& tool) {
   if (!is_snake_case(tool.name)) {
     throw ToolDefinitionError("Invalid tool name " + in_quotes(tool.name) +
@@ -154,10 +175,27 @@ void validate_tool_definition(const Tool& tool) {
       throw ToolDefinitionError(prefix + "parameter " + in_quotes(p.name) + " has an unknown type " +
                                 std::to_string(static_cast<int>(p.type)));
     }
+    const bool numeric = p.type == ParamType::Number || p.type == ParamType::Integer;
+    if ((p.minimum || p.maximum) && !numeric) {
+      throw ToolDefinitionError(prefix + "parameter " + in_quotes(p.name) +
+                                " has bounds (minimum, maximum) but is not a number or integer");
+    }
+    if (p.minimum && p.maximum && *p.minimum > *p.maximum) {
+      throw ToolDefinitionError(prefix + "parameter " + in_quotes(p.name) + "'s minimum is above its maximum");
+    }
   }
   for (const std::string& r : tool.required) {
     if (seen.find(r) == seen.end()) {
       throw ToolDefinitionError(prefix + "required parameter " + in_quotes(r) + " is not among its parameters");
+    }
+  }
+  // Aliases after every name is seen: an alias is no parameter's name.
+  for (const Parameter& p : tool.parameters) {
+    for (const std::string& alias : p.aliases) {
+      if (alias.empty() || !seen.insert(alias).second) {
+        throw ToolDefinitionError(prefix + "parameter " + in_quotes(p.name) + " has an empty or taken alias " +
+                                  in_quotes(alias));
+      }
     }
   }
   if (!tool.handler) {

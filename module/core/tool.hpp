@@ -31,9 +31,23 @@ std::string_view to_string(ParamType type);
 std::optional<ParamType> parse_param_type(std::string_view text);
 
 struct Parameter {
+  Parameter() = default;
+  Parameter(std::string name, ParamType type, std::string description)
+      : name(std::move(name)), type(type), description(std::move(description)) {}
+
   std::string name;
   ParamType type = ParamType::String;
   std::string description;
+  // Bounds of a number or integer, checked before the handler runs and
+  // given in the schema (minimum, maximum); unset: none.
+  std::optional<double> minimum;
+  std::optional<double> maximum;
+  // The value used when the argument is absent, for the schema's
+  // "default"; null: none said.  The handler applies it: this only tells.
+  json default_value;
+  // Older names still accepted for it (not in the schema): evaluate_lisp's
+  // capture-time.  The handler reads them.
+  std::vector<std::string> aliases;
 };
 
 // Who runs the handler: plain C++, Lisp on the ECL thread, or Elisp on the
@@ -55,6 +69,10 @@ struct ToolOutput {
   // evaluate_lisp with debug: the id of the error it holds live (the
   // result's metadata condition_id).
   std::optional<std::int64_t> condition_id;
+  // The result as a JSON object's text, fitting the tool's output_schema
+  // (MCP's structuredContent); empty: none.  Made only when the caller
+  // asks (CallContext::wants_structured).
+  std::string structured;
 };
 
 // ARGS is always a JSON object, already validated against the parameters.
@@ -72,6 +90,9 @@ using Check = std::function<std::optional<std::string>(const json& args, CallCon
 
 struct Tool {
   std::string name;
+  // A short human name for clients' lists ("Evaluate Lisp"); empty: made
+  // from the name (tool_title).
+  std::string title;
   std::string description;
   std::vector<Parameter> parameters;
   std::vector<std::string> required;
@@ -85,6 +106,9 @@ struct Tool {
   // The text of a denied call of this tool; empty means the executor's
   // kDeniedMessage ("User denied tool execution").
   std::string denied_message;
+  // The JSON schema of ToolOutput::structured (MCP's outputSchema); null:
+  // the tool gives text only.
+  json output_schema;
 
   const Parameter* find_parameter(std::string_view param_name) const;
   bool has_category(std::string_view category) const;
@@ -98,6 +122,9 @@ class ToolDefinitionError : public std::invalid_argument {
 
 // ^[a-z][a-z0-9_]*$
 bool is_snake_case(std::string_view name);
+
+// TOOL's title, or one made from its name: "evaluate_lisp" → "Evaluate Lisp".
+std::string tool_title(const Tool& tool);
 
 // Throws ToolDefinitionError with a message naming the problem: empty or
 // non-snake_case name, empty description, duplicate or empty parameter

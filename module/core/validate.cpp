@@ -1,6 +1,8 @@
 #include "core/validate.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace agentq {
 
@@ -24,6 +26,59 @@ bool fits(ParamType type, const json& value) {
   return false;
 }
 
+std::string number_text(double value) {
+  json number = value;
+  if (std::trunc(value) == value && std::fabs(value) < 1e15) number = static_cast<std::int64_t>(value);
+  return number.dump();
+}
+
+// Why VALUE, given for P under NAME, does not fit it; nullopt when it does
+// (null counts as absent).
+std::optional<std::string> check_value(const Parameter& p, const std::string& name, const json& value) {
+  if (value.is_null()) return std::nullopt;
+  if (!fits(p.type, value)) {
+    return "Invalid argument '" + name + "': expected " + std::string(to_string(p.type)) + ", got " +
+           json_type_name(value);
+  }
+  if (p.minimum || p.maximum) {
+    const double number = value.get<double>();
+    if (p.minimum && number < *p.minimum)
+      return "Invalid argument '" + name + "': at least " + number_text(*p.minimum) + ", got " + value.dump();
+    if (p.maximum && number > *p.maximum)
+      return "Invalid argument '" + name + "': at most " + number_text(*p.maximum) + ", got " + value.dump();
+  }
+  return std::nullopt;
+}
+
+// TOOL's parameter called NAME, or that has NAME for an alias; null if none.
+const Parameter* parameter_named(const Tool& tool, const std::string& name) {
+  for (const Parameter& p : tool.parameters) {
+    if (p.name == name) return &p;
+  }
+  for (const Parameter& p : tool.parameters) {
+    if (std::find(p.aliases.begin(), p.aliases.end(), name) != p.aliases.end()) return &p;
+  }
+  return nullptr;
+}
+
+// The message for ARGS's members that are no parameter of TOOL.
+std::string unknown_arguments(const Tool& tool, const json& args) {
+  constexpr std::size_t kMostNamed = 5;  // a message stays short, whatever was sent
+  std::string unknown;
+  std::size_t count = 0;
+  for (auto it = args.begin(); it != args.end(); ++it) {
+    if (parameter_named(tool, it.key()) || it.value().is_null()) continue;
+    if (++count > kMostNamed) continue;
+    if (!unknown.empty()) unknown += ", ";
+    unknown += "'" + (it.key().size() > 64 ? it.key().substr(0, 64) + "..." : it.key()) + "'";
+  }
+  if (count > kMostNamed) unknown += " and " + std::to_string(count - kMostNamed) + " more";
+  std::string takes;
+  for (const Parameter& p : tool.parameters) takes += (takes.empty() ? "" : ", ") + p.name;
+  return "Unknown argument " + unknown + " for " + tool.name + " (" +
+         (takes.empty() ? std::string("it takes no arguments") : "it takes: " + takes) + ")";
+}
+
 }  // namespace
 
 std::string json_type_name(const json& value) {
@@ -42,7 +97,7 @@ std::string json_type_name(const json& value) {
   return "unknown";
 }
 
-std::optional<std::string> validate_arguments(const Tool& tool, const json& args) {
+std::optional<std::string> validate_arguments(const Tool& tool, const json& args, bool allow_unknown) {
   // A null argument object is read as no arguments at all (Lisp/Elisp nil).
   if (args.is_null()) {
     for (const std::string& name : tool.required) return "Missing required argument: " + name;
@@ -55,19 +110,16 @@ std::optional<std::string> validate_arguments(const Tool& tool, const json& args
     auto it = args.find(name);
     if (it == args.end() || it->is_null()) return "Missing required argument: " + name;
   }
-  for (const Parameter& p : tool.parameters) {
-    auto it = args.find(p.name);
-    if (it == args.end() || it->is_null()) continue;
-    if (!fits(p.type, *it)) {
-      std::string msg = "Invalid argument '";
-      msg += p.name;
-      msg += "': expected ";
-      msg += to_string(p.type);
-      msg += ", got ";
-      msg += json_type_name(*it);
-      return msg;
+  bool unknown = false;
+  for (auto it = args.begin(); it != args.end(); ++it) {
+    const Parameter* p = parameter_named(tool, it.key());
+    if (!p) {
+      unknown = unknown || !it.value().is_null();  // null: absent
+      continue;
     }
+    if (auto problem = check_value(*p, it.key(), it.value())) return problem;
   }
+  if (unknown && !allow_unknown) return unknown_arguments(tool, args);
   return std::nullopt;
 }
 

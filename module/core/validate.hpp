@@ -13,10 +13,16 @@ namespace agentq {
 //   "Invalid arguments: expected a JSON object, got array"
 //   "Missing required argument: code"
 //   "Invalid argument 'timeout': expected number, got string"
-// A null value counts as absent.  Arguments not among the parameters are
-// allowed (models add extras; handlers may read aliases).  "integer" takes
-// integers and floats with an integral value; "number" any number.
-std::optional<std::string> validate_arguments(const Tool& tool, const json& args);
+//   "Invalid argument 'limit': at most 50, got 100"
+//   "Unknown argument 'bogus' for get_last_error (it takes no arguments)"
+// A null value counts as absent.  An argument that is no parameter (nor a
+// parameter's alias) is refused, as the schema's additionalProperties:
+// false says: a misspelt name would otherwise be silently ignored.
+// "integer" takes integers and floats with an integral value; "number"
+// any number; a parameter's minimum and maximum bound both.
+// ALLOW_UNKNOWN: other names pass (an approval's modified arguments, which
+// carry the review's own: hunks_applied, hunks_total…).
+std::optional<std::string> validate_arguments(const Tool& tool, const json& args, bool allow_unknown = false);
 
 // JSON type name for messages: "string", "number", "integer", "boolean",
 // "object", "array", "null".

@@ -1,5 +1,6 @@
 #include "ecl/evaluate_tool.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <optional>
@@ -35,6 +36,50 @@ std::optional<std::int64_t> held_condition_id(const std::string& text) {
   return id;
 }
 
+// The structured form of an [ERROR] text (lisp/errors.lisp's ERROR-TEXT-1:
+// "[ERROR] TYPE[ (held: condition N)]\nMESSAGE…\n\n[Restarts]\nI: [NAME]
+// report…\n\n[Backtrace]…", the output sections after a blank line), as
+// evaluate_lisp's outputSchema says: {"error": {type, message, restarts,
+// condition_id}}.  Every part but TYPE may be missing.
+std::string error_structure(const std::string& text, std::optional<std::int64_t> condition_id) {
+  json error = json::object();
+  std::string_view rest = text;
+  constexpr std::string_view kHead = "[ERROR] ";
+  if (rest.starts_with(kHead)) rest.remove_prefix(kHead.size());
+  const std::size_t line_end = std::min(rest.find('\n'), rest.size());
+  std::string_view type = rest.substr(0, line_end);
+  if (std::size_t held = type.find(" (held: "); held != std::string_view::npos) type = type.substr(0, held);
+  error["type"] = std::string(type);
+  rest.remove_prefix(std::min(line_end + 1, rest.size()));
+  // The message runs to the first blank line before a section.
+  error["message"] = std::string(rest.substr(0, std::min(rest.find("\n\n["), rest.size())));
+  json restarts = json::array();
+  if (std::size_t at = text.find("\n[Restarts]\n"); at != std::string::npos) {
+    std::string_view lines = std::string_view(text).substr(at + 12);
+    while (!lines.empty() && lines.front() != '\n') {
+      const std::size_t end = std::min(lines.find('\n'), lines.size());
+      std::string_view line = lines.substr(0, end);
+      lines.remove_prefix(std::min(end + 1, lines.size()));
+      // "I: [NAME] report"
+      const std::size_t colon = line.find(": [");
+      const std::size_t close = line.find("] ", colon == std::string_view::npos ? 0 : colon);
+      if (colon == std::string_view::npos || close == std::string_view::npos) continue;
+      std::int64_t index = 0;
+      for (char c : line.substr(0, colon)) index = std::isdigit(static_cast<unsigned char>(c)) ? index * 10 + (c - '0') : index;
+      json restart = json::object();
+      restart["index"] = index;
+      restart["name"] = std::string(line.substr(colon + 3, close - colon - 3));
+      restart["report"] = std::string(line.substr(close + 2));
+      restarts.push_back(std::move(restart));
+    }
+  }
+  error["restarts"] = std::move(restarts);
+  if (condition_id) error["condition_id"] = *condition_id;
+  json structure = json::object();
+  structure["error"] = std::move(error);
+  return structure.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 bool flag(const json& args, const char* name) {
   auto it = args.find(name);
   return it != args.end() && it->is_boolean() && it->get<bool>();
@@ -48,6 +93,8 @@ ToolOutput evaluate_lisp(Runtime& runtime, const EvaluateSettings& settings, con
   request.capture_time = flag(args, "capture_time") || flag(args, "capture-time");  // the older name
   request.debugger = context.wants_debugger();
   request.hold_errors = flag(args, "debug");
+  const bool structured = context.wants_structured();
+  request.structured = structured;
   request.agent = !context.user_origin();
   // The user's setting is a ceiling that a model or an MCP client cannot
   // lift: a per-call timeout may only lower it (0 or less, or NaN: the
@@ -63,6 +110,10 @@ ToolOutput evaluate_lisp(Runtime& runtime, const EvaluateSettings& settings, con
   EvalOutcome outcome = runtime.evaluate(std::move(request), context);
   ToolOutput output{outcome.success, std::move(outcome.text), std::nullopt};
   if (!output.success) output.condition_id = held_condition_id(output.text);
+  if (structured) {
+    output.structured = output.success ? std::move(outcome.structure)
+                                       : error_structure(output.text, output.condition_id);
+  }
   return output;
 }
 
@@ -94,7 +145,34 @@ void register_evaluate_lisp(Registry& registry, Runtime& runtime, const Evaluate
        "the frames and their local variables, or eval_in_frame, with condition_id N. A held error "
        "nobody answers is aborted after a few minutes; a few are held at most."},
   };
+  tool.parameters[2].default_value = false;
+  tool.parameters[2].aliases = {"capture-time"};
+  tool.parameters[4].default_value = false;
   tool.required = {"code"};
+  tool.output_schema = json::parse(R"({
+    "type": "object",
+    "properties": {
+      "values": {"type": "array", "items": {"type": "string"},
+                 "description": "Each value of the last form, printed as on its => line."},
+      "stdout": {"type": "string"},
+      "stderr": {"type": "string"},
+      "warnings": {"type": "array", "items": {"type": "string"}},
+      "package": {"type": "string", "description": "The session's package after the evaluation."},
+      "error": {
+        "type": "object",
+        "description": "Present when the evaluation failed: the condition, and the restarts that were in force.",
+        "properties": {
+          "type": {"type": "string"},
+          "message": {"type": "string"},
+          "restarts": {"type": "array", "items": {"type": "object", "properties": {
+            "index": {"type": "integer"}, "name": {"type": "string"}, "report": {"type": "string"}},
+            "required": ["index", "name", "report"]}},
+          "condition_id": {"type": "integer", "description": "Held (debug: true): the id for invoke_restart, backtrace and eval_in_frame."}
+        },
+        "required": ["type", "message", "restarts"]
+      }
+    }
+  })");
   tool.safety_level = SafetyLevel::Cautious;
   tool.categories = {"execution"};
   tool.kind = HandlerKind::Lisp;

@@ -73,7 +73,27 @@ std::vector<std::string> names(cl_object list, const char* what) {
   return out;
 }
 
-// (:name "x" :type :string :description "…") → a Parameter.
+// A parameter's :minimum or :maximum: a real number.
+double bound_number(cl_object value, const std::string& tool, const std::string& key) {
+  if (!ECL_FIXNUMP(value) && !ECL_SINGLE_FLOAT_P(value) && !ECL_DOUBLE_FLOAT_P(value))
+    throw ToolDefinitionError("Tool " + tool + ": a parameter's :" + key + " must be a number");
+  return ecl_to_double(value);
+}
+
+// A parameter's :default as JSON: a number, a string, T (true) or :FALSE
+// (false); NIL says none.
+json default_value(cl_object value, const std::string& tool) {
+  if (value == ECL_NIL) return nullptr;
+  if (value == ECL_T) return true;
+  if (ECL_FIXNUMP(value)) return static_cast<std::int64_t>(ecl_fixnum(value));
+  if (ECL_SINGLE_FLOAT_P(value) || ECL_DOUBLE_FLOAT_P(value)) return ecl_to_double(value);
+  if (ecl_stringp(value)) return lisp_string_to_utf8(value);
+  if (ECL_SYMBOLP(value) && designator_text(value, "a :default") == "false") return false;
+  throw ToolDefinitionError("Tool " + tool + ": a parameter's :default must be a number, a string, T or :FALSE");
+}
+
+// (:name "x" :type :string :description "…" [:minimum N :maximum N
+// :default VALUE :aliases ("old-name")]) → a Parameter.
 Parameter parameter(cl_object plist, const std::string& tool) {
   Parameter out;
   std::string type = "string";
@@ -87,6 +107,12 @@ Parameter parameter(cl_object plist, const std::string& tool) {
       type = designator_text(items[i + 1], "a parameter's :type");
     else if (key == "description")
       out.description = designator_text(items[i + 1], "a parameter's :description");
+    else if (key == "minimum" || key == "maximum")
+      (key == "minimum" ? out.minimum : out.maximum) = bound_number(items[i + 1], tool, key);
+    else if (key == "default")
+      out.default_value = default_value(items[i + 1], tool);
+    else if (key == "aliases")
+      out.aliases = names(items[i + 1], "a parameter's :aliases");
   }
   auto parsed = parse_param_type(type);
   if (!parsed)

@@ -50,7 +50,7 @@ std::optional<std::string> too_deep_to_read(const EvalRequest& request) {
 // marker; this only bounds the whole if something still slipped through.
 EvalOutcome finished_outcome(Job& job) {
   const EvalRequest& request = job.request;
-  EvalOutcome outcome{job.success, std::move(job.text)};
+  EvalOutcome outcome{job.success, std::move(job.text), std::move(job.structure)};
   std::size_t limit = request.output_limit > 0 ? 3 * request.output_limit + 4096 : 0;
   if (limit > 0 && outcome.text.size() > limit) {
     std::size_t cut = limit;

@@ -33,6 +33,7 @@ struct EvalRequest {
   bool capture_time = false;
   bool debugger = false;  // an error stops in the REPL's debugger (CallContext::wants_debugger)
   bool hold_errors = false;  // an unhandled error is held live (evaluate_lisp's debug: true)
+  bool structured = false;   // also make EvalOutcome::structure (CallContext::wants_structured)
   std::chrono::milliseconds timeout{30000};
   std::size_t output_limit = 1000000;  // characters kept per output section
   // Nonzero: an interactive evaluation (CallContext::interactive_key), whose
@@ -47,8 +48,15 @@ struct EvalRequest {
 };
 
 struct EvalOutcome {
+  EvalOutcome() = default;
+  EvalOutcome(bool success, std::string text, std::string structure = {})
+      : success(success), text(std::move(text)), structure(std::move(structure)) {}
+
   bool success = false;
   std::string text;  // the contract's result text, or the [ERROR] text
+  // When the request was structured and the evaluation succeeded: its
+  // values and output as a JSON object's text (%SET-JOB-STRUCTURE).
+  std::string structure;
 };
 
 struct RuntimeStatus {

@@ -130,7 +130,8 @@ cl_object next_job() {
   env->values[1] = tool;
   env->values[2] = code;
   env->values[3] = package;
-  env->values[4] = ecl_make_fixnum((request.capture_time ? 1 : 0) | (request.debugger ? 2 : 0) | (request.hold_errors ? 4 : 0));
+  env->values[4] = ecl_make_fixnum((request.capture_time ? 1 : 0) | (request.debugger ? 2 : 0) |
+                                   (request.hold_errors ? 4 : 0) | (request.structured ? 8 : 0));
   env->values[5] = ecl_make_fixnum(static_cast<cl_fixnum>(request.output_limit));
   env->values[6] = ecl_make_fixnum(static_cast<cl_fixnum>(request.timeout.count()));
   env->values[7] = heap;
@@ -230,6 +231,17 @@ cl_object detach_worker(cl_object text) {
 }
 
 // (%CURRENT-JOB) → id of the running job, or NIL (also on a retired worker).
+// (%SET-JOB-STRUCTURE text): the running job's EvalOutcome::structure, a
+// JSON object's text.  On the worker only; NIL elsewhere.
+cl_object set_job_structure(cl_object text) {
+  if (!current_worker() || !ecl_stringp(text)) return one_value(ECL_NIL);
+  std::string utf8 = lisp_string_to_utf8(text);
+  std::lock_guard lock(g_impl->mutex);
+  if (!g_impl->current) return one_value(ECL_NIL);
+  g_impl->current->structure = std::move(utf8);
+  return one_value(ECL_T);
+}
+
 cl_object current_job() {
   std::uint64_t id = current_worker() ? g_impl->current_id.load(std::memory_order_acquire) : 0;
   return one_value(id ? ecl_make_unsigned_integer(id) : ECL_NIL);
@@ -425,6 +437,7 @@ void define_job_functions() {
   define_lisp_function("%LIVE-PACKAGE-P", live_package_p);
   define_lisp_function("%STREAM-OUTPUT", stream_output);
   define_lisp_function("%CURRENT-JOB", current_job);
+  define_lisp_function("%SET-JOB-STRUCTURE", set_job_structure);
   define_lisp_function("%DETACH-WORKER", detach_worker);
   define_lisp_function("%SET-WATCHDOG", set_watchdog);
   define_lisp_function("%SET-COMPILER-THREAD", set_compiler_thread);

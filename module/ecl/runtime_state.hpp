@@ -73,6 +73,7 @@ struct Job {
   std::atomic<JobState> state{JobState::Queued};
   bool success = false;
   std::string text;
+  std::string structure;  // EvalOutcome::structure: set by the worker before Done
   // A list: unlike a deque, an empty one allocates nothing (most jobs ask
   // nothing of their owner).
   std::list<OwnerWork> requests;  // guarded by Impl::mutex

@@ -105,6 +105,8 @@ class AsyncCallContext final : public CallContext {
   void job_queued(std::uint64_t job_id) override { batch_.lisp_job = job_id; }
   bool wants_debugger() const override { return batch_.debugger; }
   bool user_origin() const override { return batch_.user; }
+  // An MCP client takes structuredContent; Emacs's own callers take text.
+  bool wants_structured() const override { return batch_.mcp_message.has_value(); }
   std::uint64_t interactive_key() const override { return batch_.interactive ? batch_.id : 0; }
   void output(const std::string& text) override {
     bool first;

@@ -125,6 +125,22 @@ emacs_value define_tool(const Env& env, ptrdiff_t nargs, emacs_value* args) {
                                 type + "\" (string, boolean, number, integer, object or array)");
     parameter.type = *parsed;
     parameter.description = text("description", "");
+    for (const char* key : {"minimum", "maximum"}) {
+      auto it = param.find(key);
+      if (it == param.end() || it->is_null()) continue;
+      if (!it->is_number()) throw ToolDefinitionError(std::string("parameter :") + key + " must be a number");
+      (std::string_view(key) == "minimum" ? parameter.minimum : parameter.maximum) = it->get<double>();
+    }
+    // :default VALUE (nil: none; :false for false); :aliases ("old-name" …).
+    if (auto it = param.find("default"); it != param.end() && !it->is_null())
+      parameter.default_value = it->is_string() && *it == "false" ? json(false) : *it;
+    if (auto it = param.find("aliases"); it != param.end() && !it->is_null()) {
+      if (!it->is_array()) throw ToolDefinitionError("parameter :aliases must be a list of strings");
+      for (const json& alias : *it) {
+        if (!alias.is_string()) throw ToolDefinitionError("parameter :aliases must be a list of strings");
+        parameter.aliases.push_back(alias.get<std::string>());
+      }
+    }
     tool.parameters.push_back(std::move(parameter));
   }
   auto names = [&](emacs_value value, const char* what) {

@@ -38,6 +38,7 @@ class McpCallContext final : public CallContext {
   }
   bool cancelled() const override { return cancelled_.load(std::memory_order_relaxed); }
   bool interrupt_is_cancel() const override { return true; }
+  bool wants_structured() const override { return true; }
   void job_queued(std::uint64_t job_id) override;
   // Nobody can be asked headless: see headless_code_approval.
   HostAnswer approve_in_host(const std::string& form) override;

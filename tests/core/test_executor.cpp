@@ -243,7 +243,7 @@ TEST_F(ExecutorTest, NullArgumentObjectIsEmpty) {
 }
 
 TEST_F(ExecutorTest, HandlerReceivesValidatedArgumentsUnchanged) {
-  json args = {{"code", "(list 1 2)"}, {"timeout", 2.5}, {"extra", {1, 2}}};
+  json args = {{"code", "(list 1 2)"}, {"timeout", 2.5}};
   ToolResult r = executor.execute(make_call("evaluate_lisp", args), {});
   ASSERT_TRUE(r.success);
   EXPECT_EQ(json::parse(r.content), args);

@@ -30,7 +30,7 @@ class McpTest : public ::testing::Test {
                                      returns("Session reset. All definitions cleared.")));
     registry.register_tool(make_tool("write_file", {param("path"), param("content")}, {"path", "content"},
                                      SafetyLevel::Dangerous, returns("wrote")));
-    registry.register_tool(make_tool("echo", {param("x", ParamType::Integer)}, {}, SafetyLevel::Safe, echo_args()));
+    registry.register_tool(make_tool("echo", {param("x", ParamType::Integer), param("deep", ParamType::Array)}, {}, SafetyLevel::Safe, echo_args()));
     registry.register_tool(make_tool("fails", {}, {}, SafetyLevel::Safe, [](const json&, CallContext&) {
       return ToolOutput{false, "[ERROR] UNDEFINED-FUNCTION\nThe function NONEXISTENT-FUNCTION is undefined."};
     }));
@@ -310,15 +310,25 @@ TEST_F(McpTest, ToolsCallUnknownTool) {
   EXPECT_EQ(response["error"]["message"], "Unknown tool: invalid-tool-name");
 }
 
-TEST_F(McpTest, ToolsCallInvalidArgumentsIsAnError) {
-  json response = ask(call_message(4, {{"name", "evaluate_lisp"}, {"arguments", json::object()}}));
-  expect_error(response, rpc::kInvalidParams, 4);
-  EXPECT_EQ(response["error"]["message"], "Missing required argument: code");
+TEST_F(McpTest, ToolsCallInvalidArgumentsIsTheToolsError) {
+  // MCP 2025-11-25 (SEP-1303): the model sees why, and can correct its call.
+  json r = expect_result(ask(call_message(4, {{"name", "evaluate_lisp"}, {"arguments", json::object()}})), 4);
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_EQ(r["content"][0]["text"], "Missing required argument: code");
   EXPECT_EQ(eval_runs, 0);
 
-  response = ask(call_message(5, {{"name", "echo"}, {"arguments", {{"x", "one"}}}}));
-  expect_error(response, rpc::kInvalidParams, 5);
-  EXPECT_EQ(response["error"]["message"], "Invalid argument 'x': expected integer, got string");
+  r = expect_result(ask(call_message(5, {{"name", "echo"}, {"arguments", {{"x", "one"}}}})), 5);
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_EQ(r["content"][0]["text"], "Invalid argument 'x': expected integer, got string");
+
+  r = expect_result(ask(call_message(6, {{"name", "echo"}, {"arguments", {{"bogus", 1}}}})), 6);
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_EQ(r["content"][0]["text"], "Unknown argument 'bogus' for echo (it takes: x, deep)");
+
+  r = expect_result(ask(call_message(7, {{"name", "evaluate_lisp"}, {"arguments", "(+ 1 2)"}})), 7);
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_EQ(r["content"][0]["text"], "Invalid arguments: expected a JSON object, got string");
+  EXPECT_EQ(eval_runs, 0);
 }
 
 TEST_F(McpTest, ToolsCallBadParams) {
@@ -326,9 +336,6 @@ TEST_F(McpTest, ToolsCallBadParams) {
   expect_error(ask(call_message(1, json::object())), rpc::kInvalidParams, 1);
   expect_error(ask(call_message(1, {{"name", 5}})), rpc::kInvalidParams, 1);
   expect_error(ask(call_message(1, {{"name", nullptr}})), rpc::kInvalidParams, 1);
-  expect_error(ask(call_message(1, {{"name", "evaluate_lisp"}, {"arguments", "(+ 1 2)"}})), rpc::kInvalidParams, 1);
-  expect_error(ask(call_message(1, {{"name", "evaluate_lisp"}, {"arguments", json::array({"x"})}})),
-               rpc::kInvalidParams, 1);
   expect_error(ask(call_message(1, json::array({"evaluate_lisp"}))), rpc::kInvalidParams, 1);
   EXPECT_EQ(eval_runs, 0);
 }
@@ -563,12 +570,25 @@ TEST_F(McpTest, BatchWithInvalidJsonIsOneParseError) {
 
 namespace {
 
+// Not a JSON-RPC error but a result with isError: invalid arguments are
+// the tool's error, which the model sees (MCP 2025-11-25, SEP-1303).
+constexpr int kToolError = 0;
+
 struct Hostile {
   std::string name;
   std::string message;
-  int code;
-  json id;  // the id the response must carry
+  int code;  // or kToolError
+  json id;   // the id the response must carry
 };
+
+// RESPONSE answers C as it should: its error, or a tool error.
+void expect_answer(const json& response, const Hostile& c) {
+  if (c.code != kToolError) return expect_error(response, c.code, c.id);
+  EXPECT_EQ(response["id"], c.id) << response.dump();
+  EXPECT_EQ(response["result"]["isError"], true) << response.dump();
+  EXPECT_NE(response["result"]["content"][0]["text"].get<std::string>().find("argument"), std::string::npos)
+      << response.dump();
+}
 
 std::vector<Hostile> hostile_inputs() {
   const std::string ok_prefix = R"({"jsonrpc":"2.0","id":1,"method":)";
@@ -644,24 +664,24 @@ std::vector<Hostile> hostile_inputs() {
       {"call_huge_tool_name", ok_prefix + R"("tools/call","params":{"name":")" + std::string(1'000'000, 'z') + "\"}}",
        rpc::kInvalidParams, 1},
       {"call_arguments_string", ok_prefix + R"J("tools/call","params":{"name":"evaluate_lisp","arguments":"(+ 1 2)"}})J",
-       rpc::kInvalidParams, 1},
+       kToolError, 1},
       {"call_arguments_array", ok_prefix + R"("tools/call","params":{"name":"evaluate_lisp","arguments":[]}})",
-       rpc::kInvalidParams, 1},
+       kToolError, 1},
       {"call_arguments_number", ok_prefix + R"("tools/call","params":{"name":"evaluate_lisp","arguments":1}})",
-       rpc::kInvalidParams, 1},
+       kToolError, 1},
       {"call_missing_required", ok_prefix + R"("tools/call","params":{"name":"evaluate_lisp","arguments":{}}})",
-       rpc::kInvalidParams, 1},
+       kToolError, 1},
       {"call_wrong_type", ok_prefix + R"("tools/call","params":{"name":"evaluate-lisp","arguments":{"code":123}}})",
-       rpc::kInvalidParams, 1},
+       kToolError, 1},
       {"call_null_required", ok_prefix + R"("tools/call","params":{"name":"evaluate_lisp","arguments":{"code":null}}})",
-       rpc::kInvalidParams, 1},
+       kToolError, 1},
   };
   return cases;
 }
 
 }  // namespace
 
-TEST_F(McpTest, HostileInputsGetExactlyOneWellFormedError) {
+TEST_F(McpTest, HostileInputsGetExactlyOneWellFormedAnswer) {
   const auto cases = hostile_inputs();
   ASSERT_GE(cases.size(), 40u);
   for (const Hostile& c : cases) {
@@ -672,7 +692,7 @@ TEST_F(McpTest, HostileInputsGetExactlyOneWellFormedError) {
     json response;
     ASSERT_NO_THROW(response = json::parse(*text)) << *text;
     ASSERT_TRUE(response.is_object()) << *text;  // one response, not a batch
-    expect_error(response, c.code, c.id);
+    expect_answer(response, c);
     EXPECT_LT(text->size(), 2000u) << "error responses stay small";
   }
   EXPECT_EQ(eval_runs, 0);
@@ -681,20 +701,21 @@ TEST_F(McpTest, HostileInputsGetExactlyOneWellFormedError) {
 TEST_F(McpTest, HostileInputsInsideABatch) {
   // Every parseable hostile request, as a batch element, gets its own answer.
   json batch = json::array();
-  std::vector<int> codes;
+  std::vector<Hostile> sent;
   for (const Hostile& c : hostile_inputs()) {
     if (c.message.size() > 10000) continue;
     json element = json::parse(c.message, nullptr, false);
     if (element.is_discarded() || element.is_array()) continue;
     batch.push_back(element);
-    codes.push_back(c.code);
+    sent.push_back(c);
   }
   ASSERT_GT(batch.size(), 20u);
   json response = ask(batch.dump());
   ASSERT_TRUE(response.is_array());
   ASSERT_EQ(response.size(), batch.size());  // all hostile ones have an id or are invalid
   for (std::size_t i = 0; i < response.size(); ++i) {
-    EXPECT_EQ(response[i]["error"]["code"], codes[i]) << batch[i].dump();
+    SCOPED_TRACE(sent[i].name);
+    expect_answer(response[i], sent[i]);
   }
 }
 

@@ -25,7 +25,8 @@ json describe_symbol_parameters() {
       "symbol": {"type": "string", "description": "Symbol name to describe"},
       "package": {"type": "string", "description": "Package name (optional)"}
     },
-    "required": ["symbol"]
+    "required": ["symbol"],
+    "additionalProperties": false
   })J");
 }
 
@@ -58,7 +59,7 @@ TEST(ParametersSchema, EmptyPropertiesIsAnObjectAndRequiredAnArray) {
   EXPECT_TRUE(s["properties"].empty());
   ASSERT_TRUE(s["required"].is_array());
   EXPECT_TRUE(s["required"].empty());
-  EXPECT_EQ(s.dump(), R"({"properties":{},"required":[],"type":"object"})");
+  EXPECT_EQ(s.dump(), R"({"additionalProperties":false,"properties":{},"required":[],"type":"object"})");
 }
 
 TEST(ParametersSchema, EveryParameterType) {
@@ -107,6 +108,7 @@ TEST(ToolToSchema, Anthropic) {
 
 TEST(ToolToSchema, Mcp) {
   json expected = {{"name", "describe_symbol"},
+                   {"title", "Describe Symbol"},
                    {"description", describe_symbol().description},
                    {"inputSchema", describe_symbol_parameters()},
                    {"annotations", {{"readOnlyHint", true}, {"destructiveHint", false}}}};
@@ -133,7 +135,38 @@ TEST(ToolToSchema, NoExtraKeys) {
   EXPECT_EQ(tool_to_schema(describe_symbol(), SchemaFormat::OpenAI).size(), 2u);
   EXPECT_EQ(tool_to_schema(describe_symbol(), SchemaFormat::OpenAI)["function"].size(), 3u);
   EXPECT_EQ(tool_to_schema(describe_symbol(), SchemaFormat::Anthropic).size(), 3u);
-  EXPECT_EQ(tool_to_schema(describe_symbol(), SchemaFormat::Mcp).size(), 4u);
+  EXPECT_EQ(tool_to_schema(describe_symbol(), SchemaFormat::Mcp).size(), 5u);
+}
+
+TEST(ToolToSchema, McpTitleIsTheToolsOrMadeFromItsName) {
+  Tool t = make_tool("eval_in_frame");
+  EXPECT_EQ(tool_to_schema(t, SchemaFormat::Mcp)["title"], "Eval In Frame");
+  EXPECT_EQ(tool_title(make_tool("get_repl_history")), "Get REPL History");
+  EXPECT_EQ(tool_title(make_tool("x__y_")), "X  Y");
+  t.title = "Evaluate in a frame";
+  EXPECT_EQ(tool_to_schema(t, SchemaFormat::Mcp)["title"], "Evaluate in a frame");
+  // Only MCP has titles.
+  EXPECT_FALSE(tool_to_schema(t, SchemaFormat::Anthropic).contains("title"));
+}
+
+TEST(ParametersSchema, BoundsAndDefaultsAreSaidAliasesAreNot) {
+  Tool t = make_tool("listing", {param("limit", ParamType::Integer), param("ratio", ParamType::Number),
+                                 param("deep", ParamType::Boolean)});
+  t.parameters[0].minimum = 1;
+  t.parameters[0].maximum = 50;
+  t.parameters[0].default_value = 10;
+  t.parameters[1].maximum = 0.5;
+  t.parameters[2].default_value = false;
+  t.parameters[2].aliases = {"deep-p"};
+  json p = parameters_schema(t)["properties"];
+  EXPECT_EQ(p["limit"]["minimum"].dump(), "1");
+  EXPECT_EQ(p["limit"]["maximum"].dump(), "50");
+  EXPECT_EQ(p["limit"]["default"], 10);
+  EXPECT_EQ(p["ratio"]["maximum"], 0.5);
+  EXPECT_FALSE(p["ratio"].contains("minimum"));
+  EXPECT_FALSE(p["ratio"].contains("default"));
+  EXPECT_EQ(p["deep"]["default"], false);
+  EXPECT_FALSE(p.contains("deep-p"));
 }
 
 TEST(ToolToSchema, EmptyParametersSerializeAsObjectAndArray) {

@@ -108,16 +108,46 @@ TEST(ValidateArguments, IntegerTakesIntegralFloats) {
             std::nullopt);
 }
 
-TEST(ValidateArguments, ExtraArgumentsAreAllowed) {
-  EXPECT_EQ(validate_arguments(typed_tool(), json{{"code", "x"}, {"unexpected", {1, 2, 3}}}), std::nullopt);
+TEST(ValidateArguments, ExtraArgumentsAreRefusedByName) {
+  // The schema says additionalProperties: false; a misspelt name would
+  // otherwise be silently ignored.
+  EXPECT_EQ(validate_arguments(typed_tool(), json{{"code", "x"}, {"unexpected", {1, 2, 3}}}),
+            "Unknown argument 'unexpected' for typed (it takes: code, flag, timeout, count, options, items)");
+  EXPECT_EQ(validate_arguments(typed_tool(), json{{"code", "x"}, {"b", 1}, {"a", 2}}),
+            "Unknown argument 'a', 'b' for typed (it takes: code, flag, timeout, count, options, items)");
+  // A null one counts as absent, as a null parameter does.
+  EXPECT_EQ(validate_arguments(typed_tool(), json{{"code", "x"}, {"unexpected", nullptr}}), std::nullopt);
+}
+
+TEST(ValidateArguments, AnAliasIsAcceptedAndCheckedAsItsParameter) {
+  Tool t = typed_tool();
+  t.parameters[1].aliases = {"flag-p"};
+  EXPECT_EQ(validate_arguments(t, json{{"code", "x"}, {"flag-p", true}}), std::nullopt);
+  EXPECT_EQ(validate_arguments(t, json{{"code", "x"}, {"flag-p", "yes"}}),
+            "Invalid argument 'flag-p': expected boolean, got string");
+}
+
+TEST(ValidateArguments, BoundsAreChecked) {
+  Tool t = typed_tool();
+  t.parameters[3].minimum = 1;    // count
+  t.parameters[3].maximum = 50;
+  t.parameters[2].minimum = 0.5;  // timeout
+  EXPECT_EQ(validate_arguments(t, json{{"code", "x"}, {"count", 50}, {"timeout", 0.5}}), std::nullopt);
+  EXPECT_EQ(validate_arguments(t, json{{"code", "x"}, {"count", 51}}), "Invalid argument 'count': at most 50, got 51");
+  EXPECT_EQ(validate_arguments(t, json{{"code", "x"}, {"count", 0}}), "Invalid argument 'count': at least 1, got 0");
+  EXPECT_EQ(validate_arguments(t, json{{"code", "x"}, {"timeout", 0.25}}),
+            "Invalid argument 'timeout': at least 0.5, got 0.25");
+  EXPECT_EQ(validate_arguments(t, json{{"code", "x"}, {"count", "many"}}),
+            "Invalid argument 'count': expected integer, got string");
 }
 
 TEST(ValidateArguments, MissingRequiredIsReportedBeforeWrongTypes) {
   EXPECT_EQ(validate_arguments(typed_tool(), json{{"count", "bad"}}), "Missing required argument: code");
 }
 
-TEST(ValidateArguments, ToolWithoutParametersTakesAnyObject) {
+TEST(ValidateArguments, ToolWithoutParametersTakesAnEmptyObject) {
   Tool t = make_tool("reset_session");
   EXPECT_EQ(validate_arguments(t, json::object()), std::nullopt);
-  EXPECT_EQ(validate_arguments(t, json{{"x", 1}}), std::nullopt);
+  EXPECT_EQ(validate_arguments(t, json{{"x", nullptr}}), std::nullopt);
+  EXPECT_EQ(validate_arguments(t, json{{"x", 1}}), "Unknown argument 'x' for reset_session (it takes no arguments)");
 }

@@ -699,7 +699,7 @@
       (should (equal names (sort (copy-sequence names) #'string<))))))
 
 (ert-deftest sly-agent-q-api/schema-anthropic-and-mcp ()
-  "anthropic: {name, description, input_schema}; mcp: {name, description, inputSchema, annotations}."
+  "anthropic: {name, description, input_schema}; mcp: {name, title, description, inputSchema, outputSchema, annotations} (evaluate_lisp has an output schema)."
   (dolist (case '((anthropic . "input_schema") ("anthropic" . "input_schema")
                   (mcp . "inputSchema") ("mcp" . "inputSchema") (:mcp . "inputSchema")))
     (let* ((schema (sly-agent-q-tools-schema (car case)))
@@ -708,7 +708,7 @@
            (mcp (equal (cdr case) "inputSchema")))
       (should entry)
       (should (equal (sort (hash-table-keys entry) #'string<)
-                     (sort (append (list "name" "description" (cdr case)) (and mcp (list "annotations")))
+                     (sort (append (list "name" "description" (cdr case)) (and mcp (list "annotations" "title" "outputSchema")))
                            #'string<)))
       (when mcp                         ; evaluate_lisp runs code: it may destroy
         (should (eq (agentq-test-get entry "annotations" "readOnlyHint") :false))
@@ -841,12 +841,18 @@
     (should (equal (agentq-test-get response "error" "message") "Unknown tool: invalid-tool-name"))))
 
 (ert-deftest sly-agent-q-api/mcp-invalid-arguments ()
-  "tools/call with arguments missing a required one is a -32602 error naming it."
+  "tools/call with arguments missing a required one, or one it does not take,
+is the tool's error (isError), naming it: the model sees why (MCP 2025-11-25)."
   (let ((response (agentq-test-mcp
                    (agentq-test--rpc "tools/call" 8 '((name . "evaluate_lisp")
                                                       (arguments . ((package . "CL-USER"))))))))
-    (should (equal (agentq-test-get response "error" "code") -32602))
-    (should (string-match-p "code" (agentq-test-get response "error" "message")))))
+    (should (eq (agentq-test-get response "result" "isError") t))
+    (should (equal (agentq-test-get response "result" "content" 0 "text") "Missing required argument: code")))
+  (let ((response (agentq-test-mcp
+                   (agentq-test--rpc "tools/call" 9 '((name . "get_last_error") (arguments . ((bogus . 1))))))))
+    (should (eq (agentq-test-get response "result" "isError") t))
+    (should (equal (agentq-test-get response "result" "content" 0 "text")
+                   "Unknown argument 'bogus' for get_last_error (it takes no arguments)"))))
 
 (ert-deftest sly-agent-q-api/mcp-parse-error ()
   "Unparseable JSON is -32700 with id null."

@@ -924,8 +924,10 @@ write does not go to the new target, and the answer says why."
   (agentq-bt-with-directory dir
     (let ((file (agentq-bt-write (expand-file-name "geo.lisp" dir) agentq-bt--source))
           (sly-agent-q-approval-function (agentq-bt-approval :approved)))
+      ;; The review's own arguments are no parameter of the tool: a model
+      ;; cannot pass them (the approval's modified arguments carry them).
       (should (equal (agentq-bt-fails "propose_file_edit" '(:path "geo.lisp" :original "(* 3.14 r r)" :modified "(* pi r r)" :hunks_total 1 :hunks_applied 1))
-                     "hunks_total is set by the approval of the edit, not by the caller; leave it out."))
+                     "Unknown argument 'hunks_applied', 'hunks_total' for propose_file_edit (it takes: path, original, modified, description)"))
       (should (equal (agentq-bt-fails "propose_file_edit" '(:path "geo.lisp" :original "(* 3.15 r r)" :modified "(* pi r r)"))
                      (format "The original text was not found in %sgeo.lisp. It must match the current text exactly, including whitespace, indentation and line breaks. Read the file again (read_file) and copy the text to replace exactly."
                              dir)))

@@ -195,7 +195,8 @@ anyone is asked, saying why."
                               (agentq-fe--refused "edit_form" :path "/etc/hostname" :kind "defun" :name "x" :new_source "(defun x ())")))
       (should (string-match-p "Access denied"
                               (agentq-fe--refused "insert_form" :path "../outside.lisp" :new_source "(defun x ())")))
-      (should (string-match-p "reviewed_lines is set by the review"
+      ;; The review's own arguments are no parameter: a model cannot pass them.
+      (should (string-match-p "Unknown argument 'reviewed_lines' for edit_form"
                               (agentq-fe--refused "edit_form" :path path :kind "defun" :name "agentq-fe-k" :new_source "(defun agentq-fe-k () 2)" :reviewed_lines "x")))
       (should (string-match-p "after \"defun\" names no form"
                               (agentq-fe--refused "insert_form" :path path :new_source "(defun x ())" :after "defun")))

@@ -364,7 +364,7 @@ built-in ones of the same names, which are put back afterwards."
                                 (plist-get (plist-get result :metadata) :safety_level))
                           log))))))
     (agentq-test-eval-ok "(execute-tool-calls '((:id \"l\" :name \"agentq_api_hooked\" :arguments (:x \"lisp\"))
-                                                 (:id \"m\" :name \"agentq_api_hooked\" :arguments (:y \"1\"))))")
+                                                 (:id \"m\" :name \"agentq_api_hooked\" :arguments nil)))")
     (should (equal (reverse log)
                    '((:before "lisp" nil nil nil) (:after "lisp" t "lisp" "safe")
                      (:before nil nil nil nil) (:error nil nil "Tool error: no x" "safe"))))))

@@ -118,13 +118,15 @@ std::vector<Case> large_cases(bool binary, std::size_t max_line) {
   {
     std::string keys;
     for (int i = 0; i < 200000; ++i) keys += ",\"k" + std::to_string(i) + "\":" + std::to_string(i);
-    cases.push_back(make("arguments-200k-keys", eval_body(10, "\"(+ 1 2)\"", keys), E::ToolOk, 10, 0, {"=> 3"}));
+    // Names evaluate_lisp does not take: refused, in a short message.
+    cases.push_back(make("arguments-200k-keys", eval_body(10, "\"(+ 1 2)\"", keys), E::ToolError, 10, 0,
+                         {"Unknown argument 'k0', 'k1', 'k10', 'k100', 'k1000' and 199995 more for evaluate_lisp"}));
     std::string array = "[";
     for (int i = 0; i < 1000000; ++i) array += (i ? ",1" : "1");
     array += "]";
-    cases.push_back(make("arguments-1m-array", eval_body(11, "\"(+ 1 2)\"", ",\"x\":" + array), E::ToolOk, 11, 0,
-                         {"=> 3"}));
-    cases.push_back(make("code-is-1m-array", eval_body(12, array), E::Error, 12, -32602, {"code"}));
+    cases.push_back(make("arguments-1m-array", eval_body(11, "\"(+ 1 2)\"", ",\"x\":" + array), E::ToolError, 11,
+                         0, {"Unknown argument 'x'"}));
+    cases.push_back(make("code-is-1m-array", eval_body(12, array), E::ToolError, 12, 0, {"'code'"}));
   }
   {
     std::string batch = "[";
@@ -185,18 +187,42 @@ std::vector<Case> wrong_type_cases(const json& tools_list_result) {
         arguments[property] = sample;
         json message = {{"jsonrpc", "2.0"}, {"id", ++id}, {"method", "tools/call"},
                         {"params", {{"name", name}, {"arguments", arguments}}}};
-        Case c = make("wrong-type-" + name + "-" + property + "-" + sample_type, message.dump(), Case::Expect::Error,
-                      id, -32602, {"'" + property + "'"}, 15);
+        // Invalid arguments are the tool's error (MCP 2025-11-25, SEP-1303).
+        Case c = make("wrong-type-" + name + "-" + property + "-" + sample_type, message.dump(),
+                      Case::Expect::ToolError, id, 0, {"'" + property + "'"}, 15);
         cases.push_back(std::move(c));
       }
+      // Beyond a bound the schema says.
+      for (const char* bound : {"minimum", "maximum"}) {
+        if (!spec.contains(bound)) continue;
+        json arguments = base;
+        const double edge = spec.at(bound).get<double>();
+        const double beyond = std::string(bound) == "minimum" ? edge - 1 : edge + 1;
+        if (type == "integer") arguments[property] = static_cast<std::int64_t>(beyond);
+        else arguments[property] = beyond;
+        json message = {{"jsonrpc", "2.0"}, {"id", ++id}, {"method", "tools/call"},
+                        {"params", {{"name", name}, {"arguments", arguments}}}};
+        cases.push_back(make("beyond-" + std::string(bound) + "-" + name + "-" + property, message.dump(),
+                             Case::Expect::ToolError, id, 0,
+                             {"'" + property + "': at " + (std::string(bound) == "minimum" ? "least" : "most")}, 15));
+      }
+    }
+    // A name the tool does not take (additionalProperties: false).
+    {
+      json arguments = base;
+      arguments["no_such_argument"] = 1;
+      json message = {{"jsonrpc", "2.0"}, {"id", ++id}, {"method", "tools/call"},
+                      {"params", {{"name", name}, {"arguments", arguments}}}};
+      cases.push_back(make("unknown-argument-" + name, message.dump(), Case::Expect::ToolError, id, 0,
+                           {"Unknown argument 'no_such_argument' for " + name}, 15));
     }
     for (const json& r : required) {
       json arguments = base;
       arguments.erase(r.get<std::string>());
       json message = {{"jsonrpc", "2.0"}, {"id", ++id}, {"method", "tools/call"},
                       {"params", {{"name", name}, {"arguments", arguments}}}};
-      cases.push_back(make("missing-" + name + "-" + r.get<std::string>(), message.dump(), Case::Expect::Error, id,
-                           -32602, {"Missing required argument: " + r.get<std::string>()}, 15));
+      cases.push_back(make("missing-" + name + "-" + r.get<std::string>(), message.dump(), Case::Expect::ToolError,
+                           id, 0, {"Missing required argument: " + r.get<std::string>()}, 15));
     }
   }
   return cases;

@@ -228,14 +228,20 @@ for tool, key in [("list_directory", "path"), ("search_files", "regexp"), ("find
 add("call-name-alias", req(1, "tools/call", {"name": "evaluate-lisp", "arguments": {"code": "(+ 1 2)"}}),
     "tool-ok", id=1, contains="=> 3")
 for i, value in enumerate(["x", 1, True, [], ["code"], [{"code": "1"}]]):
-    add("call-arguments-type-%02d" % i, req(1, "tools/call", {"name": "evaluate_lisp", "arguments": value}), PARAMS,
-        id=1, contains="arguments")
-add("call-arguments-null", req(1, "tools/call", {"name": "evaluate_lisp", "arguments": None}), PARAMS, id=1,
+    # Invalid arguments are the tool's error, which the model sees (MCP 2025-11-25, SEP-1303).
+    add("call-arguments-type-%02d" % i, req(1, "tools/call", {"name": "evaluate_lisp", "arguments": value}),
+        "tool-error", id=1, contains="arguments")
+add("call-arguments-null", req(1, "tools/call", {"name": "evaluate_lisp", "arguments": None}), "tool-error", id=1,
     contains="code")
-add("call-arguments-missing", req(1, "tools/call", {"name": "evaluate_lisp"}), PARAMS, id=1, contains="code")
+add("call-arguments-missing", req(1, "tools/call", {"name": "evaluate_lisp"}), "tool-error", id=1, contains="code")
 add("call-arguments-missing-none-needed", req(1, "tools/call", {"name": "get_last_error"}), "result", id=1)
-add("call-code-null", call(1, "evaluate_lisp", {"code": None}), PARAMS, id=1, contains="code")
+add("call-code-null", call(1, "evaluate_lisp", {"code": None}), "tool-error", id=1, contains="code")
+# Names the tool does not take are refused (the schema says additionalProperties: false); a null one is absent.
 add("call-extra-arguments", call(1, "evaluate_lisp", {"code": "(+ 1 2)", "extra": [1, 2], "": None, "\u0000": 1}),
+    "tool-error", id=1, contains="Unknown argument")
+add("call-extra-null-argument", call(1, "evaluate_lisp", {"code": "(+ 1 2)", "extra": None}),
+    "tool-ok", id=1, contains="=> 3")
+add("call-old-argument-name", call(1, "evaluate_lisp", {"code": "(+ 1 2)", "capture-time": True}),
     "tool-ok", id=1, contains="=> 3")
 add("call-extra-params", req(1, "tools/call", {"name": "evaluate_lisp", "arguments": {"code": "(+ 1 2)"},
                                                "_meta": {"progressToken": [1]}, "x": None}), "tool-ok", id=1)
@@ -397,8 +403,9 @@ for tool, key, extra in [("describe_symbol", "symbol", {}), ("function_arglist",
         args.update(extra)
         args_pkg = dict(args)
         add("tool-%s-%02d" % (tool, j), call(10, tool, args), "result", id=10, timeout=40)
-    add("tool-%s-package-nul" % tool, call(11, tool, dict({key: "CAR", "package": "CL\u0000USER"}, **extra)),
-        "result", id=11, timeout=40)
+    if tool not in ("describe_system", "load_system", "invoke_restart", "eval_in_frame"):  # no package to give
+        add("tool-%s-package-nul" % tool, call(11, tool, dict({key: "CAR", "package": "CL\u0000USER"}, **extra)),
+            "result", id=11, timeout=40)
 
 # edit_form and insert_form are Emacs's tools (a file, its buffer and the review): the
 # headless server has none, whatever the arguments; sly-agent-q-form-edit-test.el

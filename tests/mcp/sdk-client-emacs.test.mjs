@@ -132,6 +132,18 @@ test('evaluate_lisp runs in the Emacs session, which persists', async () => {
   assert.equal(textOf(await evaluate('(1+ *sdk-emacs*)')), '=> 42');
 });
 
+test('evaluate_lisp through Emacs gives structuredContent too, values and error', async () => {
+  // The SDK validates structuredContent against the outputSchema it listed.
+  await client.listTools();
+  const values = await evaluate('(progn (princ "out") (values 1 :two))');
+  assert.deepEqual(values.structuredContent.values, ['1', ':TWO']);
+  assert.equal(values.structuredContent.stdout, 'out');
+  const failed = await evaluate('(restart-case (error "emacs boom") (use-it (v) :report "Use it" v))');
+  assert.equal(failed.isError, true);
+  assert.equal(failed.structuredContent.error.type, 'SIMPLE-ERROR');
+  assert.deepEqual(failed.structuredContent.error.restarts, [{ index: 0, name: 'USE-IT', report: 'Use it' }]);
+});
+
 test('read_buffer reads a buffer of that Emacs', async () => {
   const result = await client.callTool({ name: 'read_buffer', arguments: { buffer: 'agentq-sdk-buffer' } });
   assert.equal(result.isError, false, textOf(result));

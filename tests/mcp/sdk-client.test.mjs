@@ -198,11 +198,79 @@ test('an unknown tool is JSON-RPC error -32602', async () => {
   });
 });
 
-test('a missing required argument is JSON-RPC error -32602', async () => {
-  await assert.rejects(client.callTool({ name: 'evaluate_lisp', arguments: {} }), (error) => {
-    assert.equal(error.code, ErrorCode.InvalidParams);
-    return true;
-  });
+test('invalid arguments are the tool\'s error, which the model sees (MCP 2025-11-25)', async () => {
+  const missing = await client.callTool({ name: 'evaluate_lisp', arguments: {} });
+  assert.equal(missing.isError, true);
+  assert.equal(textOf(missing), 'Missing required argument: code');
+  const bogus = await client.callTool({ name: 'get_last_error', arguments: { bogus: 1 } });
+  assert.equal(bogus.isError, true);
+  assert.equal(textOf(bogus), "Unknown argument 'bogus' for get_last_error (it takes no arguments)");
+  const beyond = await client.callTool({ name: 'apropos_search', arguments: { pattern: 'car', limit: 100000 } });
+  assert.equal(beyond.isError, true);
+  assert.equal(textOf(beyond), "Invalid argument 'limit': at most 500, got 100000");
+  // The older name of capture_time is still read.
+  const timed = await client.callTool({ name: 'evaluate_lisp', arguments: { code: '(+ 1 2)', 'capture-time': true } });
+  assert.match(textOf(timed), /^=> 3\n; Timing: /);
+});
+
+test('listTools: titles, closed input schemas, bounds and defaults, an output schema', async () => {
+  const { tools } = await client.listTools();
+  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  for (const tool of tools) {
+    assert.equal(typeof tool.title, 'string', tool.name);
+    assert.equal(tool.inputSchema.additionalProperties, false, tool.name);
+  }
+  assert.equal(byName.evaluate_lisp.title, 'Evaluate Lisp');
+  assert.equal(byName.get_repl_history.title, 'Get REPL History');
+  assert.deepEqual(byName.apropos_search.inputSchema.properties.limit,
+    { type: 'integer', description: byName.apropos_search.inputSchema.properties.limit.description,
+      minimum: 1, maximum: 500, default: 50 });
+  assert.equal(byName.evaluate_lisp.inputSchema.properties.capture_time.default, false);
+  assert.ok(!('capture-time' in byName.evaluate_lisp.inputSchema.properties));
+  const ajv = new Ajv({ strict: false });
+  assert.ok(ajv.validateSchema(byName.evaluate_lisp.outputSchema), ajv.errorsText(ajv.errors));
+});
+
+test('evaluate_lisp: structuredContent fits its outputSchema: values, output, the error and its restarts', async () => {
+  const { tools } = await client.listTools();
+  const schema = tools.find((t) => t.name === 'evaluate_lisp').outputSchema;
+  const validate = new Ajv({ strict: false }).compile(schema);
+  const fits = (result) => assert.ok(validate(result.structuredContent), new Ajv().errorsText(validate.errors));
+
+  const values = await evaluate('(progn (format t "hi~%") (warn "careful") (values 1 "two" :three))');
+  fits(values);
+  assert.deepEqual(values.structuredContent.values, ['1', '"two"', ':THREE']);
+  assert.equal(values.structuredContent.stdout, 'hi\n');
+  assert.equal(values.structuredContent.warnings.length, 1);
+  assert.match(values.structuredContent.warnings[0], /careful/);
+  assert.equal(values.structuredContent.package, 'COMMON-LISP-USER');
+  assert.equal(values.structuredContent.error, undefined);
+  // Output that looks like the text's own sections stays where it was printed.
+  const tricky = await evaluate('(progn (write-string (format nil "x~%~%[stderr]~%=> 9~%")) 5)');
+  fits(tricky);
+  assert.deepEqual(tricky.structuredContent.values, ['5']);
+  assert.equal(tricky.structuredContent.stdout, 'x\n\n[stderr]\n=> 9\n');
+  assert.equal(tricky.structuredContent.stderr, undefined);
+
+  const failed = await evaluate('(error "boom ~A" 7)');
+  fits(failed);
+  assert.equal(failed.isError, true);
+  assert.equal(failed.structuredContent.error.type, 'SIMPLE-ERROR');
+  assert.equal(failed.structuredContent.error.message, 'boom 7');
+
+  const held = await client.callTool({ name: 'evaluate_lisp',
+    arguments: { code: '(restart-case (error "held boom") (use-it (v) :report "Use a value" v))', debug: true } });
+  fits(held);
+  const error = held.structuredContent.error;
+  assert.equal(error.type, 'SIMPLE-ERROR');
+  assert.match(error.message, /^held boom\nThe error is held /);
+  assert.equal(typeof error.condition_id, 'number');
+  assert.deepEqual(error.restarts[0], { index: 0, name: 'USE-IT', report: 'Use a value' });
+  // The code's own restarts (ABORT, always there, is not listed).
+  assert.equal(error.restarts.length, 1, JSON.stringify(error.restarts));
+  const resumed = await client.callTool({ name: 'invoke_restart',
+    arguments: { condition_id: error.condition_id, restart: 'USE-IT', values: '42' } });
+  assert.equal(textOf(resumed), '=> 42');
 });
 
 test('a dangerous tool is denied headless, and said how to allow it', async () => {
