@@ -19,7 +19,7 @@
   (limit 1000000 :type fixnum)
   (dropped 0 :type fixnum)
   (column 0 :type fixnum)
-  (streaming nil)                       ; true: output goes to the host as written
+  (streaming nil)                       ; T: output goes to the host as written; :COPY: a copy goes too
   (sent 0 :type fixnum))                ; characters sent to the host so far
 
 (defvar *output-written* t
@@ -84,9 +84,19 @@ worker's output is streamed): the caller then keeps the output as usual."
       (incf (capture-dropped capture) (- end start keep))
       t)))
 
+(defun capture-copy (capture output start end)
+  "Send a copy of OUTPUT (a string from START to END, or a character) to
+the host for a CAPTURE streaming :COPY, as far as its limit allows; the
+capture keeps it as usual."
+  (let ((keep (min (max 0 (- (capture-limit capture) (capture-sent capture))) (- end start))))
+    (when (and (plusp keep) (%stream-output output start (+ start keep)))
+      (incf (capture-sent capture) keep))))
+
 (defun capture-write (capture string start end)
   (setf *output-written* t)
-  (unless (and (capture-streaming capture) (capture-send capture string start end))
+  (when (eq (capture-streaming capture) :copy)
+    (capture-copy capture string start end))
+  (unless (and (eq (capture-streaming capture) t) (capture-send capture string start end))
     (let* ((buffer (capture-buffer capture))
            (room (max 0 (- (capture-limit capture) (fill-pointer buffer))))
            (keep (min room (- end start))))
@@ -103,7 +113,9 @@ worker's output is streamed): the caller then keeps the output as usual."
   (setf *output-written* t)
   (let* ((capture (stream-capture stream))
          (buffer (capture-buffer capture)))
-    (cond ((and (capture-streaming capture) (capture-send capture char 0 1)))
+    (when (eq (capture-streaming capture) :copy)
+      (capture-copy capture char 0 1))
+    (cond ((and (eq (capture-streaming capture) t) (capture-send capture char 0 1)))
           ((< (fill-pointer buffer) (capture-limit capture))
            (vector-push-extend char buffer (max 256 (fill-pointer buffer))))
           (t (incf (capture-dropped capture))))

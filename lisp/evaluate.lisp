@@ -274,6 +274,10 @@ after BODY, still inside (see RUN-PENDING-FINALIZERS)."
   "True while an evaluation's caller (an MCP client) also takes its result
 as structured data: see EVALUATION-STRUCTURE.")
 
+(defvar *copy-output* nil
+  "True while an evaluation's caller (an MCP client following its progress)
+takes a copy of its output as it is printed; the result keeps it all.")
+
 (defun value-text (value limit)
   "VALUE as print-value prints it, cut at LIMIT characters."
   (let ((text (handler-case (with-output-to-string (out) (print-value value out))
@@ -307,9 +311,12 @@ INTERACTIVE-KEY, an integer, is given for the REPL's evaluations: their
 output goes to the host as it is written (and is left out of the result),
 and their values are kept under that key for REPL-VALUE."
   (reset-job-state output-limit)
-  (when interactive-key
-    (setf (capture-streaming *stdout-capture*) t
-          (capture-streaming *stderr-capture*) t))
+  (cond (interactive-key
+         (setf (capture-streaming *stdout-capture*) t
+               (capture-streaming *stderr-capture*) t))
+        (*copy-output*
+         (setf (capture-streaming *stdout-capture*) :copy
+               (capture-streaming *stderr-capture*) :copy)))
   (unless (live-package-p *session-package*)
     ;; Deleted by evaluated code: start over in CL-USER (or CL), and say so.
     (setf *session-package* (printing-package))

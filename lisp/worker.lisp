@@ -228,10 +228,12 @@ INTERACTIVE-KEY: see EVALUATE-STRING."
 (defun run-evaluate-job (code package flags output-limit timeout-ms interactive-key)
   ;; FLAGS: bit 0 capture time, bit 1 the REPL's debugger (debugger.lisp),
   ;; bit 2 hold unhandled errors (held-errors.lisp), bit 3 a structured
-  ;; result too (EVALUATION-STRUCTURE).
+  ;; result too (EVALUATION-STRUCTURE), bit 4 a copy of the output to the
+  ;; host as it is printed (an MCP client's progress).
   (declare (fixnum flags))
   (let ((*repl-debugger* (/= 0 (logand flags 2)))
-        (*want-structure* (/= 0 (logand flags 8))))
+        (*want-structure* (/= 0 (logand flags 8)))
+        (*copy-output* (/= 0 (logand flags 16))))
     (if (/= 0 (logand flags 4))
         (run-held-evaluation-job code package flags output-limit timeout-ms interactive-key)
         (guarded-job (timeout-ms) (evaluate-string code package (/= 0 (logand flags 1)) output-limit interactive-key)))))

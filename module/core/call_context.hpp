@@ -70,6 +70,11 @@ class CallContext {
   // first and what touches the world asks the person.
   virtual bool user_origin() const { return false; }
 
+  // True when the caller follows a non-interactive evaluation's output as
+  // it is printed (MCP progress notifications): a copy of it is handed to
+  // output() meanwhile, and the result still has it all.
+  virtual bool streams_output() const { return false; }
+
   // True when the caller takes structured results (MCP's structuredContent):
   // a tool with an output schema then makes ToolOutput::structured too.
   virtual bool wants_structured() const { return false; }

@@ -284,6 +284,7 @@ class SimpleParser {
     if (!more() || peek() != '{' || opens_empty('}')) return false;
     out.name.clear();
     out.arguments = nullptr;
+    out.progress_token = nullptr;
     bool named = false;
     After after = After::Comma;
     std::string name;
@@ -304,6 +305,8 @@ class SimpleParser {
       } else if (is(name, "arguments")) {
         if (!member.is_object() && !member.is_null()) return false;
         out.arguments = std::move(member);
+      } else if (is(name, "_meta")) {
+        out.progress_token = progress_token_of(member);
       }
       name.clear();
       after = after_element('}');
@@ -316,6 +319,13 @@ class SimpleParser {
 };
 
 }  // namespace
+
+json progress_token_of(const json& meta) {
+  if (!meta.is_object()) return nullptr;
+  auto it = meta.find("progressToken");
+  if (it == meta.end() || !(it->is_string() || it->is_number())) return nullptr;
+  return *it;
+}
 
 std::optional<json> parse_simple_json(std::string_view text) {
   try {

@@ -25,6 +25,7 @@ struct SimpleToolsCall {
   nlohmann::json id;         // a string or a number
   std::string name;          // params.name
   nlohmann::json arguments;  // params.arguments: an object, or null when absent or null
+  nlohmann::json progress_token;  // params._meta.progressToken (a string or number), or null
 };
 
 // TEXT as a tools/call when it is one of the simple kind (see above) that
@@ -35,5 +36,9 @@ struct SimpleToolsCall {
 // them.  Anything else, nullopt: the message then takes the usual way
 // (parse, route, dispatch), which answers it as before.  Never throws.
 std::optional<SimpleToolsCall> parse_simple_tools_call(std::string_view text);
+
+// META's progressToken (a request's params._meta) when it is a string or a
+// number; null otherwise.
+nlohmann::json progress_token_of(const nlohmann::json& meta);
 
 }  // namespace agentq

@@ -95,6 +95,7 @@ ToolOutput evaluate_lisp(Runtime& runtime, const EvaluateSettings& settings, con
   request.hold_errors = flag(args, "debug");
   const bool structured = context.wants_structured();
   request.structured = structured;
+  request.stream_output = context.streams_output();
   request.agent = !context.user_origin();
   // The user's setting is a ceiling that a model or an MCP client cannot
   // lift: a per-call timeout may only lower it (0 or less, or NaN: the

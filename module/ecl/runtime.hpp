@@ -34,6 +34,7 @@ struct EvalRequest {
   bool debugger = false;  // an error stops in the REPL's debugger (CallContext::wants_debugger)
   bool hold_errors = false;  // an unhandled error is held live (evaluate_lisp's debug: true)
   bool structured = false;   // also make EvalOutcome::structure (CallContext::wants_structured)
+  bool stream_output = false;  // a copy of the output to CallContext::output as printed (streams_output)
   std::chrono::milliseconds timeout{30000};
   std::size_t output_limit = 1000000;  // characters kept per output section
   // Nonzero: an interactive evaluation (CallContext::interactive_key), whose

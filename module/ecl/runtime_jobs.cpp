@@ -131,7 +131,8 @@ cl_object next_job() {
   env->values[2] = code;
   env->values[3] = package;
   env->values[4] = ecl_make_fixnum((request.capture_time ? 1 : 0) | (request.debugger ? 2 : 0) |
-                                   (request.hold_errors ? 4 : 0) | (request.structured ? 8 : 0));
+                                   (request.hold_errors ? 4 : 0) | (request.structured ? 8 : 0) |
+                                   (request.stream_output ? 16 : 0));
   env->values[5] = ecl_make_fixnum(static_cast<cl_fixnum>(request.output_limit));
   env->values[6] = ecl_make_fixnum(static_cast<cl_fixnum>(request.timeout.count()));
   env->values[7] = heap;

@@ -41,7 +41,7 @@ std::shared_ptr<Job> Runtime::Impl::make_job(EvalRequest request) {
   auto job = std::make_shared<Job>();
   job->id = next_id.fetch_add(1);
   job->request = std::move(request);
-  if (job->request.interactive_key) job->output = std::make_shared<OutputSink>();
+  if (job->request.interactive_key || job->request.stream_output) job->output = std::make_shared<OutputSink>();
   return job;
 }
 

@@ -4,11 +4,16 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "core/call_context.hpp"
 
@@ -32,10 +37,25 @@ class McpCallContext final : public CallContext {
   // runtime spins first).  The stdio server hands its reading on then.
   void set_on_wait(std::function<void()> on_wait) { on_wait_ = std::move(on_wait); }
 
+  // NOTIFIER sends a JSON-RPC notification's text to the client, for this
+  // call (stdio: a line on stdout; HTTP: an event on the request's stream).
+  // From the calling thread only, while the call runs.
+  void set_notifier(std::function<void(std::string_view)> notifier) { notifier_ = std::move(notifier); }
+  // The request's params._meta.progressToken: while the call runs, the
+  // client gets notifications/progress with the output as it is printed
+  // (bounded) and, when nothing is printed, every second the time it has
+  // run.  Null: none is sent.
+  void set_progress_token(nlohmann::json token) { progress_token_ = std::move(token); }
+  // Sends TEXT through the notifier; false when there is none.
+  bool notify(std::string_view text);
+
   bool poll() override {
     if (on_wait_) std::exchange(on_wait_, nullptr)();
+    if (following()) progress_tick();
     return cancelled_.load(std::memory_order_relaxed);
   }
+  bool streams_output() const override { return following(); }
+  void output(const std::string& text) override;
   bool cancelled() const override { return cancelled_.load(std::memory_order_relaxed); }
   bool interrupt_is_cancel() const override { return true; }
   bool wants_structured() const override { return true; }
@@ -45,8 +65,20 @@ class McpCallContext final : public CallContext {
   void set_allow_dangerous(bool allow) { allow_dangerous_ = allow; }
 
  private:
+  bool following() const { return notifier_ && !progress_token_.is_null(); }
+  // A notifications/progress with MESSAGE, the next progress count.
+  void send_progress(const std::string& message);
+  // Elapsed time, once a second while nothing else was sent.
+  void progress_tick();
+
   JobCanceller cancel_job_;
   std::function<void()> on_wait_;  // the calling thread's alone
+  std::function<void(std::string_view)> notifier_;
+  nlohmann::json progress_token_;
+  std::uint64_t progress_ = 0;  // notifications/progress sent so far
+  std::size_t output_sent_ = 0;  // characters of output sent in them
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_progress_ = started_;
   std::mutex mutex_;
   std::optional<std::uint64_t> job_;  // the latest job queued for the call
   std::atomic<bool> cancelled_{false};

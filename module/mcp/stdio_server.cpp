@@ -156,6 +156,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
     pending->message = std::move(simple->arguments);
     pending->name = std::move(simple->name);
     pending->simple = true;
+    follow_progress(*pending, std::move(simple->progress_token));
     return call(std::move(pending));
   }
   Route route = route_message(line.text);
@@ -164,6 +165,11 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
       auto pending = std::make_shared<Pending>(std::move(route.id), cancel_job_);
       pending->context.set_allow_dangerous(allow_dangerous_);
       pending->message = std::move(route.message);
+      if (pending->message.is_object()) {
+        auto params = pending->message.find("params");
+        if (params != pending->message.end() && params->is_object() && params->contains("_meta"))
+          follow_progress(*pending, progress_token_of(params->at("_meta")));
+      }
       return call(std::move(pending));
     }
     case Route::Kind::Cancel:
@@ -235,6 +241,16 @@ void StdioServer::execute(Pending& pending) {
     return;
   }
   respond(response);
+}
+
+void StdioServer::follow_progress(Pending& pending, nlohmann::json token) {
+  if (token.is_null()) return;
+  pending.context.set_progress_token(std::move(token));
+  // Notifications are lines like the responses, from the calling thread.
+  pending.context.set_notifier([this](std::string_view text) {
+    if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "-> " + shortened(std::string(text)));
+    out_.write_line(text);
+  });
 }
 
 void StdioServer::cancel(const nlohmann::json& request_id) {

@@ -58,6 +58,9 @@ class StdioServer {
   void hand_off_reading();
   void execute(Pending& pending);
   void cancel(const nlohmann::json& request_id);
+  // A call that sent a progressToken gets notifications/progress (TOKEN
+  // null: none was sent).
+  void follow_progress(Pending& pending, nlohmann::json token);
   void respond(const std::optional<std::string>& response);
   void finish();
 

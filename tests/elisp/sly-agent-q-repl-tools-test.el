@@ -28,7 +28,10 @@
   (let ((history (agentq-test-tool-ok "get_repl_history" '(:limit 2))))
     (should (string-prefix-p "The last 2 of 3 entries:\n\n2. eval_form (failed): (agentq-add 1)\n" history))
     (should (string-match-p "3. eval_form (failed): (\\+ 1 2)\n\\[ERROR\\] PACKAGE-ERROR" history)))
-  (should (string-prefix-p "The last 3 of 3 entries:" (agentq-test-tool-ok "get_repl_history" '(:limit 500))))
+  (should (string-prefix-p "The last 3 of 3 entries:" (agentq-test-tool-ok "get_repl_history" '(:limit 50))))
+  ;; Beyond the maximum its schema says: refused, saying it.
+  (should (equal (plist-get (agentq-test-call "get_repl_history" '(:limit 500)) :content)
+                 "Invalid argument 'limit': at most 50, got 500"))
   (should (equal (plist-get (agentq-test-call "get_repl_history" '(:limit "ten")) :content)
                  "Invalid argument 'limit': expected integer, got string"))
   ;; evaluate_lisp records nothing; reset_session forgets everything.

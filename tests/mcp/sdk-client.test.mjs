@@ -302,6 +302,31 @@ test('with --allow-dangerous, the dangerous tool runs', async () => {
   }
 });
 
+test('progress: a call with a progressToken gets the output as it is printed, and the result keeps it all', async () => {
+  const seen = [];
+  const started = Date.now();
+  const result = await client.callTool({ name: 'evaluate_lisp',
+    arguments: { code: '(progn (dotimes (i 3) (print i) (finish-output) (sleep 0.5)) :done)' } },
+  undefined, { onprogress: (progress) => seen.push({ ...progress, at: Date.now() - started }) });
+  assert.equal(textOf(result), '[stdout]\n\n0 \n1 \n2 \n\n=> :DONE');
+  const printed = seen.map((p) => p.message).join('');
+  assert.match(printed, /0 [\s\S]*1 [\s\S]*2 /, JSON.stringify(seen));
+  // Received while the call ran, not all at its end: the first came before
+  // the last one was printed (about 1 s later).
+  assert.ok(seen.length >= 2, JSON.stringify(seen));
+  assert.ok(seen[0].at < seen[seen.length - 1].at, JSON.stringify(seen));
+  for (let i = 1; i < seen.length; ++i) assert.ok(seen[i].progress > seen[i - 1].progress);
+  // A quiet call gets the time it has run instead.
+  const quiet = [];
+  await client.callTool({ name: 'evaluate_lisp', arguments: { code: '(progn (sleep 1.5) :slept)' } },
+    undefined, { onprogress: (progress) => quiet.push(progress) });
+  assert.ok(quiet.some((p) => /^running for 1 s$/.test(p.message)), JSON.stringify(quiet));
+  // Without a token, none is sent.
+  const before = received.filter((m) => m.method === 'notifications/progress').length;
+  await evaluate('(progn (print 1) (finish-output) (sleep 0.2) :quiet)');
+  assert.equal(received.filter((m) => m.method === 'notifications/progress').length, before);
+});
+
 test('ping is answered while an evaluation runs', async () => {
   const slow = evaluate('(progn (sleep 1.5) :slept)');
   await new Promise((resolve) => setTimeout(resolve, 200));
