@@ -7,6 +7,7 @@
 (require 'sly-agent-q-test-helpers)
 (require 'sly-agent-q-repl)
 (require 'sly-agent-q-debugger)
+(require 'sly-agent-q-inspector-test)
 
 (defun agentq-dbg-send (text)
   "Type TEXT at the REPL's prompt and press RET; return where its output starts."
@@ -328,6 +329,85 @@ debugger stays, the value at its top)."
                                       (agentq-dbg-wait-output repl start)))))
           (let ((buffer (find-buffer-visiting file))) (when buffer (kill-buffer buffer))))
       (sly-agent-q--sync-options)
+      (delete-file file))))
+
+(ert-deftest sly-agent-q-debugger/i-inspects-a-local-and-the-condition-r-says-ecl-cannot ()
+  "i on a frame inspects a form's value with the frame's locals (the
+local on the line offered); off the frames, the condition.  The
+evaluation holds the worker, so the inspector drills into parts through
+the debugger: a part that came back at all came that way.  r says in
+the echo area that ECL cannot restart a frame, and changes nothing."
+  (let ((file (make-temp-file "agentq-dbg-insp" nil ".lisp"
+                              "(defun agentq-dbg-insp-inner (x)
+  (let ((y (list x (* x 2))))
+    (error \"inner ~A\" y)))
+(defun agentq-dbg-insp-outer (a)
+  (agentq-dbg-insp-inner (+ a 1)))
+")))
+    (unwind-protect
+        (progn
+          (let ((sly-agent-q-native-tiering nil)) (sly-agent-q--sync-options))
+          (agentq-test-eval-ok (format "(progn (agent-q::load-source %S) t)" file))
+          (when (get-buffer sly-agent-q-inspector-buffer-name) (kill-buffer sly-agent-q-inspector-buffer-name))
+          (agentq-test-with-repl
+            (let* ((repl (current-buffer))
+                   (start (agentq-dbg-send "(agentq-dbg-insp-outer 5)"))
+                   (debugger (agentq-dbg-wait-debugger)))
+              (with-current-buffer debugger
+                (call-interactively #'sly-agent-q-debugger-next-frame)
+                (should (looking-at-p "0: (AGENTQ-DBG-INSP-INNER)"))
+                ;; The local offered: the frame's first, or the one on the line.
+                (should (equal (sly-agent-q-debugger--local-at-point) "Y"))
+                (call-interactively (key-binding "t"))
+                (forward-line 2)
+                (should (equal (sly-agent-q-debugger--local-at-point) "X"))
+                (forward-line -2)
+                (cl-letf (((symbol-function 'read-from-minibuffer)
+                           (lambda (_prompt initial &rest _) initial)))
+                  (call-interactively (key-binding "i"))))
+              (agentq-inspector-test-wait-for (lambda () sly-agent-q-inspector--page))
+              (should (equal (agentq-inspector-test-title) "(6 12)"))
+              (with-current-buffer sly-agent-q-inspector-buffer-name
+                (should (string-match-p "A proper list of 2 elements" (buffer-string))))
+              ;; The debugger still waits, unchanged.
+              (should (buffer-local-value 'sly-agent-q-debugger--key debugger))
+              (should (buffer-local-value 'sly-agent-q-repl--job repl))
+              ;; Off the frames: the condition.
+              (with-current-buffer debugger
+                (goto-char (point-min))
+                (let ((old (with-current-buffer sly-agent-q-inspector-buffer-name sly-agent-q-inspector--page)))
+                  (call-interactively (key-binding "i"))
+                  (agentq-inspector-test-wait-for (lambda () (not (eq sly-agent-q-inspector--page old))))))
+              (with-current-buffer sly-agent-q-inspector-buffer-name
+                (should (string-match-p "An instance of SIMPLE-ERROR" (buffer-string)))
+                (should (string-match-p "SIMPLE-ERROR" (agentq-inspector-test-title))))
+              ;; Drilling into a part: through the waiting evaluation.
+              (agentq-inspector-test-press "RET" "FORMAT-ARGUMENTS")
+              (should (equal (agentq-inspector-test-title) "((6 12))"))
+              (agentq-inspector-test-press "RET" "0")
+              (should (equal (agentq-inspector-test-title) "(6 12)"))
+              (agentq-inspector-test-press "l" nil)
+              (should (equal (agentq-inspector-test-title) "((6 12))"))
+              ;; A form that fails: the debugger says why, in its note.
+              (with-current-buffer debugger
+                (goto-char (point-min))
+                (call-interactively #'sly-agent-q-debugger-next-frame)
+                (sly-agent-q-debugger-inspect "(car x)"))
+              (with-current-buffer (agentq-dbg-wait-debugger)
+                (should (string-match-p "^Frame 0: evaluating (car x) failed: .*TYPE-ERROR" (buffer-string)))
+                ;; r: ECL cannot; said in the echo area, nothing sent.
+                (let ((key sly-agent-q-debugger--key)
+                      (err (should-error (call-interactively (key-binding "r")) :type 'user-error)))
+                  (should (string-match-p "ECL cannot restart a frame" (error-message-string err)))
+                  (should (string-match-p "(e)" (error-message-string err)))
+                  (should (eq sly-agent-q-debugger--key key)))
+                (should (string-match-p "Say that ECL cannot restart the frame"
+                                        (documentation (key-binding "r"))))
+                (call-interactively (key-binding "q")))
+              (should (string-match-p "; Evaluation aborted on SIMPLE-ERROR: inner (6 12)"
+                                      (agentq-dbg-wait-output repl start))))))
+      (sly-agent-q--sync-options)
+      (when (get-buffer sly-agent-q-inspector-buffer-name) (kill-buffer sly-agent-q-inspector-buffer-name))
       (delete-file file))))
 
 (provide 'sly-agent-q-debugger-test)
