@@ -184,11 +184,12 @@
 
 (ert-deftest sly-agent-q-debugger/the-time-limit-waits-for-the-person ()
   ;; A 1 s limit; the person takes 1.5 s to choose: no TIMEOUT, the
-  ;; evaluation goes on with the value.
+  ;; evaluation goes on with the value.  Set as a person sets it (the
+  ;; REPL's own calls, its input's check among them, give the module the
+  ;; options as they are).
   (unwind-protect
       (agentq-test-with-repl
-        (let ((sly-agent-q-eval-timeout 1))
-          (sly-agent-q--sync-options))
+        (setq sly-agent-q-eval-timeout 1)
         ;; The limit is in force: Lisp's own 1.5 s is too long.
         (let ((start (agentq-dbg-send "(sleep 1.5)")))
           (should (string-match-p "TIMEOUT" (agentq-dbg-wait-output (current-buffer) start))))
@@ -204,6 +205,7 @@
             (should (string-match-p "Backtrace:\n  0: (AGENTQ-DBG-INNER)\n  1: (AGENTQ-DBG-OUTER)" (buffer-string)))
             (sly-agent-q-debugger-invoke-restart (agentq-dbg-restart-index debugger "[USE-VALUE]") "20"))
           (should (equal (agentq-dbg-wait-output repl start) "=> 42"))))
+    (setq sly-agent-q-eval-timeout (eval (car (get 'sly-agent-q-eval-timeout 'standard-value)) t))
     (sly-agent-q--sync-options)))
 
 (ert-deftest sly-agent-q-debugger/c-c-c-c-stops-in-the-debugger-and-continue-resumes ()
