@@ -142,7 +142,10 @@ is shown in the inspector, the debugger as it was.  Returns
       (unless page
         (sly-agent-q-debugger--render type message restarts wants-value frames note)))
     (if page
-        (funcall then page)
+        ;; Whatever becomes of the inspector, the evaluation keeps waiting.
+        (condition-case err
+            (funcall then page)
+          (error (message "The inspector could not show the object: %s" (error-message-string err))))
       (pop-to-buffer buffer))
     (unless (timerp sly-agent-q-debugger--watch-timer)
       (setq sly-agent-q-debugger--watch-timer (run-with-timer 0.5 0.5 #'sly-agent-q-debugger--watch)))

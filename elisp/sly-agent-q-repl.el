@@ -273,7 +273,8 @@ Whole forms are checked first with check_syntax, read but not evaluated:
 input that cannot be read (an unknown package prefix, a stray close
 parenthesis, a reader error) is kept, not sent, and the echo area says
 what and where, point on it.  RET again on the same input sends it as
-it is, for Lisp's own reading to answer."
+it is, for Lisp's own reading to answer; so does RET while Lisp is busy
+with another call (the check would wait for it, Emacs with it)."
   (interactive)
   (let* ((process (get-buffer-process (current-buffer)))
          (start (marker-position (process-mark process)))
@@ -283,6 +284,9 @@ it is, for Lisp's own reading to answer."
           ((not (or (sly-agent-q--complete-forms-p input) (sly-agent-q-repl--stray-close-p input)))
            (newline-and-indent))
           ((and (not (equal input sly-agent-q-repl--unreadable-input))
+                ;; Lisp busy with another call: the check would wait for
+                ;; it, Emacs blocked; the input waits its turn unchecked.
+                (not (sly-agent-q--lisp-busy-p))
                 (let ((problems (sly-agent-q-repl--reading-problems input)))
                   (when problems
                     (setq sly-agent-q-repl--unreadable-input input)

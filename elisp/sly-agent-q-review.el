@@ -614,13 +614,17 @@ A regexp matched against the file's name; nil checks none."
   :type '(choice (const :tag "None" nil) regexp)
   :group 'sly-agent-q)
 
-(defun sly-agent-q--review-syntax-notes (args)
+(defconst sly-agent-q--review-syntax-limit (* 2 1024 1024)
+  "The largest file, in characters, whose proposed text the review reads.")
+
+(cl-defun sly-agent-q--review-syntax-notes (args)
   "The review's notes on whether the file ARGS' edit proposes would read.
 For a Lisp file (`sly-agent-q-review-syntax-files'): the file's whole text
 with `original' replaced by `modified', checked with check_syntax, read
 but never evaluated.  Problems the file has already, before the edit,
 are not the edit's and are left out.  Each note is \"SYNTAX: line L,
-column C: …\", L and C in the file as proposed."
+column C: …\", L and C in the file as proposed.  A file larger than
+`sly-agent-q--review-syntax-limit' is not checked."
   (let ((file (expand-file-name (gethash "path" args)))
         (original (or (gethash "original" args) ""))
         (modified (or (gethash "modified" args) "")))
@@ -628,6 +632,9 @@ column C: …\", L and C in the file as proposed."
                (string-match-p sly-agent-q-review-syntax-files file)
                (not (string-empty-p (string-trim modified))))
       (let* ((now (with-temp-buffer (sly-agent-q--insert-file-text file) (buffer-string)))
+             (_ (when (> (+ (length now) (length modified)) sly-agent-q--review-syntax-limit)
+                  ;; Read twice while the review waits: not a file this big.
+                  (cl-return-from sly-agent-q--review-syntax-notes nil)))
              (at (if (string-empty-p original) nil (string-search original now)))
              (proposed (if at
                            (concat (substring now 0 at) modified (substring now (+ at (length original))))
