@@ -321,7 +321,11 @@ The worker is free while an error is held: the inspector asks it."
         (if (and (plist-get result :success)
                  (string-match "=> \\([0-9]+\\)\\'" content))
             (sly-agent-q-inspector-show (format "(agent-q::inspected-object %s)" (match-string 1 content)))
-          (sly-agent-q-debugger-show-held id content))))))
+          ;; The note names the person's form, not the call around it.
+          (sly-agent-q-debugger-show-held
+           id (replace-regexp-in-string
+               "\\`\\(Frame [0-9]+: \\)evaluating (agent-q::inspected-id (progn \\(.*?\\) ?)) failed"
+               "\\1inspecting \\2 failed" content)))))))
 
 (defun sly-agent-q-debugger--inspect-id (id then)
   "Fetch the inspector's object ID through the REPL's waiting evaluation.

@@ -250,7 +250,7 @@ a frame.  The error stays held throughout."
             (call-interactively #'sly-agent-q-debugger-next-frame)
             (sly-agent-q-debugger-inspect "(car x)"))
           (with-current-buffer buffer
-            (should (string-match-p "^Frame 0: evaluating .*(car x).* failed: .*TYPE-ERROR" (buffer-string)))
+            (should (string-match-p "^Frame 0: inspecting (car x) failed: .*TYPE-ERROR" (buffer-string)))
             (let ((err (should-error (call-interactively (key-binding "r")) :type 'user-error)))
               (should (string-match-p "ECL cannot restart a frame" (error-message-string err)))))
           ;; Still held, as it was: the agent's restart goes on.
