@@ -42,6 +42,16 @@ awk '{ printf "bench: hot_origin agent_median_us=%s user_median_us=%s added_us=%
 middle() { sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'; }
 added=$(awk '$1 != "failed" { print $1 - $2 }' <<<"$origin_runs" | middle)
 echo "bench: agent_code_reading added_us=$added (median of the processes' differences) target_added_us=2"
+echo "== held errors cost the hot path nothing once none is held: (+ 1 2) before and after ten held and let go, in each of 5 processes"
+held_runs=$(
+  for _ in 1 2 3 4 5; do
+    line=$(emacs -Q --batch -L elisp -l bench/held-after.el 2>/dev/null | tail -n 1)
+    echo "${line:-failed failed}"
+  done
+)
+awk '{ if ($1 == "failed") print "bench: held_errors_after failed"; else printf "bench: held_errors_after before_median_us=%s after_median_us=%s ratio=%.3f\n", $1, $2, $2 / $1 }' <<<"$held_runs"
+ratio=$(awk '$1 != "failed" { print $2 / $1 }' <<<"$held_runs" | middle)
+echo "bench: held_errors_hot_path after_over_before=$ratio (median of the processes' ratios) target=1.0"
 echo "== completion and eldoc in a Lisp buffer, 10,000 more symbols in the image (3 processes)"
 for _ in 1 2 3; do
   emacs -Q --batch -L elisp -l bench/completion.el 2>/dev/null | grep '^bench:' || echo "bench: completion failed"

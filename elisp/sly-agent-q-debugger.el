@@ -23,6 +23,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'sly-agent-q-async)
+(require 'sly-agent-q-inspector)
 
 (declare-function sly-agent-q--module-answer-later "sly-agent-q-module" (key ok text))
 (declare-function sly-agent-q--module-later-pending-p "sly-agent-q-module" (key))
@@ -67,6 +68,11 @@ Nothing waits for an answer: a restart only closes the debugger.")
   "The condition id of the held error shown (evaluate_lisp's debug), or nil.
 The choices made here go to it through the held-error tools, as the
 person's calls, instead of to a REPL evaluation waiting in Emacs.")
+
+(defvar-local sly-agent-q-debugger--inspect-then nil
+  "A function waiting for the inspector page the REPL's evaluation sends next.
+Set when the inspector drills into a part while the evaluation waits in
+the debugger (it holds the worker, so the inspector asks through it).")
 
 (defvar-local sly-agent-q-debugger--return-window nil
   "The window that was selected when the debugger appeared (the REPL's).")
@@ -114,20 +120,33 @@ Made now, it remembers the selected window to go back to."
         (setq sly-agent-q-debugger--return-window window)))
     buffer))
 
-(defun sly-agent-q--debugger-enter (type message restarts wants-value frames note)
+(defun sly-agent-q--debugger-enter (type message restarts wants-value frames note
+                                          &optional page)
   "Show the condition TYPE with MESSAGE, its RESTARTS and the backtrace FRAMES.
 Called by Lisp (debugger.lisp) through `agent-q:eval-in-emacs'.  RESTARTS
 are lines \"[NAME] report\", WANTS-VALUE says for each whether it takes
 a value.  FRAMES are lines \"N: (NAME)\" or lists (LINE LOCALS SOURCE),
 see `sly-agent-q-debugger--insert-frame'.  NOTE, when non-nil, says why
-the last choice failed, or the value of an evaluation in a frame.  Returns
+the last choice failed, or the value of an evaluation in a frame.  PAGE,
+when non-nil, is an inspector page the person asked for (with
+`sly-agent-q-debugger-inspect', or a part the inspector drills into): it
+is shown in the inspector, the debugger as it was.  Returns
 \(:agent-q-answer-later . KEY): the person's choice is sent later."
   (let ((key (cl-incf sly-agent-q-debugger--next-key))
-        (buffer (sly-agent-q-debugger--buffer)))
+        (buffer (sly-agent-q-debugger--buffer))
+        (then nil))
     (with-current-buffer buffer
-      (setq sly-agent-q-debugger--key key)
-      (sly-agent-q-debugger--render type message restarts wants-value frames note))
-    (pop-to-buffer buffer)
+      (setq sly-agent-q-debugger--key key
+            then (or sly-agent-q-debugger--inspect-then #'sly-agent-q-inspector-show-page)
+            sly-agent-q-debugger--inspect-then nil)
+      (unless page
+        (sly-agent-q-debugger--render type message restarts wants-value frames note)))
+    (if page
+        ;; Whatever becomes of the inspector, the evaluation keeps waiting.
+        (condition-case err
+            (funcall then page)
+          (error (message "The inspector could not show the object: %s" (error-message-string err))))
+      (pop-to-buffer buffer))
     (unless (timerp sly-agent-q-debugger--watch-timer)
       (setq sly-agent-q-debugger--watch-timer (run-with-timer 0.5 0.5 #'sly-agent-q-debugger--watch)))
     (cons :agent-q-answer-later key)))
@@ -257,6 +276,82 @@ The value shows at the top of the debugger, which stays open."
   (sly-agent-q-debugger--answer
    (format "e %d %s" (get-text-property (sly-agent-q-debugger--frame-here) 'sly-agent-q-frame) code)
    t))
+
+(defun sly-agent-q-debugger--local-at-point ()
+  "The name of the local variable on the line at point, or the frame's first.
+Nil when point is on no frame or the frame shows no variable."
+  (let ((line (buffer-substring-no-properties (line-beginning-position) (line-end-position)))
+        (locals (get-text-property (or (sly-agent-q-debugger--frame-start) (point))
+                                   'sly-agent-q-frame-locals)))
+    (cl-loop for text in (if (get-text-property (point) 'sly-agent-q-frame-locals-shown)
+                             (list line)
+                           locals)
+             when (string-match "\\`\\s-*\\([^ \n]+\\) = " text)
+             return (match-string 1 text))))
+
+(defun sly-agent-q-debugger-inspect (code)
+  "Inspect in the inspector the value of CODE, evaluated in the frame at point.
+As SLY's i: CODE sees the frame's local variables, as with
+`sly-agent-q-debugger-eval-in-frame'.  Interactively, on a frame, CODE is
+read in the minibuffer, the local variable on the line at point (or the
+frame's first) offered; elsewhere (on the condition, a restart) CODE is nil and
+the condition itself is inspected."
+  (interactive
+   (list (and (sly-agent-q-debugger--frame-start)
+              (read-from-minibuffer "Inspect in frame (evaluated): "
+                                    (sly-agent-q-debugger--local-at-point)
+                                    nil nil 'read-expression-history))))
+  (let ((frame (and code (get-text-property (sly-agent-q-debugger--frame-here) 'sly-agent-q-frame))))
+    (cond ((and code (string-blank-p code)) (user-error "Nothing to inspect: give a form"))
+          (sly-agent-q-debugger--held (sly-agent-q-debugger--inspect-held frame code))
+          (sly-agent-q-debugger--unwound
+           (user-error "Nothing to inspect: the interrupt unwound the evaluation"))
+          (t (sly-agent-q-debugger--answer (if code (format "i %d %s" frame code) "i c") t)))))
+
+(defun sly-agent-q-debugger--inspect-held (frame code)
+  "Inspect CODE's value in FRAME of the held error shown; the condition when nil.
+The worker is free while an error is held: the inspector asks it."
+  (let ((id sly-agent-q-debugger--held))
+    (if (null code)
+        (sly-agent-q-inspector-show (format "(agent-q::held-error-condition (agent-q::find-held-error %d))" id))
+      (let* ((result (sly-agent-q-debugger--held-call
+                      "eval_in_frame" (list :condition_id id :frame frame
+                                            :code (format "(agent-q::inspected-id (progn %s\n))" code))))
+             (content (or (plist-get result :content) "")))
+        (if (and (plist-get result :success)
+                 (string-match "=> \\([0-9]+\\)\\'" content))
+            (sly-agent-q-inspector-show (format "(agent-q::inspected-object %s)" (match-string 1 content)))
+          ;; The note names the person's form, not the call around it.
+          (sly-agent-q-debugger-show-held
+           id (replace-regexp-in-string
+               "\\`\\(Frame [0-9]+: \\)evaluating (agent-q::inspected-id (progn \\(.*?\\) ?)) failed"
+               "\\1inspecting \\2 failed" content)))))))
+
+(defun sly-agent-q-debugger--inspect-id (id then)
+  "Fetch the inspector's object ID through the REPL's waiting evaluation.
+Calls THEN with its page and returns non-nil when an evaluation waits in
+the debugger (it holds the worker, which would serve the inspector only
+once it ends); nil otherwise, for the inspector to ask the worker."
+  (let ((buffer (get-buffer sly-agent-q-debugger-buffer-name)))
+    (when (and buffer
+               (buffer-local-value 'sly-agent-q-debugger--key buffer)
+               (not (buffer-local-value 'sly-agent-q-debugger--held buffer)))
+      (with-current-buffer buffer
+        (setq sly-agent-q-debugger--inspect-then then)
+        (sly-agent-q-debugger--answer (format "i id %d" id) t))
+      t)))
+
+(defun sly-agent-q-debugger-restart-frame ()
+  "Say that ECL cannot restart the frame at point, as SLY's r would.
+ECL has no way to return into a frame and run it again (its frames keep
+no re-entry point, its debugger no such command), so this only explains
+it in the echo area.  Choose a restart (a digit) instead, evaluate in
+the frame (`sly-agent-q-debugger-eval-in-frame'), or abort and evaluate
+again."
+  (interactive)
+  (user-error "%s" (substitute-command-keys
+                    "\\<sly-agent-q-debugger-mode-map>ECL cannot restart a frame (it has no way to run one again): \
+choose a restart (a digit), evaluate in the frame (\\[sly-agent-q-debugger-eval-in-frame]) or abort (\\[sly-agent-q-debugger-abort]) and evaluate again")))
 
 (defun sly-agent-q-debugger-waiting-p ()
   "Non-nil when an evaluation waits in the debugger for the person's choice."
@@ -471,6 +566,8 @@ TEXT is \"INDEX\" or \"INDEX VALUE-FORM\" (a restart), \"e FRAME CODE\"
     (define-key map (kbd "t") #'sly-agent-q-debugger-toggle-locals)
     (define-key map (kbd "v") #'sly-agent-q-debugger-show-source)
     (define-key map (kbd "e") #'sly-agent-q-debugger-eval-in-frame)
+    (define-key map (kbd "i") #'sly-agent-q-debugger-inspect)
+    (define-key map (kbd "r") #'sly-agent-q-debugger-restart-frame)
     (define-key map (kbd "TAB") #'forward-button)
     (define-key map (kbd "<backtab>") #'backward-button)
     map)
@@ -482,7 +579,9 @@ A digit or \\[sly-agent-q-debugger-invoke-restart] on a restart invokes
 it, \\[sly-agent-q-debugger-abort] aborts to the REPL's prompt.  In the
 backtrace, as in SLY: \\[sly-agent-q-debugger-next-frame] and \\[sly-agent-q-debugger-previous-frame] move between frames,
 \\[sly-agent-q-debugger-toggle-locals] shows a frame's local variables, \\[sly-agent-q-debugger-show-source] its function's source
-\(when it came from a file), \\[sly-agent-q-debugger-eval-in-frame] evaluates a form with its locals.
+\(when it came from a file), \\[sly-agent-q-debugger-eval-in-frame] evaluates a form with its locals,
+\\[sly-agent-q-debugger-inspect] inspects its value (off the frames: the condition) in the inspector.
+\\[sly-agent-q-debugger-restart-frame] says why a frame cannot be restarted: ECL has no way to.
 \\{sly-agent-q-debugger-mode-map}"
   :group 'sly-agent-q-debugger
   (setq truncate-lines t)

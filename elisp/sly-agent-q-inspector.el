@@ -21,6 +21,7 @@
 (require 'sly-agent-q-runtime)
 
 (declare-function sly-agent-q-lisp--call "sly-agent-q-lisp-mode" (tool arguments callback))
+(declare-function sly-agent-q-debugger--inspect-id "sly-agent-q-debugger" (id then))
 
 (defconst sly-agent-q-inspector-buffer-name "*sly-agent-q inspector*"
   "The inspector's buffer.")
@@ -82,8 +83,11 @@ it, \\[sly-agent-q-inspector-back] goes back, \\[sly-agent-q-inspector-forward] 
 (defun sly-agent-q-inspector--fetch-id (id then)
   "Fetch the page of the object inspected under ID and call THEN with it.
 The front end's own call (`sly-agent-q-ui-origin')."
-  (let ((sly-agent-q-call-origin sly-agent-q-ui-origin))
-    (sly-agent-q-inspector--fetch (format "(agent-q::inspected-object %d)" id) then)))
+  (unless (and (fboundp 'sly-agent-q-debugger--inspect-id)
+               ;; A REPL evaluation waiting in the debugger holds the worker.
+               (sly-agent-q-debugger--inspect-id id then))
+    (let ((sly-agent-q-call-origin sly-agent-q-ui-origin))
+      (sly-agent-q-inspector--fetch (format "(agent-q::inspected-object %d)" id) then))))
 
 (defun sly-agent-q-inspector--render (page)
   "Show PAGE in the inspector's buffer."
@@ -116,13 +120,14 @@ The front end's own call (`sly-agent-q-ui-origin')."
 (defun sly-agent-q-inspector-show (code &optional package)
   "Inspect the value of CODE, Lisp source, read and evaluated in PACKAGE.
 The inspector's history starts again from it."
-  (sly-agent-q-inspector--fetch code
-                                (lambda (page)
-                                  (with-current-buffer (get-buffer-create sly-agent-q-inspector-buffer-name)
-                                    (setq sly-agent-q-inspector--back nil
-                                          sly-agent-q-inspector--forward nil))
-                                  (sly-agent-q-inspector--render page))
-                                package))
+  (sly-agent-q-inspector--fetch code #'sly-agent-q-inspector-show-page package))
+
+(defun sly-agent-q-inspector-show-page (page)
+  "Show PAGE, an object's page from Lisp, starting the history again."
+  (with-current-buffer (get-buffer-create sly-agent-q-inspector-buffer-name)
+    (setq sly-agent-q-inspector--back nil
+          sly-agent-q-inspector--forward nil))
+  (sly-agent-q-inspector--render page))
 
 (defun sly-agent-q-inspector-inspect-id (id)
   "Inspect the object the inspector knows as ID; \\[sly-agent-q-inspector-back] comes back."

@@ -17,10 +17,14 @@
 ;; prints it (the job is interactive: see
 ;; `sly-agent-q-execute-tool-calls-async'), before the value; each value
 ;; is a button that inspects it.  RET on an incomplete form inserts a
-;; newline instead of sending it; C-c C-c interrupts the evaluation,
-;; keeping the session; C-c C-o clears the last output; `,' at an empty
-;; prompt offers the REPL's shortcuts.  Evaluations made from Lisp
-;; buffers and the minibuffer are written here too, with their results.
+;; newline instead of sending it; input that cannot be read (an unknown
+;; package prefix, a stray close parenthesis, a reader error) is checked
+;; with check_syntax and not sent: the echo area says what and where,
+;; point goes there, and RET again sends it as it is.  C-c C-c
+;; interrupts the evaluation, keeping the session; C-c C-o clears the
+;; last output; `,' at an empty prompt offers the REPL's shortcuts.
+;; Evaluations made from Lisp buffers and the minibuffer are written here
+;; too, with their results.
 
 ;;; Code:
 
@@ -225,17 +229,73 @@ What it prints comes as it prints it."
           (make-directory (file-name-directory sly-agent-q-repl-history-file) t)
           (comint-write-input-ring))))))
 
+(defvar-local sly-agent-q-repl--unreadable-input nil
+  "The input last kept back because it cannot be read: RET on it again sends it.")
+
+(defun sly-agent-q-repl--stray-close-p (text)
+  "Non-nil if TEXT has a close parenthesis that closes no list.
+Such input is not incomplete: no line added would make it read."
+  (with-temp-buffer
+    (set-syntax-table lisp-mode-syntax-table)
+    (insert text)
+    (goto-char (point-min))
+    (condition-case nil
+        (catch 'stray
+          (while (progn (forward-comment (buffer-size)) (not (eobp)))
+            (when (eq (char-after) ?\))
+              (throw 'stray t))
+            (forward-sexp))
+          nil)
+      (scan-error nil))))
+
+(defun sly-agent-q-repl--reading-problems (input)
+  "Return check_syntax's problems in INPUT, which Lisp's reading would fail on.
+Lines \"line L, column C: …\"; nil when it reads.  `#.' is left to the
+REPL, which reads the person's input with read-time evaluation on."
+  (cl-remove-if (lambda (line) (string-match-p ": Cannot evaluate the form #\\." line))
+                (sly-agent-q--syntax-problems input)))
+
+(defun sly-agent-q-repl--report-unreadable (problems start)
+  "Say PROBLEMS of the input at START in the echo area; point to the first."
+  (when (string-match "\\`line \\([0-9]+\\), column \\([0-9]+\\): " (car problems))
+    (let ((line (string-to-number (match-string 1 (car problems))))
+          (column (string-to-number (match-string 2 (car problems)))))
+      (goto-char start)
+      (forward-line (1- line))
+      (unless (= line 1) (setq start (point)))
+      (goto-char (min (point-max) (+ start (max 0 (1- column)))))))
+  (message "Not sent, it cannot be read: %s  (RET again sends it as it is)"
+           (mapconcat #'identity problems "; ")))
+
 (defun sly-agent-q-repl-return ()
-  "Send the input if it is whole forms; else start a new line."
+  "Send the input if it is whole forms; else start a new line.
+Whole forms are checked first with check_syntax, read but not evaluated:
+input that cannot be read (an unknown package prefix, a stray close
+parenthesis, a reader error) is kept, not sent, and the echo area says
+what and where, point on it.  RET again on the same input sends it as
+it is, for Lisp's own reading to answer; so does RET while Lisp is busy
+with another call (the check would wait for it, Emacs with it)."
   (interactive)
   (let* ((process (get-buffer-process (current-buffer)))
-         (input (buffer-substring-no-properties (process-mark process) (point-max))))
-    (cond ((< (point) (process-mark process)) (comint-send-input))
+         (start (marker-position (process-mark process)))
+         (input (buffer-substring-no-properties start (point-max))))
+    (cond ((< (point) start) (comint-send-input))
           (sly-agent-q-repl--job (message "The REPL is still evaluating: C-c C-c interrupts it"))
-          ((sly-agent-q--complete-forms-p input)
+          ((not (or (sly-agent-q--complete-forms-p input) (sly-agent-q-repl--stray-close-p input)))
+           (newline-and-indent))
+          ((and (not (equal input sly-agent-q-repl--unreadable-input))
+                ;; Lisp busy with another call: the check would wait for
+                ;; it, Emacs blocked; the input waits its turn unchecked.
+                (not (sly-agent-q--lisp-busy-p))
+                (let ((problems (sly-agent-q-repl--reading-problems input)))
+                  (when problems
+                    (setq sly-agent-q-repl--unreadable-input input)
+                    (sly-agent-q-repl--report-unreadable problems start)
+                    t))))
+          (t
+           (setq sly-agent-q-repl--unreadable-input nil)
            (goto-char (point-max))
-           (comint-send-input))
-          (t (newline-and-indent)))))
+           (comint-send-input)))))
 
 (declare-function sly-agent-q--module-break "sly-agent-q-module" (job))
 

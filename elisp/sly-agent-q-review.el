@@ -36,6 +36,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'diff-mode)
+(require 'sly-agent-q-runtime)
 
 (defface sly-agent-q-hunk-accepted '((t :inherit success))
   "Face of the header of an accepted hunk."
@@ -160,18 +161,23 @@ OFFSET is added to its old line numbers, OFFSET + SHIFT to its new ones
                            (concat line "\n\\ No newline at end of file\n")))
                        lines ""))))
 
+(defun sly-agent-q--insert-file-text (file)
+  "Insert the text of FILE, the one propose_file_edit's check sees.
+That is the buffer visiting FILE when it has unsaved changes, else the
+file's."
+  (let ((buffer (get-file-buffer file)))
+    (if (and buffer (or (buffer-modified-p buffer) (not (file-readable-p file))))
+        (insert-buffer-substring-no-properties buffer)
+      (ignore-errors (insert-file-contents file)))))
+
 (defun sly-agent-q--snippet-context (file text)
   "Where TEXT stands in FILE: (LINE PREFIX SUFFIX).
 LINE is the file's line where TEXT begins, PREFIX the part of that line
 before TEXT, SUFFIX the rest of TEXT's last line after it, with its
-newline.  The text of FILE is that of the buffer visiting it when that
-has unsaved changes (as propose_file_edit's check reads it), else the
-file's.  When TEXT is not found: (1 \"\" \"\")."
+newline.  The text of FILE is `sly-agent-q--insert-file-text''s.  When
+TEXT is not found: (1 \"\" \"\")."
   (with-temp-buffer
-    (let ((buffer (get-file-buffer file)))
-      (if (and buffer (or (buffer-modified-p buffer) (not (file-readable-p file))))
-          (insert-buffer-substring-no-properties buffer)
-        (ignore-errors (insert-file-contents file))))
+    (sly-agent-q--insert-file-text file)
     (goto-char (point-min))
     (let ((case-fold-search nil))
       (if (and (stringp text) (not (string-empty-p text)) (search-forward text nil t))
@@ -234,7 +240,9 @@ rest of its first and last lines (`sly-agent-q--review-prefix' and
 (defvar-local sly-agent-q--review-notes nil
   "Notes on the proposed text, shown under the first hunk: a list of strings.
 edit_form and insert_form give the compiler's findings on the new form
-\(\"STYLE-WARNING: …\"), so that they are seen before the person decides.")
+\(\"STYLE-WARNING: …\"), so that they are seen before the person decides;
+a Lisp file proposed that would not read has check_syntax's problems
+\(\"SYNTAX: line L, column C: …\", see `sly-agent-q--review-syntax-notes').")
 
 (define-derived-mode sly-agent-q-diff-mode diff-mode "Agent-Q Diff"
   "Review an edit the agent proposes, hunk by hunk.
@@ -319,16 +327,19 @@ undo step, and the agent is told which.
                     (overlay-put notes 'sly-agent-q-review t)
                     (overlay-put notes 'sly-agent-q-review-notes t)
                     (overlay-put notes 'after-string (sly-agent-q--review-notes-text))))))
-  (let ((total (length sly-agent-q--review-states))
-        (accepted (cl-count 'accepted sly-agent-q--review-states))
-        (notes (length sly-agent-q--review-notes)))
+  (let* ((total (length sly-agent-q--review-states))
+         (accepted (cl-count 'accepted sly-agent-q--review-states))
+         (syntax (cl-count-if (lambda (note) (string-prefix-p "SYNTAX: " note)) sly-agent-q--review-notes))
+         (notes (- (length sly-agent-q--review-notes) syntax)))
     (setq header-line-format
           (format " %s — %s: %d hunk%s, %d accepted, %d rejected%s   (a/r/SPC mark, e edit, C-c C-c all, q finish, ? help)"
                   (string-replace "%" "%%" (file-name-nondirectory sly-agent-q--review-file))
                   (string-replace "%" "%%" (or sly-agent-q--review-description "proposed edit"))
                   total (if (= total 1) "" "s") accepted
                   (cl-count 'rejected sly-agent-q--review-states)
-                  (if (> notes 0) (format ", %d compiler note%s" notes (if (= notes 1) "" "s")) "")))))
+                  (concat
+                   (if (> syntax 0) (format ", %d syntax problem%s" syntax (if (= syntax 1) "" "s")) "")
+                   (if (> notes 0) (format ", %d compiler note%s" notes (if (= notes 1) "" "s")) ""))))))
 
 (defun sly-agent-q--review-notes-text ()
   "The notes of the review, one a line, as shown under the first hunk's @@ line."
@@ -597,11 +608,59 @@ Finished: the answer is what DECIDE returns, called in BUFFER; else
         (kill-buffer sly-agent-q--review-edit-buffer))
       (kill-buffer buffer))))
 
+(defcustom sly-agent-q-review-syntax-files "\\.\\(?:lisp\\|lsp\\|cl\\|asd\\)\\'"
+  "The files whose proposed text the review checks with check_syntax.
+A regexp matched against the file's name; nil checks none."
+  :type '(choice (const :tag "None" nil) regexp)
+  :group 'sly-agent-q)
+
+(defconst sly-agent-q--review-syntax-limit (* 2 1024 1024)
+  "The largest file, in characters, whose proposed text the review reads.")
+
+(cl-defun sly-agent-q--review-syntax-notes (args)
+  "The review's notes on whether the file ARGS' edit proposes would read.
+For a Lisp file (`sly-agent-q-review-syntax-files'): the file's whole text
+with `original' replaced by `modified', checked with check_syntax, read
+but never evaluated.  Problems the file has already, before the edit,
+are not the edit's and are left out.  Each note is \"SYNTAX: line L,
+column C: …\", L and C in the file as proposed.  A file larger than
+`sly-agent-q--review-syntax-limit' is not checked."
+  (let ((file (expand-file-name (gethash "path" args)))
+        (original (or (gethash "original" args) ""))
+        (modified (or (gethash "modified" args) "")))
+    (when (and sly-agent-q-review-syntax-files
+               (string-match-p sly-agent-q-review-syntax-files file)
+               (not (string-empty-p (string-trim modified))))
+      (let* ((now (with-temp-buffer (sly-agent-q--insert-file-text file) (buffer-string)))
+             (_ (when (> (+ (length now) (length modified)) sly-agent-q--review-syntax-limit)
+                  ;; Read twice while the review waits: not a file this big.
+                  (cl-return-from sly-agent-q--review-syntax-notes nil)))
+             (at (if (string-empty-p original) nil (string-search original now)))
+             (proposed (if at
+                           (concat (substring now 0 at) modified (substring now (+ at (length original))))
+                         modified))
+             (message-of (lambda (line) (replace-regexp-in-string "\\`line [0-9]+, column [0-9]+: " "" line)))
+             (before (and (not (string-empty-p (string-trim now)))
+                          (mapcar message-of (sly-agent-q--syntax-problems now)))))
+        (cl-loop for line in (sly-agent-q--syntax-problems proposed)
+                 for text = (funcall message-of line)
+                 if (member text before)
+                 do (setq before (cl-remove text before :test #'equal :count 1))
+                 else collect (concat "SYNTAX: " line))))))
+
+(defun sly-agent-q--proposal-review-buffer (args)
+  "The review buffer of propose_file_edit's ARGS, every hunk unmarked.
+Under the first hunk, the problems check_syntax finds in the file as
+proposed, when it is Lisp (`sly-agent-q--review-syntax-notes')."
+  (sly-agent-q--review-buffer args nil (sly-agent-q--review-syntax-notes args)))
+
 (defun sly-agent-q-review-edit-proposal (args)
   "Let the person review the edit that propose_file_edit's ARGS propose.
 ARGS has `path', `original', `modified' and `description'.  Returns the
-approval answer: (:modified NEW-ARGS) with the accepted hunks, or :denied."
-  (sly-agent-q--run-review (sly-agent-q--review-buffer args)
+approval answer: (:modified NEW-ARGS) with the accepted hunks, or :denied.
+When the file is Lisp and would not read as proposed, check_syntax's
+problems show under the first hunk (`sly-agent-q--review-syntax-notes')."
+  (sly-agent-q--run-review (sly-agent-q--proposal-review-buffer args)
                            (lambda () (sly-agent-q--review-decision args))))
 
 (provide 'sly-agent-q-review)

@@ -576,6 +576,18 @@ running call."
         (dolist (call tool-calls (nreverse results))
           (push (sly-agent-q--execute-call call approve hooks) results))))))
 
+(defun sly-agent-q--syntax-problems (text)
+  "Return check_syntax's problems in TEXT, Lisp source: \"line L, column C: …\".
+Nil when it reads, or when the check could not be made."
+  (let* ((result (car (let ((sly-agent-q-call-origin sly-agent-q-ui-origin)) ; the front end's own
+                        (sly-agent-q-execute-tool-calls
+                         (list (list :id "syntax" :name "check_syntax" :arguments (list :code text)))))))
+         (content (or (plist-get result :content) "")))
+    (and (plist-get result :success)
+         (string-match-p "\\`[0-9]+ problems? (" content)
+         (cl-remove-if-not (lambda (line) (string-prefix-p "line " line))
+                           (split-string content "\n" t)))))
+
 (defsubst sly-agent-q--even-plist-p (object)
   "Non-nil if OBJECT is a proper list of even length starting with a keyword."
   (and (keywordp (car-safe object))

@@ -102,6 +102,7 @@ the evaluation as usual."
          (user-frames (user-frames))
          (frames (debugger-frames user-frames))
          (note nil)
+         (page nil)
          (*in-repl-debugger* t))
     (when (null restarts)
       (return-from repl-debug nil))
@@ -115,12 +116,24 @@ the evaluation as usual."
                                (list 'quote (mapcar (lambda (restart) (if (restart-wants-value-p restart) t nil))
                                                     restarts))
                                (list 'quote (or frames '("(no user frames)")))
-                               note))
+                               note
+                               (list 'quote page)))
                       (serious-condition () (return-from repl-debug nil)))))
-        ;; ANSWER: "INDEX" or "INDEX VALUE-FORM" (a restart), or "e FRAME
-        ;; CODE" (evaluate CODE in a frame: its value is the next note).
-        (if (and (> (length answer) 2) (string= "e " answer :end2 2))
-            (setf note (evaluate-in-frame-text user-frames (subseq answer 2)))
+        (setf page nil)
+        ;; ANSWER: "INDEX" or "INDEX VALUE-FORM" (a restart), "e FRAME
+        ;; CODE" (evaluate CODE in a frame: its value is the next note), or
+        ;; "i ..." (an object for the inspector: the next PAGE, or a note
+        ;; saying why not; the worker is this job's meanwhile, so the
+        ;; inspector asks here for the parts it drills into).
+        (cond
+          ((and (> (length answer) 2) (string= "e " answer :end2 2))
+           (setf note (evaluate-in-frame-text user-frames (subseq answer 2))))
+          ((and (> (length answer) 2) (string= "i " answer :end2 2))
+           (multiple-value-bind (object problem) (debugger-object-to-inspect condition user-frames (subseq answer 2))
+             (if problem
+                 (setf note problem)
+                 (setf page (inspector-page object)))))
+          (t
             (multiple-value-bind (index end) (parse-integer answer :junk-allowed t)
               ;; -1: no restart to abort with (the error came outside the
               ;; forms, as the code was read): fail as usual.
@@ -137,7 +150,22 @@ the evaluation as usual."
                              (handler-case (invoke-restart restart)
                                (serious-condition (c)
                                  (format nil "Invoking ~A failed: ~A" (restart-name restart)
-                                         (one-line (condition-message c)))))))))))))))
+                                         (one-line (condition-message c))))))))))))))))
+
+(defun debugger-object-to-inspect (condition user-frames text)
+  "The object the REPL debugger's `i' names by TEXT: \"c\" the CONDITION,
+\"FRAME CODE\" the value of CODE evaluated in frame FRAME of USER-FRAMES
+\(as `e' evaluates), \"id ID\" an object the inspector shows already (a
+part it drills into).  Returns the object, or NIL and a note saying why
+there is none."
+  (handler-case
+      (cond ((string= text "c") (values condition nil))
+            ((and (> (length text) 3) (string= "id " text :end2 3))
+             (values (inspected-object (parse-integer text :start 3)) nil))
+            (t (multiple-value-bind (values problem) (frame-form-values user-frames text)
+                 (if problem (values nil problem) (values (first values) nil)))))
+    (serious-condition (c)
+      (values nil (format nil "Nothing to inspect: ~A: ~A" (type-name c) (one-line (condition-message c)))))))
 
 ;;; The frames: locals, source, evaluation in a frame
 
@@ -177,29 +205,39 @@ one saying why there are none), SOURCE (FILE LINE) or NIL."
                               (t '("(no local variables)"))))
                       (frame-source name))))
 
-(defun evaluate-in-frame-text (user-frames text)
+(defun frame-form-values (user-frames text)
   "TEXT, \"FRAME CODE\", evaluated with frame FRAME's local variables bound
-to their values (a copy: SETQ changes the copy): the note the debugger
-shows, \"Frame FRAME: CODE => value\" or what went wrong."
+to their values (a copy: SETQ changes the copy): the list of its values,
+or NIL and a note, \"Frame FRAME: evaluating CODE failed: ...\", saying
+what went wrong.  The third value is FRAME, the fourth CODE."
   (multiple-value-bind (index end) (parse-integer text :junk-allowed t)
     (let ((frame (and index (< -1 index (length user-frames)) (nth index user-frames)))
           (code (string-trim '(#\Space #\Newline #\Tab) (subseq text end))))
       (if (null frame)
-          (format nil "There is no frame ~A." (subseq text 0 end))
+          (values nil (format nil "There is no frame ~A." (subseq text 0 end)) index code)
           (handler-case
               (let* ((form (let ((*read-eval* t)) (read-from-string code)))
                      ;; Innermost first; a name bound twice: the inner one.
-                     (locals (remove-duplicates (frame-locals (cdr frame)) :key #'car :from-end t))
-                     (values (multiple-value-list
-                              (eval-form `(let ,(mapcar (lambda (local) (list (car local) (list 'quote (cdr local))))
-                                                        (reverse locals))
-                                            ,form)))))
-                (format nil "Frame ~D: ~A => ~{~A~^, ~}" index (one-line-capped code 100)
-                        (mapcar (lambda (value) (without-object-addresses (one-line-capped (printed value) 300)))
-                                (or values '(nil)))))
+                     (locals (remove-duplicates (frame-locals (cdr frame)) :key #'car :from-end t)))
+                (values (multiple-value-list
+                         (eval-form `(let ,(mapcar (lambda (local) (list (car local) (list 'quote (cdr local))))
+                                                   (reverse locals))
+                                       ,form)))
+                        nil index code))
             (serious-condition (c)
-              (format nil "Frame ~D: evaluating ~A failed: ~A: ~A" index (one-line-capped code 100)
-                      (type-name c) (one-line (condition-message c)))))))))
+              (values nil (format nil "Frame ~D: evaluating ~A failed: ~A: ~A" index (one-line-capped code 100)
+                                  (type-name c) (one-line (condition-message c)))
+                      index code)))))))
+
+(defun evaluate-in-frame-text (user-frames text)
+  "TEXT, \"FRAME CODE\", evaluated with frame FRAME's local variables bound
+to their values (FRAME-FORM-VALUES): the note the debugger shows,
+\"Frame FRAME: CODE => value\" or what went wrong."
+  (multiple-value-bind (values problem index code) (frame-form-values user-frames text)
+    (or problem
+        (format nil "Frame ~D: ~A => ~{~A~^, ~}" index (one-line-capped code 100)
+                (mapcar (lambda (value) (without-object-addresses (one-line-capped (printed value) 300)))
+                        (or values '(nil)))))))
 
 (defun read-and-evaluate-value (text)
   "The value of the form in TEXT, or NIL and what went wrong."

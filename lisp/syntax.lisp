@@ -121,7 +121,10 @@ of forms read and the problems, each (LINE COLUMN MESSAGE), in order."
                                (t (note start "the text ends in the middle of this form"))))
                        (return))
                      (error (condition)
-                       (let ((at (min (max start (or (ignore-errors (file-position in)) start)) (max 0 (1- (length text))))))
+                       ;; The reader stops just past what it failed on
+                       ;; (a stray ")", a token's last character).
+                       (let ((at (min (max start (1- (or (ignore-errors (file-position in)) (1+ start))))
+                                      (max 0 (1- (length text))))))
                          (note at "~A" (reader-message condition))
                          (setf position
                                (max (1+ at)

@@ -20,3 +20,5 @@ add_test(NAME e2e_repl_output_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/re
 set_tests_properties(e2e_repl_output_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 add_test(NAME e2e_mcp_emacs_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/mcp-emacs-tmux.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(e2e_mcp_emacs_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+add_test(NAME e2e_held_error_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/held-error-tmux.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(e2e_held_error_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)

@@ -207,4 +207,58 @@ what the person chose."
           (call-interactively (lookup-key (get-text-property (point) 'keymap) (kbd "RET"))))
         (should (equal shown 7))))))
 
+(ert-deftest sly-agent-q-held-errors/i-inspects-a-held-frames-local-and-the-condition-r-cannot ()
+  "In held mode, i inspects a form's value in a frame (eval_in_frame) and
+off the frames the condition, in the inspector, which drills into parts
+on the worker (free while the error is held); r says ECL cannot restart
+a frame.  The error stays held throughout."
+  (require 'sly-agent-q-debugger)
+  (require 'sly-agent-q-inspector-test)
+  (unwind-protect
+      (progn
+        (let ((sly-agent-q-native-tiering nil)) (sly-agent-q--sync-options))
+        (agentq-test-eval-ok "(defun agentq-held-insp-inner (x) (let ((y (list x (* x 2)))) (error \"inner ~A\" y)))")
+        (agentq-test-eval-ok "(defun agentq-held-insp-outer (a) (agentq-held-insp-inner (+ a 1)))")
+        (when (get-buffer sly-agent-q-inspector-buffer-name) (kill-buffer sly-agent-q-inspector-buffer-name))
+        (let* ((id (let ((sly-agent-q-call-origin "MCP"))
+                     (car (agentq-held-eval "(agentq-held-insp-outer 5)"))))
+               (buffer (sly-agent-q-debugger-show-held id)))
+          (with-current-buffer buffer
+            (call-interactively #'sly-agent-q-debugger-next-frame)
+            (should (looking-at-p "0: (AGENTQ-HELD-INSP-INNER)"))
+            (should (equal (sly-agent-q-debugger--local-at-point) "Y"))
+            (cl-letf (((symbol-function 'read-from-minibuffer)
+                       (lambda (_prompt initial &rest _) initial)))
+              (call-interactively (key-binding "i"))))
+          (agentq-inspector-test-wait-for (lambda () sly-agent-q-inspector--page))
+          (should (equal (agentq-inspector-test-title) "(6 12)"))
+          (with-current-buffer sly-agent-q-inspector-buffer-name
+            (should (string-match-p "A proper list of 2 elements" (buffer-string))))
+          ;; Off the frames: the condition.
+          (with-current-buffer buffer
+            (goto-char (point-min))
+            (let ((old (with-current-buffer sly-agent-q-inspector-buffer-name sly-agent-q-inspector--page)))
+              (call-interactively (key-binding "i"))
+              (agentq-inspector-test-wait-for (lambda () (not (eq sly-agent-q-inspector--page old))))))
+          (with-current-buffer sly-agent-q-inspector-buffer-name
+            (should (string-match-p "An instance of SIMPLE-ERROR" (buffer-string))))
+          (agentq-inspector-test-press "RET" "FORMAT-ARGUMENTS")
+          (should (equal (agentq-inspector-test-title) "((6 12))"))
+          ;; A form that fails: the debugger shows why, the error still held.
+          (with-current-buffer buffer
+            (goto-char (point-min))
+            (call-interactively #'sly-agent-q-debugger-next-frame)
+            (sly-agent-q-debugger-inspect "(car x)"))
+          (with-current-buffer buffer
+            (should (string-match-p "^Frame 0: inspecting (car x) failed: .*TYPE-ERROR" (buffer-string)))
+            (let ((err (should-error (call-interactively (key-binding "r")) :type 'user-error)))
+              (should (string-match-p "ECL cannot restart a frame" (error-message-string err)))))
+          ;; Still held, as it was: the agent's restart goes on.
+          (should (string-match-p "inner (6 12)"
+                                  (plist-get (agentq-test-call "backtrace" (list :condition_id id)) :content)))
+          (when (buffer-live-p buffer) (kill-buffer buffer))))
+    (let ((sly-agent-q-native-tiering t)) (sly-agent-q--sync-options))
+    (when (get-buffer sly-agent-q-inspector-buffer-name) (kill-buffer sly-agent-q-inspector-buffer-name))
+    (agentq-held-forget-all)))
+
 ;;; sly-agent-q-held-errors-test.el ends here

@@ -47,6 +47,87 @@ Return what the REPL printed before it."
     (should (string-match-p "(\\+ 1\n *\\'" (buffer-string)))
     (should (equal (agentq-repl-type " 2)") "=> 3"))))
 
+(ert-deftest sly-agent-q-repl/unreadable-input-is-reported-not-sent ()
+  "Input that cannot be read is checked with check_syntax before it is
+sent: not sent, the echo area says what and where (line, column), point
+goes there, the input stays; fixed, it is sent; RET again on the same
+input sends it as it is.  A stray close parenthesis is unreadable, not
+incomplete; incomplete input still only continues the line."
+  (agentq-test-with-repl
+    (let ((said nil))
+      (cl-letf (((symbol-function 'message)
+                 (lambda (format &rest args) (when format (push (apply #'format format args) said)))))
+        (goto-char (point-max))
+        (let ((start (point)))
+          ;; An unknown package prefix, on the second line of the input.
+          (insert "(list 1\n      (agentq-no-such-pkg::length '(a b)))")
+          (sly-agent-q-repl-return)
+          (should-not sly-agent-q-repl--job)
+          (should (string-match-p "\\`Not sent, it cannot be read: line 2, column [0-9]+: .*AGENTQ-NO-SUCH-PKG"
+                                  (car said)))
+          (should (string-match-p "(list 1\n      (agentq-no-such-pkg::length '(a b)))\\'" (buffer-string)))
+          ;; Point on the problem, in the input's second line.
+          (should (= (line-number-at-pos) (1+ (line-number-at-pos start))))
+          ;; Fixed, it is sent.
+          (goto-char start)
+          (search-forward "agentq-no-such-pkg::")
+          (replace-match "")
+          (should (equal (agentq-repl-type "") "=> (1 2)")))
+        ;; A stray close parenthesis: reported, not a new line.
+        (setq said nil)
+        (goto-char (point-max))
+        (let ((start (point)))
+          (insert "(+ 1 2))")
+          (sly-agent-q-repl-return)
+          (should-not sly-agent-q-repl--job)
+          (should (string-match-p "\\`Not sent, it cannot be read: line 1, column 8: .*[Uu]nmatched" (car said)))
+          (should (= (point) (+ start 7)))
+          (should (string-suffix-p "(+ 1 2))" (buffer-string)))
+          ;; RET again on the same input: sent as it is, Lisp's reading answers.
+          (sly-agent-q-repl-return)
+          (should sly-agent-q-repl--job)
+          (let ((deadline (+ (float-time) 20)))
+            (while (and sly-agent-q-repl--job (not (sly-agent-q-debugger-waiting-p))
+                        (< (float-time) deadline))
+              (accept-process-output nil 0.02))
+            (when (sly-agent-q-debugger-waiting-p)
+              (with-current-buffer sly-agent-q-debugger-buffer-name (sly-agent-q-debugger-abort)))
+            (while (and sly-agent-q-repl--job (< (float-time) deadline))
+              (accept-process-output nil 0.02)))
+          (should-not sly-agent-q-repl--job))
+        ;; Lisp busy with another call: not checked (the check would wait,
+        ;; Emacs with it), sent to wait its turn; Lisp's reading answers.
+        (setq said nil)
+        (let ((other (sly-agent-q-execute-tool-calls-async
+                      (list (list :id "busy" :name "evaluate_lisp" :arguments (list :code "(sleep 0.5)")))
+                      #'ignore)))
+          (should (sly-agent-q--lisp-busy-p))
+          (goto-char (point-max))
+          (insert "(list 1 agentq-no-such-pkg::x)")
+          (sly-agent-q-repl-return)
+          (should sly-agent-q-repl--job)
+          (should-not (cl-find-if (lambda (text) (string-prefix-p "Not sent" text)) said))
+          (let ((deadline (+ (float-time) 20)))
+            (while (and sly-agent-q-repl--job (not (sly-agent-q-debugger-waiting-p))
+                        (< (float-time) deadline))
+              (accept-process-output nil 0.02))
+            (when (sly-agent-q-debugger-waiting-p)
+              (with-current-buffer sly-agent-q-debugger-buffer-name (sly-agent-q-debugger-abort)))
+            (while (and sly-agent-q-repl--job (< (float-time) deadline))
+              (accept-process-output nil 0.02)))
+          (should-not sly-agent-q-repl--job)
+          (should (string-match-p "AGENTQ-NO-SUCH-PKG" (buffer-string)))
+          (ignore other))
+        ;; Incomplete: a new line, nothing said, nothing checked.
+        (setq said nil)
+        (goto-char (point-max))
+        (insert "(list \"open")
+        (sly-agent-q-repl-return)
+        (should-not sly-agent-q-repl--job)
+        (should-not said)
+        (should (string-match-p "(list \"open\n\\'" (buffer-string)))
+        (should (equal (agentq-repl-type "\")") "=> (\"open\n\")"))))))
+
 (ert-deftest sly-agent-q-repl/errors-interrupt-and-history ()
   (agentq-test-with-repl
     ;; An error stops in the debugger (see sly-agent-q-debugger-test.el):

@@ -111,6 +111,54 @@ file's functions with keywords."
             (kill-buffer)))
       (delete-directory dir t))))
 
+(ert-deftest sly-agent-q-review-ui/a-lisp-file-that-would-not-read-shows-check-syntaxs-problems ()
+  "A proposed edit of a Lisp file is checked whole with check_syntax
+before the person decides: what would not read shows under the hunk
+with its line and column in the file as proposed, counted in the header.
+A problem the file has already is not the edit's and is not shown; an
+edit that reads, or of a file that is not Lisp, shows none."
+  (let* ((dir (file-name-as-directory (make-temp-file "agentq-review-syntax" t)))
+         (path (expand-file-name "code.lisp" dir))
+         (text "(in-package :cl-user)\n(defun g0 () (agentq-review-gone::x))\n(defun g1 () 1)\n(defun g2 () 2)\n")
+         (sly-agent-q-allowed-directories (list dir)))
+    (unwind-protect
+        (progn
+          (with-temp-file path (insert text))
+          (cl-flet ((review (original modified &optional file)
+                      (let ((buffer (sly-agent-q--proposal-review-buffer
+                                     (agentq-review--args (or file path) original modified))))
+                        (with-current-buffer buffer
+                          (unwind-protect
+                              (list (mapconcat (lambda (overlay) (overlay-get overlay 'after-string))
+                                               (cl-remove-if-not (lambda (overlay) (overlay-get overlay 'sly-agent-q-review-notes))
+                                                                 (overlays-in (point-min) (point-max)))
+                                               "")
+                                    header-line-format)
+                            (kill-buffer buffer))))))
+            ;; An unknown package prefix and a stray parenthesis in g2.
+            (pcase-let ((`(,notes ,header)
+                         (review "(defun g2 () 2)\n" "(defun g2 () (list 2 agentq-review-nopkg::y)))\n")))
+              (should (string-match-p "SYNTAX: line 4, column 43: .*AGENTQ-REVIEW-NOPKG" notes))
+              (should (string-match-p "SYNTAX: line 4, column 46: .*[Uu]nmatched" notes))
+              ;; g0's unknown package was there before the edit.
+              (should-not (string-match-p "AGENTQ-REVIEW-GONE" notes))
+              (should (string-match-p "2 syntax problems" header))
+              (should-not (string-match-p "compiler note" header)))
+            ;; A string never closed: where it opens.
+            (pcase-let ((`(,notes ,_) (review "(defun g1 () 1)\n" "(defun g1 () \"one)\n")))
+              (should (string-match-p "SYNTAX: line 3, column 14: a string opened here is never closed" notes)))
+            ;; An edit that reads: nothing shown.
+            (pcase-let ((`(,notes ,header) (review "(defun g1 () 1)\n" "(defun g1 () :one)\n")))
+              (should (equal notes ""))
+              (should-not (string-match-p "syntax" header)))
+            ;; Not a Lisp file: not checked.
+            (let ((other (expand-file-name "notes.txt" dir)))
+              (with-temp-file other (insert "(a\n"))
+              (pcase-let ((`(,notes ,_) (review "(a\n" "(a))\n" other)))
+                (should (equal notes "")))))
+          (should (equal (with-temp-buffer (insert-file-contents path) (buffer-string)) text)))
+      (delete-directory dir t))))
+
 (ert-deftest sly-agent-q-review-ui/ret-goes-to-the-hunk-in-the-file ()
   (let* ((dir (file-name-as-directory (make-temp-file "agentq-review-goto" t)))
          (path (expand-file-name "code.lisp" dir))

@@ -34,7 +34,7 @@
                          :content)))
     (should (string-prefix-p "5 problems (2 forms read, nothing evaluated):\n" text))
     (should (string-match-p "^line 1, column [0-9]+: There is no package with the name AGENTQ-NO-PKG\\.$" text))
-    (should (string-match-p "^line 3, column 2: Unmatched right parenthesis" text))
+    (should (string-match-p "^line 3, column 1: Unmatched right parenthesis" text))
     (should (string-match-p "^line 4, column [0-9]+: Cannot evaluate the form #\\.(DELETE-FILE" text))
     (should (string-match-p "^line 5, column [0-9]+: .*dispatch macro character" text))
     ;; Where the unclosed parenthesis opens, not where the text ends.

@@ -250,6 +250,41 @@ test("an agent's code that writes a file asks in Emacs; denied, nothing is writt
   assert.equal(textOf(await evaluate('(sdk-twice 21)')), '=> 42');
 });
 
+test('evaluate_lisp with debug holds an error in Emacs; invoke_restart goes on from it, Emacs serving meanwhile, its approvals asked', async () => {
+  const held = await client.callTool({ name: 'evaluate_lisp',
+    arguments: { code: '(list :got (restart-case (error "boom") (use-it (v) :report "Use a value" v)))', debug: true } });
+  assert.equal(held.isError, true);
+  const text = textOf(held);
+  const match = text.match(/^\[ERROR\] SIMPLE-ERROR \(held: condition (\d+)\)\nboom\n/);
+  assert.ok(match, text);
+  assert.match(text, /\[Restarts\]\n0: \[USE-IT\] Use a value/);
+  const id = Number(match[1]);
+  // The worker in Emacs is free while the error is held.
+  assert.equal(textOf(await evaluate('(+ 1 2)')), '=> 3');
+  const frames = await client.callTool({ name: 'backtrace', arguments: { condition_id: id } });
+  assert.match(textOf(frames), new RegExp(`^Condition ${id}: SIMPLE-ERROR: boom`));
+  // Values that touch the world are an agent's code: asked in Emacs, as
+  // from MCP; denied, nothing runs and the error stays held.
+  const target = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agentq-sdk-held-')), 'written.txt');
+  const denied = await client.callTool({ name: 'invoke_restart', arguments: {
+    condition_id: id, restart: 'USE-IT',
+    values: `(with-open-file (s ${JSON.stringify(target)} :direction :output) (write-line "x" s))` } });
+  assert.equal(denied.isError, true, textOf(denied));
+  assert.match(textOf(denied), /the test's approval function says no/);
+  assert.equal(fs.existsSync(target), false);
+  const deniedInFrame = await client.callTool({ name: 'eval_in_frame', arguments: {
+    condition_id: id, frame: 0, code: `(with-open-file (s ${JSON.stringify(target)} :direction :output) (write-line "x" s))` } });
+  assert.match(textOf(deniedInFrame), /the test's approval function says no/);
+  assert.equal(fs.existsSync(target), false);
+  // Values that only compute ask nothing.
+  const resumed = await client.callTool({ name: 'invoke_restart', arguments: { condition_id: id, restart: 'USE-IT', values: '42' } });
+  assert.equal(resumed.isError, false, textOf(resumed));
+  assert.equal(textOf(resumed), '=> (:GOT 42)');
+  const gone = await client.callTool({ name: 'invoke_restart', arguments: { condition_id: id, restart: '0' } });
+  assert.equal(gone.isError, true);
+  assert.match(textOf(gone), new RegExp(`No error is held as condition ${id} \\(The agent chose the restart USE-IT with 42\\.\\)`));
+});
+
 test('edit_form and insert_form change a Lisp file in that Emacs by structure, and its session', async () => {
   const file = path.join(project, 'approve-me.lisp');
   fs.writeFileSync(file, '(defun sdk-form-a () 1)\n\n(defun sdk-form-b (x)\n  (- x))\n');
