@@ -44,19 +44,59 @@ CLASSES: see FIVEAM-RESULT-CLASSES."
             ((is skipped) :skipped)
             (t :unknown)))))
 
-(defun fiveam-result-line (result)
-  "One failure or error as text: its test, its reason, its form."
+(defun fiveam-result-parts (result)
+  "A failure or error's kind (:FAILED, :ERRORED), test name, reason and
+form, the last three as text or NIL."
   (let* ((test-case (fiveam-slot result "TEST-CASE"))
          (name (and test-case (fiveam-slot test-case "NAME")))
          (reason (fiveam-slot result "REASON"))
          (form (fiveam-slot result "TEST-EXPR"))
          (condition (fiveam-slot result "ACTUAL-CONDITION"))
          (*package* (printing-package)))
-    (format nil "~:@(~A~) ~A~@[~%  reason: ~A~]~@[~%  form: ~A~]"
-            (fiveam-result-kind result) (if name (prin1-to-string name) "(unnamed test)")
+    (values (fiveam-result-kind result)
+            (if name (prin1-to-string name) "(unnamed test)")
             (cond (reason (without-object-addresses (one-line-capped (princ-to-string reason) 400)))
                   (condition (format nil "~A: ~A" (type-name condition) (one-line (condition-message condition)))))
             (and form (one-line-capped (printed form) 300)))))
+
+(defun fiveam-result-line (result)
+  "One failure or error as text: its test, its reason, its form."
+  (multiple-value-bind (kind name reason form) (fiveam-result-parts result)
+    (format nil "~:@(~A~) ~A~@[~%  reason: ~A~]~@[~%  form: ~A~]" kind name reason form)))
+
+(defun note-test-results (counts failures framework-note)
+  "run_tests's structured result (its :OUTPUT-SCHEMA), for a caller that
+takes one."
+  (when *want-structure*
+    (note-structured-result
+     (list :passed (if failures :false t)
+           :checks (+ (getf counts :passed) (getf counts :failed) (getf counts :errored)
+                      (getf counts :skipped) (getf counts :unknown))
+           :passed_checks (getf counts :passed) :failed_checks (getf counts :failed)
+           :errored_checks (getf counts :errored) :skipped_checks (getf counts :skipped)
+           :framework framework-note
+           :failures (coerce (loop for result in failures
+                                   repeat +test-failures-shown+
+                                   collect (multiple-value-bind (kind name reason form)
+                                               (fiveam-result-parts result)
+                                             (list :test name :kind (string-downcase kind)
+                                                   :reason (or reason :null) :form (or form :null))))
+                             'vector)))))
+
+(defparameter +run-tests-output-schema+
+  "{\"type\":\"object\",\"properties\":{
+     \"passed\":{\"type\":[\"boolean\",\"null\"],\"description\":\"No check failed or errored; null when the framework's results could not be read (see output).\"},
+     \"output\":{\"type\":\"string\",\"description\":\"What the tests printed, when their framework is not FiveAM.\"},
+     \"checks\":{\"type\":\"integer\"},\"passed_checks\":{\"type\":\"integer\"},
+     \"failed_checks\":{\"type\":\"integer\"},\"errored_checks\":{\"type\":\"integer\"},
+     \"skipped_checks\":{\"type\":\"integer\"},
+     \"framework\":{\"type\":\"string\"},
+     \"failures\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{
+        \"test\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"enum\":[\"failed\",\"errored\"]},
+        \"reason\":{\"type\":[\"string\",\"null\"]},\"form\":{\"type\":[\"string\",\"null\"]}},
+        \"required\":[\"test\",\"kind\"]}}},
+   \"required\":[\"passed\",\"checks\",\"failures\"]}"
+  "The JSON schema of run_tests's structured result (FiveAM's results).")
 
 (defvar *test-results* :off
   "While run_tests runs tests: the FiveAM results made so far, newest first.")
@@ -94,6 +134,9 @@ direct call in ECL's compiled code, which no wrapper would see)."
       (let ((kind (fiveam-result-kind result classes)))
         (incf (getf counts kind))
         (when (member kind '(:failed :errored)) (push result failures))))
+    (setf failures (reverse failures))
+    (note-test-results counts failures framework-note)
+    (setf failures (reverse failures))
     (with-output-to-string (out)
       (format out "~:[FAILED~;PASSED~]: ~D check~:P, ~D passed, ~D failed, ~D errored~:[, ~D skipped~;~*~] (~A)"
               (null failures) (length results) (getf counts :passed) (getf counts :failed)
@@ -157,6 +200,9 @@ direct call in ECL's compiled code, which no wrapper would see)."
     (if results
         (test-results-text results (format nil "FiveAM, via ASDF:TEST-SYSTEM ~S" name))
         (let ((printed (string-right-trim '(#\Newline #\Space) (get-output-stream-string output))))
+          (note-structured-result
+           (list :passed :null :checks 0 :failures #() :framework "not FiveAM: results not read"
+                 :output (if (> (length printed) 20000) (subseq printed 0 20000) printed)))
           (format nil "The tests of ~A ran (ASDF:TEST-SYSTEM) with a framework this tool does not read ~
                        (not FiveAM), so there are no per-test results: here is what they printed.~%~%~A"
                   name (if (> (length printed) 20000)
@@ -171,6 +217,7 @@ direct call in ECL's compiled code, which no wrapper would see)."
     (:name "framework" :type :string :description "auto (the default: FiveAM when it ran, else the output), or fiveam."))
   :safety-level :cautious
   :categories '(:execution)
+  :output-schema +run-tests-output-schema+
   :handler (lambda (arguments)
              (let ((system (gethash "system" arguments))
                    (names (gethash "names" arguments))

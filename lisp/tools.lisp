@@ -95,7 +95,7 @@ registry would refuse signals TOOL-DEFINITION-ERROR.
                    (if (string= text \"\") 0 (1+ (count #\\Space text)))))))"
   (unless (functionp handler)
     (error 'tool-definition-error :message (format nil "Tool ~A needs a :handler function." name)))
-  (let ((failure (%define-tool name description parameters required safety-level categories nil)))
+  (let ((failure (%define-tool name description parameters required safety-level categories nil nil)))
     (when failure
       (error 'tool-definition-error :message failure)))
   (make-instance 'tool :name (string name) :description (or description "") :parameters parameters
@@ -110,7 +110,7 @@ EXECUTE-TOOL-CALLS; any other hash table just keeps it."
   (check-type registry hash-table)
   (when (and (eq registry *agent-q-registry*) (slot-value tool 'own))
     (let ((failure (%define-tool (slot-value tool 'name) (slot-value tool 'description) (slot-value tool 'parameters)
-                                 (slot-value tool 'required) (slot-value tool 'safety-level) (slot-value tool 'categories) t)))
+                                 (slot-value tool 'required) (slot-value tool 'safety-level) (slot-value tool 'categories) t nil)))
       (when failure
         (error 'tool-definition-error :message failure)))
     (register-job-handler (slot-value tool 'name) (slot-value tool 'handler))

@@ -126,7 +126,9 @@ REGISTER-AGENT-Q-TOOLS.  DESCRIPTION, PARAMETERS, :REQUIRED,
 :SAFETY-LEVEL, :CATEGORIES and :HANDLER (the function its jobs call) are
 DEFINE-TOOL's; :OWN true makes it the runtime's own (evaluated code may
 neither replace its handler nor define a tool of its name); :ABORT-NOTE
-is the line an interrupted call's [ERROR] text adds."
+is the line an interrupted call's [ERROR] text adds; :OUTPUT-SCHEMA the
+JSON text of its structured result's schema (its handler then calls
+NOTE-STRUCTURED-RESULT)."
   `(progn
      (setf *built-in-tools*
            (append (remove ,name *built-in-tools* :key #'car :test #'string=)
@@ -188,12 +190,12 @@ defined elsewhere (in Emacs, before Lisp booted) in place."
                               unless (eq (seventh entry) :lisp) collect (first entry)))))
     (dolist (entry *built-in-tools*)
       (destructuring-bind (name description parameters
-                           &key required (safety-level :safe) categories handler own abort-note)
+                           &key required (safety-level :safe) categories handler own abort-note output-schema)
           entry
         (declare (ignore abort-note))
         (unless (member name elsewhere :test #'string=)
           (let ((failure (%define-tool name description parameters required safety-level categories
-                                       (if own :own t))))
+                                       (if own :own t) output-schema)))
             (when failure
               (error 'tool-definition-error :message failure)))
           (unless own                   ; set once, at boot
@@ -218,21 +220,29 @@ INTERACTIVE-KEY: see EVALUATE-STRING."
   (unless (equal tool "apropos_search")
     (incf *jobs-that-may-intern*))
   (setf *job-tool* tool)                ; for an approval question (agent-code.lisp)
-  (if (equal tool "evaluate_lisp")
-      (run-evaluate-job code package flags output-limit timeout-ms interactive-key)
-      (let ((handler (job-handler tool)))
-        (if handler
-            (guarded-job (timeout-ms (tool-abort-note tool)) (call-tool-handler handler arguments output-limit))
-            (values nil (format nil "[ERROR] UNKNOWN-TOOL~%No Lisp handler for the tool ~S." tool))))))
+  (let ((*want-structure* (/= 0 (logand flags 8))))
+    (if (equal tool "evaluate_lisp")
+        (run-evaluate-job code package flags output-limit timeout-ms interactive-key)
+        (let ((handler (job-handler tool)))
+          (if handler
+              (guarded-job (timeout-ms (tool-abort-note tool)) (call-tool-handler handler arguments output-limit))
+              (values nil (format nil "[ERROR] UNKNOWN-TOOL~%No Lisp handler for the tool ~S." tool)))))))
+
+(defun note-structured-result (object)
+  "When the running job's caller takes structured results (an MCP client),
+give it OBJECT (a hash table, plist or alist: JSON-TEXT's kinds), which
+fits the tool's :OUTPUT-SCHEMA."
+  (when *want-structure*
+    (%set-job-structure (json-text object))))
 
 (defun run-evaluate-job (code package flags output-limit timeout-ms interactive-key)
   ;; FLAGS: bit 0 capture time, bit 1 the REPL's debugger (debugger.lisp),
   ;; bit 2 hold unhandled errors (held-errors.lisp), bit 3 a structured
-  ;; result too (EVALUATION-STRUCTURE), bit 4 a copy of the output to the
-  ;; host as it is printed (an MCP client's progress).
+  ;; result too (EVALUATION-STRUCTURE, NOTE-STRUCTURED-RESULT: bound in
+  ;; RUN-JOB), bit 4 a copy of the output to the host as it is printed (an
+  ;; MCP client's progress).
   (declare (fixnum flags))
   (let ((*repl-debugger* (/= 0 (logand flags 2)))
-        (*want-structure* (/= 0 (logand flags 8)))
         (*copy-output* (/= 0 (logand flags 16))))
     (if (/= 0 (logand flags 4))
         (run-held-evaluation-job code package flags output-limit timeout-ms interactive-key)

@@ -135,8 +135,11 @@ ToolOutput run_lisp_job(Runtime& runtime, const EvaluateSettings& settings, cons
   request.arguments = arguments;
   request.timeout = to_timeout(settings.default_timeout_s.load());
   request.output_limit = settings.output_limit.load();
+  request.structured = context.wants_structured();
   EvalOutcome outcome = runtime.evaluate(std::move(request), context);
-  return {outcome.success, std::move(outcome.text)};
+  ToolOutput output{outcome.success, std::move(outcome.text)};
+  output.structured = std::move(outcome.structure);
+  return output;
 }
 
 // The handler of a Lisp-handled tool: each call is a job named TOOL, run on
@@ -186,12 +189,14 @@ cl_object seal_own_tools() {
   return one_value(ECL_T);
 }
 
-// (%DEFINE-TOOL name description parameters required safety categories register)
+// (%DEFINE-TOOL name description parameters required safety categories register
+//               output-schema)
 // → NIL, or a string saying what is wrong with the definition.  REGISTER
 // NIL only checks the definition; :OWN registers one of the runtime's own
-// tools (at boot), which later definitions may not replace.
+// tools (at boot), which later definitions may not replace.  OUTPUT-SCHEMA:
+// NIL, or the JSON text of the tool's output schema (Tool::output_schema).
 cl_object define_tool(cl_object name, cl_object description, cl_object parameters, cl_object required,
-                      cl_object safety, cl_object categories, cl_object register_it) {
+                      cl_object safety, cl_object categories, cl_object register_it, cl_object output_schema) {
   std::string failure;
   bool failed = !outside_lisp([&] {
     try {
@@ -212,6 +217,12 @@ cl_object define_tool(cl_object name, cl_object description, cl_object parameter
                                   " (:safe, :cautious or :dangerous)");
       tool.safety_level = *parsed;
       tool.categories = names(categories, ":categories");
+      if (output_schema != ECL_NIL) {
+        if (!ecl_stringp(output_schema)) throw ToolDefinitionError("Tool " + tool.name + ": :output-schema must be JSON text");
+        tool.output_schema = json::parse(lisp_string_to_utf8(output_schema), nullptr, false);
+        if (!tool.output_schema.is_object())
+          throw ToolDefinitionError("Tool " + tool.name + ": :output-schema must be a JSON object's text");
+      }
       tool.kind = HandlerKind::Lisp;
       tool.handler = lisp_job_handler(services().runtime, services().settings, tool.name,
                                       tool.safety_level == SafetyLevel::Dangerous);

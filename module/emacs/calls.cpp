@@ -17,8 +17,8 @@ const Env* current_env() { return t_current_env; }
 CurrentEnv::CurrentEnv(const Env& env) : previous_(t_current_env) { t_current_env = &env; }
 CurrentEnv::~CurrentEnv() { t_current_env = previous_; }
 
-EmacsCallContext::EmacsCallContext(const Env& env)
-    : env_(env), start_(Clock::now()), next_tick_(start_ + kFirstTick), user_(user_call(env)) {}
+EmacsCallContext::EmacsCallContext(const Env& env, bool structured)
+    : env_(env), start_(Clock::now()), next_tick_(start_ + kFirstTick), user_(user_call(env)), structured_(structured) {}
 
 bool user_call(const Env& env) {
   try {

@@ -38,8 +38,10 @@ class CurrentEnv {
 // (eval-in-emacs) are served here.
 class EmacsCallContext final : public CallContext {
  public:
-  explicit EmacsCallContext(const Env& env);
+  // STRUCTURED: the caller takes structured results (an MCP request).
+  explicit EmacsCallContext(const Env& env, bool structured = false);
   bool poll() override;
+  bool wants_structured() const override { return structured_; }
   bool cancelled() const override { return quit_ || env_.exit_pending(); }
   HostAnswer eval_in_host(const std::string& form) override;
   bool user_origin() const override { return user_; }
@@ -52,6 +54,7 @@ class EmacsCallContext final : public CallContext {
   Clock::time_point start_, next_tick_;
   bool quit_ = false;
   bool user_;
+  bool structured_;
 };
 
 // True when the call being made is the person's own: what

@@ -289,7 +289,7 @@ emacs_value tools_schema(const Env& env, ptrdiff_t, emacs_value* args) {
 // (sly-agent-q--module-mcp-request JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)
 emacs_value mcp_request(const Env& env, ptrdiff_t, emacs_value* args) {
   std::string message = env.to_string(args[0]);
-  EmacsCallContext context(env);
+  EmacsCallContext context(env, true);
   ExecutionOptions options = options_for(env, args[1], args[2], context);
   std::optional<std::string> response = root_with_tools().server.handle(message, options);
   if (env.exit_pending()) throw NonLocalExit();

@@ -52,6 +52,28 @@ one whose tests only print.")
                          "PASSED: 1 check, 1 passed, 0 failed, 0 errored (FiveAM)"))
           (should (string-prefix-p "FAILED: 4 checks, 2 passed, 1 failed, 1 errored (FiveAM)"
                                    (plist-get (agentq-test-call "run_tests" '(:names ["all"] :package "agentq-rt-tests")) :content)))
+          ;; Over MCP, the results are structured too (run_tests's outputSchema).
+          (let* ((response (agentq-test-mcp '(:jsonrpc "2.0" :id 7 :method "tools/call"
+                                                        :params (:name "run_tests" :arguments (:system "agentq-rt")))))
+                 (structured (agentq-test-get response "result" "structuredContent"))
+                 (failures (gethash "failures" structured)))
+            (should (eq (gethash "passed" structured) :false))
+            (should (equal (list (gethash "checks" structured) (gethash "passed_checks" structured)
+                                 (gethash "failed_checks" structured) (gethash "errored_checks" structured))
+                           '(4 2 1 1)))
+            (should (equal (length failures) 2))
+            ;; In the order FiveAM ran them.
+            (let ((failed (cl-find "failed" failures :key (lambda (f) (gethash "kind" f)) :test #'equal))
+                  (errored (cl-find "errored" failures :key (lambda (f) (gethash "kind" f)) :test #'equal)))
+              (should (equal (gethash "test" failed) "AGENTQ-RT-TESTS::ADDS"))
+              (should (equal (gethash "reason" failed) "(AGENTQ-RT:ADD 2 2) evaluated to 4 which is not = to 5"))
+              (should (equal (gethash "form" failed) "(= 5 (AGENTQ-RT:ADD 2 2))"))
+              (should (equal (gethash "test" errored) "AGENTQ-RT-TESTS::ERRS"))))
+          (let ((plain (agentq-test-get (agentq-test-mcp '(:jsonrpc "2.0" :id 8 :method "tools/call"
+                                                                   :params (:name "run_tests" :arguments (:system "agentq-rt-plain"))))
+                                        "result" "structuredContent")))
+            (should (eq (gethash "passed" plain) :null))
+            (should (string-match-p "plain tests: 2 of 2 ok" (gethash "output" plain))))
           ;; Not FiveAM: what the tests printed, and it says so.
           (should (string-match-p "with a framework this tool does not read (not FiveAM).*\n\nplain tests: 2 of 2 ok\\'"
                                   (plist-get (agentq-test-call "run_tests" '(:system "agentq-rt-plain")) :content)))
