@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/mcp_catalog.hpp"
 #include "core/schema.hpp"
 #include "core/validate.hpp"
 
@@ -381,13 +382,53 @@ std::optional<std::string> McpServer::handle_json_text(json&& message, const Exe
   }
 }
 
+std::optional<ToolResult> McpServer::run_safe_tool(const ToolCall& call, const ExecutionOptions& options) {
+  ToolPtr tool = executor_.registry().resolve(call.name);
+  // Resources and prompts only read: never a tool that asks or runs code.
+  if (!tool || tool->safety_level != SafetyLevel::Safe) return std::nullopt;
+  return executor_.execute(call, options);
+}
+
+json McpServer::read_resource(const json& params, const json& id, const ExecutionOptions& options) {
+  const auto uri = params.is_object() ? params.find("uri") : params.end();
+  if (!params.is_object() || uri == params.end() || !uri->is_string())
+    return error_response(kInvalidParams, "Invalid params: resources/read needs params {uri}", id);
+  const std::string& text = uri->get_ref<const std::string&>();
+  std::optional<ToolCall> call = mcp::resource_call(text);
+  std::optional<ToolResult> result = call ? run_safe_tool(*call, options) : std::nullopt;
+  if (!result) return error_response(kResourceNotFound, "Resource not found: " + echo(text), id);
+  if (!result->success) return error_response(kResourceNotFound, echo(text) + ": " + result->content, id);
+  json content = {{"uri", text}, {"mimeType", "text/plain"}, {"text", std::move(result->content)}};
+  return result_response({{"contents", json::array({std::move(content)})}}, id);
+}
+
+json McpServer::get_prompt(const json& params, const json& id, const ExecutionOptions& options) {
+  const auto name = params.is_object() ? params.find("name") : params.end();
+  if (!params.is_object() || name == params.end() || !name->is_string())
+    return error_response(kInvalidParams, "Invalid params: prompts/get needs params {name, arguments}", id);
+  std::string problem;
+  std::optional<mcp::PromptPlan> plan =
+      mcp::prompt_plan(name->get<std::string>(), params.value("arguments", json()), problem);
+  if (!plan) return error_response(kInvalidParams, "Invalid params: " + problem, id);
+  std::string text = plan->before;
+  if (plan->call) {
+    std::optional<ToolResult> result = run_safe_tool(*plan->call, options);
+    text += result ? result->content : "(the session could not say)";
+    text += plan->after;
+  }
+  json message = {{"role", "user"}, {"content", {{"type", "text"}, {"text", std::move(text)}}}};
+  return result_response({{"description", plan->description}, {"messages", json::array({std::move(message)})}}, id);
+}
+
 json McpServer::dispatch(const std::string& method, const json& params, const json& id,
                          const ExecutionOptions& options) {
   try {
     const bool absent = params.is_discarded();
     const bool known = method == "initialize" || method == "ping" || method == "tools/list" ||
                        method == "tools/call" || method == "notifications/initialized" ||
-                       method == "notifications/cancelled";
+                       method == "notifications/cancelled" || method == "resources/list" ||
+                       method == "resources/templates/list" || method == "resources/read" ||
+                       method == "prompts/list" || method == "prompts/get";
     if (!known) return error_response(kMethodNotFound, "Method not found: " + echo(method), id);
     if (!absent && !params.is_object()) {
       return error_response(kInvalidParams, "Invalid params: params must be an object, got " + json_type_name(params),
@@ -412,6 +453,11 @@ json McpServer::dispatch(const std::string& method, const json& params, const js
     if (method == "tools/list") {
       return result_response(tools_list()->result, id);
     }
+    if (method == "resources/list") return result_response(mcp::resources_list(), id);
+    if (method == "resources/templates/list") return result_response(mcp::resource_templates_list(), id);
+    if (method == "prompts/list") return result_response(mcp::prompts_list(), id);
+    if (method == "resources/read") return read_resource(params, id, options);
+    if (method == "prompts/get") return get_prompt(params, id, options);
 
     if (method == "initialize") {
       std::string version(kProtocolVersions.front());
@@ -427,6 +473,8 @@ json McpServer::dispatch(const std::string& method, const json& params, const js
       tools["listChanged"] = false;
       json capabilities = json::object();
       capabilities["tools"] = std::move(tools);
+      capabilities["resources"] = {{"subscribe", false}, {"listChanged", false}};
+      capabilities["prompts"] = {{"listChanged", false}};
       json server = json::object();
       server["name"] = info_.name;
       server["version"] = info_.version;

@@ -20,6 +20,7 @@ inline constexpr int kInvalidRequest = -32600;
 inline constexpr int kMethodNotFound = -32601;
 inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
+inline constexpr int kResourceNotFound = -32002;  // MCP's
 }  // namespace jsonrpc_error
 
 struct ServerInfo {
@@ -72,6 +73,13 @@ class McpServer {
   // Invalid arguments fail the call (a result), as a tool's error does.
   ToolResult call_resolved_tool(ToolPtr tool, const json* given, json* movable, const json& id,
                                 const ExecutionOptions& options);
+
+  // resources/read and prompts/get (core/mcp_catalog): what a resource or
+  // a prompt quotes is a safe tool's result.
+  json read_resource(const json& params, const json& id, const ExecutionOptions& options);
+  json get_prompt(const json& params, const json& id, const ExecutionOptions& options);
+  // CALL's result when its tool is safe; nullopt for any other.
+  std::optional<ToolResult> run_safe_tool(const ToolCall& call, const ExecutionOptions& options);
 
   // The tools/list result for the registry's current tools, rebuilt
   // whenever a tool was (re-)registered since the last call.

@@ -26,7 +26,9 @@ Route route_message(std::string_view text) {
     if (!message->is_object()) return route;
     const auto id = message->find("id");
     if (id != message->end()) {
-      if (has_method(*message, "tools/call")) {
+      // What runs Lisp (a tool) may run for long.
+      if (has_method(*message, "tools/call") || has_method(*message, "resources/read") ||
+          has_method(*message, "prompts/get")) {
         route.kind = Route::Kind::Queue;
         route.id = *id;
         route.message = std::move(*message);

@@ -13,7 +13,7 @@ namespace agentq::mcp {
 struct Route {
   enum class Kind {
     Answer,  // quick: initialize, ping, tools/list, notifications, every malformed message
-    Queue,   // a tools/call request, or a batch: may run for long
+    Queue,   // a tools/call, resources/read or prompts/get request, or a batch: may run for long
     Cancel,  // notifications/cancelled naming a request
   };
   Kind kind = Kind::Answer;

@@ -78,6 +78,10 @@ std::string call_message(const json& id, const json& params) {
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", params}}.dump();
 }
 
+std::string call_message_of(const char* method, const json& id, const json& params) {
+  return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump();
+}
+
 }  // namespace
 
 // ------------------------------------------------------------- lifecycle
@@ -88,7 +92,7 @@ TEST_F(McpTest, Initialize) {
            "capabilities":{},"clientInfo":{"name":"test","version":"1"}}})"),
       0);
   EXPECT_EQ(r["protocolVersion"], "2025-06-18");
-  EXPECT_EQ(r["capabilities"], json::parse(R"({"tools":{"listChanged":false}})"));
+  EXPECT_EQ(r["capabilities"], json::parse(R"({"tools":{"listChanged":false},"resources":{"subscribe":false,"listChanged":false},"prompts":{"listChanged":false}})"));
   EXPECT_TRUE(r["instructions"].is_string() && r["instructions"].get<std::string>().find("evaluate_lisp") != std::string::npos);
   EXPECT_EQ(r["serverInfo"], (json{{"name", "sly-agent-q"}, {"version", std::string(kVersion)}}));
 }
@@ -369,9 +373,9 @@ TEST_F(McpTest, ToolsCallWithModeratelyNestedArguments) {
 // ------------------------------------------------------------------ errors
 
 TEST_F(McpTest, UnknownMethod) {
-  json response = ask(R"({"jsonrpc":"2.0","id":"abc","method":"resources/list"})");
+  json response = ask(R"({"jsonrpc":"2.0","id":"abc","method":"resources/subscribe"})");
   expect_error(response, rpc::kMethodNotFound, "abc");
-  EXPECT_NE(response["error"]["message"].get<std::string>().find("resources/list"), std::string::npos);
+  EXPECT_NE(response["error"]["message"].get<std::string>().find("resources/subscribe"), std::string::npos);
 }
 
 TEST_F(McpTest, NotificationsAreNeverAnswered) {
@@ -894,4 +898,55 @@ TEST_F(McpTest, HandleJsonTextReplacesInvalidUtf8AsDumpDoes) {
   std::optional<std::string> text = server.handle_json_text(json(parsed), {});
   ASSERT_TRUE(tree && text);
   EXPECT_EQ(*text, tree->dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+// ------------------------------------------------------------ resources and prompts
+
+TEST_F(McpTest, ResourcesAndPromptsAreListedAndReadThroughSafeTools) {
+  registry.register_tool(make_tool("list_definitions", {}, {}, SafetyLevel::Safe, agentq::testing::returns("[Functions]\n- F (X)")));
+  registry.register_tool(make_tool("describe_symbol", {param("symbol"), param("package")}, {"symbol"},
+                                   SafetyLevel::Safe, echo_args()));
+  registry.register_tool(make_tool("get_last_error", {}, {}, SafetyLevel::Safe, agentq::testing::returns("No error recorded.")));
+  json init = expect_result(ask(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})"), 1);
+  EXPECT_TRUE(init["capabilities"].contains("resources"));
+  EXPECT_TRUE(init["capabilities"].contains("prompts"));
+  json list = expect_result(ask(R"({"jsonrpc":"2.0","id":2,"method":"resources/list"})"), 2);
+  EXPECT_EQ(list["resources"][0]["uri"], "lisp://session/definitions");
+  json templates = expect_result(ask(R"({"jsonrpc":"2.0","id":3,"method":"resources/templates/list"})"), 3);
+  EXPECT_EQ(templates["resourceTemplates"][0]["uriTemplate"], "lisp://symbol/{package}/{name}");
+  json read = expect_result(
+      ask(R"({"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"lisp://session/definitions"}})"), 4);
+  EXPECT_EQ(read["contents"][0]["text"], "[Functions]\n- F (X)");
+  EXPECT_EQ(read["contents"][0]["uri"], "lisp://session/definitions");
+  // A template's variables are percent-decoded into the tool's arguments.
+  json symbol = expect_result(
+      ask(R"({"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"lisp://symbol/CL-USER/%2AFOO%2F%2A"}})"), 5);
+  EXPECT_EQ(json::parse(symbol["contents"][0]["text"].get<std::string>()),
+            json({{"symbol", "*FOO/*"}, {"package", "CL-USER"}}));
+  for (const char* uri : {"lisp://nope", "lisp://symbol/CL-USER", "lisp://symbol//X", "lisp://symbol/A/%zz", "file:///etc/passwd"}) {
+    SCOPED_TRACE(uri);
+    expect_error(ask(call_message_of("resources/read", 6, {{"uri", uri}})), rpc::kResourceNotFound, 6);
+  }
+  expect_error(ask(R"({"jsonrpc":"2.0","id":7,"method":"resources/read","params":{}})"), rpc::kInvalidParams, 7);
+  json prompts = expect_result(ask(R"({"jsonrpc":"2.0","id":8,"method":"prompts/list"})"), 8);
+  EXPECT_EQ(prompts["prompts"][0]["name"], "explain-error");
+  json prompt = expect_result(ask(R"({"jsonrpc":"2.0","id":9,"method":"prompts/get","params":{"name":"explain-error"}})"), 9);
+  EXPECT_EQ(prompt["messages"][0]["role"], "user");
+  EXPECT_NE(prompt["messages"][0]["content"]["text"].get<std::string>().find("No error recorded."), std::string::npos);
+  expect_error(ask(R"({"jsonrpc":"2.0","id":10,"method":"prompts/get","params":{"name":"explain-symbol"}})"),
+               rpc::kInvalidParams, 10);
+  expect_error(ask(R"({"jsonrpc":"2.0","id":11,"method":"prompts/get","params":{"name":"nope"}})"), rpc::kInvalidParams, 11);
+  EXPECT_EQ(eval_runs, 0);
+}
+
+TEST_F(McpTest, AResourceIsNeverReadThroughAToolThatAsksOrRunsCode) {
+  // A tool of that name that is not safe (say redefined dangerous) is not called.
+  int ran = 0;
+  registry.register_tool(make_tool("list_definitions", {}, {}, SafetyLevel::Dangerous, [&](const json&, CallContext&) {
+    ++ran;
+    return ToolOutput{true, "ran"};
+  }));
+  expect_error(ask(R"({"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"lisp://session/definitions"}})"),
+               rpc::kResourceNotFound, 1);
+  EXPECT_EQ(ran, 0);
 }

@@ -132,6 +132,14 @@ test('evaluate_lisp runs in the Emacs session, which persists', async () => {
   assert.equal(textOf(await evaluate('(1+ *sdk-emacs*)')), '=> 42');
 });
 
+test('resources and prompts through Emacs: a symbol defined in that session', async () => {
+  await evaluate('(defun sdk-emacs-resource (x) "Triples." (* 3 x))');
+  const doc = await client.readResource({ uri: 'lisp://symbol/CL-USER/SDK-EMACS-RESOURCE' });
+  assert.match(doc.contents[0].text, /Triples\./);
+  const prompt = await client.getPrompt({ name: 'explain-symbol', arguments: { symbol: 'sdk-emacs-resource' } });
+  assert.match(prompt.messages[0].content.text, /Triples\./);
+});
+
 test('evaluate_lisp through Emacs gives structuredContent too, values and error', async () => {
   // The SDK validates structuredContent against the outputSchema it listed.
   await client.listTools();

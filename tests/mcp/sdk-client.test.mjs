@@ -327,6 +327,29 @@ test('progress: a call with a progressToken gets the output as it is printed, an
   assert.equal(received.filter((m) => m.method === 'notifications/progress').length, before);
 });
 
+test('resources and prompts: the session\'s definitions, a symbol\'s documentation, an error to explain', async () => {
+  assert.ok(client.getServerCapabilities().resources, 'resources capability');
+  assert.ok(client.getServerCapabilities().prompts, 'prompts capability');
+  await evaluate('(defun sdk-resource-fn (x) "Adds one." (1+ x))');
+  const { resources } = await client.listResources();
+  assert.ok(resources.some((r) => r.uri === 'lisp://session/definitions'));
+  const definitions = await client.readResource({ uri: 'lisp://session/definitions' });
+  assert.match(definitions.contents[0].text, /SDK-RESOURCE-FN \(X\)/);
+  const { resourceTemplates } = await client.listResourceTemplates();
+  assert.ok(resourceTemplates.some((t) => t.uriTemplate === 'lisp://symbol/{package}/{name}'));
+  const doc = await client.readResource({ uri: 'lisp://symbol/CL-USER/SDK-RESOURCE-FN' });
+  assert.match(doc.contents[0].text, /Adds one\./);
+  await assert.rejects(client.readResource({ uri: 'lisp://symbol/NO-SUCH-PACKAGE/X' }), (error) => {
+    assert.equal(error.code, -32002);
+    return true;
+  });
+  const { prompts } = await client.listPrompts();
+  assert.deepEqual(prompts.map((p) => p.name), ['explain-error', 'explain-symbol', 'fix-failing-tests']);
+  const explained = await client.getPrompt({ name: 'explain-symbol', arguments: { symbol: 'sdk-resource-fn' } });
+  assert.equal(explained.messages[0].role, 'user');
+  assert.match(explained.messages[0].content.text, /Adds one\./);
+});
+
 test('ping is answered while an evaluation runs', async () => {
   const slow = evaluate('(progn (sleep 1.5) :slept)');
   await new Promise((resolve) => setTimeout(resolve, 200));
