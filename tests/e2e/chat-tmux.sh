@@ -43,15 +43,7 @@ cat > "$work/setup.el" <<ELISP
                 :text "The sum is 3: I asked ECL, which said => 3." :split 4)))
 ELISP
 
-start_emacs
-eval_expression "(progn (load \"$work/setup.el\" nil t) (message \"e2e chat ready\"))"
-wait_for 'e2e chat ready' 10 || fail "the fake provider did not start"
-
-tmux_ send-keys -t "$session" M-x
-wait_for '^M-x' 5 || fail "no M-x prompt"
-tmux_ send-keys -t "$session" -l sly-agent-q-chat
-tmux_ send-keys -t "$session" Enter
-wait_for 'Agent-Q chat .* fake \(fake-model\)' 10 screen || fail "M-x sly-agent-q-chat did not show the chat"
+start_fake_chat
 
 tmux_ send-keys -t "$session" -l "What is 1 + 2?"
 tmux_ send-keys -t "$session" Enter

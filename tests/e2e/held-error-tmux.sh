@@ -61,15 +61,7 @@ cat > "$work/setup.el" <<ELISP
 (agentq-e2e-say "The error is held: pick a restart in the debugger.")
 ELISP
 
-start_emacs
-eval_expression "(progn (load \"$work/setup.el\" nil t) (message \"e2e held ready\"))"
-wait_for 'e2e held ready' 10 || fail "the fake provider did not start"
-
-tmux_ send-keys -t "$session" M-x
-wait_for '^M-x' 5 || fail "no M-x prompt"
-tmux_ send-keys -t "$session" -l sly-agent-q-chat
-tmux_ send-keys -t "$session" Enter
-wait_for 'Agent-Q chat .* fake \(fake-model\)' 10 screen || fail "M-x sly-agent-q-chat did not show the chat"
+start_fake_chat
 
 tmux_ send-keys -t "$session" -l "Run it with the debugger on."
 tmux_ send-keys -t "$session" Enter

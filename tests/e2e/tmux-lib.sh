@@ -109,3 +109,16 @@ quit_emacs() {
     sleep 0.05
   done
 }
+
+# Starts Emacs, loads $work/setup.el (which starts the fake provider) and
+# opens the chat with M-x, as a person does.
+start_fake_chat() {
+  start_emacs
+  eval_expression "(progn (load \"$work/setup.el\" nil t) (message \"e2e fake chat ready\"))"
+  wait_for 'e2e fake chat ready' 10 || fail "the fake provider did not start"
+  tmux_ send-keys -t "$session" M-x
+  wait_for '^M-x' 5 || fail "no M-x prompt"
+  tmux_ send-keys -t "$session" -l sly-agent-q-chat
+  tmux_ send-keys -t "$session" Enter
+  wait_for 'Agent-Q chat .* fake \(fake-model\)' 10 screen || fail "M-x sly-agent-q-chat did not show the chat"
+}
