@@ -8,6 +8,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "core/call_context.hpp"
@@ -31,6 +32,18 @@ class McpCallContext final : public CallContext {
   // runtime spins first).  The stdio server hands its reading on then.
   void set_on_wait(std::function<void()> on_wait) { on_wait_ = std::move(on_wait); }
 
+  // NOTIFIER sends one JSON-RPC notification text (say
+  // notifications/progress) to the client that made this call, while it
+  // runs: the transport sets it before the call starts.  Over stdio it
+  // writes a line on stdout (the LineWriter of the responses); over HTTP an
+  // SSE event on that request's own response stream.  Called from any
+  // thread; the transport serializes.
+  using Notifier = std::function<bool(std::string_view json_text)>;
+  void set_notifier(Notifier notifier) { notifier_ = std::move(notifier); }
+  // Sends JSON_TEXT (a whole notification object, no newline) for this
+  // call; false when no transport took it (none set, or the client went).
+  bool notify(std::string_view json_text) const { return notifier_ && notifier_(json_text); }
+
   bool poll() override {
     if (on_wait_) std::exchange(on_wait_, nullptr)();
     return cancelled_.load(std::memory_order_relaxed);
@@ -45,6 +58,7 @@ class McpCallContext final : public CallContext {
  private:
   JobCanceller cancel_job_;
   std::function<void()> on_wait_;  // the calling thread's alone
+  Notifier notifier_;              // set before the call starts, then only read
   std::mutex mutex_;
   std::optional<std::uint64_t> job_;  // the latest job queued for the call
   std::atomic<bool> cancelled_{false};

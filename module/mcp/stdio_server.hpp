@@ -56,6 +56,8 @@ class StdioServer {
   bool handle(const Line& line, std::size_t limit);
   bool call(std::shared_ptr<Pending> pending);
   void hand_off_reading();
+  // A call's notifier (McpCallContext::notify): a line on out_.
+  McpCallContext::Notifier line_notifier();
   void execute(Pending& pending);
   void cancel(const nlohmann::json& request_id);
   void respond(const std::optional<std::string>& response);
