@@ -22,7 +22,7 @@ HeadlessSession::HeadlessSession(McpServer& server, ExecutionOptions options, Mc
   options_.context = nullptr;
 }
 
-std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann::json message, const Notify& notify) {
+std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann::json message, Link& link) {
   // The same routing as stdio's, on the message already parsed.
   Route route;
   const auto id = message.find("id");
@@ -31,7 +31,7 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
   if (is_call) {
     McpCallContext context(cancel_job_);
     context.set_allow_dangerous(allow_dangerous_);
-    context.set_notifier(notify);
+    context.set_notifier(link.notify);
     const std::string key = id->is_string() || id->is_number() ? id_text(*id) : std::string();
     std::multimap<std::string, McpCallContext*>::iterator entry;
     {
@@ -39,9 +39,11 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
       if (ended_) context.cancel();
       entry = running_.emplace(key, &context);
     }
+    link.set_canceller([&context] { context.cancel(); });
     ExecutionOptions options = options_;
     options.context = &context;
     std::optional<std::string> response = server_.handle_json_text(std::move(message), options);
+    link.set_canceller(nullptr);
     {
       std::lock_guard lock(mutex_);
       running_.erase(entry);

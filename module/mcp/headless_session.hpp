@@ -25,7 +25,7 @@ class HeadlessSession final : public McpSession {
   HeadlessSession(McpServer& server, ExecutionOptions options, McpCallContext::JobCanceller cancel_job,
                   bool allow_dangerous);
 
-  std::optional<std::string> post(std::string_view text, nlohmann::json message, const Notify& notify) override;
+  std::optional<std::string> post(std::string_view text, nlohmann::json message, Link& link) override;
   void end() override;
 
  private:

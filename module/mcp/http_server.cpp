@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "core/jsonrpc.hpp"
 #include "mcp/http_request.hpp"
 #include "mcp/log.hpp"
+#include "mcp/unique_fd.hpp"
 
 namespace agentq::mcp {
 
@@ -80,6 +82,40 @@ bool header_lists(std::optional<std::string_view> header, std::string_view item)
   std::string lowered(*header);
   std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return std::tolower(c); });
   return lowered.find(item) != std::string::npos;
+}
+
+// SESSION's answer to a request, while a watcher sees whether the client
+// closes the connection meanwhile: then the call is stopped (LINK), as a
+// closed stdio or Emacs connection stops its calls.  Only a hang-up
+// counts: a pipelined next request is left for its turn.
+std::optional<std::string> post_watched(int fd, McpSession& session, std::string_view text, nlohmann::json message,
+                                        McpSession::Link& link) {
+  UniqueFd done(::eventfd(0, EFD_CLOEXEC));
+  std::thread watcher;
+  if (done) {
+    watcher = std::thread([fd, &done, &link] {
+      for (;;) {
+        pollfd ready[2] = {{fd, POLLRDHUP, 0}, {done.get(), POLLIN, 0}};
+        int rc = ::poll(ready, 2, -1);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc < 0 || ready[1].revents) return;
+        if (ready[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+          log(LogLevel::Info, "HTTP: the client closed the connection of a running call: cancelling it");
+          link.client_gone();
+          return;
+        }
+        // Data (a pipelined request) is not a hang-up; do not spin on it.
+        ::poll(nullptr, 0, 10);
+      }
+    });
+  }
+  std::optional<std::string> response = session.post(text, std::move(message), link);
+  if (watcher.joinable()) {
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(done.get(), &one, sizeof one);
+    watcher.join();
+  }
+  return response;
 }
 
 }  // namespace
@@ -294,11 +330,12 @@ bool HttpServer::post(int fd, Exchange& exchange) {
   const auto method = message.find("method");
   const bool has_method = method != message.end() && method->is_string();
   const bool is_request = has_method && message.contains("id");
-  const McpSession::Notify drop = [](std::string_view) { return false; };
+  auto drop = [](std::string_view) { return false; };
 
   if (is_request && *method == "initialize") {
     std::shared_ptr<McpSession> session = make_session_();
-    std::optional<std::string> response = session->post(exchange.body, std::move(*parsed), drop);
+    McpSession::Link link(drop);
+    std::optional<std::string> response = session->post(exchange.body, std::move(*parsed), link);
     if (!response) return answer(202, "");
     if (response->find("\"error\"") != std::string::npos &&
         nlohmann::json::parse(*response, nullptr, false).contains("error")) {
@@ -323,7 +360,8 @@ bool HttpServer::post(int fd, Exchange& exchange) {
 
   if (!is_request) {
     // A notification (cancellations among them) or a response: accepted.
-    session->post(exchange.body, std::move(*parsed), drop);
+    McpSession::Link link(drop);
+    session->post(exchange.body, std::move(*parsed), link);
     return answer(202, "");
   }
 
@@ -334,7 +372,8 @@ bool HttpServer::post(int fd, Exchange& exchange) {
     if (auto meta = params->find("_meta"); meta != params->end() && meta->is_object())
       wants_stream = meta->contains("progressToken");
   if (!wants_stream || !accepts_sse) {
-    std::optional<std::string> response = session->post(exchange.body, std::move(*parsed), drop);
+    McpSession::Link link(drop);
+    std::optional<std::string> response = post_watched(fd, *session, exchange.body, std::move(*parsed), link);
     return response ? answer(200, *response) : answer(202, "");
   }
 
@@ -353,8 +392,8 @@ bool HttpServer::post(int fd, Exchange& exchange) {
     open = write_all(fd, std::string(size) + data + "\r\n");
     return open;
   };
-  const McpSession::Notify notify = event;
-  std::optional<std::string> response = session->post(exchange.body, std::move(*parsed), notify);
+  McpSession::Link link(event);
+  std::optional<std::string> response = post_watched(fd, *session, exchange.body, std::move(*parsed), link);
   if (response) event(*response);
   std::lock_guard lock(write_mutex);
   return open && write_all(fd, "0\r\n\r\n");

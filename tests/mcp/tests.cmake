@@ -15,6 +15,12 @@ if(TARGET sly-agent-q-mcp)
            COMMAND bash ${CMAKE_SOURCE_DIR}/tests/mcp/run-sdk-client.sh $<TARGET_FILE:sly-agent-q-mcp>)
   set_tests_properties(mcp_sdk_client PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RESOURCE_LOCK mcp_node_modules)
 
+  # The SDK's Streamable HTTP client against sly-agent-q-mcp --http.
+  add_test(NAME mcp_sdk_client_http
+           COMMAND bash ${CMAKE_SOURCE_DIR}/tests/mcp/run-sdk-client.sh $<TARGET_FILE:sly-agent-q-mcp>
+                   sdk-client-http.test.mjs)
+  set_tests_properties(mcp_sdk_client_http PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RESOURCE_LOCK mcp_node_modules)
+
   # The same client through sly-agent-q-mcp --emacs, against a batch Emacs
   # serving MCP with the module built here.
   if(TARGET sly-agent-q-module)
