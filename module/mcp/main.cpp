@@ -23,6 +23,7 @@
 #include "app/services.hpp"
 #include "mcp/approval.hpp"
 #include "mcp/emacs_bridge.hpp"
+#include "mcp/emacs_session.hpp"
 #include "mcp/headless_session.hpp"
 #include "mcp/http_request.hpp"
 #include "mcp/http_server.hpp"
@@ -148,6 +149,14 @@ int bridge(const Options& options, const ProtocolFds& fds) {
   BridgeOptions bridge_options;
   bridge_options.socket = options.emacs_socket;
   bridge_options.timeout = std::chrono::milliseconds(static_cast<long long>(options.emacs_timeout_s * 1000));
+  if (options.http_port) {
+    // Each HTTP session its own bridge, so its own connection to Emacs.
+    int status = serve_http(options, fds, [bridge_options]() -> std::unique_ptr<McpSession> {
+      return std::make_unique<EmacsSession>(bridge_options);
+    });
+    log(LogLevel::Info, "done");
+    return status;
+  }
   LineWriter out(fds.out.get());
   EmacsBridge(bridge_options, fds.in.get(), out).run();
   log(LogLevel::Info, "done");

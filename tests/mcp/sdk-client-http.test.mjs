@@ -19,33 +19,17 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
+import { startHttpServer } from './http-server.mjs';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
-const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(here, '../../build/sly-agent-q-mcp');
 
 let dir;
 let server;
 let url;
 let port;
 let token;
-let stderrText = '';
+let stderrText;
 const clients = [];
-
-// Starts the binary with ARGS plus --http 0; resolves once it printed its
-// URL.  Its stdin is a pipe: closing it stops the server.
-export function startHttpServer(args, tokenFile) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(binary, [...args, '--http', '0', '--http-token-file', tokenFile], { stdio: ['pipe', 'inherit', 'pipe'] });
-    let text = '';
-    child.stderr.on('data', (chunk) => {
-      text += chunk;
-      stderrText += chunk;
-      process.stderr.write(chunk);
-      const found = text.match(/serving MCP \(Streamable HTTP\) at (http:\/\/127\.0\.0\.1:(\d+)\/mcp)/);
-      if (found && text.includes('claude mcp add')) resolve({ child, url: found[1], port: Number(found[2]), text });
-    });
-    child.on('exit', (code) => reject(new Error(`sly-agent-q-mcp --http exited (${code}) before serving`)));
-  });
-}
 
 async function connect(name = 'sly-agent-q-sdk-http-test') {
   const transport = new StreamableHTTPClientTransport(new URL(url), {
@@ -107,7 +91,7 @@ async function post(body, headers = {}) {
 before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentq-sdk-http-'));
   const tokenFile = path.join(dir, 'token');
-  ({ child: server, url, port } = await startHttpServer([], tokenFile));
+  ({ child: server, url, port, text: stderrText } = await startHttpServer([], tokenFile));
   token = fs.readFileSync(tokenFile, 'utf8').trim();
 });
 
