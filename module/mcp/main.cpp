@@ -15,6 +15,7 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <system_error>
 #include <string>
 #include <vector>
@@ -74,8 +75,15 @@ void write_token_file(const std::string& file, const std::string& token) {
     fs::create_directories(parent);
     fs::permissions(parent, fs::perms::owner_all, fs::perm_options::replace);
   }
+  // Nobody else may swap the file in a directory that is not the user's own.
+  struct stat directory{};
+  if (::stat(parent.empty() ? "." : parent.c_str(), &directory) < 0 || directory.st_uid != ::getuid() ||
+      (directory.st_mode & 022) != 0)
+    throw std::runtime_error("the token file's directory " + parent.string() +
+                             " must be yours and writable by nobody else (chmod 700)");
   UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) throw std::system_error(errno, std::generic_category(), "cannot write the token file " + file);
+  // A file already there that is not ours cannot be made 0600: refused.
   if (::fchmod(fd.get(), 0600) < 0) throw std::system_error(errno, std::generic_category(), "chmod " + file);
   std::string text = token + "\n";
   if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
