@@ -118,6 +118,21 @@ std::optional<std::string> post_watched(int fd, McpSession& session, std::string
   return response;
 }
 
+// After a refusal: the answer is sent and the sending side shut, then
+// what the client still sends (a body not read) is read and dropped for a
+// moment, so that closing does not reset the connection before the client
+// has read the answer.
+void drain_and_close(int fd) {
+  ::shutdown(fd, SHUT_WR);
+  std::string ignored;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  std::size_t total = 0;
+  while (total < (std::size_t{1} << 20) && read_more(fd, ignored, deadline)) {
+    total += ignored.size();
+    ignored.clear();
+  }
+}
+
 }  // namespace
 
 struct HttpServer::Exchange {
@@ -225,9 +240,10 @@ void HttpServer::accept_loop() {
 
 void HttpServer::serve_connection(int fd) {
   std::string buffer;
-  auto refuse = [fd](int status, std::string_view why) {
+  auto refuse = [fd](int status, std::string_view why, std::string_view extra = {}) {
     std::string body = std::string(why) + "\n";
-    write_all(fd, response_head(status, "text/plain", body.size(), false) + body);
+    write_all(fd, response_head(status, "text/plain", body.size(), false, extra) + body);
+    drain_and_close(fd);
   };
   for (;;) {
     // A request has read_timeout to arrive whole (and an idle connection
@@ -253,6 +269,19 @@ void HttpServer::serve_connection(int fd) {
     const std::size_t body_bytes = length ? static_cast<std::size_t>(*length) : 0;
     if (body_bytes > options_.max_body_bytes)
       return refuse(413, "the body is larger than " + std::to_string(options_.max_body_bytes) + " bytes");
+    // Whoever may not ask is answered before its body is read; the
+    // connection then closes.
+    // DNS rebinding: a page elsewhere must not reach this server.
+    if (auto origin = exchange.request.header("origin"); origin && !origin_allowed(*origin, port_)) {
+      log(LogLevel::Warn, "HTTP: refused a request from Origin " + shortened(*origin, 100));
+      return refuse(403, "forbidden Origin");
+    }
+    auto authorization = exchange.request.header("authorization");
+    if (!authorization || exchange.request.count("authorization") != 1 ||
+        !bearer_matches(*authorization, options_.token)) {
+      return refuse(401, "a valid bearer token is required (see the token file sly-agent-q-mcp printed)",
+                    "WWW-Authenticate: Bearer\r\n");
+    }
     buffer.erase(0, head_end);
     while (buffer.size() < body_bytes)
       if (!read_more(fd, buffer, deadline)) return;
@@ -272,15 +301,6 @@ bool HttpServer::handle(int fd, Exchange& exchange) {
     return write_all(fd, response_head(status, body.empty() ? "" : "text/plain", body.size(), exchange.keep_alive,
                                        extra) + body);
   };
-  // DNS rebinding: a page elsewhere must not reach this server.
-  if (auto origin = request.header("origin"); origin && !origin_allowed(*origin, port_)) {
-    log(LogLevel::Warn, "HTTP: refused a request from Origin " + shortened(*origin, 100));
-    return plain(403, "forbidden Origin");
-  }
-  auto authorization = request.header("authorization");
-  if (!authorization || request.count("authorization") != 1 || !bearer_matches(*authorization, options_.token))
-    return plain(401, "a valid bearer token is required (see the token file sly-agent-q-mcp printed)",
-                 "WWW-Authenticate: Bearer\r\n");
   std::string_view path = request.target;
   path = path.substr(0, path.find('?'));
   if (path != "/mcp") return plain(404, "not found: the MCP endpoint is /mcp");

@@ -101,8 +101,9 @@ int serve_http(const Options& options, const ProtocolFds& fds, HttpServer::Sessi
       options.http_token_file.empty() ? default_http_token_file() : options.http_token_file;
   try {
     http.token = random_hex(32);
-    write_token_file(token_file, http.token);
+    // Bound first: a port in use leaves the token file of whoever has it.
     server = std::make_unique<HttpServer>(http, std::move(make_session));
+    write_token_file(token_file, http.token);
   } catch (const std::exception& e) {
     log(LogLevel::Error, e.what());
     return 1;

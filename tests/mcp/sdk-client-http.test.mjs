@@ -197,6 +197,18 @@ test("a client whose connection closes mid-call does not hurt another client", a
   assert.equal(textOf(await evaluate(b, '(+ 1 1)', { timeout: 120000 })), '=> 2');
 });
 
+test('a second server on the same port fails and leaves the first one\'s token file alone', async () => {
+  const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(here, '../../build/sly-agent-q-mcp');
+  const tokenFile = path.join(dir, 'token');
+  const child = spawn(binary, ['--http', String(port), '--http-token-file', tokenFile], { stdio: ['pipe', 'ignore', 'pipe'] });
+  let text = '';
+  child.stderr.on('data', (chunk) => { text += chunk; });
+  const code = await new Promise((resolve) => child.on('exit', resolve));
+  assert.equal(code, 1);
+  assert.match(text, /bind 127\.0\.0\.1:\d+/);
+  assert.equal(fs.readFileSync(tokenFile, 'utf8').trim(), token);
+});
+
 test('without the token: 401; with a wrong one: 401', async () => {
   assert.equal((await post(initialize)).status, 401);
   assert.equal((await post(initialize, { Authorization: 'Bearer 0000' })).status, 401);
@@ -239,6 +251,9 @@ test('hostile HTTP: garbage, huge heads and bodies, chunked bodies get an error;
   assert.equal(status(await raw(`POST /mcp HTTP/1.1\r\nAuthorization: Bearer ${token}\r\nContent-Length: 999999999999\r\n\r\n`)), 413);
   assert.equal(status(await raw(`POST /mcp HTTP/1.1\r\nContent-Length: 12x\r\n\r\n`)), 400);
   assert.equal(status(await raw(`POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n`)), 411);
+  // Refused before its body is read, and answered, not reset.
+  const big = 'x'.repeat(1 << 20);
+  assert.equal(status(await raw(`POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n${big}`)), 401);
   const auth = { Authorization: `Bearer ${token}` };
   assert.equal((await post('{"jsonrpc":', auth)).status, 400);
   assert.equal((await post('[{"jsonrpc":"2.0","id":1,"method":"ping"}]', auth)).status, 400);
