@@ -34,6 +34,12 @@
 ;; request gets no response).  A client that goes away cancels its calls
 ;; the same way.
 ;; The question of a dropped call is withdrawn, saying so in the echo area.
+;;
+;; With `sly-agent-q-mcp-http-port' set, the server also listens on HTTP
+;; (MCP's Streamable HTTP transport, 127.0.0.1 only): Emacs starts
+;; `sly-agent-q-mcp --emacs SOCKET --http PORT' as a process, which serves
+;; each HTTP client as one more client of the socket, and stops it with
+;; the server (or when Emacs exits: its stdin ends).
 
 ;;; Code:
 
@@ -55,6 +61,22 @@ writable by others; it is made (mode 0700) when missing."
   :type 'string
   :group 'sly-agent-q)
 
+(defcustom sly-agent-q-mcp-http-port nil
+  "Also serve MCP over HTTP on this port of 127.0.0.1, or nil for not.
+When a number, `sly-agent-q-mcp-server-start' also starts
+`sly-agent-q-mcp-program' with --emacs and --http: MCP's Streamable HTTP
+transport at http://127.0.0.1:PORT/mcp, each request with a bearer token
+written (mode 0600) to http-token beside the socket.  0 picks a free port;
+`sly-agent-q-mcp-http-url' then says which."
+  :type '(choice (const :tag "Off" nil) (natnum :tag "Port"))
+  :group 'sly-agent-q)
+
+(defcustom sly-agent-q-mcp-program nil
+  "The sly-agent-q-mcp program that serves HTTP, or nil for the one built.
+nil means build/sly-agent-q-mcp next to the elisp/ directory."
+  :type '(choice (const :tag "Found in build/" nil) file)
+  :group 'sly-agent-q)
+
 (defvar sly-agent-q-mcp-server-start-on-load nil
   "Obsolete: loading sly-agent-q starts nothing.
 Call `sly-agent-q-mcp-server-start' in the init file instead.")
@@ -67,6 +89,15 @@ Call `sly-agent-q-mcp-server-start' in the init file instead.")
 
 (defvar sly-agent-q--mcp-clients nil
   "The live client connections of the MCP server.")
+
+(defvar sly-agent-q--mcp-http-process nil
+  "The sly-agent-q-mcp process serving HTTP, or nil.")
+
+(defvar sly-agent-q-mcp-http-url nil
+  "The URL MCP is served at over HTTP, once the server said; else nil.")
+
+(defvar sly-agent-q-mcp-http-token-file nil
+  "The file holding the bearer token of the HTTP server, or nil.")
 
 ;;;; Where the socket is
 
@@ -132,7 +163,8 @@ Refuse when another server listens there."
 Outside agents reach it through `sly-agent-q-mcp --emacs' (see the
 user guide, docs/user-guide.md).  Every tool runs in this Emacs;
 dangerous calls ask `sly-agent-q-approval-function', which prompts in
-the minibuffer.
+the minibuffer.  With `sly-agent-q-mcp-http-port' set, MCP is also served
+over HTTP (see `sly-agent-q-mcp-http-url').
 Returns the socket's file name."
   (interactive)
   (let ((file (sly-agent-q-mcp-socket-file)))
@@ -154,13 +186,80 @@ Returns the socket's file name."
       (add-hook 'kill-emacs-hook #'sly-agent-q-mcp-server-stop)
       (when (called-interactively-p 'interactive)
         (message "sly-agent-q: MCP server listening at %s" file)))
+    (when (and sly-agent-q-mcp-http-port
+               (not (process-live-p sly-agent-q--mcp-http-process)))
+      (sly-agent-q--mcp-http-start file))
     file))
+
+;;;; Over HTTP: sly-agent-q-mcp --emacs --http, started by Emacs
+
+(defun sly-agent-q--mcp-program ()
+  "The sly-agent-q-mcp program to start."
+  (or sly-agent-q-mcp-program
+      (expand-file-name "../build/sly-agent-q-mcp" sly-agent-q--directory)))
+
+(defun sly-agent-q--mcp-http-start (socket)
+  "Start sly-agent-q-mcp serving HTTP, forwarding to SOCKET."
+  (let ((program (sly-agent-q--mcp-program))
+        (token-file (expand-file-name "http-token" (file-name-directory socket))))
+    (unless (file-executable-p program)
+      (user-error "sly-agent-q: %s is not there: build it (make build) or set `sly-agent-q-mcp-program'"
+                  program))
+    (setq sly-agent-q-mcp-http-url nil
+          sly-agent-q-mcp-http-token-file token-file)
+    (setq sly-agent-q--mcp-http-process
+          (make-process
+           :name "sly-agent-q-mcp-http"
+           :buffer (get-buffer-create " *sly-agent-q-mcp-http*")
+           :command (list program "--emacs" socket
+                          "--http" (number-to-string sly-agent-q-mcp-http-port)
+                          "--http-token-file" token-file)
+           ;; A pipe: when Emacs goes, the program's stdin ends and it stops.
+           :connection-type 'pipe
+           :noquery t
+           :coding 'utf-8-unix
+           :filter #'sly-agent-q--mcp-http-filter
+           :sentinel #'sly-agent-q--mcp-http-sentinel))))
+
+(defun sly-agent-q--mcp-http-filter (process output)
+  "Keep PROCESS's OUTPUT in its buffer; note the URL once it is printed."
+  (when (buffer-live-p (process-buffer process))
+    (with-current-buffer (process-buffer process)
+      (goto-char (point-max))
+      (insert output)
+      (goto-char (point-min))
+      (when (and (eq process sly-agent-q--mcp-http-process)
+                 (not sly-agent-q-mcp-http-url)
+                 (re-search-forward "serving MCP (Streamable HTTP) at \\(http://[^ \n]+\\)" nil t))
+        (setq sly-agent-q-mcp-http-url (match-string 1))
+        (message "sly-agent-q: MCP over HTTP at %s (bearer token in %s)"
+                 sly-agent-q-mcp-http-url sly-agent-q-mcp-http-token-file)))))
+
+(defun sly-agent-q--mcp-http-sentinel (process event)
+  "Say when PROCESS, the HTTP server, ended unasked (EVENT)."
+  (unless (process-live-p process)
+    (when (eq process sly-agent-q--mcp-http-process)
+      (setq sly-agent-q--mcp-http-process nil
+            sly-agent-q-mcp-http-url nil)
+      (unless (process-get process 'sly-agent-q-stopping)
+        (message "sly-agent-q: the MCP HTTP server ended (%s); see buffer %s"
+                 (string-trim event) (buffer-name (process-buffer process)))))))
+
+(defun sly-agent-q--mcp-http-stop ()
+  "Stop the HTTP server, if running: the end of its stdin stops it."
+  (let ((process sly-agent-q--mcp-http-process))
+    (setq sly-agent-q--mcp-http-process nil
+          sly-agent-q-mcp-http-url nil)
+    (when (process-live-p process)
+      (process-put process 'sly-agent-q-stopping t)
+      (process-send-eof process))))
 
 ;;;###autoload
 (defun sly-agent-q-mcp-server-stop ()
-  "Stop the MCP server: close its clients and its socket.
+  "Stop the MCP server: close its clients, its socket and its HTTP server.
 The clients' pending calls are cancelled."
   (interactive)
+  (sly-agent-q--mcp-http-stop)
   (dolist (client sly-agent-q--mcp-clients)
     (sly-agent-q--mcp-forget client)
     (delete-process client))

@@ -34,16 +34,6 @@ constexpr auto kProgressEvery = std::chrono::seconds(1);
 
 }  // namespace
 
-bool McpCallContext::notify(std::string_view text) {
-  if (!notifier_) return false;
-  try {
-    notifier_(text);
-  } catch (...) {
-    return false;  // the client went away: the call goes on, its answer is dropped the same way
-  }
-  return true;
-}
-
 void McpCallContext::send_progress(const std::string& message) {
   nlohmann::json params = nlohmann::json::object();
   params["progressToken"] = progress_token_;

@@ -37,17 +37,22 @@ class McpCallContext final : public CallContext {
   // runtime spins first).  The stdio server hands its reading on then.
   void set_on_wait(std::function<void()> on_wait) { on_wait_ = std::move(on_wait); }
 
-  // NOTIFIER sends a JSON-RPC notification's text to the client, for this
-  // call (stdio: a line on stdout; HTTP: an event on the request's stream).
-  // From the calling thread only, while the call runs.
-  void set_notifier(std::function<void(std::string_view)> notifier) { notifier_ = std::move(notifier); }
+  // NOTIFIER sends one JSON-RPC notification text (say
+  // notifications/progress) to the client that made this call, while it
+  // runs: the transport sets it before the call starts.  Over stdio it
+  // writes a line on stdout (the LineWriter of the responses); over HTTP an
+  // SSE event on that request's own response stream.  Called from any
+  // thread; the transport serializes.
+  using Notifier = std::function<bool(std::string_view json_text)>;
+  void set_notifier(Notifier notifier) { notifier_ = std::move(notifier); }
+  // Sends JSON_TEXT (a whole notification object, no newline) for this
+  // call; false when no transport took it (none set, or the client went).
+  bool notify(std::string_view json_text) const { return notifier_ && notifier_(json_text); }
   // The request's params._meta.progressToken: while the call runs, the
   // client gets notifications/progress with the output as it is printed
   // (bounded) and, when nothing is printed, every second the time it has
   // run.  Null: none is sent.
   void set_progress_token(nlohmann::json token) { progress_token_ = std::move(token); }
-  // Sends TEXT through the notifier; false when there is none.
-  bool notify(std::string_view text);
 
   bool poll() override {
     if (on_wait_) std::exchange(on_wait_, nullptr)();
@@ -73,7 +78,7 @@ class McpCallContext final : public CallContext {
 
   JobCanceller cancel_job_;
   std::function<void()> on_wait_;  // the calling thread's alone
-  std::function<void(std::string_view)> notifier_;
+  Notifier notifier_;              // set before the call starts, then only read
   nlohmann::json progress_token_;
   std::uint64_t progress_ = 0;  // notifications/progress sent so far
   std::size_t output_sent_ = 0;  // characters of output sent in them

@@ -1,11 +1,22 @@
 // sly-agent-q-mcp: the MCP server over stdio, headless (no Emacs): its own
 // ECL with the Lisp-side tools, the same registry, executor and
 // dispatcher as the Emacs module (app/services).
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
+#include <cstring>
 #include <exception>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <system_error>
 #include <string>
 #include <vector>
 
@@ -13,6 +24,10 @@
 #include "app/services.hpp"
 #include "mcp/approval.hpp"
 #include "mcp/emacs_bridge.hpp"
+#include "mcp/emacs_session.hpp"
+#include "mcp/headless_session.hpp"
+#include "mcp/http_request.hpp"
+#include "mcp/http_server.hpp"
 #include "mcp/line_reader.hpp"
 #include "mcp/line_writer.hpp"
 #include "mcp/log.hpp"
@@ -41,6 +56,97 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
+// The signals that end the HTTP server, blocked in every thread (before
+// any starts) and read from a signalfd by the main thread.
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+// TOKEN into FILE, mode 0600 (its directory made 0700 when missing).
+void write_token_file(const std::string& file, const std::string& token) {
+  namespace fs = std::filesystem;
+  fs::path parent = fs::path(file).parent_path();
+  if (!parent.empty() && !fs::exists(parent)) {
+    fs::create_directories(parent);
+    fs::permissions(parent, fs::perms::owner_all, fs::perm_options::replace);
+  }
+  // Nobody else may swap the file in a directory that is not the user's own.
+  struct stat directory{};
+  if (::stat(parent.empty() ? "." : parent.c_str(), &directory) < 0 || directory.st_uid != ::getuid() ||
+      (directory.st_mode & 022) != 0)
+    throw std::runtime_error("the token file's directory " + parent.string() +
+                             " must be yours and writable by nobody else (chmod 700)");
+  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) throw std::system_error(errno, std::generic_category(), "cannot write the token file " + file);
+  // A file already there that is not ours cannot be made 0600: refused.
+  if (::fchmod(fd.get(), 0600) < 0) throw std::system_error(errno, std::generic_category(), "chmod " + file);
+  std::string text = token + "\n";
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    throw std::system_error(errno, std::generic_category(), "cannot write the token file " + file);
+}
+
+// Serves MCP over HTTP, each session made by MAKE_SESSION, until a stop
+// signal, or the end of stdin when it is a pipe or a socket (the process
+// that started this one went away).
+int serve_http(const Options& options, const ProtocolFds& fds, HttpServer::SessionFactory make_session) {
+  HttpServerOptions http;
+  http.port = *options.http_port;
+  std::unique_ptr<HttpServer> server;
+  const std::string token_file =
+      options.http_token_file.empty() ? default_http_token_file() : options.http_token_file;
+  try {
+    http.token = random_hex(32);
+    // Bound first: a port in use leaves the token file of whoever has it.
+    server = std::make_unique<HttpServer>(http, std::move(make_session));
+    write_token_file(token_file, http.token);
+  } catch (const std::exception& e) {
+    log(LogLevel::Error, e.what());
+    return 1;
+  }
+  const std::string url = "http://127.0.0.1:" + std::to_string(server->port()) + "/mcp";
+  // Whatever the log level: these lines are what the user needs.
+  std::fprintf(stderr,
+               "sly-agent-q-mcp: serving MCP (Streamable HTTP) at %s\n"
+               "sly-agent-q-mcp: bearer token in %s\n"
+               "sly-agent-q-mcp: claude mcp add --transport http sly-agent-q %s --header \"Authorization: Bearer %s\"\n",
+               url.c_str(), token_file.c_str(), url.c_str(), http.token.c_str());
+  std::fflush(stderr);
+  server->start();
+
+  sigset_t signals = stop_signals();
+  UniqueFd signal_fd(::signalfd(-1, &signals, SFD_CLOEXEC));
+  struct stat in_stat{};
+  const bool watch_in = ::fstat(fds.in.get(), &in_stat) == 0 && (S_ISFIFO(in_stat.st_mode) || S_ISSOCK(in_stat.st_mode));
+  for (;;) {
+    pollfd ready[2] = {{signal_fd.get(), POLLIN, 0}, {watch_in ? fds.in.get() : -1, POLLIN, 0}};
+    int rc = ::poll(ready, 2, -1);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) break;
+    if (ready[0].revents) {
+      signalfd_siginfo info{};
+      [[maybe_unused]] ssize_t n = ::read(signal_fd.get(), &info, sizeof info);
+      log(LogLevel::Info, "signal " + std::to_string(info.ssi_signo) + ": stopping");
+      break;
+    }
+    if (ready[1].revents) {
+      char buffer[4096];
+      ssize_t n = ::read(fds.in.get(), buffer, sizeof buffer);
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+        log(LogLevel::Info, "end of stdin: stopping");
+        break;
+      }
+    }
+  }
+  server->stop();
+  ::unlink(token_file.c_str());
+  return 0;
+}
+
 // --emacs: forward to Emacs; no Lisp boots in this process.
 int bridge(const Options& options, const ProtocolFds& fds) {
   log(LogLevel::Info, "sly-agent-q-mcp " + std::string(kVersion) + ": forwarding to Emacs at " + options.emacs_socket);
@@ -52,6 +158,14 @@ int bridge(const Options& options, const ProtocolFds& fds) {
   BridgeOptions bridge_options;
   bridge_options.socket = options.emacs_socket;
   bridge_options.timeout = std::chrono::milliseconds(static_cast<long long>(options.emacs_timeout_s * 1000));
+  if (options.http_port) {
+    // Each HTTP session its own bridge, so its own connection to Emacs.
+    int status = serve_http(options, fds, [bridge_options]() -> std::unique_ptr<McpSession> {
+      return std::make_unique<EmacsSession>(bridge_options);
+    });
+    log(LogLevel::Info, "done");
+    return status;
+  }
   LineWriter out(fds.out.get());
   EmacsBridge(bridge_options, fds.in.get(), out).run();
   log(LogLevel::Info, "done");
@@ -73,6 +187,16 @@ int headless(const Options& options, const ProtocolFds& fds) {
 
   ExecutionOptions execution;
   execution.approve = headless_approval(options.allow_dangerous);
+  if (options.http_port) {
+    int status = serve_http(options, fds, [&services, execution, &options]() -> std::unique_ptr<McpSession> {
+      return std::make_unique<HeadlessSession>(services.server, execution,
+                                               [&services](std::uint64_t job) { services.lisp.cancel(job); },
+                                               options.allow_dangerous);
+    });
+    services.lisp.shutdown();
+    log(LogLevel::Info, "done");
+    return status;
+  }
   LineWriter out(fds.out.get());
   LineReader in(fds.in.get(), kMaxLineBytes);
   {
@@ -89,6 +213,10 @@ int headless(const Options& options, const ProtocolFds& fds) {
 int serve(const Options& options) {
   set_log_level(options.log_level);
   block_sigpipe();
+  if (options.http_port) {
+    sigset_t signals = stop_signals();
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  }
   ProtocolFds fds;
   try {
     fds = take_protocol_fds();

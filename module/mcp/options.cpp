@@ -83,6 +83,16 @@ CommandLine parse_command_line(std::span<const std::string> args) {
       if (value.empty() || *end != '\0' || !(seconds > 0) || seconds > 86400)
         return fail("--emacs-timeout " + value + ": expected a number of seconds, more than 0 and at most 86400");
       result.options.emacs_timeout_s = seconds;
+    } else if (name == "--http") {
+      if (!take_value()) return fail("--http needs a port number (0: any free port)");
+      char* end = nullptr;
+      long port = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || port < 0 || port > 65535)
+        return fail("--http " + value + ": expected a port number from 0 to 65535");
+      result.options.http_port = static_cast<int>(port);
+    } else if (name == "--http-token-file") {
+      if (!take_value() || value.empty()) return fail("--http-token-file needs a file name");
+      result.options.http_token_file = value;
     } else if (name == "--log-level") {
       if (!take_value()) return fail("--log-level needs one of error, warn, info, debug");
       auto level = parse_log_level(value);
@@ -92,14 +102,22 @@ CommandLine parse_command_line(std::span<const std::string> args) {
       return fail("unknown argument " + arg);
     }
   }
+  if (!result.options.http_token_file.empty() && !result.options.http_port)
+    return fail("--http-token-file goes with --http");
   if (result.options.emacs && result.options.emacs_socket.empty())
     result.options.emacs_socket = default_emacs_socket();
   return result;
 }
 
+std::string default_http_token_file() {
+  std::string socket = default_emacs_socket();
+  return socket.substr(0, socket.rfind('/') + 1) + "http-token";
+}
+
 std::string usage() {
   return R"(Usage: sly-agent-q-mcp [OPTION]...
        sly-agent-q-mcp --emacs [SOCKET] [--emacs-timeout SECONDS]
+       sly-agent-q-mcp [--emacs [SOCKET]] --http PORT [--http-token-file FILE]
 An MCP server over stdio (newline-delimited JSON-RPC 2.0 on stdin and
 stdout) with its own Common Lisp session (ECL) and the Lisp-side tools of
 sly-agent-q: evaluate_lisp, the introspection tools, load_system and the
@@ -124,6 +142,17 @@ Options:
                        answer a request with an error when Emacs has said
                        nothing for this long (default 30); a call waiting
                        for your approval waits as long as Emacs answers
+  --http PORT          serve MCP's Streamable HTTP transport at
+                       http://127.0.0.1:PORT/mcp instead of stdio (0: a
+                       free port, printed); loopback only, several clients
+                       at once (one Lisp session shared), each request
+                       with the bearer token written at start to the
+                       token file (mode 0600) and printed on stderr; ends
+                       on SIGINT, SIGTERM or SIGHUP, or when stdin, if a
+                       pipe or socket, ends
+  --http-token-file FILE
+                       where to write the token (default: http-token in
+                       the directory of the default socket, above)
   --log-level LEVEL    error, warn (the default), info or debug; the log
                        goes to stderr
   --help               this text

@@ -1,6 +1,7 @@
 // The command line of sly-agent-q-mcp.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,6 +18,10 @@ struct Options {
   bool emacs = false;
   std::string emacs_socket;   // the default socket when --emacs names none
   double emacs_timeout_s = 30;  // --emacs-timeout SECONDS
+  // --http PORT: serve MCP's Streamable HTTP on 127.0.0.1:PORT (0: a free
+  // port) instead of stdio.
+  std::optional<int> http_port;
+  std::string http_token_file;  // --http-token-file FILE; default_http_token_file() when empty
 };
 
 struct CommandLine {
@@ -29,6 +34,11 @@ struct CommandLine {
 // ARGS without the program name.  Never throws for bad input: a problem
 // is Action::Fail with the reason.
 CommandLine parse_command_line(std::span<const std::string> args);
+
+// Where the bearer token of --http is written by default: beside the
+// default Emacs socket (sly-agent-q/http-token under $XDG_RUNTIME_DIR,
+// else under /tmp/sly-agent-q-UID).
+std::string default_http_token_file();
 
 // The --help text.
 std::string usage();

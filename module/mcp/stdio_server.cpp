@@ -153,6 +153,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
   if (std::optional<SimpleToolsCall> simple = parse_simple_tools_call(line.text)) {
     auto pending = std::make_shared<Pending>(std::move(simple->id), cancel_job_);
     pending->context.set_allow_dangerous(allow_dangerous_);
+    pending->context.set_notifier(line_notifier());
     pending->message = std::move(simple->arguments);
     pending->name = std::move(simple->name);
     pending->simple = true;
@@ -164,6 +165,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
     case Route::Kind::Queue: {
       auto pending = std::make_shared<Pending>(std::move(route.id), cancel_job_);
       pending->context.set_allow_dangerous(allow_dangerous_);
+      pending->context.set_notifier(line_notifier());
       pending->message = std::move(route.message);
       if (pending->message.is_object()) {
         auto params = pending->message.find("params");
@@ -180,6 +182,15 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
       return true;
   }
   return true;
+}
+
+McpCallContext::Notifier StdioServer::line_notifier() {
+  // A notification is one more line on stdout: the same writer as the
+  // responses, so it never interleaves with one.
+  return [this](std::string_view text) {
+    if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "-> " + shortened(text));
+    return out_.write_line(text);
+  };
 }
 
 bool StdioServer::call(std::shared_ptr<Pending> pending) {
@@ -244,13 +255,8 @@ void StdioServer::execute(Pending& pending) {
 }
 
 void StdioServer::follow_progress(Pending& pending, nlohmann::json token) {
-  if (token.is_null()) return;
-  pending.context.set_progress_token(std::move(token));
-  // Notifications are lines like the responses, from the calling thread.
-  pending.context.set_notifier([this](std::string_view text) {
-    if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "-> " + shortened(std::string(text)));
-    out_.write_line(text);
-  });
+  // The notifier (line_notifier) was set: its notifications are lines.
+  if (!token.is_null()) pending.context.set_progress_token(std::move(token));
 }
 
 void StdioServer::cancel(const nlohmann::json& request_id) {

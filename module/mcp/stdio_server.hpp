@@ -56,10 +56,12 @@ class StdioServer {
   bool handle(const Line& line, std::size_t limit);
   bool call(std::shared_ptr<Pending> pending);
   void hand_off_reading();
+  // A call's notifier (McpCallContext::notify): a line on out_.
+  McpCallContext::Notifier line_notifier();
   void execute(Pending& pending);
   void cancel(const nlohmann::json& request_id);
-  // A call that sent a progressToken gets notifications/progress (TOKEN
-  // null: none was sent).
+  // A call that sent a progressToken gets notifications/progress through
+  // its notifier (TOKEN null: none was sent).
   void follow_progress(Pending& pending, nlohmann::json token);
   void respond(const std::optional<std::string>& response);
   void finish();

@@ -526,6 +526,79 @@ The tool records the paths it ran with in `ran'."
                                  (format "=> %d" (* n 10))))
                (delete-process client)))))
 
+;;;; Over HTTP (sly-agent-q-mcp-http-port)
+
+(defun agentq-mcp-test-http (url token body &optional session)
+  "POST BODY to URL with TOKEN (and SESSION's id); the whole raw answer."
+  (let* ((port (and (string-match ":\\([0-9]+\\)/" url) (string-to-number (match-string 1 url))))
+         (answer "")
+         (closed nil)
+         (connection (make-network-process
+                      :name "agentq-mcp-http-client" :host "127.0.0.1" :service port
+                      :coding 'binary :noquery t :buffer nil
+                      :filter (lambda (_process output) (setq answer (concat answer output)))
+                      :sentinel (lambda (_process _event) (setq closed t))))
+         (end (+ (float-time) 60)))
+    (process-send-string
+     connection
+     (concat "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+             "Accept: application/json, text/event-stream\r\nConnection: close\r\n"
+             (if token (format "Authorization: Bearer %s\r\n" token) "")
+             (if session (format "Mcp-Session-Id: %s\r\n" session) "")
+             (format "Content-Length: %d\r\n\r\n" (string-bytes body))
+             body))
+    (while (and (not closed) (< (float-time) end))
+      (accept-process-output nil 0.01))
+    (delete-process connection)
+    answer))
+
+(ert-deftest sly-agent-q-mcp/http-port-serves-mcp-over-http-through-this-emacs ()
+  "With `sly-agent-q-mcp-http-port', Emacs starts sly-agent-q-mcp --emacs --http.
+Its URL is noted, the token file is private, a call with the token runs
+in this Emacs (one of its buffers is read), one without is refused, and
+stopping the server ends the program and removes the token file."
+  (let ((program (expand-file-name "build/sly-agent-q-mcp" agentq-test-root)))
+    (skip-unless (file-executable-p program))
+    (let ((sly-agent-q-mcp-http-port 0)
+          (sly-agent-q-mcp-program program))
+      (agentq-mcp-test-with-server
+        (let ((process sly-agent-q--mcp-http-process)
+              (end (+ (float-time) 60)))
+          (should (process-live-p process))
+          (while (and (not sly-agent-q-mcp-http-url) (process-live-p process) (< (float-time) end))
+            (accept-process-output nil 0.05))
+          (should (string-match-p "\\`http://127\\.0\\.0\\.1:[0-9]+/mcp\\'" sly-agent-q-mcp-http-url))
+          (should (equal (file-name-directory sly-agent-q-mcp-http-token-file) (file-name-directory socket)))
+          (should (= (file-modes sly-agent-q-mcp-http-token-file) #o600))
+          (let* ((token (string-trim (with-temp-buffer
+                                       (insert-file-contents sly-agent-q-mcp-http-token-file)
+                                       (buffer-string))))
+                 (init "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"ert\",\"version\":\"1\"}}}")
+                 (refused (agentq-mcp-test-http sly-agent-q-mcp-http-url nil init))
+                 (answer (agentq-mcp-test-http sly-agent-q-mcp-http-url token init))
+                 (session (and (string-match "Mcp-Session-Id: \\([0-9a-f]+\\)" answer) (match-string 1 answer))))
+            (should (string-prefix-p "HTTP/1.1 401" refused))
+            (should (string-prefix-p "HTTP/1.1 200" answer))
+            (should session)
+            (with-current-buffer (get-buffer-create "agentq-mcp-http-buffer")
+              (erase-buffer)
+              (insert "text only this Emacs has"))
+            (let ((call (agentq-mcp-test-http
+                         sly-agent-q-mcp-http-url token
+                         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"read_buffer\",\"arguments\":{\"buffer\":\"agentq-mcp-http-buffer\"}}}"
+                         session)))
+              (should (string-prefix-p "HTTP/1.1 200" call))
+              (should (string-match-p "text only this Emacs has" call))))
+          (let ((token-file sly-agent-q-mcp-http-token-file))
+            (sly-agent-q-mcp-server-stop)
+            (setq end (+ (float-time) 60))
+            (while (and (process-live-p process) (< (float-time) end))
+              (accept-process-output nil 0.05))
+            (should-not (process-live-p process))
+            (should (zerop (process-exit-status process)))
+            (should-not (file-exists-p token-file))
+            (should-not sly-agent-q-mcp-http-url)))))))
+
 (provide 'sly-agent-q-mcp-test)
 
 ;;; sly-agent-q-mcp-test.el ends here

@@ -288,6 +288,19 @@ class ServerOverPipes : public ::testing::Test {
       return ToolOutput{true, "waited"};
     };
     registry.register_tool(wait);
+    Tool progress;
+    progress.name = "progress";
+    progress.description = "Sends two progress notifications, then answers.";
+    progress.safety_level = SafetyLevel::Safe;
+    progress.handler = [](const json&, CallContext& context) {
+      auto* call = dynamic_cast<McpCallContext*>(&context);
+      bool sent = call != nullptr;
+      for (int i = 1; i <= 2 && call; ++i)
+        sent = call->notify(json{{"jsonrpc", "2.0"}, {"method", "notifications/progress"},
+                                 {"params", {{"progressToken", "t"}, {"progress", i}}}}.dump()) && sent;
+      return ToolOutput{true, sent ? "notified" : "not notified"};
+    };
+    registry.register_tool(progress);
     Tool danger;
     danger.name = "danger";
     danger.description = "Dangerous.";
@@ -405,6 +418,30 @@ TEST_F(ServerOverPipes, CancellingAnUnknownOrFinishedRequestChangesNothing) {
   send(cancel(1));
   send(R"({"jsonrpc":"2.0","id":2,"method":"ping"})");
   EXPECT_EQ(receive()["id"], 2);
+}
+
+TEST_F(ServerOverPipes, ACallsNotificationsAreLinesBeforeItsResponse) {
+  send(call(1, "progress"));
+  json first = receive();
+  json second = receive();
+  json third = receive();
+  EXPECT_EQ(first["method"], "notifications/progress") << first.dump();
+  EXPECT_EQ(first["params"]["progress"], 1);
+  EXPECT_EQ(second["params"]["progress"], 2) << second.dump();
+  EXPECT_EQ(third["id"], 1) << third.dump();
+  EXPECT_EQ(third["result"]["content"][0]["text"], "notified");
+}
+
+TEST(McpCallContext, NotifyWithoutATransportSendsNothing) {
+  McpCallContext context(nullptr);
+  EXPECT_FALSE(context.notify("{}"));
+  std::vector<std::string> sent;
+  context.set_notifier([&](std::string_view text) {
+    sent.emplace_back(text);
+    return true;
+  });
+  EXPECT_TRUE(context.notify(R"({"jsonrpc":"2.0","method":"notifications/progress"})"));
+  EXPECT_EQ(sent, (std::vector<std::string>{R"({"jsonrpc":"2.0","method":"notifications/progress"})"}));
 }
 
 TEST_F(ServerOverPipes, DangerousToolsAreDeniedWithTheWayToAllowThem) {

@@ -15,6 +15,12 @@ if(TARGET sly-agent-q-mcp)
            COMMAND bash ${CMAKE_SOURCE_DIR}/tests/mcp/run-sdk-client.sh $<TARGET_FILE:sly-agent-q-mcp>)
   set_tests_properties(mcp_sdk_client PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RESOURCE_LOCK mcp_node_modules)
 
+  # The SDK's Streamable HTTP client against sly-agent-q-mcp --http.
+  add_test(NAME mcp_sdk_client_http
+           COMMAND bash ${CMAKE_SOURCE_DIR}/tests/mcp/run-sdk-client.sh $<TARGET_FILE:sly-agent-q-mcp>
+                   sdk-client-http.test.mjs)
+  set_tests_properties(mcp_sdk_client_http PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RESOURCE_LOCK mcp_node_modules)
+
   # The same client through sly-agent-q-mcp --emacs, against a batch Emacs
   # serving MCP with the module built here.
   if(TARGET sly-agent-q-module)
@@ -22,6 +28,11 @@ if(TARGET sly-agent-q-mcp)
              COMMAND bash ${CMAKE_SOURCE_DIR}/tests/mcp/run-sdk-client.sh $<TARGET_FILE:sly-agent-q-mcp>
                      sdk-client-emacs.test.mjs)
     set_tests_properties(mcp_sdk_client_emacs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RESOURCE_LOCK mcp_node_modules
+                         ENVIRONMENT "SLY_AGENT_Q_MODULE=$<TARGET_FILE:sly-agent-q-module>")
+    add_test(NAME mcp_sdk_client_emacs_http
+             COMMAND bash ${CMAKE_SOURCE_DIR}/tests/mcp/run-sdk-client.sh $<TARGET_FILE:sly-agent-q-mcp>
+                     sdk-client-emacs-http.test.mjs)
+    set_tests_properties(mcp_sdk_client_emacs_http PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RESOURCE_LOCK mcp_node_modules
                          ENVIRONMENT "SLY_AGENT_Q_MODULE=$<TARGET_FILE:sly-agent-q-module>")
   endif()
 endif()

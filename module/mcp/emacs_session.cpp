@@ -1,0 +1,174 @@
+#include "mcp/emacs_session.hpp"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+#include "core/json_limits.hpp"
+#include "core/json_text.hpp"
+#include "mcp/line_reader.hpp"
+#include "mcp/log.hpp"
+
+namespace agentq::mcp {
+
+namespace {
+
+std::string id_text(const nlohmann::json& id) {
+  std::string key;
+  append_json_scalar(key, id);
+  return key;
+}
+
+std::pair<UniqueFd, UniqueFd> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) < 0) throw std::system_error(errno, std::generic_category(), "pipe");
+  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+std::pair<UniqueFd, UniqueFd> make_socket_pair() {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0)
+    throw std::system_error(errno, std::generic_category(), "socketpair");
+  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+}  // namespace
+
+EmacsSession::EmacsSession(BridgeOptions options)
+    : EmacsSession(std::move(options), make_socket_pair(), make_pipe()) {}
+
+EmacsSession::EmacsSession(BridgeOptions options, FdPair to_bridge, FdPair from_bridge)
+    : to_bridge_read_(std::move(to_bridge.first)),
+      to_bridge_write_(std::move(to_bridge.second)),
+      from_bridge_read_(std::move(from_bridge.first)),
+      from_bridge_write_(std::move(from_bridge.second)),
+      to_bridge_(to_bridge_write_.get()),
+      from_bridge_(from_bridge_write_.get()),
+      options_(std::move(options)) {
+  bridge_thread_ = std::thread([this] {
+    EmacsBridge(options_, to_bridge_read_.get(), from_bridge_).run();
+    from_bridge_write_.reset();  // the reader sees the end
+  });
+  reader_thread_ = std::thread([this] { read_responses(); });
+}
+
+EmacsSession::~EmacsSession() {
+  end();
+  if (bridge_thread_.joinable()) bridge_thread_.join();
+  if (reader_thread_.joinable()) reader_thread_.join();
+}
+
+void EmacsSession::send_line(const std::string& line) {
+  if (!to_bridge_.write_line(line)) log(LogLevel::Warn, "HTTP session: the bridge to Emacs is closed");
+}
+
+std::optional<std::string> EmacsSession::post(std::string_view, nlohmann::json message, Link& link) {
+  const auto id = message.find("id");
+  const auto method = message.find("method");
+  const bool is_request = id != message.end() && method != message.end() && (id->is_string() || id->is_number());
+  // One line each: a body may have been sent pretty-printed.
+  const std::string line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (!is_request) {
+    if (method != message.end() && *method == "notifications/cancelled")
+      if (auto params = message.find("params"); params != message.end() && params->is_object())
+        if (auto request = params->find("requestId"); request != params->end() && (request->is_string() || request->is_number()))
+          cancel_waiter(id_text(*request));
+    send_line(line);
+    return std::nullopt;
+  }
+  const std::string key = id_text(*id);
+  Waiter waiter;
+  waiter.link = &link;
+  if (auto params = message.find("params"); params != message.end() && params->is_object())
+    if (auto meta = params->find("_meta"); meta != params->end() && meta->is_object())
+      if (auto token = meta->find("progressToken"); token != meta->end() && (token->is_string() || token->is_number()))
+        waiter.progress_token = id_text(*token);
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return std::nullopt;
+    if (!waiters_.emplace(key, &waiter).second) {
+      nlohmann::json error = {{"jsonrpc", "2.0"},
+                              {"id", *id},
+                              {"error",
+                               {{"code", -32600},
+                                {"message", "Invalid Request: a request with this id is still running in this session"}}}};
+      return error.dump();
+    }
+  }
+  // The client gone: Emacs stops the call, and nobody waits for it.
+  link.set_canceller([this, key] {
+    send_line(nlohmann::json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"},
+                             {"params", {{"requestId", nlohmann::json::parse(key)}, {"reason", "the client hung up"}}}}
+                  .dump());
+    cancel_waiter(key);
+  });
+  send_line(line);
+  std::unique_lock lock(mutex_);
+  answered_.wait(lock, [&] { return waiter.done; });
+  lock.unlock();
+  link.set_canceller(nullptr);
+  return std::move(waiter.response);
+}
+
+void EmacsSession::cancel_waiter(const std::string& key) {
+  // A cancelled request may get no answer (MCP): its POST stops waiting.
+  std::lock_guard lock(mutex_);
+  auto it = waiters_.find(key);
+  if (it == waiters_.end()) return;
+  it->second->done = true;
+  waiters_.erase(it);
+  answered_.notify_all();
+}
+
+void EmacsSession::read_responses() {
+  LineReader in(from_bridge_read_.get(), kMaxLineBytes * 16);
+  while (std::optional<Line> line = in.next()) {
+    if (line->too_long) continue;
+    std::optional<nlohmann::json> message = parse_json_bounded(line->text);
+    if (!message || !message->is_object()) continue;
+    auto id = message->find("id");
+    std::lock_guard lock(mutex_);
+    if (id != message->end() && !message->contains("method")) {
+      if (!(id->is_string() || id->is_number())) continue;
+      auto it = waiters_.find(id_text(*id));
+      if (it == waiters_.end()) continue;  // answered already, or cancelled
+      it->second->response = std::move(line->text);
+      it->second->done = true;
+      waiters_.erase(it);
+      answered_.notify_all();
+      continue;
+    }
+    // A notification: to the request whose progress it reports, if any.
+    auto params = message->find("params");
+    if (params == message->end() || !params->is_object()) continue;
+    auto token = params->find("progressToken");
+    if (token == params->end()) continue;
+    const std::string token_text = id_text(*token);
+    for (auto& [key, waiter] : waiters_)
+      if (waiter->progress_token == token_text) waiter->link->notify(line->text);
+  }
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+  for (auto& [key, waiter] : waiters_) waiter->done = true;
+  waiters_.clear();
+  answered_.notify_all();
+}
+
+void EmacsSession::end() {
+  std::vector<std::string> running;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [key, waiter] : waiters_) running.push_back(key);
+  }
+  for (const std::string& key : running)
+    send_line(nlohmann::json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"},
+                             {"params", {{"requestId", nlohmann::json::parse(key)}, {"reason", "the session ended"}}}}
+                  .dump());
+  // The end of the bridge's input: it answers what it has, then ends.
+  ::shutdown(to_bridge_write_.get(), SHUT_WR);
+}
+
+}  // namespace agentq::mcp

@@ -1,0 +1,63 @@
+// An MCP session of the HTTP transport served by Emacs (--emacs --http):
+// an EmacsBridge of its own, so one connection to Emacs per session (Emacs
+// keeps each connection's calls, cancellations and approvals apart, as for
+// stdio clients) with the bridge's pings, timeouts and errors.  The bridge
+// runs on a thread over two pipes; a reader thread hands each response to
+// the POST waiting for its id, and a notification naming a request's
+// progressToken to that request's stream.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "mcp/emacs_bridge.hpp"
+#include "mcp/line_writer.hpp"
+#include "mcp/mcp_session.hpp"
+#include "mcp/unique_fd.hpp"
+
+namespace agentq::mcp {
+
+class EmacsSession final : public McpSession {
+ public:
+  // Throws std::system_error when the pipes or threads cannot be made.
+  explicit EmacsSession(BridgeOptions options);
+  ~EmacsSession() override;
+
+  std::optional<std::string> post(std::string_view text, nlohmann::json message, Link& link) override;
+  void end() override;
+
+ private:
+  struct Waiter {
+    Link* link = nullptr;
+    std::string progress_token;  // its JSON text; empty for none
+    bool done = false;
+    std::optional<std::string> response;
+  };
+
+  using FdPair = std::pair<UniqueFd, UniqueFd>;
+  EmacsSession(BridgeOptions options, FdPair to_bridge, FdPair from_bridge);
+  void send_line(const std::string& line);
+  void read_responses();
+  void cancel_waiter(const std::string& key);
+
+  // To the bridge a socket pair, so that end() can shut its sending side
+  // while another thread may still write (an error, not a closed fd).
+  UniqueFd to_bridge_read_, to_bridge_write_;
+  UniqueFd from_bridge_read_, from_bridge_write_;
+  LineWriter to_bridge_;
+  LineWriter from_bridge_;  // the bridge's output
+  BridgeOptions options_;
+  std::mutex mutex_;
+  std::condition_variable answered_;
+  std::map<std::string, Waiter*> waiters_;  // by the request id's JSON text
+  bool closed_ = false;                     // the bridge ended: no answer will come
+  std::thread bridge_thread_;
+  std::thread reader_thread_;
+};
+
+}  // namespace agentq::mcp

@@ -1,0 +1,77 @@
+#include "mcp/headless_session.hpp"
+
+#include "core/json_fast.hpp"
+#include "core/json_text.hpp"
+#include "core/mcp_route.hpp"
+#include "mcp/log.hpp"
+
+namespace agentq::mcp {
+
+namespace {
+
+std::string id_text(const nlohmann::json& id) {
+  std::string key;
+  append_json_scalar(key, id);
+  return key;
+}
+
+}  // namespace
+
+HeadlessSession::HeadlessSession(McpServer& server, ExecutionOptions options, McpCallContext::JobCanceller cancel_job,
+                                 bool allow_dangerous)
+    : server_(server), options_(std::move(options)), cancel_job_(std::move(cancel_job)), allow_dangerous_(allow_dangerous) {
+  options_.context = nullptr;
+}
+
+std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann::json message, Link& link) {
+  // The same routing as stdio's, on the message already parsed.
+  Route route;
+  const auto id = message.find("id");
+  const auto method = message.find("method");
+  const bool is_call = id != message.end() && method != message.end() && *method == "tools/call";
+  if (is_call) {
+    McpCallContext context(cancel_job_);
+    context.set_allow_dangerous(allow_dangerous_);
+    context.set_notifier(link.notify);
+    if (auto params = message.find("params"); params != message.end() && params->is_object() && params->contains("_meta"))
+      context.set_progress_token(progress_token_of(params->at("_meta")));
+    const std::string key = id->is_string() || id->is_number() ? id_text(*id) : std::string();
+    std::multimap<std::string, McpCallContext*>::iterator entry;
+    {
+      std::lock_guard lock(mutex_);
+      if (ended_) context.cancel();
+      entry = running_.emplace(key, &context);
+    }
+    link.set_canceller([&context] { context.cancel(); });
+    ExecutionOptions options = options_;
+    options.context = &context;
+    std::optional<std::string> response = server_.handle_json_text(std::move(message), options);
+    link.set_canceller(nullptr);
+    {
+      std::lock_guard lock(mutex_);
+      running_.erase(entry);
+    }
+    return response;
+  }
+  route = route_message(text);
+  if (route.kind == Route::Kind::Cancel) {
+    const std::string key = id_text(route.request_id);
+    std::lock_guard lock(mutex_);
+    auto [first, last] = running_.equal_range(key);
+    if (first == last) log(LogLevel::Debug, "cancellation of request " + shortened(key) + ": not running");
+    for (auto it = first; it != last; ++it) {
+      log(LogLevel::Info, "request " + shortened(key) + " cancelled while running: interrupting it");
+      it->second->cancel();
+    }
+    return std::nullopt;
+  }
+  return server_.handle(text, options_);
+}
+
+void HeadlessSession::end() {
+  std::lock_guard lock(mutex_);
+  ended_ = true;
+  for (auto& [key, context] : running_) context->cancel();
+}
+
+}  // namespace agentq::mcp

@@ -1,0 +1,135 @@
+// sly-agent-q-mcp --emacs SOCKET --http 0 driven by the TypeScript SDK's
+// Streamable HTTP client, against a batch Emacs serving MCP
+// (tests/mcp/serve-emacs.el, as sdk-client-emacs.test.mjs): each HTTP
+// session is its own connection to that Emacs.
+//
+//   SLY_AGENT_Q_MCP=build/sly-agent-q-mcp SLY_AGENT_Q_MODULE=build/sly-agent-q-module.so \
+//     node --test tests/mcp/sdk-client-emacs-http.test.mjs
+//
+// (run-sdk-client.sh runs it for ctest as mcp_sdk_client_emacs_http.)
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+import { startHttpServer } from './http-server.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.join(here, '../..');
+
+let dir;
+let socket;
+let emacs;
+let server;
+let url;
+let token;
+const clients = [];
+
+function startEmacs() {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.env.EMACS ?? 'emacs',
+      ['-Q', '--batch', '-L', path.join(root, 'elisp'), '-l', path.join(here, 'serve-emacs.el')],
+      { env: { ...process.env, AGENTQ_MCP_SOCKET: socket }, stdio: ['ignore', 'inherit', 'inherit'] });
+    const start = Date.now();
+    const poll = setInterval(() => {
+      if (fs.existsSync(socket)) {
+        clearInterval(poll);
+        resolve(child);
+      } else if (child.exitCode !== null || Date.now() - start > 60000) {
+        clearInterval(poll);
+        reject(new Error(`Emacs did not start serving MCP at ${socket} (exit code ${child.exitCode})`));
+      }
+    }, 20);
+  });
+}
+
+async function connect(name) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  const client = new Client({ name, version: '1.0.0' });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+function textOf(result) {
+  assert.equal(result.content.length, 1);
+  return result.content[0].text;
+}
+
+before(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentq-sdk-emacs-http-'));
+  fs.chmodSync(dir, 0o700);
+  socket = path.join(dir, 'mcp.sock');
+  emacs = await startEmacs();
+  const tokenFile = path.join(dir, 'token');
+  ({ child: server, url } = await startHttpServer(['--emacs', socket, '--emacs-timeout', '10'], tokenFile));
+  token = fs.readFileSync(tokenFile, 'utf8').trim();
+});
+
+after(async () => {
+  for (const client of clients) await client.close().catch(() => {});
+  if (server && server.exitCode === null) {
+    const exited = new Promise((resolve) => server.on('exit', resolve));
+    server.stdin.end();
+    await exited;
+  }
+  if (emacs && emacs.exitCode === null) emacs.kill('SIGKILL');
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('over HTTP, the tools run in Emacs: its buffers, its Lisp session', async () => {
+  const client = await connect('emacs-http');
+  const { tools } = await client.listTools();
+  assert.ok(tools.some((tool) => tool.name === 'read_buffer'));
+  const buffer = await client.callTool({ name: 'read_buffer', arguments: { buffer: 'agentq-sdk-buffer' } });
+  assert.match(textOf(buffer), /only this Emacs has this text/);
+  assert.equal(textOf(await client.callTool({ name: 'evaluate_lisp', arguments: { code: '(+ 1 2)' } })), '=> 3');
+  // With a progress token: the SSE answer, through the bridge.
+  const streamed = await client.callTool({ name: 'evaluate_lisp', arguments: { code: '(* 6 7)' } }, undefined, { onprogress: () => {} });
+  assert.equal(textOf(streamed), '=> 42');
+});
+
+test('a dangerous call over HTTP is asked in Emacs, as MCP, approved or denied', async () => {
+  const client = await connect('emacs-http-approvals');
+  const approved = await client.callTool({ name: 'sdk_emacs_dangerous', arguments: { path: 'approve-me' } });
+  assert.equal(textOf(approved), 'ran in Emacs for approve-me, asked as MCP');
+  const denied = await client.callTool({ name: 'sdk_emacs_dangerous', arguments: { path: 'deny-me' } });
+  assert.equal(denied.isError, true);
+  assert.match(textOf(denied), /the test's approval function says no/);
+});
+
+test('two HTTP clients at once through Emacs: calls take turns; cancelling one leaves the other', async () => {
+  const a = await connect('a');
+  const b = await connect('b');
+  const abort = new AbortController();
+  const aCall = a.callTool({ name: 'evaluate_lisp', arguments: { code: '(loop (sleep 0.01))' } }, undefined,
+    { signal: abort.signal, timeout: 600000 }).then((result) => `answered: ${JSON.stringify(result)}`, () => 'rejected');
+  // Wait until A's loop runs: a quick call of B's then waits behind it
+  // (Emacs runs the calls of every connection in turn, on one runner).
+  for (;;) {
+    const probe = await b.callTool({ name: 'evaluate_lisp', arguments: { code: '1' } }, undefined, { timeout: 2000 })
+      .then(() => 'ran', () => 'waited');
+    if (probe === 'waited') break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  // What Emacs answers at once is answered to B meanwhile.
+  const { tools } = await b.listTools();
+  assert.ok(tools.some((tool) => tool.name === 'read_buffer'));
+  let bDone = false;
+  const bCall = b.callTool({ name: 'read_buffer', arguments: { buffer: 'agentq-sdk-buffer' } }, undefined, { timeout: 600000 })
+    .finally(() => { bDone = true; });
+  await b.ping();
+  assert.equal(bDone, false);
+  abort.abort('enough');
+  assert.equal(await aCall, 'rejected');
+  assert.match(textOf(await bCall), /only this Emacs has this text/);
+});
