@@ -362,11 +362,16 @@ bool HttpServer::post(int fd, Exchange& exchange) {
       session->end();
       return answer(200, *response);
     }
-    std::string id = sessions_.add(session);
+    std::shared_ptr<McpSession> evicted;
+    std::string id = sessions_.add(session, evicted);
+    if (evicted) {
+      log(LogLevel::Info, "HTTP: " + std::to_string(options_.max_sessions) +
+                              " sessions open: the one used longest ago ended to make room");
+      evicted->end();
+    }
     if (id.empty()) {
       session->end();
-      return answer(503, rpc_error(jsonrpc_error::kInternalError,
-                                   "too many MCP sessions: end one (DELETE) or restart the server"));
+      return answer(503, rpc_error(jsonrpc_error::kInternalError, "this server takes no MCP sessions"));
     }
     log(LogLevel::Info, "HTTP: session opened (" + std::to_string(sessions_.size()) + " open)");
     return answer(200, *response, "Mcp-Session-Id: " + id + "\r\n");

@@ -120,22 +120,31 @@ class CountingSession final : public McpSession {
 
 }  // namespace
 
-TEST(SessionTable, AddsFindsRemovesAndIsBounded) {
+TEST(SessionTable, AddsFindsRemovesAndMakesRoomByEndingTheOneUsedLongestAgo) {
   SessionTable table(2);
+  std::shared_ptr<McpSession> evicted;
   auto one = std::make_shared<CountingSession>();
-  std::string a = table.add(one);
-  std::string b = table.add(std::make_shared<CountingSession>());
+  auto two = std::make_shared<CountingSession>();
+  std::string a = table.add(one, evicted);
+  std::string b = table.add(two, evicted);
+  EXPECT_EQ(evicted, nullptr);
   EXPECT_EQ(a.size(), 32u);
   EXPECT_NE(a, b);
-  EXPECT_TRUE(table.add(std::make_shared<CountingSession>()).empty());  // full
-  EXPECT_EQ(table.find(a), one);
+  EXPECT_EQ(table.find(a), one);  // A used after B: B is the oldest now
+  std::string c = table.add(std::make_shared<CountingSession>(), evicted);
+  EXPECT_EQ(evicted, two);
+  EXPECT_EQ(table.find(b), nullptr);
+  EXPECT_EQ(table.size(), 2u);
   EXPECT_EQ(table.find("nope"), nullptr);
   EXPECT_EQ(table.remove(a), one);
   EXPECT_EQ(table.find(a), nullptr);
   EXPECT_EQ(table.remove(a), nullptr);
-  EXPECT_FALSE(table.add(std::make_shared<CountingSession>()).empty());
+  evicted.reset();
+  EXPECT_FALSE(table.add(std::make_shared<CountingSession>(), evicted).empty());
+  EXPECT_EQ(evicted, nullptr);
   EXPECT_EQ(table.take_all().size(), 2u);
   EXPECT_EQ(table.size(), 0u);
+  EXPECT_EQ(table.find(c), nullptr);  // taken out with the rest
 }
 
 TEST(HttpOptions, PortAndTokenFile) {
