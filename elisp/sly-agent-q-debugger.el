@@ -261,11 +261,14 @@ evaluate_lisp define until the native compiler replaces them)."
   (let ((source (get-text-property (sly-agent-q-debugger--frame-here) 'sly-agent-q-frame-source)))
     (unless source
       (user-error "No source known for this frame (defined in the REPL or an evaluation, not from a file)"))
-    (let ((window (selected-window)))
-      (pop-to-buffer (find-file-noselect (car source)))
-      (goto-char (point-min))
-      (forward-line (1- (cadr source)))
-      (select-window window))))
+    ;; In another window, never the debugger's own: the default display
+    ;; action would reuse the window that last showed the file, which is
+    ;; where the debugger popped up in a two-window frame.
+    (let ((window (display-buffer (find-file-noselect (car source)) '(nil (inhibit-same-window . t)))))
+      (unless window (user-error "No window to show %s in" (car source)))
+      (with-selected-window window
+        (goto-char (point-min))
+        (forward-line (1- (cadr source)))))))
 
 (defun sly-agent-q-debugger-eval-in-frame (code)
   "Evaluate CODE with the frame at point's local variables, as SLY's e.

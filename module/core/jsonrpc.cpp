@@ -397,7 +397,7 @@ json McpServer::read_resource(const json& params, const json& id, const Executio
   std::optional<ToolCall> call = mcp::resource_call(text);
   std::optional<ToolResult> result = call ? run_safe_tool(*call, options) : std::nullopt;
   if (!result) return error_response(kResourceNotFound, "Resource not found: " + echo(text), id);
-  if (!result->success) return error_response(kResourceNotFound, echo(text) + ": " + result->content, id);
+  if (!result->success) return error_response(kResourceNotFound, echo(text) + ": " + echo(result->content), id);
   json content = {{"uri", text}, {"mimeType", "text/plain"}, {"text", std::move(result->content)}};
   return result_response({{"contents", json::array({std::move(content)})}}, id);
 }

@@ -22,3 +22,5 @@ add_test(NAME e2e_mcp_emacs_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/mcp-
 set_tests_properties(e2e_mcp_emacs_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 add_test(NAME e2e_held_error_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/held-error-tmux.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(e2e_held_error_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+add_test(NAME e2e_debugger_tmux COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/debugger-tmux.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(e2e_debugger_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)

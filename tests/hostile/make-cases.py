@@ -170,10 +170,28 @@ for i, value in enumerate([None, 1, True, [], {}, ["ping"], {"name": "ping"}]):
         contains="method")
 add("method-missing", '{"jsonrpc":"2.0","id":1}', INVALID, id=1)
 for i, value in enumerate(["", "PING", "Ping", " ping", "ping ", "tools/CALL", "tools/call/", "tools", "rpc.discover",
-                           "resources/list", "prompts/list", "completion/complete", "logging/setLevel",
+                           "resources/subscribe", "prompts/LIST", "completion/complete", "logging/setLevel",
                            "sampling/createMessage", "../tools/call", "a" * 100000]):
     add("method-unknown-%02d" % i, req(1, value), NOMETHOD, id=1, contains="Method not found")
 add("method-unknown-notification", '{"jsonrpc":"2.0","method":"no/such"}', "none")
+
+# ------------------------------------------------------------ resources and prompts
+NOT_FOUND = "error -32002"
+for i, value in enumerate([None, 1, [], {}, True]):
+    add("resources-read-uri-type-%02d" % i, req(1, "resources/read", {"uri": value}), PARAMS, id=1, contains="uri")
+for i, uri in enumerate(["", "lisp://", "lisp://symbol/", "lisp://symbol/CL-USER", "lisp://symbol//CAR",
+                         "lisp://symbol/CL-USER/%", "lisp://symbol/CL-USER/%zz", "lisp://symbol/CL-USER/%00",
+                         "lisp://symbol/CL%00USER/CAR", "lisp://symbol/CL-USER/%23.(ext:quit)",
+                         "lisp://symbol/NO-SUCH-PACKAGE/CAR", "lisp://package/%23.(loop)", "lisp://package/a/b",
+                         "lisp://package/" + "a" * 100000, "file:///etc/passwd", "lisp://session/definitions/../../x"]):
+    add("resources-read-hostile-%02d" % i, req(1, "resources/read", {"uri": uri}), NOT_FOUND, id=1, timeout=30)
+add("resources-read-symbol", req(1, "resources/read", {"uri": "lisp://symbol/CL/CAR"}), "result", id=1)
+for i, args in enumerate([None, [], {"symbol": 1}, {"symbol": ""}, {"symbol": "\u0000"}, {"symbol": "#.(ext:quit)"},
+                          {"symbol": "car", "package": "#.(loop)"}]):
+    expect = PARAMS if args in (None, [], {"symbol": 1}, {"symbol": ""}) else "result"
+    add("prompts-get-hostile-%02d" % i, req(1, "prompts/get", {"name": "explain-symbol", "arguments": args}), expect,
+        id=1, timeout=30)
+add("prompts-get-unknown", req(1, "prompts/get", {"name": "rm -rf"}), PARAMS, id=1, contains="Unknown prompt")
 add("notification-initialized", '{"jsonrpc":"2.0","method":"notifications/initialized"}', "none")
 add("notification-ping", '{"jsonrpc":"2.0","method":"ping"}', "none")
 add("notification-tools-call", '{"jsonrpc":"2.0","method":"tools/call","params":{"name":"evaluate_lisp",'
