@@ -203,6 +203,7 @@ EvalOutcome Runtime::evaluate(EvalRequest given, CallContext& context) {
   impl.wait_for_pickup(*job, start, woke);
   if (std::optional<Interrupt> why = impl.serve_until_done(*job, context, deadline))
     if (std::optional<EvalOutcome> ended = impl.escalate(job, *why, context)) return std::move(*ended);
+  round_trip_stamps().stamp(RoundTripStep::Seen);
   return finished_outcome(*job);
 }
 

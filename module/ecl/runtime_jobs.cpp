@@ -86,6 +86,7 @@ std::shared_ptr<Job> take_job(Runtime::Impl& impl) {
     job = std::move(impl.queue.front());
     impl.queue.pop_front();
     impl.queued.fetch_sub(1, std::memory_order_release);
+    round_trip_stamps().stamp(RoundTripStep::PickedUp);
     job->state.store(JobState::Running, std::memory_order_release);
     impl.current = job;
     impl.current_id.store(job->id, std::memory_order_release);
@@ -144,6 +145,7 @@ cl_object next_job() {
 // smaller than at boot and should be restored.  A retired worker's result
 // is dropped: its job was already answered.
 cl_object finish_job(cl_object id, cl_object success, cl_object text) {
+  round_trip_stamps().stamp(RoundTripStep::Evaluated);
   Runtime::Impl& impl = *g_impl;
   (void)id;
   cl_env_ptr env = ecl_process_env();

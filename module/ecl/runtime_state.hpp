@@ -41,6 +41,7 @@
 #include <string>
 #include <utility>
 
+#include "core/round_trip_stamps.hpp"
 #include "ecl/ecl_api.hpp"
 #include "ecl/runtime.hpp"
 
