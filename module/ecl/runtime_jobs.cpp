@@ -43,7 +43,10 @@ void hold_still(Runtime::Impl& impl, std::unique_lock<std::mutex>& lock) {
 // compile's (see place_worker).
 void poll_for_job(Runtime::Impl& impl) {
   auto start = Clock::now();
-  auto poll_until = start + kWorkerPoll, next_yield = start + kWorkerYieldEvery;
+  // A wake-ahead (Runtime::wake_ahead) may have asked for longer.
+  auto poll_until = std::max(start + kWorkerPoll,
+                             Clock::time_point(Clock::duration(impl.wake_ahead_until_ns.load(std::memory_order_relaxed))));
+  auto next_yield = start + kWorkerYieldEvery;
   const bool spin = can_spin();  // with a single CPU the caller needs it back at once
   for (auto now = start; impl.queued.load(std::memory_order_acquire) == 0 && now < poll_until && current_worker() &&
                          !impl.hold_requested.load(std::memory_order_relaxed);
@@ -64,7 +67,7 @@ void poll_for_job(Runtime::Impl& impl) {
 // The next job, taken off the queue and made the running one, once the
 // worker is not held; null when the runtime stops or this thread is no
 // longer the worker.
-std::shared_ptr<Job> take_job(Runtime::Impl& impl) {
+std::shared_ptr<Job> take_job(Runtime::Impl& impl, bool& woken_ahead) {
   std::shared_ptr<Job> job;
   std::unique_lock lock(impl.mutex);
   for (;;) {
@@ -75,9 +78,18 @@ std::shared_ptr<Job> take_job(Runtime::Impl& impl) {
     if (impl.queue.empty() && !impl.stopping && current_worker()) {
       impl.worker_sleeping = true;
       impl.job_cv.wait(lock, [&] {
-        return impl.stopping || !impl.queue.empty() || !current_worker() || impl.hold_requested;
+        return impl.stopping || !impl.queue.empty() || !current_worker() || impl.hold_requested ||
+               impl.wake_ahead_requested;
       });
       impl.worker_sleeping = false;
+      if (impl.wake_ahead_requested) {
+        // Woken ahead of a call: poll for it (poll_for_job), awake.
+        impl.wake_ahead_requested = false;
+        if (impl.queue.empty() && !impl.stopping && !impl.hold_requested) {
+          woken_ahead = true;
+          return job;
+        }
+      }
       continue;
     }
     break;
@@ -102,8 +114,12 @@ std::shared_ptr<Job> take_job(Runtime::Impl& impl) {
 // integer for an interactive evaluation (see EvalRequest), else NIL.
 cl_object next_job() {
   Runtime::Impl& impl = *g_impl;
-  poll_for_job(impl);
-  std::shared_ptr<Job> job = take_job(impl);
+  std::shared_ptr<Job> job;
+  for (bool woken_ahead = true; woken_ahead;) {
+    woken_ahead = false;
+    poll_for_job(impl);
+    job = take_job(impl, woken_ahead);  // null and WOKEN_AHEAD: woken to poll
+  }
   // No locks held from here: allocation may unwind (storage exhaustion).
   if (!job) return one_value(ECL_NIL);
   // Woken on a CPU a background compile runs on: off it before the job.

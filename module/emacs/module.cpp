@@ -359,6 +359,13 @@ emacs_value restart_worker(const Env&, ptrdiff_t, emacs_value*) {
   return Env::sym().t;
 }
 
+// (sly-agent-q--module-wake-ahead WINDOW-MS WARM) → t when the idle worker was told.
+emacs_value wake_ahead(const Env& env, ptrdiff_t, emacs_value* args) {
+  const std::intmax_t ms = env.to_integer(args[0]);
+  return env.boolean(root().lisp.wake_ahead(std::chrono::milliseconds(std::clamp<std::intmax_t>(ms, 0, 10000)),
+                                            !env.is_nil(args[1])));
+}
+
 emacs_value stats(const Env& env, ptrdiff_t, emacs_value*) {
   std::vector<emacs_value> rows;
   for (const auto& [name, counters] : root().executor.stats()) {
@@ -413,6 +420,9 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
         "Run one tool call taken apart by the caller; return its result plist.\n"
         "ARGUMENTS is one value or a plist's keys and values, spread.\n\n"
         "(fn APPROVAL-FUNCTION HOOK-FUNCTIONS ID NAME &rest ARGUMENTS)");
+  defun(raw, "sly-agent-q--module-wake-ahead", 2, 2, entry<wake_ahead>,
+        "A call is on its way: an idle worker polls for WINDOW-MS; WARM: after a throwaway evaluation.\n"
+        "Never boots Lisp, never waits; t when the worker was told.\n\n(fn WINDOW-MS WARM)");
   defun(raw, "sly-agent-q--module-bench", 1, 2, entry<bench>,
         "For benchmarks: WHAT is \"stamps-on\", \"stamps-off\", \"stamps\" (the last call's steps, ns),\n"
         "\"pingpong\" or \"plist\" (floors: median ns of N).\n\n(fn WHAT &optional N)");
