@@ -389,6 +389,22 @@ cl_object runtime_thread_p() {
   return one_value(self == __atomic_load_n(&g_roots.watchdog, __ATOMIC_ACQUIRE) ? g_roots.watchdog_keyword : ECL_NIL);
 }
 
+// (%FUNCTIONS-INTACT-P alist) → true when each (NAME . FUNCTION) of ALIST,
+// NAME a symbol, still names FUNCTION as a function (not a macro).  What
+// FBOUNDP and FDEFINITION tell, read from the symbol's function cell:
+// checked before every job (worker.lisp), at a tenth of their cost.
+cl_object functions_intact_p(cl_object alist) {
+  for (cl_object tail = alist; ECL_CONSP(tail); tail = ECL_CONS_CDR(tail)) {
+    cl_object entry = ECL_CONS_CAR(tail);
+    if (!ECL_CONSP(entry)) return one_value(ECL_NIL);
+    cl_object name = ECL_CONS_CAR(entry);
+    if (ecl_t_of(name) != t_symbol || ECL_SYM_FUN(name) != ECL_CONS_CDR(entry) ||
+        (name->symbol.stype & ecl_stp_macro) != 0)
+      return one_value(ECL_NIL);
+  }
+  return one_value(ECL_T);
+}
+
 // (%LIVE-PACKAGE-P object) → true when OBJECT is a package that was not
 // deleted (one whose name is not NIL).  PACKAGE-NAME would copy the name.
 cl_object live_package_p(cl_object object) {
@@ -441,6 +457,7 @@ void define_job_functions() {
   define_lisp_function("%BREAK-TAKEN", break_taken);
   define_lisp_function("%NEXT-INTERRUPT", next_interrupt);
   define_lisp_function("%LIVE-PACKAGE-P", live_package_p);
+  define_lisp_function("%FUNCTIONS-INTACT-P", functions_intact_p);
   define_lisp_function("%STREAM-OUTPUT", stream_output);
   define_lisp_function("%CURRENT-JOB", current_job);
   define_lisp_function("%DETACH-WORKER", detach_worker);
