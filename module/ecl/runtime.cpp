@@ -222,7 +222,9 @@ bool Runtime::wake_ahead(std::chrono::milliseconds window, bool warm) {
     if (warm) {
       // Nobody waits for it: its requests are refused, its text dropped.
       EvalRequest request;
-      request.code = "nil";
+      // Read, evaluated and printed as a call is; the REPL's history
+      // (*, +, /) leaves it out (read-eval-forms), as the inspector's.
+      request.code = "'agent-q::warm-up";
       request.timeout = std::chrono::milliseconds(1000);
       request.output_limit = 100;
       auto job = impl.make_job(std::move(request));

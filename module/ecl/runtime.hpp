@@ -95,8 +95,8 @@ class Runtime {
   // A call is on its way (an agent's tool call is streaming in): the worker
   // wakes now, if it sleeps, and polls for the next job for WINDOW, as it
   // does for 2 ms after each job; with WARM, it first runs a throwaway
-  // evaluation of NIL, so that the call finds its code and data in the
-  // caches.  Does nothing (false) unless the runtime runs and is idle:
+  // evaluation ('AGENT-Q::WARM-UP, left out of the REPL's history), so that the
+  // call finds its code and data in the caches.  Does nothing (false) unless the runtime runs and is idle:
   // never boots it, never waits.
   bool wake_ahead(std::chrono::milliseconds window, bool warm);
 

@@ -71,8 +71,13 @@ Return their results."
     (should (equal (agentq-test-eval-ok "(incf *agentq-wake-ahead-n*)") "=> 2"))
     (sleep-for 0.1)                     ; past the window: the worker sleeps
     (should (equal (agentq-test-eval-ok "(incf *agentq-wake-ahead-n*)") "=> 3"))
-    ;; Each throwaway evaluation is a job of its own, and only that.
-    (should (>= (plist-get (sly-agent-q-runtime-status) :jobs) (+ jobs 3))))
+    ;; Each throwaway evaluation is a job of its own, and only that: the
+    ;; REPL's history (*, +) is the last real evaluation's.
+    (should (>= (plist-get (sly-agent-q-runtime-status) :jobs) (+ jobs 3)))
+    (agentq-test-eval-ok "(+ 40 2)")
+    (should (sly-agent-q-runtime-wake-ahead))
+    (sleep-for 0.02)
+    (should (equal (agentq-test-eval-ok "(list * +)") "=> (42 (+ 40 2))")))
   ;; Off: nothing is told.
   (let ((sly-agent-q-wake-ahead-window nil))
     (should-not (sly-agent-q-runtime-wake-ahead)))
