@@ -4,6 +4,7 @@
 ;; Prints one `bench: NAME key=value …' line per measurement.  Calls are
 ;; timed one by one; medians and 99th percentiles are in microseconds.
 
+(require 'cl-lib)
 (require 'sly-agent-q)
 ;; The calls measured are the person's own (as from the REPL): an agent's
 ;; code is read first, which bench/hot-process.el measures apart.
@@ -16,6 +17,11 @@
 
 (defun bench--percentile (sorted p)
   (aref sorted (min (1- (length sorted)) (floor (* p (length sorted))))))
+
+(defun bench--median (values)
+  "The median of VALUES."
+  (let ((sorted (sort (vconcat values) #'<)))
+    (aref sorted (/ (length sorted) 2))))
 
 (defun bench--report (name times &rest extra)
   (let ((sorted (sort (vconcat times) #'<)))
@@ -104,5 +110,51 @@
   (bench--report "evaluate_after_10ms_idle"
                  (bench--time-after-idle-of 0.01 (/ bench-calls 40) (sly-agent-q-execute-tool-calls evaluate)))
   (bench--report "elisp_tool_after_10ms_idle"
-                 (bench--time-after-idle-of 0.01 (/ bench-calls 40) (sly-agent-q-execute-tool-calls floor))))
+                 (bench--time-after-idle-of 0.01 (/ bench-calls 40) (sly-agent-q-execute-tool-calls floor)))
+  ;; The policy for such calls: a wake-ahead when the call starts arriving
+  ;; (`sly-agent-q-runtime-wake-ahead', which a streaming model's tool call
+  ;; triggers), here 1 ms before the call, as its last piece would be; and
+  ;; plain, in turns, in the same minutes.
+  (let ((plain nil) (ahead nil))
+    (dotimes (_ (/ bench-calls 40))
+      (sleep-for 0.01)
+      (let ((start (float-time)))
+        (sly-agent-q-execute-tool-calls evaluate)
+        (push (- (float-time) start) plain))
+      (sleep-for 0.009)
+      (sly-agent-q-runtime-wake-ahead)
+      (sleep-for 0.001)
+      (let ((start (float-time)))
+        (sly-agent-q-execute-tool-calls evaluate)
+        (push (- (float-time) start) ahead)))
+    (bench--report "evaluate_after_10ms_idle_plain" plain)
+    (bench--report "evaluate_after_10ms_idle_wake_ahead" ahead '(target_median_us . 60))))
+
+;; What the policy costs while nothing is called: the CPU time of all of
+;; this process's threads (the kernel's schedstat, in ns) over a second of
+;; idle Emacs, as a share of one CPU: after a call (the worker polls for
+;; 2 ms, then sleeps), and after a wake-ahead (it polls for
+;; `sly-agent-q-wake-ahead-window').
+(defun bench--process-cpu-ns ()
+  "CPU time of every thread of this process so far, in nanoseconds."
+  (let ((total 0))
+    (dolist (task (directory-files "/proc/self/task" nil "\\`[0-9]+\\'") total)
+      (with-temp-buffer
+        (when (ignore-errors (insert-file-contents (format "/proc/self/task/%s/schedstat" task)) t)
+          (setq total (+ total (string-to-number (buffer-substring (point-min) (line-end-position))))))))))
+
+(defun bench--idle-cpu-percent (before)
+  "Run BEFORE, then sleep a second: the process's CPU time meanwhile, in % of a CPU."
+  (funcall before)
+  (let ((start (bench--process-cpu-ns)) (wall (float-time)))
+    (sleep-for 1.0)
+    (/ (* 100.0 (/ (- (bench--process-cpu-ns) start) 1e9)) (- (float-time) wall))))
+
+(let ((evaluate (list (list :id "b" :name "evaluate_lisp" :arguments (list :code "(+ 1 2)"))))
+      (runs 3))
+  (princ (format "bench: idle_cpu after_call_percent=%.2f after_wake_ahead_percent=%.2f nothing_percent=%.2f wake_ahead_window_ms=%d target_percent=1 (median of %d seconds each)\n"
+                 (bench--median (cl-loop repeat runs collect (bench--idle-cpu-percent (lambda () (sly-agent-q-execute-tool-calls evaluate)))))
+                 (bench--median (cl-loop repeat runs collect (bench--idle-cpu-percent #'sly-agent-q-runtime-wake-ahead)))
+                 (bench--median (cl-loop repeat runs collect (bench--idle-cpu-percent #'ignore)))
+                 (round (* 1000 sly-agent-q-wake-ahead-window)) runs)))
 

@@ -6,14 +6,16 @@
 ;; Emacs to an SBCL running swank over 127.0.0.1, and prints exactly one
 ;; line to stdout:
 ;;
-;;   peer: slime-sbcl hot_median_us=.. hot_p99_us=.. cold_median_us=.. cold_p99_us=.. calls=N
+;;   peer: slime-sbcl hot_median_us=.. hot_p99_us=.. cold_median_us=.. cold_p99_us=..
+;;         after_10ms_idle_median_us=.. after_10ms_idle_p90_us=.. calls=N
 ;;
 ;; or, when SLIME/SBCL/swank are missing or anything goes wrong:
 ;;
 ;;   peer: slime-sbcl unavailable reason="..."
 ;;
 ;; It always exits 0.  Environment:
-;;   SLIME_PEER_CALLS      hot calls (default 2000); cold calls = N/4
+;;   SLIME_PEER_CALLS      hot calls (default 2000); cold calls = N/4 (1 ms idle
+;;                         before each), N/20 after 10 ms idle
 ;;   SLIME_PEER_TIMEOUT    global watchdog in seconds (default 120)
 ;;   SLIME_PEER_SLIME_DIR  directory containing slime.el (default: search)
 ;;   SLIME_PEER_SBCL       sbcl executable (default: "sbcl" on PATH)
@@ -244,11 +246,14 @@ Return a sorted vector of latencies in microseconds."
       ;; Empty buffer: slime-current-package finds no in-package form.
       (slime-peer--measure 200 nil)                 ; warm-up
       (let ((hot (slime-peer--measure calls nil))
-            (cold (slime-peer--measure cold-calls 0.001)))
+            (cold (slime-peer--measure cold-calls 0.001))
+            ;; As an agent's calls come, as bench.el's evaluate_after_10ms_idle.
+            (idle (slime-peer--measure (max 1 (/ calls 20)) 0.01)))
         (slime-peer--say
-         (format "peer: slime-sbcl hot_median_us=%.1f hot_p99_us=%.1f cold_median_us=%.1f cold_p99_us=%.1f calls=%d"
+         (format "peer: slime-sbcl hot_median_us=%.1f hot_p99_us=%.1f cold_median_us=%.1f cold_p99_us=%.1f after_10ms_idle_median_us=%.1f after_10ms_idle_p90_us=%.1f calls=%d"
                  (slime-peer--median hot) (slime-peer--percentile hot 99)
                  (slime-peer--median cold) (slime-peer--percentile cold 99)
+                 (slime-peer--median idle) (slime-peer--percentile idle 90)
                  calls))))))
 
 (let ((watchdog

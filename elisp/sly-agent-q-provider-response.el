@@ -21,6 +21,7 @@
 ;; Sending, in sly-agent-q-provider.el, which requires this file: a retry
 ;; sends again.
 (declare-function sly-agent-q-provider--send "sly-agent-q-provider" (request))
+(declare-function sly-agent-q-runtime-wake-ahead "sly-agent-q-runtime" ())
 
 
 ;;;; The request
@@ -170,6 +171,9 @@ parser, which called it from a process filter, keeps its place."
 
 (defun sly-agent-q-provider--call-piece (request index &optional id name arguments)
   "Add to REQUEST's tool call INDEX its ID, NAME or a piece of ARGUMENTS."
+  ;; A call is on its way: the Lisp worker gets ready for it meanwhile.
+  (when (fboundp 'sly-agent-q-runtime-wake-ahead)
+    (sly-agent-q-runtime-wake-ahead))
   (let ((entry (assq index (sly-agent-q-provider--request-calls request))))
     (unless entry
       (setq entry (list index :id nil :name nil :pieces nil))

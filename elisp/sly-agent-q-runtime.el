@@ -139,6 +139,29 @@ this says.  describe_symbol says how a function runs."
   :type 'boolean
   :set #'sly-agent-q--set-option)
 
+(defcustom sly-agent-q-wake-ahead-window 0.05
+  "Seconds the Lisp worker keeps ready once a model's tool call starts arriving.
+While a model's reply streams in a tool call, the worker that will run it
+is woken (it sleeps once it has had nothing to do for 2 ms) and runs a
+throwaway evaluation, so that the call finds it awake with its code in
+the CPU's caches, and then polls for the call for this long, extended by
+each piece of the call that arrives; it yields to anything else that wants
+its CPU.  nil turns this off: the call then wakes the worker itself.
+See `sly-agent-q-runtime-wake-ahead'."
+  :type '(choice (number :tag "Seconds") (const :tag "Off" nil)))
+
+(declare-function sly-agent-q--module-wake-ahead "sly-agent-q-module" (window-ms warm))
+
+(defun sly-agent-q-runtime-wake-ahead ()
+  "Get the Lisp worker ready for a tool call on its way.
+For what sees a call coming before it is made, such as a model's reply
+streaming a tool call: see `sly-agent-q-wake-ahead-window'.  Cheap, and
+never boots Lisp or waits for it: nothing happens unless the runtime is
+running and idle.  Returns non-nil when the worker was told."
+  (and sly-agent-q-wake-ahead-window
+       (featurep 'sly-agent-q-module)
+       (sly-agent-q--module-wake-ahead (round (* 1000 sly-agent-q-wake-ahead-window)) t)))
+
 (defcustom sly-agent-q-ask-before-agent-code nil
   "Whether every evaluation an agent asks for waits for your approval.
 An agent's code (the chat's model, an MCP client, the Lisp API) is read

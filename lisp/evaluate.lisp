@@ -166,8 +166,11 @@ are CODE's forms already read (an agent's one form, read to be vetted)."
              ;; A DEFUN goes to the background native compiler (tiering.lisp).
              (tiering-note form)
              ;; The REPL's history, as a listener keeps it; the
-             ;; inspector's own look-ups leave it alone.
-             (unless (and (consp form) (eq (car form) 'inspector-page-for-emacs))
+             ;; inspector's own look-ups leave it alone, and so does the
+             ;; runtime's warm-up before a call (Runtime::wake_ahead).
+             (unless (and (consp form)
+                          (or (eq (car form) 'inspector-page-for-emacs)
+                              (and (eq (car form) 'quote) (eq (second form) 'warm-up))))
                (setf +++ ++ ++ + + form
                      /// // // / / values
                      *** ** ** * * (first values)))))

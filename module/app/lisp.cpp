@@ -54,6 +54,8 @@ void Lisp::restart_worker() {
 
 void Lisp::shutdown() { runtime_.shutdown(); }
 
+bool Lisp::wake_ahead(std::chrono::milliseconds window, bool warm) { return runtime_.wake_ahead(window, warm); }
+
 std::vector<std::string> Lisp::take_notes() { return ecl::take_runtime_notes(); }
 
 void Lisp::set_eval_timeout(double seconds) { settings_->default_timeout_s = seconds; }

@@ -5,6 +5,7 @@
 // run jobs on it.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -66,6 +67,8 @@ class Lisp {
   bool break_job(std::uint64_t job_id);
   // A fresh worker thread in the same image (Runtime::restart_worker).
   void restart_worker();
+  // A call is on its way: the worker polls for WINDOW (Runtime::wake_ahead).
+  bool wake_ahead(std::chrono::milliseconds window, bool warm);
   // Stops the runtime for good (Runtime::shutdown).
   void shutdown();
   // The background compiler's lines for the log since the last call.

@@ -203,7 +203,40 @@ EvalOutcome Runtime::evaluate(EvalRequest given, CallContext& context) {
   impl.wait_for_pickup(*job, start, woke);
   if (std::optional<Interrupt> why = impl.serve_until_done(*job, context, deadline))
     if (std::optional<EvalOutcome> ended = impl.escalate(job, *why, context)) return std::move(*ended);
+  round_trip_stamps().stamp(RoundTripStep::Seen);
   return finished_outcome(*job);
+}
+
+bool Runtime::wake_ahead(std::chrono::milliseconds window, bool warm) {
+  Impl& impl = *impl_;
+  if (!impl.alive() || window.count() <= 0) return false;
+  const std::int64_t until = steady_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(window).count();
+  std::int64_t was = impl.wake_ahead_until_ns.load(std::memory_order_relaxed);
+  while (was < until && !impl.wake_ahead_until_ns.compare_exchange_weak(was, until, std::memory_order_relaxed)) {
+  }
+  bool wake;
+  {
+    std::lock_guard lock(impl.mutex);
+    if (impl.current || !impl.queue.empty() || impl.abandoned || impl.stopping) return false;
+    wake = impl.worker_sleeping;
+    if (warm) {
+      // Nobody waits for it: its requests are refused, its text dropped.
+      EvalRequest request;
+      // Read, evaluated and printed as a call is; the REPL's history
+      // (*, +, /) leaves it out (read-eval-forms), as the inspector's.
+      request.code = "'agent-q::warm-up";
+      request.timeout = std::chrono::milliseconds(1000);
+      request.output_limit = 100;
+      auto job = impl.make_job(std::move(request));
+      job->owner_gone = true;
+      impl.queue.push_back(std::move(job));
+      impl.queued.fetch_add(1, std::memory_order_release);
+    } else if (wake) {
+      impl.wake_ahead_requested = true;
+    }
+  }
+  if (wake) impl.job_cv.notify_one();
+  return true;
 }
 
 void Runtime::set_heap_limit(std::size_t bytes) {

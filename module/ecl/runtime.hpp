@@ -101,6 +101,14 @@ class Runtime {
   // the caller cancels instead.
   bool break_job(std::uint64_t job_id);
 
+  // A call is on its way (an agent's tool call is streaming in): the worker
+  // wakes now, if it sleeps, and polls for the next job for WINDOW, as it
+  // does for 2 ms after each job; with WARM, it first runs a throwaway
+  // evaluation ('AGENT-Q::WARM-UP, left out of the REPL's history), so that the
+  // call finds its code and data in the caches.  Does nothing (false) unless the runtime runs and is idle:
+  // never boots it, never waits.
+  bool wake_ahead(std::chrono::milliseconds window, bool warm);
+
   // Retires the worker thread and starts a fresh one in the same image
   // (definitions kept).  A job it was running is answered INTERRUPTED and
   // left to run on at the lowest priority.

@@ -43,7 +43,10 @@ void hold_still(Runtime::Impl& impl, std::unique_lock<std::mutex>& lock) {
 // compile's (see place_worker).
 void poll_for_job(Runtime::Impl& impl) {
   auto start = Clock::now();
-  auto poll_until = start + kWorkerPoll, next_yield = start + kWorkerYieldEvery;
+  // A wake-ahead (Runtime::wake_ahead) may have asked for longer.
+  auto poll_until = std::max(start + kWorkerPoll,
+                             Clock::time_point(Clock::duration(impl.wake_ahead_until_ns.load(std::memory_order_relaxed))));
+  auto next_yield = start + kWorkerYieldEvery;
   const bool spin = can_spin();  // with a single CPU the caller needs it back at once
   for (auto now = start; impl.queued.load(std::memory_order_acquire) == 0 && now < poll_until && current_worker() &&
                          !impl.hold_requested.load(std::memory_order_relaxed);
@@ -64,7 +67,7 @@ void poll_for_job(Runtime::Impl& impl) {
 // The next job, taken off the queue and made the running one, once the
 // worker is not held; null when the runtime stops or this thread is no
 // longer the worker.
-std::shared_ptr<Job> take_job(Runtime::Impl& impl) {
+std::shared_ptr<Job> take_job(Runtime::Impl& impl, bool& woken_ahead) {
   std::shared_ptr<Job> job;
   std::unique_lock lock(impl.mutex);
   for (;;) {
@@ -75,9 +78,18 @@ std::shared_ptr<Job> take_job(Runtime::Impl& impl) {
     if (impl.queue.empty() && !impl.stopping && current_worker()) {
       impl.worker_sleeping = true;
       impl.job_cv.wait(lock, [&] {
-        return impl.stopping || !impl.queue.empty() || !current_worker() || impl.hold_requested;
+        return impl.stopping || !impl.queue.empty() || !current_worker() || impl.hold_requested ||
+               impl.wake_ahead_requested;
       });
       impl.worker_sleeping = false;
+      if (impl.wake_ahead_requested) {
+        // Woken ahead of a call: poll for it (poll_for_job), awake.
+        impl.wake_ahead_requested = false;
+        if (impl.queue.empty() && !impl.stopping && !impl.hold_requested) {
+          woken_ahead = true;
+          return job;
+        }
+      }
       continue;
     }
     break;
@@ -86,6 +98,7 @@ std::shared_ptr<Job> take_job(Runtime::Impl& impl) {
     job = std::move(impl.queue.front());
     impl.queue.pop_front();
     impl.queued.fetch_sub(1, std::memory_order_release);
+    round_trip_stamps().stamp(RoundTripStep::PickedUp);
     job->state.store(JobState::Running, std::memory_order_release);
     impl.current = job;
     impl.current_id.store(job->id, std::memory_order_release);
@@ -101,8 +114,12 @@ std::shared_ptr<Job> take_job(Runtime::Impl& impl) {
 // integer for an interactive evaluation (see EvalRequest), else NIL.
 cl_object next_job() {
   Runtime::Impl& impl = *g_impl;
-  poll_for_job(impl);
-  std::shared_ptr<Job> job = take_job(impl);
+  std::shared_ptr<Job> job;
+  for (bool woken_ahead = true; woken_ahead;) {
+    woken_ahead = false;
+    poll_for_job(impl);
+    job = take_job(impl, woken_ahead);  // null and WOKEN_AHEAD: woken to poll
+  }
   // No locks held from here: allocation may unwind (storage exhaustion).
   if (!job) return one_value(ECL_NIL);
   // Woken on a CPU a background compile runs on: off it before the job.
@@ -146,6 +163,7 @@ cl_object next_job() {
 // smaller than at boot and should be restored.  A retired worker's result
 // is dropped: its job was already answered.
 cl_object finish_job(cl_object id, cl_object success, cl_object text) {
+  round_trip_stamps().stamp(RoundTripStep::Evaluated);
   Runtime::Impl& impl = *g_impl;
   (void)id;
   cl_env_ptr env = ecl_process_env();
@@ -384,6 +402,22 @@ cl_object runtime_thread_p() {
   return one_value(self == __atomic_load_n(&g_roots.watchdog, __ATOMIC_ACQUIRE) ? g_roots.watchdog_keyword : ECL_NIL);
 }
 
+// (%FUNCTIONS-INTACT-P alist) → true when each (NAME . FUNCTION) of ALIST,
+// NAME a symbol, still names FUNCTION as a function (not a macro).  What
+// FBOUNDP and FDEFINITION tell, read from the symbol's function cell:
+// checked before every job (worker.lisp), at a tenth of their cost.
+cl_object functions_intact_p(cl_object alist) {
+  for (cl_object tail = alist; ECL_CONSP(tail); tail = ECL_CONS_CDR(tail)) {
+    cl_object entry = ECL_CONS_CAR(tail);
+    if (!ECL_CONSP(entry)) return one_value(ECL_NIL);
+    cl_object name = ECL_CONS_CAR(entry);
+    if (ecl_t_of(name) != t_symbol || ECL_SYM_FUN(name) != ECL_CONS_CDR(entry) ||
+        (name->symbol.stype & ecl_stp_macro) != 0)
+      return one_value(ECL_NIL);
+  }
+  return one_value(ECL_T);
+}
+
 // (%LIVE-PACKAGE-P object) → true when OBJECT is a package that was not
 // deleted (one whose name is not NIL).  PACKAGE-NAME would copy the name.
 cl_object live_package_p(cl_object object) {
@@ -436,6 +470,7 @@ void define_job_functions() {
   define_lisp_function("%BREAK-TAKEN", break_taken);
   define_lisp_function("%NEXT-INTERRUPT", next_interrupt);
   define_lisp_function("%LIVE-PACKAGE-P", live_package_p);
+  define_lisp_function("%FUNCTIONS-INTACT-P", functions_intact_p);
   define_lisp_function("%STREAM-OUTPUT", stream_output);
   define_lisp_function("%CURRENT-JOB", current_job);
   define_lisp_function("%SET-JOB-STRUCTURE", set_job_structure);

@@ -41,6 +41,7 @@
 #include <string>
 #include <utility>
 
+#include "core/round_trip_stamps.hpp"
 #include "ecl/ecl_api.hpp"
 #include "ecl/runtime.hpp"
 
@@ -206,6 +207,10 @@ struct Runtime::Impl {
   // child for good).  Both changed under mutex; hold_requested is atomic
   // for the worker's polling, which reads it without the lock.
   std::atomic<bool> hold_requested{false};
+  // A call is on its way (Runtime::wake_ahead): the worker polls until
+  // then (steady clock, ns since its epoch), woken if it slept.
+  std::atomic<std::int64_t> wake_ahead_until_ns{0};
+  bool wake_ahead_requested = false;  // guarded by mutex: wakes a sleeping worker to poll
   bool worker_held = false;
   std::condition_variable held_cv;
 

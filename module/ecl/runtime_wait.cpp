@@ -54,6 +54,7 @@ bool Runtime::Impl::enqueue(const std::shared_ptr<Job>& job) {
     wake = worker_sleeping;
   }
   if (wake) job_cv.notify_one();
+  round_trip_stamps().stamp(RoundTripStep::Enqueued);
   return wake;
 }
 

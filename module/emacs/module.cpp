@@ -16,9 +16,11 @@
 
 #include "app/services.hpp"
 #include "core/json_limits.hpp"
+#include "core/round_trip_stamps.hpp"
 #include "core/schema.hpp"
 #include "emacs/async_calls.hpp"
 #include "emacs/async_functions.hpp"
+#include "emacs/bench_functions.hpp"
 #include "emacs/calls.hpp"
 #include "emacs/convert.hpp"
 #include "emacs/env.hpp"
@@ -67,11 +69,16 @@ emacs_value entry(emacs_env* raw, ptrdiff_t nargs, emacs_value* args, void*) noe
 template <typename Read>
 emacs_value run_call(const Env& env, const ExecutionOptions& options, Read read) {
   if (options.context->cancelled()) throw NonLocalExit();
+  RoundTripStamps& stamps = round_trip_stamps();
   PendingCall pending = read_call(env, read);
+  stamps.stamp(RoundTripStep::Converted);
   ToolResult result =
       pending.call ? root_with_tools().executor.execute(*pending.call, options) : std::move(pending.invalid);
+  stamps.stamp(RoundTripStep::Executed);
   if (env.exit_pending()) throw NonLocalExit();
-  return result_to_plist(env, result);
+  emacs_value plist = result_to_plist(env, result);
+  stamps.stamp(RoundTripStep::Returned);
+  return plist;
 }
 
 // (sly-agent-q--module-execute CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)
@@ -91,6 +98,7 @@ emacs_value execute(const Env& env, ptrdiff_t, emacs_value* args) {
 // ARGUMENTS is one value (JSON string, hash table, alist, nil) or a plist's
 // keys and values spread out.
 emacs_value execute_call(const Env& env, ptrdiff_t nargs, emacs_value* args) {
+  round_trip_stamps().stamp(RoundTripStep::Entered);
   EmacsCallContext context(env);
   ExecutionOptions options = options_for(env, args[0], args[1], context);
   return run_call(env, options, [&](std::optional<std::string>& id) {
@@ -367,6 +375,13 @@ emacs_value restart_worker(const Env&, ptrdiff_t, emacs_value*) {
   return Env::sym().t;
 }
 
+// (sly-agent-q--module-wake-ahead WINDOW-MS WARM) → t when the idle worker was told.
+emacs_value wake_ahead(const Env& env, ptrdiff_t, emacs_value* args) {
+  const std::intmax_t ms = env.to_integer(args[0]);
+  return env.boolean(root().lisp.wake_ahead(std::chrono::milliseconds(std::clamp<std::intmax_t>(ms, 0, 10000)),
+                                            !env.is_nil(args[1])));
+}
+
 emacs_value stats(const Env& env, ptrdiff_t, emacs_value*) {
   std::vector<emacs_value> rows;
   for (const auto& [name, counters] : root().executor.stats()) {
@@ -421,6 +436,15 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
         "Run one tool call taken apart by the caller; return its result plist.\n"
         "ARGUMENTS is one value or a plist's keys and values, spread.\n\n"
         "(fn APPROVAL-FUNCTION HOOK-FUNCTIONS ID NAME &rest ARGUMENTS)");
+  defun(raw, "sly-agent-q--module-wake-ahead", 2, 2, entry<wake_ahead>,
+        "A call is on its way: an idle worker polls for WINDOW-MS; WARM: after a throwaway evaluation.\n"
+        "Never boots Lisp, never waits; t when the worker was told.\n\n(fn WINDOW-MS WARM)");
+  defun(raw, "sly-agent-q--module-bench", 1, 2, entry<bench>,
+        "For benchmarks: WHAT is \"stamps-on\", \"stamps-off\", \"stamps\" (the last call's steps, ns),\n"
+        "\"pingpong\" or \"plist\" (floors: median ns of N).\n\n(fn WHAT &optional N)");
+  defun(raw, "sly-agent-q--module-bench-noop", 4, emacs_variadic_function, entry<bench_noop>,
+        "For benchmarks: a module call with a call's arguments that does nothing.\n\n"
+        "(fn APPROVAL-FUNCTION HOOKS ID NAME &rest ARGUMENTS)");
   defun(raw, "sly-agent-q--module-define-tool", 6, 8, entry<define_tool>,
         "Register an Elisp-handled tool.\n\n"
         "(fn NAME DESCRIPTION PARAMS REQUIRED SAFETY CATEGORIES &optional DENIED-MESSAGE CHECK-P)");

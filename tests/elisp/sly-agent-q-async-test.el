@@ -58,6 +58,42 @@ Return their results."
     ;; Timers ran while Lisp worked.
     (should (> ticks 10))))
 
+(ert-deftest sly-agent-q-async/wake-ahead-readies-an-idle-worker-and-never-waits ()
+  ;; Idle: the worker is told, runs its throwaway evaluation, polls; the
+  ;; calls that follow, at once, during its window and after it, are
+  ;; answered as ever.
+  (agentq-test-eval-ok "(defvar *agentq-wake-ahead-n* 0)")
+  (let ((jobs (plist-get (sly-agent-q-runtime-status) :jobs)))
+    (should (sly-agent-q-runtime-wake-ahead))
+    (should (equal (agentq-test-eval-ok "(incf *agentq-wake-ahead-n*)") "=> 1"))
+    (should (sly-agent-q-runtime-wake-ahead))
+    (sleep-for 0.02)
+    (should (equal (agentq-test-eval-ok "(incf *agentq-wake-ahead-n*)") "=> 2"))
+    (sleep-for 0.1)                     ; past the window: the worker sleeps
+    (should (equal (agentq-test-eval-ok "(incf *agentq-wake-ahead-n*)") "=> 3"))
+    ;; Each throwaway evaluation is a job of its own, and only that: the
+    ;; REPL's history (*, +) is the last real evaluation's.
+    (should (>= (plist-get (sly-agent-q-runtime-status) :jobs) (+ jobs 3)))
+    (agentq-test-eval-ok "(+ 40 2)")
+    (should (sly-agent-q-runtime-wake-ahead))
+    (sleep-for 0.02)
+    (should (equal (agentq-test-eval-ok "(list * +)") "=> (42 (+ 40 2))")))
+  ;; Off: nothing is told.
+  (let ((sly-agent-q-wake-ahead-window nil))
+    (should-not (sly-agent-q-runtime-wake-ahead)))
+  ;; Busy: it returns at once, queues nothing, and the running job and the
+  ;; next call are untouched.
+  (let ((results 'pending))
+    (sly-agent-q-execute-tool-calls-async
+     '((:id "s" :name "evaluate_lisp" :arguments (:code "(progn (sleep 0.5) :slept)")))
+     (lambda (r) (setq results r)))
+    (sleep-for 0.1)
+    (should-not (sly-agent-q-runtime-wake-ahead))
+    (should (eq results 'pending))
+    (agentq-async-test-wait (lambda () (not (eq results 'pending))))
+    (should (equal (plist-get (car results) :content) "=> :SLEPT")))
+  (should (equal (agentq-test-eval-ok "(incf *agentq-wake-ahead-n*)") "=> 4")))
+
 (ert-deftest sly-agent-q-async/jobs-run-in-order ()
   (let ((order nil))
     (dolist (n '(1 2 3))
