@@ -50,6 +50,12 @@ void append_json_string(std::string& out, std::string_view text) {
   out += '"';
 }
 
+std::string json_scalar_text(const json& value) {
+  std::string text;
+  append_json_scalar(text, value);
+  return text;
+}
+
 void append_json_scalar(std::string& out, const json& value) {
   char digits[24];
   switch (value.type()) {

@@ -20,4 +20,8 @@ void append_json_string(std::string& out, std::string_view text);
 // directly, anything else through dump().
 void append_json_scalar(std::string& out, const nlohmann::json& value);
 
+// VALUE's JSON text as append_json_scalar writes it: a request id as the
+// key of a table (1 and "1" differ).
+std::string json_scalar_text(const nlohmann::json& value);
+
 }  // namespace agentq

@@ -16,12 +16,6 @@ namespace agentq::mcp {
 
 namespace {
 
-std::string id_text(const nlohmann::json& id) {
-  std::string key;
-  append_json_scalar(key, id);
-  return key;
-}
-
 std::pair<UniqueFd, UniqueFd> make_pipe() {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) < 0) throw std::system_error(errno, std::generic_category(), "pipe");
@@ -75,17 +69,17 @@ std::optional<std::string> EmacsSession::post(std::string_view, nlohmann::json m
     if (method != message.end() && *method == "notifications/cancelled")
       if (auto params = message.find("params"); params != message.end() && params->is_object())
         if (auto request = params->find("requestId"); request != params->end() && (request->is_string() || request->is_number()))
-          cancel_waiter(id_text(*request));
+          cancel_waiter(json_scalar_text(*request));
     send_line(line);
     return std::nullopt;
   }
-  const std::string key = id_text(*id);
+  const std::string key = json_scalar_text(*id);
   Waiter waiter;
   waiter.link = &link;
   if (auto params = message.find("params"); params != message.end() && params->is_object())
     if (auto meta = params->find("_meta"); meta != params->end() && meta->is_object())
       if (auto token = meta->find("progressToken"); token != meta->end() && (token->is_string() || token->is_number()))
-        waiter.progress_token = id_text(*token);
+        waiter.progress_token = json_scalar_text(*token);
   {
     std::lock_guard lock(mutex_);
     if (closed_) return std::nullopt;
@@ -133,7 +127,7 @@ void EmacsSession::read_responses() {
     std::lock_guard lock(mutex_);
     if (id != message->end() && !message->contains("method")) {
       if (!(id->is_string() || id->is_number())) continue;
-      auto it = waiters_.find(id_text(*id));
+      auto it = waiters_.find(json_scalar_text(*id));
       if (it == waiters_.end()) continue;  // answered already, or cancelled
       it->second->response = std::move(line->text);
       it->second->done = true;
@@ -146,7 +140,7 @@ void EmacsSession::read_responses() {
     if (params == message->end() || !params->is_object()) continue;
     auto token = params->find("progressToken");
     if (token == params->end()) continue;
-    const std::string token_text = id_text(*token);
+    const std::string token_text = json_scalar_text(*token);
     for (auto& [key, waiter] : waiters_)
       if (waiter->progress_token == token_text) waiter->link->notify(line->text);
   }

@@ -7,16 +7,6 @@
 
 namespace agentq::mcp {
 
-namespace {
-
-std::string id_text(const nlohmann::json& id) {
-  std::string key;
-  append_json_scalar(key, id);
-  return key;
-}
-
-}  // namespace
-
 HeadlessSession::HeadlessSession(McpServer& server, ExecutionOptions options, McpCallContext::JobCanceller cancel_job,
                                  bool allow_dangerous)
     : server_(server), options_(std::move(options)), cancel_job_(std::move(cancel_job)), allow_dangerous_(allow_dangerous) {
@@ -35,7 +25,7 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
     context.set_notifier(link.notify);
     if (auto params = message.find("params"); params != message.end() && params->is_object() && params->contains("_meta"))
       context.set_progress_token(progress_token_of(params->at("_meta")));
-    const std::string key = id->is_string() || id->is_number() ? id_text(*id) : std::string();
+    const std::string key = id->is_string() || id->is_number() ? json_scalar_text(*id) : std::string();
     std::multimap<std::string, McpCallContext*>::iterator entry;
     {
       std::lock_guard lock(mutex_);
@@ -55,7 +45,7 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
   }
   route = route_message(text);
   if (route.kind == Route::Kind::Cancel) {
-    const std::string key = id_text(route.request_id);
+    const std::string key = json_scalar_text(route.request_id);
     std::lock_guard lock(mutex_);
     auto [first, last] = running_.equal_range(key);
     if (first == last) log(LogLevel::Debug, "cancellation of request " + shortened(key) + ": not running");

@@ -41,11 +41,7 @@ std::string too_long_error(const Line& line, std::size_t limit) {
 }
 
 // A request id as the key of in_flight_: its JSON text.
-std::string id_key(const nlohmann::json& id) {
-  std::string key;
-  append_json_scalar(key, id);
-  return key;
-}
+std::string id_key(const nlohmann::json& id) { return json_scalar_text(id); }
 
 // A null id (a batch, or a request that names none) cannot be cancelled.
 bool cancellable(const nlohmann::json& id) { return id.is_string() || id.is_number(); }

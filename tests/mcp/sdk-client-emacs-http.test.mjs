@@ -10,12 +10,12 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { startServingEmacs } from './serving-emacs.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -33,21 +33,7 @@ let token;
 const clients = [];
 
 function startEmacs() {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.env.EMACS ?? 'emacs',
-      ['-Q', '--batch', '-L', path.join(root, 'elisp'), '-l', path.join(here, 'serve-emacs.el')],
-      { env: { ...process.env, AGENTQ_MCP_SOCKET: socket }, stdio: ['ignore', 'inherit', 'inherit'] });
-    const start = Date.now();
-    const poll = setInterval(() => {
-      if (fs.existsSync(socket)) {
-        clearInterval(poll);
-        resolve(child);
-      } else if (child.exitCode !== null || Date.now() - start > 60000) {
-        clearInterval(poll);
-        reject(new Error(`Emacs did not start serving MCP at ${socket} (exit code ${child.exitCode})`));
-      }
-    }, 20);
-  });
+  return startServingEmacs(socket, {});
 }
 
 async function connect(name) {
