@@ -262,7 +262,7 @@ in an immutable one.  The flag is removed when the test ends."
                    (format "%ssrc is a directory, not a file. Give the path of a file in it." dir)))
     (should (equal (agentq-bt-fails "read_file" '(:path "src/a.lisp" :offset 5))
                    (format "offset 5 is past the end of %ssrc/a.lisp, which has 4 lines." dir)))
-    (should (equal (agentq-bt-fails "read_file" '(:path "src/a.lisp" :offset 0)) "offset must be at least 1, not 0."))
+    (should (equal (agentq-bt-fails "read_file" '(:path "src/a.lisp" :offset 0)) "Invalid argument 'offset': at least 1, got 0"))
     (should (equal (agentq-bt-fails "read_file" '(:path "src/a.lisp" :limit -3)) "limit must be at least 1, not -3."))
     (should (equal (agentq-bt-fails "read_file" '(:path "  ")) (format "The path is empty. Give a file name, absolute or relative to %s." dir)))
     (let ((coding-system-for-write 'binary))
@@ -443,7 +443,7 @@ a NUL counts where it is read: in the first 8000 bytes, or a line shown."
             (should (equal (agentq-bt-fails "read_buffer" '(:buffer "agentq-bt *notes*" :start 5 :end 2))
                            "end 2 is before start 5; give end >= start (positions count characters from 1)."))
             (should (equal (agentq-bt-fails "read_buffer" '(:buffer "agentq-bt *notes*" :start 0))
-                           "start must be at least 1, not 0."))
+                           "Invalid argument 'start': at least 1, got 0"))
             ;; A buffer found by the file it visits.
             (find-file-noselect file)
             (should (equal (agentq-bt-ok "read_buffer" `(:buffer ,file)) "(visited)\n"))

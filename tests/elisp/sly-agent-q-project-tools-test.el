@@ -95,7 +95,7 @@ may ask for approval."
     (should (equal (agentq-bt-fails "list_directory" '(:path "README.md"))
                    "README.md is a file, not a directory. Give the path of a directory."))
     (should (string-prefix-p "nope does not exist." (agentq-bt-fails "list_directory" '(:path "nope"))))
-    (should (equal (agentq-bt-fails "list_directory" '(:depth 0)) "depth must be at least 1, not 0."))
+    (should (equal (agentq-bt-fails "list_directory" '(:depth 0)) "Invalid argument 'depth': at least 1, got 0"))
     ;; Confined: nothing outside is listed, however the path gets there.
     (dolist (path (agentq-pt-escapes dir outside))
       (ert-info ((format "path %s" path))

@@ -86,11 +86,11 @@
   ;; %DEFINE-TOOL answers a failure's text.
   (should (string-match-p "agentq_new_own cannot become one of the runtime's own tools after boot"
                           (plist-get (agentq-test-eval
-                                      "(agent-q::%define-tool \"agentq_new_own\" \"x\" nil nil :safe nil :own)")
+                                      "(agent-q::%define-tool \"agentq_new_own\" \"x\" nil nil :safe nil :own nil)")
                                      :content)))
   (should (string-match-p "evaluate_lisp cannot become one of the runtime's own tools"
                           (plist-get (agentq-test-eval
-                                      "(agent-q::%define-tool \"evaluate_lisp\" \"x\" nil nil :safe nil :own)")
+                                      "(agent-q::%define-tool \"evaluate_lisp\" \"x\" nil nil :safe nil :own nil)")
                                      :content)))
   (should (string-match-p "load_system is the runtime's own tool"
                           (agentq-test-eval-fails
