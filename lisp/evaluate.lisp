@@ -365,7 +365,12 @@ and their values are kept under that key for REPL-VALUE."
     (when (and interactive-key values-text)
       (remember-repl-values interactive-key result-values))
     (when (and *want-structure* values-text)
-      (%set-job-structure (evaluation-structure result-values *session-package* output-limit)))
+      (if (and (not capture-time) result-values (null (cdr result-values)) (no-output-p)
+               (<= (length values-text) output-limit))
+          ;; The usual answer, one value and nothing printed: the host
+          ;; makes it from the => line, which is the whole text.
+          (%set-one-value-structure (package-name *session-package*))
+          (%set-job-structure (evaluation-structure result-values *session-package* output-limit))))
     (if (and values-text (not capture-time) (no-output-p))
         (values t values-text)          ; the common case: nothing else to say
         (values (and values-text t)

@@ -39,7 +39,7 @@ defined under that name when this code was loaded."
 
 (define-host-functions
   %adopt-origin %any-running-p %arm-stack-guard %ask-approval %ask-before-agent-code-p %ask-host %break-taken %child-exit %compiler-keeper %current-cpu
-  %current-job %set-job-structure %define-tool %detach-worker %end-processes %finalizer-budget %finish-job %former-worker-count %forget-host-request
+  %current-job %set-job-structure %set-one-value-structure %define-tool %detach-worker %end-processes %finalizer-budget %finish-job %former-worker-count %forget-host-request
   %fork-compile-child %functions-intact-p %gc-count %gc-phase-us %gc-time-ms %hold-point
   %hold-worker %host-answer %job-origin %origin-token %keep-off-worker-cpus %lisp-thread-count
   %live-package-p %lower-thread-priority %make-private-directory

@@ -330,9 +330,11 @@ std::string tools_call_result_text(const json& id, const ToolResult& outcome) {
   append_json_string(text, outcome.content);
   text += R"(,"type":"text"}],"isError":)";
   text += outcome.success ? "false" : "true";
-  if (json structured = structured_content(outcome); !structured.is_null()) {
+  // Written by our own JSON writers (C++'s, Lisp's JSON-TEXT): spliced as
+  // it is, the hot path not parsing it again.
+  if (!outcome.structured.empty() && outcome.structured.front() == '{' && outcome.structured.back() == '}') {
     text += R"(,"structuredContent":)";
-    text += dump(structured);
+    text += outcome.structured;
   }
   text += "}}";
   return text;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/json_text.hpp"
 #include "ecl/lisp_nesting.hpp"
 #include "ecl/child_signals.hpp"
 #include "ecl/runtime_state.hpp"
@@ -51,6 +52,14 @@ std::optional<std::string> too_deep_to_read(const EvalRequest& request) {
 EvalOutcome finished_outcome(Job& job) {
   const EvalRequest& request = job.request;
   EvalOutcome outcome{job.success, std::move(job.text), std::move(job.structure)};
+  // The usual answer's structure, from its one "=> VALUE" line.
+  if (job.one_value && outcome.success && outcome.text.starts_with("=> ")) {
+    outcome.structure = R"({"package":)";
+    append_json_string(outcome.structure, job.one_value_package);
+    outcome.structure += R"(,"values":[)";
+    append_json_string(outcome.structure, std::string_view(outcome.text).substr(3));
+    outcome.structure += "]}";
+  }
   std::size_t limit = request.output_limit > 0 ? 3 * request.output_limit + 4096 : 0;
   if (limit > 0 && outcome.text.size() > limit) {
     std::size_t cut = limit;

@@ -261,6 +261,19 @@ cl_object set_job_structure(cl_object text) {
   return one_value(ECL_T);
 }
 
+// (%SET-ONE-VALUE-STRUCTURE package-name): the running job's structure is
+// its text's one => value in that package (made by Runtime::evaluate: no
+// JSON is written in Lisp for the usual answer).
+cl_object set_one_value_structure(cl_object package) {
+  if (!current_worker() || !ecl_stringp(package)) return one_value(ECL_NIL);
+  std::string utf8 = lisp_string_to_utf8(package);
+  std::lock_guard lock(g_impl->mutex);
+  if (!g_impl->current) return one_value(ECL_NIL);
+  g_impl->current->one_value_package = std::move(utf8);
+  g_impl->current->one_value = true;
+  return one_value(ECL_T);
+}
+
 cl_object current_job() {
   std::uint64_t id = current_worker() ? g_impl->current_id.load(std::memory_order_acquire) : 0;
   return one_value(id ? ecl_make_unsigned_integer(id) : ECL_NIL);
@@ -474,6 +487,7 @@ void define_job_functions() {
   define_lisp_function("%STREAM-OUTPUT", stream_output);
   define_lisp_function("%CURRENT-JOB", current_job);
   define_lisp_function("%SET-JOB-STRUCTURE", set_job_structure);
+  define_lisp_function("%SET-ONE-VALUE-STRUCTURE", set_one_value_structure);
   define_lisp_function("%DETACH-WORKER", detach_worker);
   define_lisp_function("%SET-WATCHDOG", set_watchdog);
   define_lisp_function("%SET-COMPILER-THREAD", set_compiler_thread);

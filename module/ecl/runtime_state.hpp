@@ -75,6 +75,10 @@ struct Job {
   bool success = false;
   std::string text;
   std::string structure;  // EvalOutcome::structure: set by the worker before Done
+  // Set instead by %SET-ONE-VALUE-STRUCTURE: the package's name, the
+  // structure to be made from the text's one => line.
+  std::string one_value_package;
+  bool one_value = false;
   // A list: unlike a deque, an empty one allocates nothing (most jobs ask
   // nothing of their owner).
   std::list<OwnerWork> requests;  // guarded by Impl::mutex
