@@ -327,6 +327,14 @@ json progress_token_of(const json& meta) {
   return *it;
 }
 
+json request_progress_token(const json& message) {
+  if (!message.is_object()) return nullptr;
+  auto params = message.find("params");
+  if (params == message.end() || !params->is_object()) return nullptr;
+  auto meta = params->find("_meta");
+  return meta == params->end() ? json(nullptr) : progress_token_of(*meta);
+}
+
 std::optional<json> parse_simple_json(std::string_view text) {
   try {
     json value;

@@ -41,4 +41,8 @@ std::optional<SimpleToolsCall> parse_simple_tools_call(std::string_view text);
 // number; null otherwise.
 nlohmann::json progress_token_of(const nlohmann::json& meta);
 
+// A request MESSAGE's params._meta.progressToken, as progress_token_of
+// reads it; null when it has none.
+nlohmann::json request_progress_token(const nlohmann::json& message);
+
 }  // namespace agentq

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <system_error>
 
+#include "core/json_fast.hpp"
 #include "core/json_limits.hpp"
 #include "core/json_text.hpp"
 #include "mcp/line_reader.hpp"
@@ -76,10 +77,8 @@ std::optional<std::string> EmacsSession::post(std::string_view, nlohmann::json m
   const std::string key = json_scalar_text(*id);
   Waiter waiter;
   waiter.link = &link;
-  if (auto params = message.find("params"); params != message.end() && params->is_object())
-    if (auto meta = params->find("_meta"); meta != params->end() && meta->is_object())
-      if (auto token = meta->find("progressToken"); token != meta->end() && (token->is_string() || token->is_number()))
-        waiter.progress_token = json_scalar_text(*token);
+  if (nlohmann::json token = request_progress_token(message); !token.is_null())
+    waiter.progress_token = json_scalar_text(token);
   {
     std::lock_guard lock(mutex_);
     if (closed_) return std::nullopt;

@@ -23,8 +23,7 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
     McpCallContext context(cancel_job_);
     context.set_allow_dangerous(allow_dangerous_);
     context.set_notifier(link.notify);
-    if (auto params = message.find("params"); params != message.end() && params->is_object() && params->contains("_meta"))
-      context.set_progress_token(progress_token_of(params->at("_meta")));
+    context.set_progress_token(request_progress_token(message));
     const std::string key = id->is_string() || id->is_number() ? json_scalar_text(*id) : std::string();
     std::multimap<std::string, McpCallContext*>::iterator entry;
     {

@@ -163,11 +163,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
       pending->context.set_allow_dangerous(allow_dangerous_);
       pending->context.set_notifier(line_notifier());
       pending->message = std::move(route.message);
-      if (pending->message.is_object()) {
-        auto params = pending->message.find("params");
-        if (params != pending->message.end() && params->is_object() && params->contains("_meta"))
-          follow_progress(*pending, progress_token_of(params->at("_meta")));
-      }
+      follow_progress(*pending, request_progress_token(pending->message));
       return call(std::move(pending));
     }
     case Route::Kind::Cancel:

@@ -114,3 +114,19 @@ TEST(JsonFast, MutatedTextsAgreeWithNlohmann) {
     if (::testing::Test::HasFailure()) break;
   }
 }
+
+TEST(RequestProgressToken, ReadsParamsMetaProgressTokenAStringOrANumber) {
+  using agentq::parse_simple_tools_call;
+  using agentq::request_progress_token;
+  EXPECT_EQ(request_progress_token(json::parse(R"({"params":{"_meta":{"progressToken":"p1"}}})")), "p1");
+  EXPECT_EQ(request_progress_token(json::parse(R"({"params":{"_meta":{"progressToken":7}}})")), 7);
+  for (const char* text : {R"({"params":{"_meta":{"progressToken":{}}}})", R"({"params":{"_meta":[1]}})",
+                           R"({"params":{}})", R"({"params":3})", R"({})", R"([1])"}) {
+    EXPECT_TRUE(request_progress_token(json::parse(text)).is_null()) << text;
+  }
+  // The simple parser reads the same token.
+  auto simple = parse_simple_tools_call(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"t"}}})");
+  ASSERT_TRUE(simple);
+  EXPECT_EQ(simple->progress_token, "t");
+}
