@@ -9,7 +9,8 @@
 ;;   elisp_wrapper      sly-agent-q-execute-tool-calls outside the module
 ;;                      (floor: calling a module function that does nothing
 ;;                      with the same arguments, module_call)
-;;   convert            Elisp values → the C++ call
+;;   convert            the options and the origin checked, Elisp values →
+;;                      the C++ call
 ;;   to_enqueue         the executor and the runtime until the job is queued
 ;;   handoff_to_worker  queued → the worker took it  (floor: handoff, a
 ;;   handoff_back       finished → the caller saw it  spinning two-thread
@@ -54,7 +55,11 @@
         (noop nil))
     (dotimes (_ n)
       (let ((start (float-time)))
-        (sly-agent-q--module-bench-noop approve hooks "p" "evaluate_lisp" :code "(+ 1 2)")
+        ;; The arguments `sly-agent-q-execute-tool-calls' gives the module.
+        (sly-agent-q--module-bench-noop call approve hooks sly-agent-q-call-origin sly-agent-q-ui-origin
+                                        sly-agent-q--progress-detail sly-agent-q--lisp-watched sly-agent-q-eval-timeout
+                                        sly-agent-q-output-limit sly-agent-q-heap-limit
+                                        sly-agent-q-native-tiering sly-agent-q-ask-before-agent-code)
         (push (* 1e9 (- (float-time) start)) noop)))
     (let* ((us (lambda (ns) (/ ns 1000.0)))
            (ecl (plist-get

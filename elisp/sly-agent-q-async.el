@@ -351,6 +351,7 @@ was cut, past `sly-agent-q-output-limit' characters), and their values
 are kept in the session: (agent-q::repl-value JOB N) is the Nth value,
 from 0, of the last evaluation of job JOB (the last 100 such jobs)."
   (sly-agent-q--async-channel)
+  (sly-agent-q--sync-options)
   (sly-agent-q--lisp-used)
   (let* ((approve sly-agent-q-approval-function)
          (origin sly-agent-q-call-origin)

@@ -122,27 +122,41 @@ few seconds while Lisp works (`sly-agent-q--watch-notes'), and
 (defvar sly-agent-q--notes-idle-ticks 0
   "How many of the timer's last collections in a row found Lisp idle.")
 
+(defvar sly-agent-q--notes-jobs-seen nil
+  "The runtime's count of jobs at the timer's last collection.")
+
+;; The timer is not running: the next call into Lisp starts it.
+(setq sly-agent-q--lisp-watched nil)
+
 (defun sly-agent-q--watch-notes ()
   "Collect the runtime's notes every 3 seconds until Lisp is idle.
-Called at each call into Lisp (`sly-agent-q--lisp-used'): a definition
+Called at a call into Lisp while the timer is not running
+\(`sly-agent-q--lisp-used', `sly-agent-q--lisp-watched'): a definition
 it makes may be compiled in the background, which notes a failure."
-  (setq sly-agent-q--notes-idle-ticks 0)
+  (setq sly-agent-q--notes-idle-ticks 0
+        sly-agent-q--lisp-watched t)
   (unless sly-agent-q--notes-timer
     (setq sly-agent-q--notes-timer (run-with-timer 3 3 #'sly-agent-q--collect-notes))))
 
 (defun sly-agent-q--collect-notes ()
   "Move the runtime's notes into the log; stop the timer once Lisp is idle.
-Idle: no notes, no asynchronous job and nothing waiting for the background
-compiler, at two collections in a row."
-  (if (or (> (sly-agent-q-log-runtime-notes) 0)
-          (sly-agent-q--lisp-busy-p)
-          (> (or (plist-get (sly-agent-q--module-status) :tiering-waiting) 0) 0))
-      (setq sly-agent-q--notes-idle-ticks 0)
-    (setq sly-agent-q--notes-idle-ticks (1+ sly-agent-q--notes-idle-ticks))
-    (when (>= sly-agent-q--notes-idle-ticks 2)
-      (when (timerp sly-agent-q--notes-timer)
-        (cancel-timer sly-agent-q--notes-timer))
-      (setq sly-agent-q--notes-timer nil))))
+Idle: no notes, no job run since the last collection, no asynchronous
+job and nothing waiting for the background compiler, at two collections
+in a row."
+  (let* ((status (sly-agent-q--module-status))
+         (jobs (plist-get status :jobs)))
+    (if (or (> (sly-agent-q-log-runtime-notes) 0)
+            (not (eql jobs sly-agent-q--notes-jobs-seen))
+            (sly-agent-q--lisp-busy-p)
+            (> (or (plist-get status :tiering-waiting) 0) 0))
+        (setq sly-agent-q--notes-idle-ticks 0)
+      (setq sly-agent-q--notes-idle-ticks (1+ sly-agent-q--notes-idle-ticks))
+      (when (>= sly-agent-q--notes-idle-ticks 2)
+        (when (timerp sly-agent-q--notes-timer)
+          (cancel-timer sly-agent-q--notes-timer))
+        (setq sly-agent-q--notes-timer nil
+              sly-agent-q--lisp-watched nil)))
+    (setq sly-agent-q--notes-jobs-seen jobs)))
 
 ;;;###autoload
 (defun sly-agent-q-show-log ()

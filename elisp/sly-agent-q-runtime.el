@@ -37,7 +37,7 @@
       (match-string 1)))
   "The version of sly-agent-q: the Version header of sly-agent-q.el.")
 
-(defconst sly-agent-q--module-version (concat "sly-agent-q-module " sly-agent-q-version " abi 14")
+(defconst sly-agent-q--module-version (concat "sly-agent-q-module " sly-agent-q-version " abi 15")
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -56,39 +56,31 @@
     "The options the module keeps, each with the module's name for it.
 The one list of them: adding an option here is all the Elisp side needs."))
 
-(defvar sly-agent-q--given-options (make-vector (length sly-agent-q--module-options) 'unset)
-  "The values of `sly-agent-q--module-options' the module has now, in order.")
+;; The module keeps the values it last gave the runtime and compares: each
+;; call brings the values it runs with, so `setq' and buffer-local values
+;; count, and comparing costs the same whether this file is byte-compiled
+;; or not (module/emacs/given_options.hpp).
 
 (declare-function sly-agent-q--module-configure "sly-agent-q-module" (key value))
+(declare-function sly-agent-q--module-sync-options "sly-agent-q-module" (&rest values))
+(declare-function sly-agent-q--module-option-keys "sly-agent-q-module" ())
 (defvar sly-agent-q-eval-timeout)
 (defvar sly-agent-q-output-limit)
 (defvar sly-agent-q-heap-limit)
 (defvar sly-agent-q-native-tiering)
 (defvar sly-agent-q-ask-before-agent-code)
 
+(defmacro sly-agent-q--sync-options ()
+  "Give the module the options set since the last call, with `setq' too.
+Expanded from `sly-agent-q--module-options' into one module call with
+their values."
+  `(sly-agent-q--module-sync-options ,@(mapcar #'car sly-agent-q--module-options)))
+
 (defun sly-agent-q--give-options ()
   "Give the module the options whose values it does not have yet."
-  (let ((given sly-agent-q--given-options))
-    (cl-loop for (symbol . key) in sly-agent-q--module-options
-             for index from 0
-             for value = (and (boundp symbol) (symbol-value symbol))
-             unless (eql value (aref given index))
-             do (sly-agent-q--module-configure key value)
-                (aset given index value))))
-
-(defmacro sly-agent-q--options-given-p ()
-  "Non-nil when the module has every option's current value.
-Expanded from `sly-agent-q--module-options' into one `eql' per option:
-it runs before every call."
-  `(let ((given sly-agent-q--given-options))
-     (and ,@(cl-loop for (symbol . _key) in sly-agent-q--module-options
-                     for index from 0
-                     collect `(eql ,symbol (aref given ,index))))))
-
-(defsubst sly-agent-q--sync-options ()
-  "Give the module the options set since the last call, with `setq' too."
-  (unless (sly-agent-q--options-given-p)
-    (sly-agent-q--give-options)))
+  (apply #'sly-agent-q--module-sync-options
+         (mapcar (lambda (option) (and (boundp (car option)) (symbol-value (car option))))
+                 sly-agent-q--module-options)))
 
 (defun sly-agent-q--set-option (symbol value)
   "Set SYMBOL's default VALUE and give it to the module, if loaded."
@@ -218,8 +210,8 @@ Called from Lisp by load_system; entries that are not strings are left out."
           (cl-remove-if-not #'stringp sly-agent-q-system-directories)))
 
 (declare-function sly-agent-q--module-execute "sly-agent-q-module" (calls approval hooks))
-(declare-function sly-agent-q--module-execute-call "sly-agent-q-module"
-                  (approval hooks id name &rest arguments))
+(declare-function sly-agent-q--module-run-tool-calls "sly-agent-q-module"
+                  (calls approval hooks origin ui-origin progress-detail watched &rest options))
 (declare-function sly-agent-q--module-mcp-request "sly-agent-q-module" (json approval hooks))
 (declare-function sly-agent-q--module-status "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-shutdown "sly-agent-q-module" ())
@@ -268,6 +260,8 @@ loaded, the module shuts the runtime down when Emacs exits, and
     (unless (equal found sly-agent-q--module-version)
       (user-error "The sly-agent-q module is stale (%s, expected %s); run `make' and restart Emacs"
                   found sly-agent-q--module-version)))
+  ;; Calls give the options' values in this order.
+  (cl-assert (equal (sly-agent-q--module-option-keys) (mapcar #'cdr sly-agent-q--module-options)))
   (sly-agent-q--give-options)
   (unless sly-agent-q--module-ready
     (setq sly-agent-q--module-ready t)
@@ -284,7 +278,8 @@ loaded, the module shuts the runtime down when Emacs exits, and
   '(sly-agent-q--module-answer-later sly-agent-q--module-async-serve
     sly-agent-q--module-boot sly-agent-q--module-break sly-agent-q--module-cancel
     sly-agent-q--module-configure sly-agent-q--module-define-tool
-    sly-agent-q--module-execute sly-agent-q--module-execute-call
+    sly-agent-q--module-execute sly-agent-q--module-run-tool-calls
+    sly-agent-q--module-sync-options sly-agent-q--module-option-keys
     sly-agent-q--module-json-text sly-agent-q--module-later-pending-p
     sly-agent-q--module-list-tools sly-agent-q--module-mcp-request
     sly-agent-q--module-mcp-line sly-agent-q--module-mcp-submit
@@ -556,6 +551,12 @@ The message is also what the wait's progress message shows from then on."
 
 (declare-function sly-agent-q--watch-notes "sly-agent-q-log" ())
 
+(defvar sly-agent-q--lisp-watched t
+  "Nil when the next call into Lisp must say so (`sly-agent-q--lisp-used').
+sly-agent-q-log.el makes it nil while its timer, which collects the
+runtime's notes while Lisp works, is not running: the module then calls
+`sly-agent-q--lisp-used' at the next call, not at every call.")
+
 (defsubst sly-agent-q--lisp-used ()
   "Note a call into Lisp: the log collects the runtime's notes while it works.
 See `sly-agent-q--watch-notes' (sly-agent-q-log.el, when loaded)."
@@ -580,6 +581,16 @@ Any progress message the call showed goes when it ends."
 
 ;;;; Public API
 
+(defmacro sly-agent-q--run-in-module (tool-calls)
+  "Run TOOL-CALLS in one module call, with the variables' values now.
+All the work is the module's, so a call costs the same whether this
+file is byte-compiled or not: the origin's hooks, the options that
+changed, the progress message left behind."
+  `(sly-agent-q--module-run-tool-calls
+    ,tool-calls sly-agent-q-approval-function sly-agent-q-tool-execution-functions
+    sly-agent-q-call-origin sly-agent-q-ui-origin sly-agent-q--progress-detail
+    sly-agent-q--lisp-watched ,@(mapcar #'car sly-agent-q--module-options)))
+
 (defun sly-agent-q-execute-tool-calls (tool-calls)
   "Run the tool requests in TOOL-CALLS and return their results, in order.
 TOOL-CALLS is a list of plists (:id ID :name NAME :arguments ARGS); ARGS is a
@@ -590,14 +601,15 @@ Each result is a plist
 Dangerous tools ask `sly-agent-q-approval-function'; every call runs
 `sly-agent-q-tool-execution-functions'.  \\[keyboard-quit] interrupts a
 running call."
-  (let ((approve sly-agent-q-approval-function)
-        (hooks (sly-agent-q--hooks-for-origin sly-agent-q-tool-execution-functions sly-agent-q-call-origin))
-        (results nil))
-    (sly-agent-q--calling-module
-      (if (not (proper-list-p tool-calls))
-          (sly-agent-q--module-execute tool-calls approve hooks) ; says what is wrong
-        (dolist (call tool-calls (nreverse results))
-          (push (sly-agent-q--execute-call call approve hooks) results))))))
+  (sly-agent-q--run-in-module tool-calls))
+
+(defun sly-agent-q--module-call-ended ()
+  "Take away the progress a call into the module left in the echo area.
+The module calls this after a call that ran Elisp (the wait's message, a
+load's steps), and before one when an asynchronous load left its step."
+  (when sly-agent-q--progress
+    (sly-agent-q--clear-progress))
+  (setq sly-agent-q--progress-detail nil))
 
 (defun sly-agent-q--syntax-problems (text)
   "Return check_syntax's problems in TEXT, Lisp source: \"line L, column C: …\".
@@ -610,35 +622,6 @@ Nil when it reads, or when the check could not be made."
          (string-match-p "\\`[0-9]+ problems? (" content)
          (cl-remove-if-not (lambda (line) (string-prefix-p "line " line))
                            (split-string content "\n" t)))))
-
-(defsubst sly-agent-q--even-plist-p (object)
-  "Non-nil if OBJECT is a proper list of even length starting with a keyword."
-  (and (keywordp (car-safe object))
-       (let ((length (proper-list-p object)))
-         (and length (= 0 (% length 2))))))
-
-(defun sly-agent-q--usual-call-p (call)
-  "Non-nil if CALL is a plist with no keys but :id, :name and :arguments."
-  (and (sly-agent-q--even-plist-p call)
-       (let ((tail call))
-         (while (and tail (memq (car tail) '(:id :name :arguments)))
-           (setq tail (cddr tail)))
-         (null tail))))
-
-(defun sly-agent-q--execute-call (call approve hooks)
-  "Run the tool CALL with APPROVE and HOOKS; return its result plist.
-The usual shape, (:id ID :name NAME :arguments PLIST), is taken apart
-here: `plist-get' in Elisp is far cheaper than walking lists from the
-module.  Every other shape goes to the module whole."
-  (let ((name (and (sly-agent-q--usual-call-p call)
-                   (plist-get call :name))))
-    (if (not name)
-        (car (sly-agent-q--module-execute (list call) approve hooks))
-      (let ((id (plist-get call :id))
-            (args (plist-get call :arguments)))
-        (if (sly-agent-q--even-plist-p args)
-            (apply #'sly-agent-q--module-execute-call approve hooks id name args)
-          (sly-agent-q--module-execute-call approve hooks id name args))))))
 
 (defun sly-agent-q-mcp-request (json-string)
   "Handle one MCP JSON-RPC 2.0 message JSON-STRING.

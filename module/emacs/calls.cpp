@@ -18,7 +18,10 @@ CurrentEnv::CurrentEnv(const Env& env) : previous_(t_current_env) { t_current_en
 CurrentEnv::~CurrentEnv() { t_current_env = previous_; }
 
 EmacsCallContext::EmacsCallContext(const Env& env, bool structured)
-    : env_(env), start_(Clock::now()), next_tick_(start_ + kFirstTick), user_(user_call(env)), structured_(structured) {}
+    : EmacsCallContext(env, structured, user_call(env)) {}
+
+EmacsCallContext::EmacsCallContext(const Env& env, bool structured, bool user)
+    : env_(env), start_(Clock::now()), next_tick_(start_ + kFirstTick), user_(user), structured_(structured) {}
 
 bool user_call(const Env& env) {
   try {
@@ -42,6 +45,7 @@ bool EmacsCallContext::poll() {
   if (now >= next_tick_) {
     next_tick_ = now + kTick;
     emacs_value elapsed = env_.raw()->make_float(env_.raw(), std::chrono::duration<double>(now - start_).count());
+    ran_elisp_ = true;
     if (!env_.exit_pending()) env_.raw()->funcall(env_.raw(), Env::sym().waiting, 1, &elapsed);
     // A failing progress function is ignored; a quit from it is a C-g.
     if (env_.exit_pending() && !env_.clear_unless_quit()) quit_ = true;
@@ -51,6 +55,7 @@ bool EmacsCallContext::poll() {
 
 HostAnswer EmacsCallContext::eval_in_host(const std::string& form) {
   if (quit_ || env_.exit_pending()) return {false, "the Emacs call waiting for this evaluation is quitting"};
+  ran_elisp_ = true;
   HostAnswer answer = eval_elisp_for_lisp(env_, form, quit_);
   // Nothing here could wait for a later answer: the main thread waits.
   if (answer.later) return {false, "the answer would come later, which only an asynchronous call can wait for"};
@@ -128,20 +133,23 @@ std::vector<Hook> elisp_hooks(const Env& env, emacs_value functions) {
     emacs_value function = env.call(s.car, {functions});
     functions = env.call(s.cdr, {functions});
     if (env.eq(function, s.t)) continue;  // the "run the global value too" marker of local hooks
-    hooks.push_back([&env, function](HookPhase phase, const std::string& name, const json& args,
-                                     const ToolResult* result) {
-      const Symbols& s = Env::sym();
-      if (env.exit_pending()) return;
-      emacs_value phase_value = phase == HookPhase::Before ? s.before : phase == HookPhase::After ? s.after : s.error_phase;
-      try {
-        env.call(function, {phase_value, env.str(name), from_json(env, args),
-                            result ? result_to_plist(env, *result) : s.nil});
-      } catch (const NonLocalExit&) {
-        env.clear_unless_quit();  // a failing hook changes nothing; a quit still quits
-      }
-    });
+    hooks.push_back(elisp_hook(env, function));
   }
   return hooks;
+}
+
+Hook elisp_hook(const Env& env, emacs_value function) {
+  return [&env, function](HookPhase phase, const std::string& name, const json& args, const ToolResult* result) {
+    const Symbols& s = Env::sym();
+    if (env.exit_pending()) return;
+    emacs_value phase_value = phase == HookPhase::Before ? s.before : phase == HookPhase::After ? s.after : s.error_phase;
+    try {
+      env.call(function, {phase_value, env.str(name), from_json(env, args),
+                          result ? result_to_plist(env, *result) : s.nil});
+    } catch (const NonLocalExit&) {
+      env.clear_unless_quit();  // a failing hook changes nothing; a quit still quits
+    }
+  };
 }
 
 // ----------------------------------------------------------------------------
@@ -214,11 +222,50 @@ std::optional<std::string> call_id(const Env& env, emacs_value value) noexcept {
   return std::nullopt;
 }
 
+// The usual call, (:id ID :name NAME :arguments ARGS) with no other keys
+// and a name, taken apart here: a third of the cost of converting the whole
+// plist to JSON first.  nullopt for every other shape, and for a call whose
+// parts do not convert: the general path converts those and says why.
+std::optional<ToolCall> usual_tool_call(const Env& env, emacs_value value) {
+  const Symbols& s = Env::sym();
+  if (!env.eq(env.type_of(value), s.cons_type)) return std::nullopt;
+  std::vector<emacs_value> items;
+  try {
+    items = list_elements(env, value);
+  } catch (const ConversionError&) {
+    return std::nullopt;
+  }
+  if (items.size() % 2 != 0) return std::nullopt;
+  emacs_value parts[3] = {nullptr, nullptr, nullptr};  // the first :id, :name and :arguments
+  for (std::size_t i = 0; i < items.size(); i += 2) {
+    int part = env.eq(items[i], s.id) ? 0 : env.eq(items[i], s.name) ? 1 : env.eq(items[i], s.arguments) ? 2 : -1;
+    if (part < 0) return std::nullopt;
+    if (!parts[part]) parts[part] = items[i + 1];
+  }
+  if (!parts[1] || env.is_nil(parts[1])) return std::nullopt;
+  try {
+    ToolCall tool_call;
+    tool_call.id = parts[0] ? id_string(to_json(env, parts[0], 1)) : std::nullopt;
+    tool_call.name = name_string(to_json(env, parts[1], 1));
+    tool_call.arguments = call_arguments(parts[2] ? to_json(env, parts[2], 1) : json());
+    return tool_call;
+  } catch (const ConversionError&) {
+    return std::nullopt;
+  } catch (const NonLocalExit&) {
+    if (!env.clear_unless_quit()) throw;
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 // A call plist (or alist, hash table, JSON string; also the OpenAI shape
 // {id, function: {name, arguments}}) → a ToolCall.  Throws ConversionError.
 ToolCall to_tool_call(const Env& env, emacs_value value, std::optional<std::string>& id) {
+  if (std::optional<ToolCall> usual = usual_tool_call(env, value)) {
+    id = usual->id;
+    return std::move(*usual);
+  }
   json call;
   try {
     call = object_to_json(env, value);
@@ -248,23 +295,6 @@ ToolCall to_tool_call(const Env& env, emacs_value value, std::optional<std::stri
 // arguments either as one value or spread as a plist's keys and values.
 // Spreading spares the list walks (each a vconcat through funcall) that
 // dominate converting a small call.
-ToolCall spread_tool_call(const Env& env, emacs_value id_value, emacs_value name_value, ptrdiff_t count,
-                          emacs_value* arguments, std::optional<std::string>& id) {
-  // Depths as if converting the whole call: its values are at depth 1.
-  id = id_string(to_json(env, id_value, 1));
-  ToolCall tool_call;
-  tool_call.id = id;
-  tool_call.name = name_string(to_json(env, name_value, 1));
-  if (count == 1) {
-    tool_call.arguments = call_arguments(to_json(env, arguments[0], 1));
-  } else if (count % 2 != 0) {
-    throw ConversionError("plist with an odd number of elements");
-  } else {
-    tool_call.arguments = plist_pairs_to_json(env, count, arguments, 1);
-  }
-  return tool_call;
-}
-
 ToolResult invalid_call_result(std::optional<std::string> id, const std::string& message) {
   ToolResult result;
   result.id = std::move(id);

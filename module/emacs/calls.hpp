@@ -40,11 +40,16 @@ class EmacsCallContext final : public CallContext {
  public:
   // STRUCTURED: the caller takes structured results (an MCP request).
   explicit EmacsCallContext(const Env& env, bool structured = false);
+  // USER: whether the call is the person's own, which the caller knows.
+  EmacsCallContext(const Env& env, bool structured, bool user);
   bool poll() override;
   bool wants_structured() const override { return structured_; }
   bool cancelled() const override { return quit_ || env_.exit_pending(); }
   HostAnswer eval_in_host(const std::string& form) override;
   bool user_origin() const override { return user_; }
+  // Whether the call ran Elisp that may show progress (the wait's message,
+  // a form Lisp had Emacs evaluate): what the caller then tidies.
+  bool ran_elisp() const { return ran_elisp_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -53,6 +58,7 @@ class EmacsCallContext final : public CallContext {
   const Env& env_;
   Clock::time_point start_, next_tick_;
   bool quit_ = false;
+  bool ran_elisp_ = false;
   bool user_;
   bool structured_;
 };
@@ -75,6 +81,8 @@ ApprovalDecision approval_decision(const Env& env, emacs_value answer);
 // executor's; they call Elisp through ENV, which must outlive them.
 ApprovalFunction elisp_approval(const Env& env, emacs_value function);
 std::vector<Hook> elisp_hooks(const Env& env, emacs_value functions);
+// One hook FUNCTION as the executor's.
+Hook elisp_hook(const Env& env, emacs_value function);
 
 emacs_value result_to_plist(const Env& env, const ToolResult& result);
 
@@ -83,10 +91,6 @@ emacs_value result_to_plist(const Env& env, const ToolResult& result);
 // ID gets the call's id when it could be read.
 ToolCall to_tool_call(const Env& env, emacs_value value, std::optional<std::string>& id);
 
-// The fast path's call, already taken apart by Elisp: ID, NAME and the
-// arguments either as one value or spread as a plist's keys and values.
-ToolCall spread_tool_call(const Env& env, emacs_value id_value, emacs_value name_value, ptrdiff_t count,
-                          emacs_value* arguments, std::optional<std::string>& id);
 
 ToolResult invalid_call_result(std::optional<std::string> id, const std::string& message);
 

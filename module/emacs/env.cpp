@@ -68,6 +68,9 @@ void Env::init_symbols(emacs_env* env) {
   s.waiting = global(env, "sly-agent-q--waiting");
   s.eval_for_lisp = global(env, "sly-agent-q--eval-for-lisp");
   s.user_call_p = global(env, "sly-agent-q--user-call-p");
+  s.count_not_found = global(env, "sly-agent-q--count-not-found");
+  s.module_call_ended = global(env, "sly-agent-q--module-call-ended");
+  s.lisp_used = global(env, "sly-agent-q--lisp-used");
   for (const char* name : {"id", "name", "arguments", "function", "code", "package", "timeout", "capture-time",
                            "capture_time", "type", "description", "path", "content"})
     s.known_keywords.emplace_back(global(env, (std::string(":") + name).c_str()), name);

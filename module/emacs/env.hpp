@@ -35,6 +35,7 @@ struct Symbols {
   emacs_value before, after, error_phase;
   emacs_value approved_kw, denied_kw, modified_kw;
   emacs_value sly_agent_q_error, call_elisp_handler, call_elisp_check, waiting, eval_for_lisp, user_call_p;
+  emacs_value count_not_found, module_call_ended, lisp_used;
   // Keywords that tool calls use all the time, with their names: matched
   // with eq before falling back to symbol-name.
   std::vector<std::pair<emacs_value, std::string>> known_keywords;
@@ -57,6 +58,26 @@ class Env {
   // Clears a pending signal unless it is a quit or a throw; returns true
   // when it cleared one.  For callbacks whose errors must not spread (hooks).
   bool clear_unless_quit() const;
+  // Runs CLEANUP (which calls Emacs) with any pending non-local exit set
+  // aside, then puts that exit back.  CLEANUP's own errors are dropped; a
+  // quit it makes stays pending only when none was.
+  template <typename Cleanup>
+  void with_exit_set_aside(Cleanup cleanup) const {
+    emacs_value symbol = nullptr, data = nullptr;
+    auto kind = env_->non_local_exit_get(env_, &symbol, &data);
+    env_->non_local_exit_clear(env_);
+    try {
+      cleanup();
+    } catch (const NonLocalExit&) {
+      clear_unless_quit();
+    }
+    if (kind == emacs_funcall_exit_return) return;
+    env_->non_local_exit_clear(env_);
+    if (kind == emacs_funcall_exit_signal)
+      env_->non_local_exit_signal(env_, symbol, data);
+    else
+      env_->non_local_exit_throw(env_, symbol, data);
+  }
   // Signals sly-agent-q-error with MESSAGE (pending; does not throw).
   void signal_error(std::string_view message) const;
 

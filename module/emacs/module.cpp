@@ -24,6 +24,7 @@
 #include "emacs/calls.hpp"
 #include "emacs/convert.hpp"
 #include "emacs/env.hpp"
+#include "emacs/given_options.hpp"
 
 namespace agentq::emacs {
 
@@ -32,7 +33,7 @@ namespace {
 // The abi is bumped when the Elisp ⇄ module interface changes; the Elisp
 // side refuses a module of another version (a stale build).  The version
 // is the package's (CMake reads it from sly-agent-q.el).
-constexpr const char* kModuleVersion = "sly-agent-q-module " AGENTQ_VERSION " abi 14";
+constexpr const char* kModuleVersion = "sly-agent-q-module " AGENTQ_VERSION " abi 15";
 
 // The composition root (app/services.hpp): the registry, the executor, the
 // MCP dispatcher and the session's Lisp (app/lisp.hpp).
@@ -94,16 +95,53 @@ emacs_value execute(const Env& env, ptrdiff_t, emacs_value* args) {
   return env.call(Env::sym().list, static_cast<ptrdiff_t>(results.size()), results.data());
 }
 
-// (sly-agent-q--module-execute-call APPROVAL-FUNCTION HOOK-FUNCTIONS ID NAME &rest ARGUMENTS)
-// ARGUMENTS is one value (JSON string, hash table, alist, nil) or a plist's
-// keys and values spread out.
-emacs_value execute_call(const Env& env, ptrdiff_t nargs, emacs_value* args) {
+// VALUE's text when it is a string of valid text, else nullopt.
+std::optional<std::string> text_of(const Env& env, emacs_value value) {
+  if (!env.eq(env.type_of(value), Env::sym().string)) return std::nullopt;
+  try {
+    return env.to_string(value);
+  } catch (const NonLocalExit&) {
+    env.clear_unless_quit();  // raw bytes: no origin we know
+    return std::nullopt;
+  }
+}
+
+// (sly-agent-q--module-run-tool-calls CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS
+//                                     ORIGIN UI-ORIGIN PROGRESS-DETAIL WATCHED &rest OPTIONS)
+// All of sly-agent-q-execute-tool-calls, whose Elisp only names the
+// variables: the same cost byte-compiled or not.  OPTIONS are the values of
+// sly-agent-q--module-options; ORIGIN, sly-agent-q-call-origin, is the
+// person's own for "user" and UI-ORIGIN (the front end's calls, whose
+// hooks count look-ups of names that exist nowhere); PROGRESS-DETAIL non-nil
+// was left by an asynchronous load and goes first; WATCHED nil: the log's
+// watch must hear that Lisp is used (sly-agent-q--lisp-watched).
+emacs_value run_tool_calls(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   round_trip_stamps().stamp(RoundTripStep::Entered);
-  EmacsCallContext context(env);
-  ExecutionOptions options = options_for(env, args[0], args[1], context);
-  return run_call(env, options, [&](std::optional<std::string>& id) {
-    return spread_tool_call(env, args[2], args[3], nargs - 4, args + 4, id);
-  });
+  const Symbols& s = Env::sym();
+  sync_options(env, args + 7, static_cast<std::size_t>(nargs - 7));
+  if (!env.is_nil(args[5])) env.call(s.module_call_ended, {});
+  if (env.is_nil(args[6])) env.call(s.lisp_used, {});
+  std::optional<std::string> origin = text_of(env, args[3]);
+  const bool ui = origin && origin == text_of(env, args[4]);
+  EmacsCallContext context(env, false, ui || origin == "user");
+  try {
+    ExecutionOptions options = options_for(env, args[1], args[2], context);
+    if (ui) options.hooks.insert(options.hooks.begin(), elisp_hook(env, s.count_not_found));
+    std::vector<emacs_value> calls = call_values(env, args[0]);
+    std::vector<emacs_value> results;
+    results.reserve(calls.size());
+    for (emacs_value value : calls)
+      results.push_back(run_call(env, options, [&](std::optional<std::string>& id) {
+        return to_tool_call(env, value, id);
+      }));
+    emacs_value list = env.call(s.list, static_cast<ptrdiff_t>(results.size()), results.data());
+    if (context.ran_elisp()) env.call(s.module_call_ended, {});
+    return list;
+  } catch (...) {
+    // The progress a quit or an error interrupted goes too.
+    if (context.ran_elisp()) env.with_exit_set_aside([&] { env.call(s.module_call_ended, {}); });
+    throw;
+  }
 }
 
 // (sly-agent-q--module-define-tool NAME DESCRIPTION PARAMS REQUIRED SAFETY CATEGORIES
@@ -306,32 +344,22 @@ emacs_value mcp_request(const Env& env, ptrdiff_t, emacs_value* args) {
 
 // (sly-agent-q--module-configure KEY VALUE)
 emacs_value configure(const Env& env, ptrdiff_t, emacs_value* args) {
-  std::string key = to_json(env, args[0]).get<std::string>();
-  json value = to_json(env, args[1]);
-  auto number = [&]() -> double {
-    if (value.is_null()) return 0;
-    if (!value.is_number()) throw ConversionError("sly-agent-q: " + key + " must be a number or nil");
-    return value.get<double>();
-  };
-  if (key == "eval-timeout") {
-    root().lisp.set_eval_timeout(number());
-  } else if (key == "output-limit") {
-    // Lisp keeps at most this many characters per section: at least 1, at
-    // most 1 G characters (a fixnum everywhere, no overflow).
-    double limit = number();
-    constexpr double kMax = 1e9;
-    root().lisp.set_output_limit(static_cast<std::size_t>(limit >= 1 ? (limit < kMax ? limit : kMax) : kMax));
-  } else if (key == "heap-limit") {
-    double limit = number();
-    root().lisp.set_heap_limit(limit > 0 ? static_cast<std::size_t>(limit) : 0);
-  } else if (key == "native-tiering") {
-    root().lisp.set_native_tiering(!value.is_null() && value != false);
-  } else if (key == "ask-before-agent-code") {
-    root().lisp.set_ask_before_agent_code(!value.is_null() && value != false);
-  } else {
-    throw ConversionError("unknown setting " + key);
-  }
+  json key = to_json(env, args[0]);
+  if (!key.is_string()) throw ConversionError("sly-agent-q: a setting's name must be a string");
+  configure_option(env, key.get<std::string>(), args[1]);
   return Env::sym().t;
+}
+
+// (sly-agent-q--module-sync-options &rest VALUES)
+emacs_value sync(const Env& env, ptrdiff_t nargs, emacs_value* args) {
+  sync_options(env, args, static_cast<std::size_t>(nargs));
+  return Env::sym().nil;
+}
+
+emacs_value option_keys(const Env& env, ptrdiff_t, emacs_value*) {
+  std::vector<emacs_value> keys;
+  for (std::string_view key : kOptionKeys) keys.push_back(env.str(key));
+  return env.call(Env::sym().list, static_cast<ptrdiff_t>(keys.size()), keys.data());
 }
 
 emacs_value status(const Env& env, ptrdiff_t, emacs_value*) {
@@ -432,19 +460,24 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-execute", 3, 3, entry<execute>,
         "Run tool CALLS with APPROVAL-FUNCTION and HOOK-FUNCTIONS; return result plists.\n\n"
         "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)");
-  defun(raw, "sly-agent-q--module-execute-call", 4, emacs_variadic_function, entry<execute_call>,
-        "Run one tool call taken apart by the caller; return its result plist.\n"
-        "ARGUMENTS is one value or a plist's keys and values, spread.\n\n"
-        "(fn APPROVAL-FUNCTION HOOK-FUNCTIONS ID NAME &rest ARGUMENTS)");
+  defun(raw, "sly-agent-q--module-run-tool-calls", 7, emacs_variadic_function, entry<run_tool_calls>,
+        "All of `sly-agent-q-execute-tool-calls': run CALLS with the variables' values given.\n"
+        "OPTIONS are the values of `sly-agent-q--module-options', in order.\n\n"
+        "(fn CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS ORIGIN UI-ORIGIN PROGRESS-DETAIL WATCHED &rest OPTIONS)");
+  defun(raw, "sly-agent-q--module-sync-options", 0, emacs_variadic_function, entry<sync>,
+        "Give the runtime the VALUES of `sly-agent-q--module-options' (in order) that changed.\n\n"
+        "(fn &rest VALUES)");
+  defun(raw, "sly-agent-q--module-option-keys", 0, 0, entry<option_keys>,
+        "The module's names of `sly-agent-q--module-options', in the order it takes their values.");
   defun(raw, "sly-agent-q--module-wake-ahead", 2, 2, entry<wake_ahead>,
         "A call is on its way: an idle worker polls for WINDOW-MS; WARM: after a throwaway evaluation.\n"
         "Never boots Lisp, never waits; t when the worker was told.\n\n(fn WINDOW-MS WARM)");
   defun(raw, "sly-agent-q--module-bench", 1, 2, entry<bench>,
         "For benchmarks: WHAT is \"stamps-on\", \"stamps-off\", \"stamps\" (the last call's steps, ns),\n"
         "\"pingpong\" or \"plist\" (floors: median ns of N).\n\n(fn WHAT &optional N)");
-  defun(raw, "sly-agent-q--module-bench-noop", 4, emacs_variadic_function, entry<bench_noop>,
-        "For benchmarks: a module call with a call's arguments that does nothing.\n\n"
-        "(fn APPROVAL-FUNCTION HOOKS ID NAME &rest ARGUMENTS)");
+  defun(raw, "sly-agent-q--module-bench-noop", 0, emacs_variadic_function, entry<bench_noop>,
+        "For benchmarks: a module call that does nothing with the ARGUMENTS it is given.\n\n"
+        "(fn &rest ARGUMENTS)");
   defun(raw, "sly-agent-q--module-define-tool", 6, 8, entry<define_tool>,
         "Register an Elisp-handled tool.\n\n"
         "(fn NAME DESCRIPTION PARAMS REQUIRED SAFETY CATEGORIES &optional DENIED-MESSAGE CHECK-P)");

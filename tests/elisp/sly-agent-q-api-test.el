@@ -916,6 +916,67 @@ is the tool's error (isError), naming it: the model sees why (MCP 2025-11-25)."
       (should (stringp response))
       (should (agentq-test-json response)))))
 
+;;;; One module call per batch: what the Elisp used to do, the module does
+
+(ert-deftest sly-agent-q-api/options-as-each-call-has-them ()
+  "Each call runs with the options' values where it is made.
+The module compares them with what it last gave the runtime: a
+buffer-local value holds in its buffer only, `setq' counts at once, and a
+value of the wrong type is a clear error that the next good value mends."
+  (let ((code "(make-string 100 :initial-element #\\x)")
+        (local (generate-new-buffer " agentq-options"))
+        (global-limit sly-agent-q-output-limit))
+    (cl-flet ((cut-p () (string-match-p "truncated" (plist-get (agentq-test-call "evaluate_lisp" (list :code code)) :content))))
+      (unwind-protect
+          (progn
+            (with-current-buffer local (setq-local sly-agent-q-output-limit 10))
+            (should-not (cut-p))
+            (with-current-buffer local (should (cut-p)))
+            (should-not (cut-p))
+            (with-current-buffer local (should (cut-p)))
+            ;; setq, no customize: the next call has it.
+            (setq sly-agent-q-output-limit 20)
+            (should (cut-p))
+            (setq sly-agent-q-output-limit global-limit)
+            (should-not (cut-p))
+            ;; An equal float is the same value (nothing to give again).
+            (let ((sly-agent-q-eval-timeout (float sly-agent-q-eval-timeout)))
+              (should (equal (plist-get (agentq-test-call "evaluate_lisp" '(:code "(+ 1 2)")) :content) "=> 3")))
+            (let ((sly-agent-q-output-limit "lots"))
+              (let ((err (should-error (agentq-test-call "evaluate_lisp" '(:code "1")) :type 'sly-agent-q-error)))
+                (should (string-match-p "output-limit must be a number" (cadr err)))))
+            (should (equal (plist-get (agentq-test-call "evaluate_lisp" '(:code "(+ 1 2)")) :content) "=> 3")))
+        (kill-buffer local)
+        (setq sly-agent-q-output-limit global-limit)))))
+
+(ert-deftest sly-agent-q-api/origin-as-text ()
+  "The origin is compared as text: a copy of \"user\" is the person's,
+a copy of `sly-agent-q-ui-origin' the front end's (its look-ups of names
+that exist nowhere are counted apart), and any other text an agent's."
+  (let ((missing '(:symbol "agentq-no-such-symbol-anywhere" :package "CL-USER"))
+        (count (lambda () (gethash "describe_symbol" sly-agent-q--not-found-lookups 0))))
+    (let ((before (funcall count)))
+      (let ((sly-agent-q-call-origin (copy-sequence sly-agent-q-ui-origin)))
+        (agentq-test-call "describe_symbol" missing))
+      (should (= (funcall count) (1+ before)))
+      (let ((sly-agent-q-call-origin "chat"))
+        (agentq-test-call "describe_symbol" missing))
+      (should (= (funcall count) (1+ before))))
+    ;; The person's code runs unread; an agent's world-touching code asks.
+    (let* ((asked nil)
+           (sly-agent-q-approval-function (lambda (&rest _) (setq asked t) '(:denied "no")))
+           (sly-agent-q-ask-before-agent-code t)
+           (code "(probe-file \"/\")"))
+      (let ((sly-agent-q-call-origin (copy-sequence "user")))
+        (should (plist-get (agentq-test-call "evaluate_lisp" (list :code code)) :success)))
+      (should-not asked)
+      (let ((sly-agent-q-call-origin (string-to-multibyte "user")))
+        (agentq-test-call "evaluate_lisp" (list :code code)))
+      (should-not asked)
+      (let ((sly-agent-q-call-origin 'user))  ; a symbol is not the text "user"
+        (agentq-test-call "evaluate_lisp" (list :code "(delete-file \"/nonexistent/agentq\")")))
+      (should asked))))
+
 ;;;; sly-agent-q-tool-stats
 
 (ert-deftest sly-agent-q-api/tool-stats-count-calls ()

@@ -341,11 +341,20 @@ alive."
     (should (string-match-p (format "\\[stdout\\]\ny\\{%d\\}\n\n=> 1" 20000) text))))
 
 (ert-deftest sly-agent-q-eval/output-limit-via-module-configure ()
-  "The module's output-limit setting works directly too."
+  "The module's output-limit setting works directly too.
+A call through `sly-agent-q-execute-tool-calls' brings the option's own
+value, which the module gives the runtime again (see
+sly-agent-q-api/options-as-each-call-has-them); the module's own entry
+runs with what it was given last."
   (unwind-protect
       (progn
         (should (eq (sly-agent-q--module-configure "output-limit" 100) t))
-        (let ((text (agentq-test-eval-ok "(progn (write-string (make-string 500 :initial-element #\\z)) 1)")))
+        (let ((text (plist-get (car (let ((sly-agent-q-call-origin "user"))
+                                      (sly-agent-q--module-execute
+                                       (list (list :id "c" :name "evaluate_lisp"
+                                                   :arguments '(:code "(progn (write-string (make-string 500 :initial-element #\\z)) 1)")))
+                                       nil nil)))
+                               :content)))
           (should (string-match-p "output truncated: 400 more characters not shown (limit 100)" text))))
     (sly-agent-q--module-configure "output-limit" sly-agent-q-output-limit))
   (should-not (string-match-p "truncated"
