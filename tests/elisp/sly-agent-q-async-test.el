@@ -44,14 +44,14 @@ Return their results."
 (ert-deftest sly-agent-q-async/emacs-is-not-blocked ()
   (let* ((results 'pending)
          (ticks 0)
-         (timer (run-at-time 0.05 0.05 (lambda () (cl-incf ticks))))
-         (start (float-time)))
+         (timer (run-at-time 0.05 0.05 (lambda () (cl-incf ticks)))))
     (unwind-protect
         (progn
           (sly-agent-q-execute-tool-calls-async
            '((:id "s" :name "evaluate_lisp" :arguments (:code "(progn (sleep 1) :slept)")))
            (lambda (r) (setq results r)))
-          (should (< (- (float-time) start) 0.1))
+          ;; Back before the evaluation's end (no clock: a loaded machine is slow).
+          (should (eq results 'pending))
           (agentq-async-test-wait (lambda () (not (eq results 'pending)))))
       (cancel-timer timer))
     (should (equal (plist-get (car results) :content) "=> :SLEPT"))

@@ -192,11 +192,11 @@ TEST(McpBinary, PingIsAnsweredWhileAnEvaluationRuns) {
   McpProcess server;
   server.send(eval(1, "(progn (sleep 1.5) :slept)"));
   std::this_thread::sleep_for(200ms);
-  auto start = std::chrono::steady_clock::now();
   server.send(request(2, "ping"));
+  // The order says it, not a clock (a loaded machine may be slow): the
+  // pong comes while the evaluation still sleeps, before its answer.
   json pong = server.response();
-  EXPECT_EQ(pong["id"], 2) << pong.dump();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 500ms);
+  EXPECT_EQ(pong["id"], 2) << "ping waited for the evaluation: " << pong.dump();
   EXPECT_EQ(text_of(server.response()), "=> :SLEPT");
 }
 
