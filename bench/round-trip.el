@@ -80,10 +80,15 @@
                                                     (funcall us (sly-agent-q-bench--median (aref parts i)))))
                                 (number-sequence 0 (1- (length names))) "")
                      n))
-      (princ (format "bench: round_trip_floors module_call_us=%.2f handoff_one_way_us=%.2f ecl_eval_print_us=%.2f plist_us=%.2f\n"
-                     (funcall us (sly-agent-q-bench--median noop))
-                     (funcall us (sly-agent-q--module-bench "pingpong" 20000))
-                     (or ecl-us -1)
-                     (funcall us (sly-agent-q--module-bench "plist" 20000)))))))
+      (let* ((call-floor (funcall us (sly-agent-q-bench--median noop)))
+             (handoff (funcall us (sly-agent-q--module-bench "pingpong" 20000)))
+             (plist-floor (funcall us (sly-agent-q--module-bench "plist" 20000)))
+             (lisp (funcall us (sly-agent-q-bench--median (aref parts 3))))
+             ;; What no design of ours goes below: an empty module call, two
+             ;; hand-offs, Lisp's job (ours where it is under ECL's own eval
+             ;; and print) and making the plist.
+             (floor-sum (+ call-floor (* 2 handoff) (if ecl-us (min lisp ecl-us) lisp) plist-floor)))
+        (princ (format "bench: round_trip_floors module_call_us=%.2f handoff_one_way_us=%.2f ecl_eval_print_us=%.2f plist_us=%.2f sum_of_floors_us=%.2f (the call's floor; target_us=4)\n"
+                       call-floor handoff (or ecl-us -1) plist-floor floor-sum))))))
 
 ;;; round-trip.el ends here

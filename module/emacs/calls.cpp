@@ -315,7 +315,10 @@ ExecutionOptions options_for(const Env& env, emacs_value approval, emacs_value h
 std::vector<emacs_value> call_values(const Env& env, emacs_value calls) {
   if (env.is_nil(calls)) return {};
   try {
-    if (!env.eq(env.type_of(calls), Env::sym().cons_type)) throw ConversionError("");
+    const Symbols& s = Env::sym();
+    if (!env.eq(env.type_of(calls), s.cons_type)) throw ConversionError("");
+    // One call, the usual batch: two of the cheapest funcalls, not a vconcat.
+    if (env.is_nil(env.call(s.cdr, {calls}))) return {env.call(s.car, {calls})};
     return list_elements(env, calls);
   } catch (const ConversionError&) {
     throw ConversionError("CALLS must be a proper list of tool-call plists");
