@@ -152,6 +152,10 @@ each named function starts (one name for code with several, CL's first)."
                    (setf high (1- middle)))))
     found))
 
+(defun runtime-symbol-p (name)
+  "True when NAME, a function's name, is one of the runtime's (AGENT-Q's)."
+  (and (symbolp name) (eq (symbol-package name) (load-time-value (find-package "AGENT-Q")))))
+
 (defun make-address-namer ()
   "A function of a C address: (:LISP . NAME) in a Lisp function's machine
 code, (:INTERPRETER) in ECL's bytecode interpreter, else (:C . TEXT).
@@ -161,7 +165,8 @@ export, it is the Lisp function whose code starts nearest below it, in
 the same object, when that function is not exported itself (compiled
 Lisp, ECL's included, keeps its functions static; C helpers follow the
 exported C function they serve); else unnamed C code."
-  (let ((entries (function-entries)) (seen (make-hash-table)) (symbols (make-hash-table)))
+  (let ((entries (function-entries)) (seen (make-hash-table)) (symbols (make-hash-table))
+        (own-base (third (%native-symbol (%function-entry #'make-address-namer)))))
     (flet ((symbol-of (address)
              (multiple-value-bind (value found) (gethash address symbols)
                (if found value (setf (gethash address symbols) (%native-symbol address))))))
@@ -178,7 +183,9 @@ exported C function they serve); else unnamed C code."
                                   (destructuring-bind (&optional e-name e-start e-base &rest rest) (symbol-of (car entry))
                                     (declare (ignore rest))
                                     (and (eql e-base object-base)
-                                         (not (and e-name (eql e-start (car entry)))))))
+                                         (not (and e-name (eql e-start (car entry))))))
+                                  ;; The runtime's own object mixes its Lisp with static C++.
+                                  (or (not (eql object-base own-base)) (runtime-symbol-p (cdr entry))))
                              (cons :lisp (cdr entry)))
                             (file (cons :c (format nil "~A+~X" (file-namestring file) (- address object-base))))
                             (t (cons :c (format nil "#x~X" address))))))))))))
@@ -212,12 +219,14 @@ the form runs (no Lisp function below it either)."
                                                                    (eq (cdr frame) 'si:eval-with-env)))
                                                (reverse frames))))
           ;; Innermost Lisp function: native code, or the interpreter's top
-          ;; frame (the form itself when that has no name).
+          ;; frame (the form itself when that has no name), also when only C
+          ;; code is found above the form's evaluation.
           (loop for (kind . name) in frames
                 do (cond ((and (eq kind :lisp) (not (internal-frame-p name)))
                           (setf top name) (loop-finish))
                          ((eq kind :interpreter)
-                          (setf top (or (first interpreted) "(the form itself)")) (loop-finish))))
+                          (setf top (or (first interpreted) "(the form itself)")) (loop-finish)))
+                finally (setf top (first interpreted)))   ; C code serving the interpreter
           (loop for (kind . name) in frames
                 when (and (eq kind :lisp) (not (internal-frame-p name)))
                   do (pushnew name names :test #'equal))
@@ -267,8 +276,8 @@ the form runs (no Lisp function below it either)."
   "Evaluate Lisp code and report where its time goes, by function: each function of the session's with its calls and inclusive time (mode time), only the call counts (mode calls, cheapest), or the bytes allocated inside it (mode alloc), with its share of the whole; or, by sampling the running code every interval_us of CPU time, every function it was in, ECL's and libraries' included, natively compiled and recursive ones too: its self samples (the innermost Lisp function) and inclusive samples (anywhere on the stack, once per sample), with percentages (mode sample). Counting is exact (every call of a function the session defined is counted while the code runs); sampling is statistical. Under evaluate_lisp's limits and approval policy; the code's own result follows the table. Use it to find what makes code slow before changing it."
   `((:name "code" :type :string :description "The Lisp code to run and profile, e.g. \"(my-app:run-benchmark 1000)\".")
     (:name "mode" :type :string :description "time (the default), calls, alloc or sample.")
-    (:name "interval_us" :type :integer :minimum 100 :maximum 100000 :default 1000
-     :description "Mode sample: microseconds of the worker's CPU time between samples (default 1000, from 100 to 100000); at most 5000 samples are taken.")
+    (:name "interval_us" :type :integer :minimum 1000 :maximum 100000 :default 1000
+     :description "Mode sample: microseconds of the worker's CPU time between samples (default 1000, from 1000 to 100000); the kernel may space them further (its clock tick, often 4 ms); at most 5000 samples are taken.")
     ,+evaluation-package-parameter+)          ; repl-tools.lisp
   :required '("code")
   :safety-level :cautious
@@ -285,8 +294,8 @@ the form runs (no Lisp function below it either)."
                  ((not (and (stringp code) (plusp (length (string-trim '(#\Space #\Tab #\Newline) code)))))
                   (values nil "The argument \"code\" is empty: give the Lisp code to profile."))
                  ((null mode) (values nil "\"mode\" must be time, calls, alloc or sample."))
-                 ((not (and (integerp interval) (<= 100 interval 100000)))
-                  (values nil "\"interval_us\" must be an integer from 100 to 100000 (microseconds)."))
+                 ((not (and (integerp interval) (<= 1000 interval 100000)))
+                  (values nil "\"interval_us\" must be an integer from 1000 to 100000 (microseconds)."))
                  ((eq mode :sample)
                   (ignore-errors (wait-for-native-compiles 30))   ; tiering.lisp
                   (multiple-value-bind (results samples counts wall cpu)
