@@ -12,6 +12,9 @@
 ;;;; a native function makes to itself or to a function compiled in the
 ;;;; same batch, which are direct C calls.  Pending background compiles
 ;;;; end first, so the functions run as they will run afterwards.
+;;;;
+;;;; Statistical (mode sample, below): the worker's stacks, sampled on its
+;;;; CPU-time clock; every function is seen, ECL's and native ones too.
 
 (in-package "AGENT-Q")
 
@@ -221,12 +224,12 @@ the form runs (no Lisp function below it either)."
           ;; Innermost Lisp function: native code, or the interpreter's top
           ;; frame (the form itself when that has no name), also when only C
           ;; code is found above the form's evaluation.
-          (loop for (kind . name) in frames
-                do (cond ((and (eq kind :lisp) (not (internal-frame-p name)))
-                          (setf top name) (loop-finish))
-                         ((eq kind :interpreter)
-                          (setf top (or (first interpreted) "(the form itself)")) (loop-finish)))
-                finally (setf top (first interpreted)))   ; C code serving the interpreter
+          (setf top (loop for (kind . name) in frames
+                          when (and (eq kind :lisp) (not (internal-frame-p name)))
+                            return name
+                          when (eq kind :interpreter)
+                            return (or (first interpreted) "(the form itself)")
+                          finally (return (first interpreted))))   ; C code serving the interpreter
           (loop for (kind . name) in frames
                 when (and (eq kind :lisp) (not (internal-frame-p name)))
                   do (pushnew name names :test #'equal))
@@ -241,7 +244,7 @@ the form runs (no Lisp function below it either)."
               outside))))
 
 (defun sample-report (samples counts interval wall cpu)
-  (destructuring-bind (taken dropped truncated unwound) counts
+  (destructuring-bind (taken dropped truncated unwound skipped) counts
     (multiple-value-bind (rows outside) (sample-rows samples)
       (let ((*package* (printing-package))
             (percent (lambda (n) (if (plusp taken) (* 100.0 (/ n taken)) 0.0))))
@@ -253,12 +256,14 @@ the form runs (no Lisp function below it either)."
           (format out ".")
           (when (plusp dropped)
             (format out "~%Sampling stopped at ~:D samples (the limit); ~:D more were not taken." taken dropped))
+          (when (plusp skipped)
+            (format out "~%~:D tick~:P found the stack within 256 KB of its limit (deep recursion): no sample was taken there." skipped))
           (when (plusp truncated)
             (format out "~%~D sample~:P had a stack deeper than kept (the innermost 96 C and 64 interpreter frames): their outer callers are not counted." truncated))
           (when (< unwound taken)
             (format out "~%~D sample~:P could not walk the C stack: only the interrupted function was seen." (- taken unwound)))
           (when (plusp outside)
-            (format out "~%~D sample~:P (~,1F%) found the worker in C code with no Lisp function of the form's below it (the evaluator, the collector)." outside (funcall percent outside)))
+            (format out "~%~D sample~:P (~,1F%) found the worker in C code with no named Lisp function of the form's below it (the evaluator, the collector, the form's own top level)." outside (funcall percent outside)))
           (cond ((zerop taken)
                  (format out "~%No samples: the form used less CPU time than one interval."))
                 (t

@@ -42,6 +42,7 @@ namespace {
 constexpr int kNativeDepth = 96;  // C frames kept per sample, innermost first
 constexpr int kLispDepth = 64;    // interpreter frames kept per sample
 constexpr long kMaxSamples = 10000;
+constexpr std::ptrdiff_t kStackMargin = 256 * 1024;  // stack left above ECL's limit to take a sample
 
 struct Sampler {
   std::atomic<int> active{0};
@@ -52,6 +53,7 @@ struct Sampler {
   long capacity = 0;
   std::atomic<long> count{0};
   std::atomic<long> dropped{0};    // ticks after the buffer was full
+  std::atomic<long> skipped{0};    // ticks too near the end of the stack (or off a Lisp thread)
   std::atomic<long> truncated{0};  // samples whose stack was deeper than kept
   std::atomic<long> unwound{0};    // samples whose C stack was walked past the signal frame
   std::atomic<int> in_handler{0};  // handlers running now (a retired worker's may run on another CPU)
@@ -103,6 +105,18 @@ void on_sample(int, siginfo_t*, void* context) {
     errno = saved_errno;
     return;
   }
+  // The handler runs on the thread's own stack: near its end (deep
+  // recursion about to overflow), unwinding could run into the guard
+  // page, and ECL's overflow handling would unwind out of this handler.
+  // No sample there.
+  cl_env_ptr env = ecl_process_env_unsafe();
+  const auto* here = static_cast<const char*>(__builtin_frame_address(0));
+  if (!env || !env->cs_limit || here < env->cs_limit + kStackMargin) {
+    s.skipped.fetch_add(1, std::memory_order_relaxed);
+    s.in_handler.fetch_sub(1, std::memory_order_acq_rel);
+    errno = saved_errno;
+    return;
+  }
   const auto* uc = static_cast<const ucontext_t*>(context);
 #if defined(__x86_64__)
   const std::uintptr_t pc = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
@@ -128,8 +142,7 @@ void on_sample(int, siginfo_t*, void* context) {
   // the interrupted stack pointer and below the stack's origin.
   cl_object* lisp = s.lisp + index * (1 + kLispDepth);
   int kept = 0;
-  cl_env_ptr env = ecl_process_env_unsafe();
-  if (env && env->cs_org) {
+  if (env->cs_org) {
     const auto top = reinterpret_cast<std::uintptr_t>(env->cs_org);
     struct ecl_ihs_frame* frame = env->ihs_top;
     while (frame) {
@@ -153,8 +166,22 @@ void on_sample(int, siginfo_t*, void* context) {
 void release_buffers() {
   Sampler& s = g_sampler;
   // A handler still running (on a thread the timer was made for, if that
-  // thread is no longer this one) finishes first.
-  while (s.in_handler.load(std::memory_order_acquire) != 0) sched_yield();
+  // thread is no longer this one) finishes first.  One that never returns
+  // (a fault in it unwound past it) leaves its buffers allocated: leaked,
+  // never freed under it.
+  timespec start{}, now{};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  while (s.in_handler.load(std::memory_order_acquire) != 0) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - start.tv_sec > 1) {
+      s.in_handler.store(0);
+      s.native = nullptr;
+      s.lisp = nullptr;
+      s.capacity = 0;
+      return;
+    }
+    sched_yield();
+  }
   std::free(s.native);
   s.native = nullptr;
   if (s.lisp) GC_FREE(s.lisp);
@@ -206,7 +233,10 @@ cl_object sampler_start(cl_object interval, cl_object capacity) {
       struct sigaction action{};
       action.sa_sigaction = on_sample;
       action.sa_flags = SA_SIGINFO | SA_RESTART;
-      sigfillset(&action.sa_mask);  // no interrupt of ECL's runs on top of a sample
+      // No interrupt of ECL's (nor any other handler) runs on top of a
+      // sample; faults stay deliverable (blocked, one would end the process).
+      sigfillset(&action.sa_mask);
+      for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigdelset(&action.sa_mask, fault);
       if (sigaction(candidate, &action, nullptr) != 0) continue;
       s.signal = candidate;
       s.installed = true;
@@ -227,6 +257,7 @@ cl_object sampler_start(cl_object interval, cl_object capacity) {
   s.capacity = samples;
   s.count.store(0);
   s.dropped.store(0);
+  s.skipped.store(0);
   s.truncated.store(0);
   s.unwound.store(0);
 
@@ -254,14 +285,16 @@ cl_object sampler_start(cl_object interval, cl_object capacity) {
   return one_value(ECL_T);
 }
 
-// (%SAMPLER-STOP) → (SAMPLES DROPPED TRUNCATED UNWOUND): stops sampling
-// (at once; also when none runs) and says how many samples were taken,
-// how many ticks found the buffer full, how many stacks were cut, and how
-// many C stacks the unwinder walked past the signal frame.
+// (%SAMPLER-STOP) → (SAMPLES DROPPED TRUNCATED UNWOUND SKIPPED): stops
+// sampling (at once; also when none runs) and says how many samples were
+// taken, how many ticks found the buffer full, how many stacks were cut,
+// how many C stacks the unwinder walked past the signal frame, and how
+// many ticks found the stack too near its end to take a sample.
 cl_object sampler_stop() {
   stop_sampling();
   Sampler& s = g_sampler;
-  cl_object list = ecl_list1(ecl_make_fixnum(s.unwound.load()));
+  cl_object list = ecl_list1(ecl_make_fixnum(s.skipped.load()));
+  list = ecl_cons(ecl_make_fixnum(s.unwound.load()), list);
   list = ecl_cons(ecl_make_fixnum(s.truncated.load()), list);
   list = ecl_cons(ecl_make_fixnum(s.dropped.load()), list);
   list = ecl_cons(ecl_make_fixnum(s.count.load()), list);

@@ -83,6 +83,11 @@
   (should (string-match "^function +self +% +inclusive +%\n\\([^ \n]+\\) +[0-9]+ " text))
   (match-string 1 text))
 
+(defun agentq-pf-self (name text)
+  "The self samples of function NAME in mode sample's TEXT, or nil."
+  (and (string-match (format "^%s +\\([0-9]+\\) +[0-9.]+ +[0-9]+ +[0-9.]+$" (regexp-quote name)) text)
+       (string-to-number (match-string 1 text))))
+
 (defun agentq-pf-inclusive (name text)
   "The inclusive samples of function NAME in mode sample's TEXT, or nil."
   (and (string-match (format "^%s +[0-9]+ +[0-9.]+ +\\([0-9]+\\) +[0-9.]+$" (regexp-quote name)) text)
@@ -111,6 +116,8 @@ counted once per sample however deep it recurses."
                  (samples (agentq-pf-sample-count text)))
       (should (> samples 0))
       (should (equal (agentq-pf-first-row text) name))
+      ;; Nearly every sample is in it, innermost.
+      (should (>= (* 2 (agentq-pf-self name text)) samples))
       (should (<= (agentq-pf-inclusive name text) samples))
       (should (string-match-p "\\[result\\]\n=> [0-9]+\\'" text)))))
 
