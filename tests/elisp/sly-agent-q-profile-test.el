@@ -169,6 +169,30 @@ next calls, and nothing interrupts them."
                             (plist-get (agentq-test-call "profile_form" (list :code "(+ 1 2)" :mode "sample" :interval_us interval))
                                        :content)))))
 
+;; sly-agent-q-hostile-test.el's simulated C-g: `quit-flag' set by a wait
+;; function, as C-g sets it while Emacs waits for the worker.
+(ert-deftest sly-agent-q-profile/sample-stops-on-C-g ()
+  "C-g interrupts a sampled endless loop as it interrupts evaluate_lisp;
+the sampler is gone once the worker is back, and the next call is normal."
+  (agentq-test-eval-ok "(defun agentq-pf-spin-q (n) (if (< n 2) n (+ (agentq-pf-spin-q (- n 1)) (agentq-pf-spin-q (- n 2)))))")
+  (let* ((done nil)
+         (outcome (condition-case nil
+                      (let ((sly-agent-q-wait-functions
+                             (list (lambda (seconds)
+                                     (when (and (not done) (>= seconds 0.5))
+                                       (setq done t quit-flag t))))))
+                        (sly-agent-q-execute-tool-calls
+                         '((:id "q" :name "profile_form" :arguments (:code "(loop (agentq-pf-spin-q 12))" :mode "sample"))))
+                        'returned)
+                    (quit 'quitted))))
+    (should (eq outcome 'quitted))
+    (should-not quit-flag))
+  ;; Queued behind the interrupted job: the worker has left it.
+  (should (equal (agentq-test-eval-ok "(progn (sleep 0.2) (agentq-pf-spin-q 20))") "=> 6765"))
+  (should (= (agentq-pf-sampler-timers) 0))
+  (should (equal (agentq-pf-first-row (agentq-pf-ok '(:code "(agentq-pf-spin-q 30)" :mode "sample")))
+                 "AGENTQ-PF-SPIN-Q")))
+
 (provide 'sly-agent-q-profile-test)
 
 ;;; sly-agent-q-profile-test.el ends here
