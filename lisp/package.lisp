@@ -40,14 +40,14 @@ defined under that name when this code was loaded."
 (define-host-functions
   %adopt-origin %any-running-p %arm-stack-guard %ask-approval %ask-before-agent-code-p %ask-host %break-taken %child-exit %compiler-keeper %current-cpu
   %current-job %set-job-structure %set-one-value-structure %define-tool %detach-worker %end-processes %finalizer-budget %finish-job %former-worker-count %forget-host-request
-  %fork-compile-child %functions-intact-p %gc-count %gc-phase-us %gc-time-ms %hold-point
+  %fork-compile-child %function-entry %functions-intact-p %gc-count %gc-phase-us %gc-time-ms %hold-point
   %hold-worker %host-answer %job-origin %origin-token %keep-off-worker-cpus %lisp-thread-count
   %live-package-p %lower-thread-priority %make-private-directory
-  %mark-live-objects %monotonic-ms %monotonic-us %next-interrupt %next-job %own-process
+  %mark-live-objects %monotonic-ms %monotonic-us %native-symbol %next-interrupt %next-job %own-process
   %post-note %preexisting-object-p %prepare-tool-call %publish-tiering-counts
   %read-pipe %record-tool-call %registry-generation %release-compile-cpus
   %release-worker %remove-private-directory %runtime-process-p %seal-own-tools
-  %runtime-thread-p %set-compiler-thread %set-lisp-hooks %set-watchdog
+  %runtime-thread-p %sampler-release %sampler-sample %sampler-start %sampler-stop %set-compiler-thread %set-lisp-hooks %set-watchdog
   %stop-family %stream-output %thread-cpu-us %thread-run-delay-us
   %tiering-enabled-p %tools %tools-attached %wait-child %worker-busy-p
   %write-pipe)

@@ -9,6 +9,7 @@
 //   runtime_host.cpp     the Lisp-callable requests to the host (eval-in-emacs)
 //   runtime_cpus.cpp     where the worker and the background compiler run
 //   runtime_stats.cpp    GC statistics and the clocks benchmarks read
+//   sampler.cpp          profile_form's sampling of the worker (a CPU-time timer, a signal of its own)
 //   runtime_worker.cpp   boot, the worker threads and their replacement
 //
 // Threads:
@@ -426,5 +427,6 @@ void define_job_functions();          // runtime_jobs.cpp
 void define_host_request_functions(); // runtime_host.cpp
 void define_cpu_functions();          // runtime_cpus.cpp
 void define_stats_functions();        // runtime_stats.cpp
+void define_sampler_functions();      // sampler.cpp
 
 }  // namespace agentq::ecl

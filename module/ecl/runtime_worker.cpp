@@ -102,6 +102,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     define_host_request_functions();
     define_cpu_functions();
     define_stats_functions();
+    define_sampler_functions();
     define_origin_functions();
     define_process_functions();
     define_child_pipes();

@@ -425,6 +425,19 @@ for tool, key, extra in [("describe_symbol", "symbol", {}), ("function_arglist",
         add("tool-%s-package-nul" % tool, call(11, tool, dict({key: "CAR", "package": "CL\u0000USER"}, **extra)),
             "result", id=11, timeout=40)
 
+# profile_form's mode sample: the hostile code under the sampler, and intervals out of range
+# refused by the schema's check before anything runs.
+for j, value in enumerate(["A\u0000B", "#.(ext:quit)", "(error \"x\")", "(ext:gc)", "(sort (list 3 1 2) #'<)"]):
+    add("tool-profile_form-sample-%02d" % j, call(12, "profile_form", {"code": value, "mode": "sample"}), "result",
+        id=12, timeout=40)
+for j, value in enumerate([0, 999, 100001, -1, 10 ** 12]):
+    add("tool-profile_form-interval-%02d" % j,
+        call(13, "profile_form", {"code": "(+ 1 2)", "mode": "sample", "interval_us": value}), "tool-error", id=13,
+        contains="interval_us")
+add("tool-profile_form-interval-not-integer",
+    call(13, "profile_form", {"code": "(+ 1 2)", "mode": "sample", "interval_us": 1500.5}), "tool-error", id=13,
+    contains="interval_us")
+
 # edit_form and insert_form are Emacs's tools (a file, its buffer and the review): the
 # headless server has none, whatever the arguments; sly-agent-q-form-edit-test.el
 # calls them with bad names, unreadable source and paths outside the roots.
