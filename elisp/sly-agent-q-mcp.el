@@ -348,6 +348,34 @@ answered (the caller forgets it).  Non-nil when it was dropped."
    `(("jsonrpc" . "2.0") ("id" . ,id)
      ("error" . (("code" . ,code) ("message" . ,text))))))
 
+;;;; Log messages (MCP's notifications/message)
+
+;; Emacs sends each client the log messages about its calls; the bridge
+;; in front of it (sly-agent-q-mcp --emacs) answers logging/setLevel and
+;; passes on those at the client's level or above, none before it chose.
+
+(defun sly-agent-q--mcp-log-text (level id tool message)
+  "The notifications/message text at LEVEL about request ID of TOOL: MESSAGE."
+  (sly-agent-q--module-json-text
+   `(("jsonrpc" . "2.0") ("method" . "notifications/message")
+     ("params" . (("level" . ,level) ("logger" . "sly-agent-q")
+                  ("data" . (("message" . ,message) ("requestId" . ,id)
+                             ("tool" . ,tool))))))))
+
+(defun sly-agent-q--mcp-job-log (job text)
+  "Send TEXT, a notifications/message, to the client whose call is JOB.
+The module calls this for a running call's log message; nothing is sent
+when JOB is no client's any more."
+  (catch 'sent
+    (dolist (client sly-agent-q--mcp-clients)
+      (let ((jobs (process-get client 'sly-agent-q-mcp-jobs)))
+        (when jobs
+          (maphash (lambda (_key queued)
+                     (when (eql queued job)
+                       (sly-agent-q--mcp-send client text)
+                       (throw 'sent t)))
+                   jobs))))))
+
 ;;;; Messages
 
 (defun sly-agent-q--mcp-handle (client line)
@@ -384,7 +412,13 @@ going away still drops it."
                  ;; Running, interrupted: its answer is not sent.
                  (process-put client 'sly-agent-q-mcp-cancelled
                               (cons running (process-get client 'sly-agent-q-mcp-cancelled)))))))
-          (`(:queue ,id . ,queued)
+          (`(:queue ,id ,queued . ,questions)
+           (when (and questions id)
+             (sly-agent-q--mcp-send
+              client (sly-agent-q--mcp-log-text
+                      "info" id (caar questions)
+                      (format "%s waits for the person's approval in Emacs"
+                              (mapconcat #'car questions ", ")))))
            (setq job queued
                  ;; No id prints as this: ids are numbers or quoted strings.
                  key (if (or (stringp id) (numberp id))

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "app/services.hpp"
+#include "core/mcp_logging.hpp"
 #include "sys/thread_signals.hpp"
 #include "emacs/calls.hpp"
 
@@ -118,6 +119,25 @@ class AsyncCallContext final : public CallContext {
     // One byte while output waits: the filter takes all there is.
     if (first) notify_main();
   }
+  // An MCP client's log message goes out on its connection
+  // (sly-agent-q--mcp-job-log); the bridge in front of it passes on what
+  // the client's level admits.  Bounded per call; never fails the call.
+  void log_to_client(McpLogLevel level, const std::string& message, const std::string& tool) override {
+    if (!batch_.mcp_message || logged_ >= kMaxLogMessagesPerCall) return;
+    ++logged_;
+    const std::string text = mcp_log_notification(level, message, batch_.mcp_message->id, tool);
+    try {
+      run_on_main([&](const Env& env) {
+        try {
+          env.call(env.intern("sly-agent-q--mcp-job-log"),
+                   {env.integer(static_cast<std::intmax_t>(batch_.id)), env.str(text)});
+        } catch (const NonLocalExit&) {
+          env.raw()->non_local_exit_clear(env.raw());  // a log message never stops the call
+        }
+      });
+    } catch (const NotServed&) {
+    }
+  }
   // An agent's code question is asked with the job's own approval
   // function and door, as its dangerous calls were
   // (sly-agent-q--approve-agent-code-of-job).
@@ -162,6 +182,7 @@ class AsyncCallContext final : public CallContext {
   }
 
   Batch& batch_;
+  int logged_ = 0;  // log messages sent
 };
 
 void run_batch(const std::shared_ptr<Batch>& batch) {

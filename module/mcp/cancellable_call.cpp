@@ -67,6 +67,20 @@ void McpCallContext::output(const std::string& text) {
   send_progress(part);
 }
 
-HostAnswer McpCallContext::approve_in_host(const std::string&) { return headless_code_approval(allow_dangerous_); }
+HostAnswer McpCallContext::approve_in_host(const std::string&) {
+  HostAnswer answer = headless_code_approval(allow_dangerous_);
+  if (!allow_dangerous_)
+    log_to_client(McpLogLevel::Warning,
+                  "code that touches the world outside the Lisp session was refused: nobody can approve it "
+                  "headless (--allow-dangerous allows it)",
+                  std::string());
+  return answer;
+}
+
+void McpCallContext::log_to_client(McpLogLevel level, const std::string& message, const std::string& tool) {
+  if (!log_level_ || !log_level_->wants(level) || !notifier_) return;
+  if (logged_.fetch_add(1) >= kMaxLogMessagesPerCall) return;
+  notify(mcp_log_notification(level, message, request_id_, tool));
+}
 
 }  // namespace agentq::mcp

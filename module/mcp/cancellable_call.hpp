@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/call_context.hpp"
+#include "core/mcp_logging.hpp"
 
 namespace agentq::mcp {
 
@@ -54,6 +55,16 @@ class McpCallContext final : public CallContext {
   // run.  Null: none is sent.
   void set_progress_token(nlohmann::json token) { progress_token_ = std::move(token); }
 
+  // The client's logging level (its session's; null: it logs nothing)
+  // and the request's id, which its log messages name.
+  void set_client_log(const ClientLogLevel* level, nlohmann::json request_id) {
+    log_level_ = level;
+    request_id_ = std::move(request_id);
+  }
+  // A notifications/message through the notifier, when the client's level
+  // admits LEVEL; at most kMaxLogMessagesPerCall per call.
+  void log_to_client(McpLogLevel level, const std::string& message, const std::string& tool) override;
+
   bool poll() override {
     if (on_wait_) std::exchange(on_wait_, nullptr)();
     if (following()) progress_tick();
@@ -88,6 +99,9 @@ class McpCallContext final : public CallContext {
   std::optional<std::uint64_t> job_;  // the latest job queued for the call
   std::atomic<bool> cancelled_{false};
   bool allow_dangerous_ = false;
+  const ClientLogLevel* log_level_ = nullptr;
+  nlohmann::json request_id_;
+  std::atomic<int> logged_{0};
 };
 
 }  // namespace agentq::mcp

@@ -11,6 +11,7 @@ HeadlessSession::HeadlessSession(McpServer& server, ExecutionOptions options, Mc
                                  bool allow_dangerous)
     : server_(server), options_(std::move(options)), cancel_job_(std::move(cancel_job)), allow_dangerous_(allow_dangerous) {
   options_.context = nullptr;
+  options_.log_level = &log_level_;
 }
 
 std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann::json message, Link& link) {
@@ -24,6 +25,7 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
     context.set_allow_dangerous(allow_dangerous_);
     context.set_notifier(link.notify);
     context.set_progress_token(request_progress_token(message));
+    context.set_client_log(&log_level_, *id);
     const std::string key = id->is_string() || id->is_number() ? json_scalar_text(*id) : std::string();
     std::multimap<std::string, McpCallContext*>::iterator entry;
     {
@@ -55,6 +57,11 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
     return std::nullopt;
   }
   return server_.handle(text, options_);
+}
+
+bool HeadlessSession::streams_logs(const nlohmann::json& message) const {
+  const auto method = message.find("method");
+  return log_level_.chosen() && method != message.end() && *method == "tools/call";
 }
 
 void HeadlessSession::end() {

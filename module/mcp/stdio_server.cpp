@@ -56,6 +56,7 @@ StdioServer::StdioServer(McpServer& server, ExecutionOptions options, McpCallCon
       out_(out),
       allow_dangerous_(allow_dangerous) {
   options_.context = nullptr;
+  options_.log_level = &log_level_;
   quick_options_ = options_;
   worker_ = std::thread([this] { serve(); });
 }
@@ -150,6 +151,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
     auto pending = std::make_shared<Pending>(std::move(simple->id), cancel_job_);
     pending->context.set_allow_dangerous(allow_dangerous_);
     pending->context.set_notifier(line_notifier());
+    pending->context.set_client_log(&log_level_, pending->id);
     pending->message = std::move(simple->arguments);
     pending->name = std::move(simple->name);
     pending->simple = true;
@@ -162,6 +164,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
       auto pending = std::make_shared<Pending>(std::move(route.id), cancel_job_);
       pending->context.set_allow_dangerous(allow_dangerous_);
       pending->context.set_notifier(line_notifier());
+      pending->context.set_client_log(&log_level_, pending->id);
       pending->message = std::move(route.message);
       follow_progress(*pending, request_progress_token(pending->message));
       return call(std::move(pending));

@@ -380,3 +380,47 @@ test('no Emacs listening: the client connects, and every call says how to start 
     await other.close();
   }
 });
+
+test('logging through --emacs: a call waiting for approval (info) and denied (notice), at or above the chosen level only', async () => {
+  assert.deepEqual(client.getServerCapabilities().logging, {});
+  const transport = new StdioClientTransport({
+    command: binary, args: ['--emacs', socket, '--emacs-timeout', '10'], stderr: 'inherit',
+  });
+  const mine = [];
+  recordMessages(transport, [], mine);
+  const other = new Client({ name: 'sly-agent-q-sdk-emacs-logging', version: '1.0.0' });
+  await other.connect(transport);
+  const messages = () => mine.filter((m) => m.method === 'notifications/message');
+  const denied = async () => {
+    const result = await other.callTool({ name: 'sdk_emacs_dangerous', arguments: { path: 'deny-me' } });
+    assert.equal(result.isError, true, textOf(result));
+    assert.match(textOf(result), /the test's approval function says no/);
+    return mine.filter((m) => m.result?.content).at(-1);
+  };
+  try {
+    await denied();
+    assert.equal(messages().length, 0, 'nothing before the client chose a level');
+    await other.setLoggingLevel('notice');
+    const call = await denied();
+    assert.deepEqual(messages().map((m) => m.params.level), ['notice'], JSON.stringify(messages()));
+    const [notice] = messages();
+    assert.equal(notice.params.logger, 'sly-agent-q');
+    assert.equal(notice.params.data.requestId, call.id);
+    assert.equal(notice.params.data.tool, 'sdk_emacs_dangerous');
+    assert.match(notice.params.data.message, /sdk_emacs_dangerous was denied: .*the test's approval function says no/);
+    assert.ok(mine.indexOf(notice) < mine.indexOf(call));
+    await other.setLoggingLevel('info');
+    const next = await denied();
+    const after = messages().slice(1);
+    assert.deepEqual(after.map((m) => m.params.level), ['info', 'notice'], JSON.stringify(after));
+    assert.match(after[0].params.data.message, /sdk_emacs_dangerous waits for the person's approval in Emacs/);
+    assert.equal(after[0].params.data.requestId, next.id);
+    await assert.rejects(other.setLoggingLevel('loud'), (error) => {
+      assert.ok(error instanceof McpError, String(error));
+      assert.equal(error.code, -32602);
+      return true;
+    });
+  } finally {
+    await other.close();
+  }
+});

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import Ajv from 'ajv';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { EmptyResultSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 import { recordMessages } from './record-messages.mjs';
 import { worldTouchingForms } from './world-forms.mjs';
@@ -385,4 +385,52 @@ test('stdout carried only JSON-RPC messages, none for an unknown id', () => {
   for (const message of received) assert.equal(message.jsonrpc, '2.0');
   // Not even an answer for an unknown id: a cancelled request gets none.
   assert.deepEqual(clientErrors.map(String), []);
+});
+
+test('logging: nothing before logging/setLevel; then the messages at that level or above, none below', async () => {
+  assert.deepEqual(client.getServerCapabilities().logging, {});
+  const t = new StdioClientTransport({ command: binary, stderr: 'inherit' });
+  const mine = [];
+  recordMessages(t, [], mine);
+  const other = new Client({ name: 'sly-agent-q-sdk-logging', version: '1.0.0' });
+  await other.connect(t);
+  const messages = () => mine.filter((m) => m.method === 'notifications/message');
+  const target = path.join(os.tmpdir(), `agentq-logging-${process.pid}`);
+  const refused = async () => {
+    const result = await other.callTool({ name: 'evaluate_lisp', arguments: { code: `(delete-file ${JSON.stringify(target)})` } });
+    assert.equal(result.isError, true, textOf(result));
+    assert.match(textOf(result), /nobody to approve it/);
+  };
+  try {
+    // A real event (code that touches the world, refused headless) before
+    // the client chose a level: no message.
+    await refused();
+    assert.equal(messages().length, 0, JSON.stringify(messages()));
+    // Above the event's level (warning): still none.
+    await other.setLoggingLevel('error');
+    await refused();
+    assert.equal(messages().length, 0, JSON.stringify(messages()));
+    // At it: the message, before the call's answer.
+    await other.setLoggingLevel('warning');
+    await refused();
+    const [message] = messages();
+    assert.ok(message, 'a notifications/message');
+    assert.equal(message.params.level, 'warning');
+    assert.equal(message.params.logger, 'sly-agent-q');
+    assert.match(message.params.data.message, /refused: nobody can approve it headless/);
+    const call = mine.filter((m) => m.result?.content).at(-1);
+    assert.equal(message.params.data.requestId, call.id);
+    assert.ok(mine.indexOf(message) < mine.indexOf(call));
+    // A level MCP does not name: invalid params, and the level stays.
+    await assert.rejects(other.request({ method: 'logging/setLevel', params: { level: 'loud' } }, EmptyResultSchema), (error) => {
+      assert.ok(error instanceof McpError, String(error));
+      assert.equal(error.code, ErrorCode.InvalidParams);
+      assert.match(error.message, /debug, info, notice, warning/);
+      return true;
+    });
+    await refused();
+    assert.equal(messages().length, 2);
+  } finally {
+    await other.close();
+  }
 });
