@@ -94,6 +94,30 @@ given, sorted by name."
                                        (serious-condition () "#<unprintable>"))))))
                 (section "Macros" macros (lambda (s) (definition-lambda-list s))))))))))
 
+(defun definitions-form-p (form &optional (depth 0))
+  "True when FORM, a top-level form, may define something: a DEF… macro
+\(DEFUN and the others; DEF…, DEFINE-… macros of libraries), or PROGN /
+EVAL-WHEN around such a form.  Two or three tests for any other form."
+  (and (consp form) (symbolp (car form)) (< depth 8)
+       (let ((operator (car form)))
+         (cond ((macro-function operator)
+                (let ((name (symbol-name operator)))
+                  (and (> (length name) 3) (string= "DEF" name :end2 3))))
+               ((eq operator 'progn)
+                (and (ignore-errors (list-length form))
+                     (some (lambda (sub) (definitions-form-p sub (1+ depth))) (cdr form))))
+               ((eq operator 'eval-when)
+                (and (ignore-errors (list-length form))
+                     (some (lambda (sub) (definitions-form-p sub (1+ depth))) (cddr form))))))))
+
+(defun note-definitions-form (form)
+  "After FORM was evaluated at top level: when it may have defined
+something (DEFINITIONS-FORM-P), the host hears that the session's
+definitions changed (MCP clients then get
+notifications/resources/list_changed)."
+  (when (definitions-form-p form)
+    (%note-definitions-changed)))
+
 (defun reset-session (arguments)
   "The reset_session tool."
   (declare (ignore arguments))
@@ -118,6 +142,7 @@ given, sorted by name."
   (xref-forget-session)
   ;; CL-USER has the tool API again (evaluated code may have uninterned it).
   (import-tool-api (printing-package))
+  (%note-definitions-changed)
   (with-standard-io-syntax
     (let ((values (list *print-base* *print-radix* *print-case* *print-escape* *print-readably*
                         *print-circle* *print-pretty* *print-length* *print-level* *print-lines*

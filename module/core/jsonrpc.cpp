@@ -492,7 +492,7 @@ json McpServer::dispatch(const std::string& method, const json& params, const js
       tools["listChanged"] = false;
       json capabilities = json::object();
       capabilities["tools"] = std::move(tools);
-      capabilities["resources"] = {{"subscribe", false}, {"listChanged", false}};
+      capabilities["resources"] = {{"subscribe", false}, {"listChanged", true}};
       capabilities["prompts"] = {{"listChanged", false}};
       capabilities["logging"] = json::object();
       json server = json::object();

@@ -16,6 +16,7 @@
 
 #include "app/services.hpp"
 #include "core/mcp_logging.hpp"
+#include "core/session_changes.hpp"
 #include "sys/thread_signals.hpp"
 #include "emacs/calls.hpp"
 
@@ -220,8 +221,13 @@ void run_batch(const std::shared_ptr<Batch>& batch) {
     // the client gets its one response.
     McpMessage& message = *batch->mcp_message;
     McpServer& server = app::services_with_tools().server;
+    const std::uint64_t definitions = session_changes().generation();
     batch->mcp_response = message.parsed ? server.handle_json_text(std::move(*message.parsed), options)
                                          : server.handle(message.text, options);
+    // The definitions changed: notifications/resources/list_changed, a
+    // line of its own before the answer (the connection sends the lines).
+    if (batch->mcp_response && session_changes().generation() != definitions)
+      batch->mcp_response = std::string(kResourcesListChanged) + "\n" + *batch->mcp_response;
     return;
   }
   for (PendingCall& pending : batch->calls) {

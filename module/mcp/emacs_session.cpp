@@ -136,6 +136,12 @@ void EmacsSession::read_responses() {
       continue;
     }
     // A notification: to the request whose progress it reports, if any.
+    if (auto method = message->find("method");
+        method != message->end() && *method == "notifications/resources/list_changed") {
+      // About the session, not a request: every stream open now.
+      for (auto& [key, waiter] : waiters_) waiter->link->notify(line->text);
+      continue;
+    }
     auto params = message->find("params");
     if (params == message->end() || !params->is_object()) continue;
     auto token = params->find("progressToken");

@@ -3,6 +3,7 @@
 #include "core/json_fast.hpp"
 #include "core/json_text.hpp"
 #include "core/mcp_route.hpp"
+#include "core/session_changes.hpp"
 #include "mcp/log.hpp"
 
 namespace agentq::mcp {
@@ -36,7 +37,10 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
     link.set_canceller([&context] { context.cancel(); });
     ExecutionOptions options = options_;
     options.context = &context;
+    const std::uint64_t definitions = session_changes().generation();
     std::optional<std::string> response = server_.handle_json_text(std::move(message), options);
+    // Before the answer, on its stream (dropped for a JSON answer).
+    if (session_changes().generation() != definitions) link.notify(kResourcesListChanged);
     link.set_canceller(nullptr);
     {
       std::lock_guard lock(mutex_);

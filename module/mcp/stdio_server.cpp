@@ -7,6 +7,7 @@
 #include "core/json_fast.hpp"
 #include "core/json_text.hpp"
 #include "core/mcp_route.hpp"
+#include "core/session_changes.hpp"
 
 namespace agentq::mcp {
 
@@ -232,6 +233,7 @@ void StdioServer::execute(Pending& pending) {
   // One call runs at a time, so the options are shared; only the context
   // is the call's.
   options_.context = &pending.context;
+  const std::uint64_t definitions = session_changes().generation();
   std::optional<std::string> response =
       pending.simple ? server_.tools_call_text(pending.id, pending.name, std::move(pending.message), options_)
                      : server_.handle_json_text(std::move(pending.message), options_);
@@ -242,6 +244,8 @@ void StdioServer::execute(Pending& pending) {
   }
   // The spec: a cancelled request gets no response (the client has
   // forgotten its id; an answer would be one "for an unknown request").
+  // One per call at most, a line of its own before the answer.
+  if (session_changes().generation() != definitions) respond(std::string(kResourcesListChanged));
   if (pending.context.cancelled()) {
     log(LogLevel::Info, "request " + shortened(id_key(pending.id)) + " was cancelled: interrupted, not answered");
     return;

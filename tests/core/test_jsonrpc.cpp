@@ -93,7 +93,7 @@ TEST_F(McpTest, Initialize) {
            "capabilities":{},"clientInfo":{"name":"test","version":"1"}}})"),
       0);
   EXPECT_EQ(r["protocolVersion"], "2025-06-18");
-  EXPECT_EQ(r["capabilities"], json::parse(R"({"tools":{"listChanged":false},"resources":{"subscribe":false,"listChanged":false},"prompts":{"listChanged":false},"logging":{}})"));
+  EXPECT_EQ(r["capabilities"], json::parse(R"({"tools":{"listChanged":false},"resources":{"subscribe":false,"listChanged":true},"prompts":{"listChanged":false},"logging":{}})"));
   EXPECT_TRUE(r["instructions"].is_string() && r["instructions"].get<std::string>().find("evaluate_lisp") != std::string::npos);
   EXPECT_EQ(r["serverInfo"], (json{{"name", "sly-agent-q"}, {"version", std::string(kVersion)}}));
 }

@@ -424,3 +424,16 @@ test('logging through --emacs: a call waiting for approval (info) and denied (no
     await other.close();
   }
 });
+
+test('resources/list_changed through --emacs: after a definition, before the answer; the definition is in the resource', async () => {
+  assert.deepEqual(client.getServerCapabilities().resources, { subscribe: false, listChanged: true });
+  const changes = () => received.filter((m) => m.method === 'notifications/resources/list_changed').length;
+  const before = changes();
+  await evaluate('(+ 1 2)');
+  assert.equal(changes(), before);
+  const result = await evaluate('(defun sdk-emacs-listed (y) (list y))');
+  assert.equal(result.isError, false, textOf(result));
+  assert.equal(changes(), before + 1);
+  const definitions = await client.readResource({ uri: 'lisp://session/definitions' });
+  assert.match(definitions.contents[0].text, /SDK-EMACS-LISTED \(Y\)/);
+});

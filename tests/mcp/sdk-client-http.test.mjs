@@ -309,3 +309,23 @@ test('logging over HTTP: after logging/setLevel, a call\'s log messages come on 
   assert.equal(message.params.data.requestId, call.id);
   assert.ok(mine.indexOf(message) < mine.indexOf(call));
 });
+
+test('resources/list_changed over HTTP: on the stream of the call that defined something', async () => {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  const mine = [];
+  recordMessages(transport, [], mine);
+  const client = new Client({ name: 'sly-agent-q-sdk-http-changes', version: '1.0.0' });
+  await client.connect(transport);
+  clients.push(client);
+  assert.deepEqual(client.getServerCapabilities().resources, { subscribe: false, listChanged: true });
+  const changes = () => mine.filter((m) => m.method === 'notifications/resources/list_changed').length;
+  // A stream (a progress token): its notifications come before its answer.
+  await evaluate(client, '(+ 1 2)', { onprogress: () => {} });
+  assert.equal(changes(), 0);
+  await evaluate(client, '(defun sdk-http-listed (z) z)', { onprogress: () => {} });
+  assert.equal(changes(), 1);
+  const definitions = await client.readResource({ uri: 'lisp://session/definitions' });
+  assert.match(definitions.contents[0].text, /SDK-HTTP-LISTED \(Z\)/);
+});

@@ -434,3 +434,24 @@ test('logging: nothing before logging/setLevel; then the messages at that level 
     await other.close();
   }
 });
+
+test('resources/list_changed: after a definition (one per call), not after a call that defines nothing; the definition is in the resource', async () => {
+  assert.deepEqual(client.getServerCapabilities().resources, { subscribe: false, listChanged: true });
+  const changes = () => received.filter((m) => m.method === 'notifications/resources/list_changed').length;
+  const before = changes();
+  await evaluate('(+ 1 2)');
+  assert.equal(changes(), before, 'nothing defined, nothing sent');
+  // Two definitions in one call: one notification, before the answer.
+  const result = await evaluate('(defun sdk-listed-fn (x) (* x 2)) (defclass sdk-listed-class () ())');
+  assert.equal(result.isError, false, textOf(result));
+  assert.equal(changes(), before + 1);
+  const notification = received.findLastIndex((m) => m.method === 'notifications/resources/list_changed');
+  const answer = received.findLastIndex((m) => m.result?.content);
+  assert.ok(notification < answer, 'the notification came before the answer');
+  const definitions = await client.readResource({ uri: 'lisp://session/definitions' });
+  assert.match(definitions.contents[0].text, /SDK-LISTED-FN \(X\)/);
+  await client.callTool({ name: 'reset_session', arguments: {} });
+  assert.equal(changes(), before + 2, 'reset_session changes them too');
+  const empty = await client.readResource({ uri: 'lisp://session/definitions' });
+  assert.doesNotMatch(empty.contents[0].text, /SDK-LISTED-FN/);
+});
