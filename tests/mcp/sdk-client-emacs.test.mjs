@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import Ajv from 'ajv';
 import { startServingEmacs } from './serving-emacs.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -436,4 +437,20 @@ test('resources/list_changed through --emacs: after a definition, before the ans
   assert.equal(changes(), before + 1);
   const definitions = await client.readResource({ uri: 'lisp://session/definitions' });
   assert.match(definitions.contents[0].text, /SDK-EMACS-LISTED \(Y\)/);
+});
+
+test('describe_symbol and list_definitions through Emacs: structuredContent that fits their outputSchema', async () => {
+  const { tools } = await client.listTools();
+  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  await evaluate('(defun sdk-emacs-described (a &optional b) "Described." (list a b))');
+  for (const [name, args] of [['describe_symbol', { symbol: 'sdk-emacs-described' }], ['list_definitions', {}]]) {
+    const result = await client.callTool({ name, arguments: args });
+    assert.equal(result.isError, false, textOf(result));
+    const validate = new Ajv({ strict: false }).compile(byName[name].outputSchema);
+    assert.ok(validate(result.structuredContent), `${name}: ${new Ajv().errorsText(validate.errors)}`);
+  }
+  const described = await client.callTool({ name: 'describe_symbol', arguments: { symbol: 'sdk-emacs-described' } });
+  assert.deepEqual(described.structuredContent.kinds, ['function']);
+  assert.equal(described.structuredContent.lambda_list, '(a &optional b)');
+  assert.equal(described.structuredContent.documentation.function, 'Described.');
 });

@@ -455,3 +455,41 @@ test('resources/list_changed: after a definition (one per call), not after a cal
   const empty = await client.readResource({ uri: 'lisp://session/definitions' });
   assert.doesNotMatch(empty.contents[0].text, /SDK-LISTED-FN/);
 });
+
+test('describe_symbol and list_definitions: structuredContent fits their outputSchema, beside the same text', async () => {
+  const { tools } = await client.listTools();
+  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  const check = (name, result) => {
+    const validate = new Ajv({ strict: false }).compile(byName[name].outputSchema);
+    assert.equal(result.isError, false, textOf(result));
+    assert.ok(validate(result.structuredContent), `${name}: ${new Ajv().errorsText(validate.errors)}`);
+    return result.structuredContent;
+  };
+  await evaluate('(defgeneric sdk-shape-area (s) (:documentation "The area.")) (defvar *sdk-shape-count* 3) (defmacro sdk-with-shape ((s) &body body) `(let ((,s 1)) ,@body))');
+  const generic = await client.callTool({ name: 'describe_symbol', arguments: { symbol: 'sdk-shape-area' } });
+  const g = check('describe_symbol', generic);
+  assert.equal(g.symbol, 'COMMON-LISP-USER::SDK-SHAPE-AREA');
+  assert.deepEqual(g.kinds, ['generic function']);
+  assert.equal(g.lambda_list, '(s)');
+  assert.equal(g.methods, 0);
+  assert.equal(g.documentation.function, 'The area.');
+  assert.match(textOf(generic), /^COMMON-LISP-USER::SDK-SHAPE-AREA is a generic function\.\nLambda list: \(s\)\nMethods: 0/);
+  const mapcar = check('describe_symbol', await client.callTool({ name: 'describe_symbol', arguments: { symbol: 'mapcar' } }));
+  assert.deepEqual(mapcar.kinds, ['function']);
+  const nothing = check('describe_symbol', await client.callTool({ name: 'describe_symbol', arguments: { symbol: 'sdk-never-defined-xyz' } }).then(async (r) => {
+    // Not found: a failure, no structure.
+    assert.equal(r.isError, true);
+    return client.callTool({ name: 'describe_symbol', arguments: { symbol: 'cl-user::*sdk-shape-count*' } });
+  }));
+  assert.deepEqual(nothing.kinds, ['variable']);
+  assert.equal(nothing.value, '3');
+  const listed = await client.callTool({ name: 'list_definitions', arguments: { package: 'cl-user' } });
+  const l = check('list_definitions', listed);
+  assert.equal(l.package, 'COMMON-LISP-USER');
+  assert.ok(l.functions.some((f) => f.name === 'SDK-SHAPE-AREA' && f.lambda_list === '(S)'), JSON.stringify(l.functions));
+  assert.ok(l.variables.some((v) => v.name === '*SDK-SHAPE-COUNT*' && v.value === '3'), JSON.stringify(l.variables));
+  assert.ok(l.macros.some((m) => m.name === 'SDK-WITH-SHAPE'), JSON.stringify(l.macros));
+  // The text says the same.
+  assert.match(textOf(listed), /- \*SDK-SHAPE-COUNT\* = 3/);
+  assert.match(textOf(listed), /\[Macros\]\n(- .*\n)*- SDK-WITH-SHAPE /);
+});
