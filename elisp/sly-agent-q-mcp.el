@@ -419,6 +419,12 @@ going away still drops it."
                       "info" id (caar questions)
                       (format "%s waits for the person's approval in Emacs"
                               (mapconcat #'car questions ", ")))))
+           ;; Its progress notifications, handed back as its output.
+           (puthash queued
+                    (lambda (lines)
+                      (unless (memql queued (process-get client 'sly-agent-q-mcp-cancelled))
+                        (sly-agent-q--mcp-send client (string-trim-right lines "\n"))))
+                    sly-agent-q--async-output-functions)
            (setq job queued
                  ;; No id prints as this: ids are numbers or quoted strings.
                  key (if (or (stringp id) (numberp id))

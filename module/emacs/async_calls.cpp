@@ -15,7 +15,9 @@
 #include <thread>
 
 #include "app/services.hpp"
+#include "core/json_fast.hpp"
 #include "core/mcp_logging.hpp"
+#include "core/progress_reporter.hpp"
 #include "core/session_changes.hpp"
 #include "sys/thread_signals.hpp"
 #include "emacs/calls.hpp"
@@ -39,6 +41,9 @@ struct Batch {
   std::vector<ToolResult> results;
   // An MCP message instead of CALLS (submit_mcp), and its response.
   std::optional<McpMessage> mcp_message;
+  // Its notifications/progress (a progressToken was sent): their lines go
+  // out as OUTPUT does, which the connection sends (the runner's alone).
+  ProgressReporter progress;
   std::optional<std::string> mcp_response;
   // Its dangerous calls settled when it was submitted (used by the runner only).
   std::vector<AheadCall> ahead;
@@ -101,7 +106,12 @@ ToolResult interrupted_result(const ToolCall& call) {
 class AsyncCallContext final : public CallContext {
  public:
   explicit AsyncCallContext(Batch& batch) : batch_(batch) {}
-  bool poll() override { return batch_.cancelled.load(); }
+  bool poll() override {
+    if (batch_.progress.following()) hand_over(batch_.progress.tick());
+    return batch_.cancelled.load();
+  }
+  // An MCP call with a progressToken follows its output (progress).
+  bool streams_output() const override { return batch_.progress.following(); }
   bool cancelled() const override { return batch_.cancelled.load(); }
   bool interrupt_is_cancel() const override { return true; }
   void job_queued(std::uint64_t job_id) override { batch_.lisp_job = job_id; }
@@ -111,6 +121,10 @@ class AsyncCallContext final : public CallContext {
   bool wants_structured() const override { return batch_.mcp_message.has_value(); }
   std::uint64_t interactive_key() const override { return batch_.interactive ? batch_.id : 0; }
   void output(const std::string& text) override {
+    if (batch_.progress.following()) {
+      hand_over(batch_.progress.output(text));
+      return;
+    }
     bool first;
     {
       std::lock_guard lock(state().mutex);
@@ -180,6 +194,20 @@ class AsyncCallContext final : public CallContext {
     HostAnswer given = s.later[key].value_or(HostAnswer{false, "the call was cancelled"});
     s.later.erase(key);
     return given;
+  }
+
+  // LINE, a notification of an MCP call, handed back as its output
+  // (sly-agent-q-mcp.el sends it on the client's connection).
+  void hand_over(const std::string& line) {
+    if (line.empty()) return;
+    bool first;
+    {
+      std::lock_guard lock(state().mutex);
+      first = batch_.output.empty();
+      batch_.output += line;
+      batch_.output += '\n';
+    }
+    if (first) notify_main();
   }
 
   Batch& batch_;
@@ -325,6 +353,8 @@ std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs
 std::uint64_t submit_mcp(McpMessage message, emacs_value approval, emacs_value hooks, bool has_hooks,
                          std::vector<AheadCall> ahead, bool hold) {
   auto batch = std::make_shared<Batch>();
+  if (message.parsed && message.parsed->is_object())
+    batch->progress = ProgressReporter(request_progress_token(*message.parsed));
   batch->mcp_message = std::move(message);
   return queue_batch(std::move(batch), approval, hooks, has_hooks, std::move(ahead), hold);
 }

@@ -454,3 +454,25 @@ test('describe_symbol and list_definitions through Emacs: structuredContent that
   assert.equal(described.structuredContent.lambda_list, '(a &optional b)');
   assert.equal(described.structuredContent.documentation.function, 'Described.');
 });
+
+test('progress through --emacs: the printed numbers arrive before the answer, the result keeps them all', async () => {
+  const seen = [];
+  let answered = false;
+  const call = client.callTool({ name: 'evaluate_lisp',
+    arguments: { code: '(progn (dotimes (i 3) (print i) (finish-output) (sleep 0.5)) :done)' } },
+  undefined, { onprogress: (progress) => seen.push({ ...progress, answered }) });
+  const result = await call.finally(() => { answered = true; });
+  assert.equal(textOf(result), '[stdout]\n\n0 \n1 \n2 \n\n=> :DONE');
+  const printed = seen.map((p) => p.message).join('');
+  assert.match(printed, /0 [\s\S]*1 [\s\S]*2 /, JSON.stringify(seen));
+  assert.ok(seen.every((p) => !p.answered), 'every notification came before the answer');
+  // On the wire too: the progress lines precede the response.
+  const answer = received.findLastIndex((m) => m.result?.content);
+  const lastProgress = received.findLastIndex((m) => m.method === 'notifications/progress');
+  assert.ok(lastProgress >= 0 && lastProgress < answer);
+  for (let i = 1; i < seen.length; ++i) assert.ok(seen[i].progress > seen[i - 1].progress);
+  // Without a token, none is sent.
+  const before = received.filter((m) => m.method === 'notifications/progress').length;
+  await evaluate('(progn (print 1) (finish-output) :quiet)');
+  assert.equal(received.filter((m) => m.method === 'notifications/progress').length, before);
+});
