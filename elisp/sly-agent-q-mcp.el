@@ -350,9 +350,32 @@ answered (the caller forgets it).  Non-nil when it was dropped."
 
 ;;;; Log messages (MCP's notifications/message)
 
-;; Emacs sends each client the log messages about its calls; the bridge
-;; in front of it (sly-agent-q-mcp --emacs) answers logging/setLevel and
-;; passes on those at the client's level or above, none before it chose.
+;; Each client gets the log messages about its own calls at the level it
+;; chose with logging/setLevel or above, none before it chose one (the
+;; dispatcher checks and answers the request; the level is kept here, on
+;; the connection).
+
+(defconst sly-agent-q--mcp-log-levels
+  '("debug" "info" "notice" "warning" "error" "critical" "alert" "emergency")
+  "MCP's log levels, least severe first.")
+
+(defun sly-agent-q--mcp-note-log-level (client line response)
+  "Keep on CLIENT the level of LINE, a logging/setLevel request RESPONSE answered.
+Nothing when it was refused (RESPONSE an error)."
+  (when (and response (string-search "\"logging/setLevel\"" line)
+             (not (string-search "\"error\":" response)))
+    (let* ((message (ignore-errors (json-parse-string line)))
+           (params (and (hash-table-p message) (gethash "params" message)))
+           (level (and (hash-table-p params) (gethash "level" params))))
+      (when (and (stringp level) (member level sly-agent-q--mcp-log-levels))
+        (process-put client 'sly-agent-q-mcp-log-level level)))))
+
+(defun sly-agent-q--mcp-log-wanted-p (client level)
+  "Non-nil when CLIENT chose a log level at or below LEVEL."
+  (let ((chosen (process-get client 'sly-agent-q-mcp-log-level)))
+    (and chosen
+         (>= (length (member chosen sly-agent-q--mcp-log-levels))
+             (length (member level sly-agent-q--mcp-log-levels))))))
 
 (defun sly-agent-q--mcp-log-text (level id tool message)
   "The notifications/message text at LEVEL about request ID of TOOL: MESSAGE."
@@ -362,17 +385,18 @@ answered (the caller forgets it).  Non-nil when it was dropped."
                   ("data" . (("message" . ,message) ("requestId" . ,id)
                              ("tool" . ,tool))))))))
 
-(defun sly-agent-q--mcp-job-log (job text)
-  "Send TEXT, a notifications/message, to the client whose call is JOB.
+(defun sly-agent-q--mcp-job-log (job level text)
+  "Send TEXT, a notifications/message at LEVEL, to the client whose call is JOB.
 The module calls this for a running call's log message; nothing is sent
-when JOB is no client's any more."
+when JOB is no client's any more, or its client did not ask for LEVEL."
   (catch 'sent
     (dolist (client sly-agent-q--mcp-clients)
       (let ((jobs (process-get client 'sly-agent-q-mcp-jobs)))
         (when jobs
           (maphash (lambda (_key queued)
                      (when (eql queued job)
-                       (sly-agent-q--mcp-send client text)
+                       (when (sly-agent-q--mcp-log-wanted-p client level)
+                         (sly-agent-q--mcp-send client text))
                        (throw 'sent t)))
                    jobs))))))
 
@@ -401,6 +425,7 @@ going away still drops it."
                   (process-put client 'sly-agent-q-mcp-cancelled
                                (delq job (process-get client 'sly-agent-q-mcp-cancelled)))))
           (`(:answer . ,response)
+           (sly-agent-q--mcp-note-log-level client line response)
            (sly-agent-q--mcp-send client response))
           (`(:cancel . ,id)
            (let* ((cancelled (sly-agent-q--mcp-id-key id))
@@ -413,7 +438,7 @@ going away still drops it."
                  (process-put client 'sly-agent-q-mcp-cancelled
                               (cons running (process-get client 'sly-agent-q-mcp-cancelled)))))))
           (`(:queue ,id ,queued . ,questions)
-           (when (and questions id)
+           (when (and questions id (sly-agent-q--mcp-log-wanted-p client "info"))
              (sly-agent-q--mcp-send
               client (sly-agent-q--mcp-log-text
                       "info" id (caar questions)

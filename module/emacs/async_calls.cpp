@@ -134,9 +134,9 @@ class AsyncCallContext final : public CallContext {
     // One byte while output waits: the filter takes all there is.
     if (first) notify_main();
   }
-  // An MCP client's log message goes out on its connection
-  // (sly-agent-q--mcp-job-log); the bridge in front of it passes on what
-  // the client's level admits.  Bounded per call; never fails the call.
+  // An MCP client's log message goes out on its connection when the
+  // client's level admits it (sly-agent-q--mcp-job-log).  Bounded per
+  // call; never fails the call.
   void log_to_client(McpLogLevel level, const std::string& message, const std::string& tool) override {
     if (!batch_.mcp_message || logged_ >= kMaxLogMessagesPerCall) return;
     ++logged_;
@@ -145,7 +145,8 @@ class AsyncCallContext final : public CallContext {
       run_on_main([&](const Env& env) {
         try {
           env.call(env.intern("sly-agent-q--mcp-job-log"),
-                   {env.integer(static_cast<std::intmax_t>(batch_.id)), env.str(text)});
+                   {env.integer(static_cast<std::intmax_t>(batch_.id)), env.str(mcp_log_level_name(level)),
+                    env.str(text)});
         } catch (const NonLocalExit&) {
           env.raw()->non_local_exit_clear(env.raw());  // a log message never stops the call
         }

@@ -134,12 +134,6 @@ void EmacsBridge::on_client_line(const Line& line) {
     if (auto response = local_server_.handle(line.text, ExecutionOptions{})) respond(*response);
   };
   if (method == "ping" && !ids.empty()) return answer_here();
-  if (method == "logging/setLevel" && !ids.empty()) {
-    ExecutionOptions options;
-    options.log_level = &log_level_;
-    if (auto response = local_server_.handle(line.text, options)) respond(*response);
-    return;
-  }
   if (!connect()) {
     if (method == "initialize" && !ids.empty()) return answer_here();
     if (!expects_answer) return;  // a notification: nobody to tell
@@ -166,17 +160,6 @@ void EmacsBridge::on_client_line(const Line& line) {
   flush_emacs();
 }
 
-bool EmacsBridge::log_wanted(const json& message) const {
-  auto method = message.find("method");
-  if (method == message.end() || *method != "notifications/message" || message.contains("id")) return true;
-  auto params = message.find("params");
-  if (params == message.end() || !params->is_object()) return false;
-  auto level = params->find("level");
-  std::optional<McpLogLevel> parsed;
-  if (level != params->end() && level->is_string()) parsed = parse_mcp_log_level(level->get_ref<const std::string&>());
-  return parsed && log_level_.wants(*parsed);
-}
-
 void EmacsBridge::on_emacs_line(const Line& line) {
   last_heard_ = Clock::now();
   if (line.too_long) {
@@ -194,7 +177,6 @@ void EmacsBridge::on_emacs_line(const Line& line) {
     log(LogLevel::Warn, "Emacs sent a line that is not JSON, dropped: " + shortened(line.text));
     return;
   }
-  if (message->is_object() && !log_wanted(*message)) return;
   auto forget = [&](const json& element) -> bool {  // true: the client waits for it
     if (!element.is_object()) return false;
     auto id = element.find("id");

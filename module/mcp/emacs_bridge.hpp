@@ -17,8 +17,7 @@
 // the next request connects again.
 //
 // The bridge answers ping itself (the client asks whether its server
-// lives), logging/setLevel (it filters Emacs's log messages by the
-// level), and initialize when Emacs is not there, so that an agent started
+// lives), and initialize when Emacs is not there, so that an agent started
 // before Emacs still connects: with the core's dispatcher, over no tools.
 #pragma once
 
@@ -33,7 +32,6 @@
 
 #include "core/executor.hpp"
 #include "core/jsonrpc.hpp"
-#include "core/mcp_logging.hpp"
 #include "core/registry.hpp"
 #include "mcp/line_splitter.hpp"
 #include "mcp/line_writer.hpp"
@@ -71,9 +69,6 @@ class EmacsBridge {
   void flush_emacs();
   void on_client_line(const Line& line);
   void on_emacs_line(const Line& line);
-  // False for a notifications/message of Emacs below the client's level
-  // (or before it chose one): dropped.  True for any other message.
-  bool log_wanted(const nlohmann::json& message) const;
   bool connect();
   void lost(const std::string& why);
   void expire(Clock::time_point now);
@@ -88,10 +83,6 @@ class EmacsBridge {
   Registry local_registry_;  // empty: the local answers need no tool
   Executor local_executor_{local_registry_};
   McpServer local_server_{local_executor_};
-  // The client's logging/setLevel, which the bridge answers itself: Emacs
-  // sends its log messages (notifications/message) and the bridge passes
-  // on those at that level or above.
-  ClientLogLevel log_level_;
   int in_fd_;
   LineWriter& out_;
   bool client_open_ = true;

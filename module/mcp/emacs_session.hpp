@@ -59,7 +59,7 @@ class EmacsSession final : public McpSession {
   std::condition_variable answered_;
   std::map<std::string, Waiter*> waiters_;  // by the request id's JSON text
   bool closed_ = false;                     // the bridge ended: no answer will come
-  // The client sent logging/setLevel (the bridge answers and filters it).
+  // The client sent logging/setLevel (Emacs keeps the level and filters).
   std::atomic<bool> logging_{false};
   std::thread bridge_thread_;
   std::thread reader_thread_;
