@@ -484,9 +484,9 @@ here, not before as CALL-TOOL-HANDLER would put them)."
 
 (defun load-system-1 (name)
   "Load the system NAME; return its version text, or signal."
-  (unwind-protect (asdf-call "LOAD-SYSTEM" name)
-    ;; Loaded or half loaded: the session may define more than before.
-    (%note-definitions-changed))
+  (asdf-call "LOAD-SYSTEM" name)
+  ;; Loaded: the session may define more than before.
+  (%note-definitions-changed)
   (let ((version (ignore-errors (asdf-call "COMPONENT-VERSION" (asdf-call "FIND-SYSTEM" name)))))
     (if (and (stringp version) (plusp (length version))) version "unknown")))
 
