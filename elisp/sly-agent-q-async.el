@@ -428,9 +428,10 @@ response."
   "Handle LINE, one JSON-RPC message of the socket server, in one module call.
 Returns (:answer . RESPONSE) when it was answered at once (RESPONSE the
 JSON text, or nil for a notification), (:cancel . ID) for a cancellation
-of request ID, or (:queue ID . JOB) for a tools/call request or a batch
-\(ID nil) queued as `sly-agent-q-mcp-request-async' queues it, CALLBACK
-getting its response."
+of request ID, or (:queue ID JOB . QUESTIONS) for a tools/call request or
+a batch (ID nil) queued as `sly-agent-q-mcp-request-async' queues it,
+CALLBACK getting its response; QUESTIONS, when it waits for the person's
+approval first, are its calls to be asked about, each (TOOL ARGUMENTS)."
   (sly-agent-q--async-channel)
   (sly-agent-q--lisp-used)
   (let* ((approve sly-agent-q-approval-function)
@@ -443,9 +444,10 @@ getting its response."
                                                 hooks (sly-agent-q--lane-hold lane)))))
     (if (not (eq (car route) :queue))
         route
-      (let ((job (sly-agent-q--track-submitted (cddr route) lane callback approve origin)))
+      (let* ((submitted (cddr route))
+             (job (sly-agent-q--track-submitted submitted lane callback approve origin)))
         (puthash job (cons approve origin) sly-agent-q--job-askers)
-        (cons :queue (cons (cadr route) job))))))
+        (cl-list* :queue (cadr route) job (and (consp submitted) (cdr submitted)))))))
 
 (provide 'sly-agent-q-async)
 

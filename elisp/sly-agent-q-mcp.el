@@ -348,6 +348,58 @@ answered (the caller forgets it).  Non-nil when it was dropped."
    `(("jsonrpc" . "2.0") ("id" . ,id)
      ("error" . (("code" . ,code) ("message" . ,text))))))
 
+;;;; Log messages (MCP's notifications/message)
+
+;; Each client gets the log messages about its own calls at the level it
+;; chose with logging/setLevel or above, none before it chose one (the
+;; dispatcher checks and answers the request; the level is kept here, on
+;; the connection).
+
+(defconst sly-agent-q--mcp-log-levels
+  '("debug" "info" "notice" "warning" "error" "critical" "alert" "emergency")
+  "MCP's log levels, least severe first.")
+
+(defun sly-agent-q--mcp-note-log-level (client line response)
+  "Keep on CLIENT the level of LINE, a logging/setLevel request RESPONSE answered.
+Nothing when it was refused (RESPONSE an error)."
+  (when (and response (string-search "\"logging/setLevel\"" line)
+             (not (string-search "\"error\":" response)))
+    (let* ((message (ignore-errors (json-parse-string line)))
+           (params (and (hash-table-p message) (gethash "params" message)))
+           (level (and (hash-table-p params) (gethash "level" params))))
+      (when (and (stringp level) (member level sly-agent-q--mcp-log-levels))
+        (process-put client 'sly-agent-q-mcp-log-level level)))))
+
+(defun sly-agent-q--mcp-log-wanted-p (client level)
+  "Non-nil when CLIENT chose a log level at or below LEVEL."
+  (let ((chosen (process-get client 'sly-agent-q-mcp-log-level)))
+    (and chosen
+         (>= (length (member chosen sly-agent-q--mcp-log-levels))
+             (length (member level sly-agent-q--mcp-log-levels))))))
+
+(defun sly-agent-q--mcp-log-text (level id tool message)
+  "The notifications/message text at LEVEL about request ID of TOOL: MESSAGE."
+  (sly-agent-q--module-json-text
+   `(("jsonrpc" . "2.0") ("method" . "notifications/message")
+     ("params" . (("level" . ,level) ("logger" . "sly-agent-q")
+                  ("data" . (("message" . ,message) ("requestId" . ,id)
+                             ("tool" . ,tool))))))))
+
+(defun sly-agent-q--mcp-job-log (job level text)
+  "Send TEXT, a notifications/message at LEVEL, to the client whose call is JOB.
+The module calls this for a running call's log message; nothing is sent
+when JOB is no client's any more, or its client did not ask for LEVEL."
+  (catch 'sent
+    (dolist (client sly-agent-q--mcp-clients)
+      (let ((jobs (process-get client 'sly-agent-q-mcp-jobs)))
+        (when jobs
+          (maphash (lambda (_key queued)
+                     (when (eql queued job)
+                       (when (sly-agent-q--mcp-log-wanted-p client level)
+                         (sly-agent-q--mcp-send client text))
+                       (throw 'sent t)))
+                   jobs))))))
+
 ;;;; Messages
 
 (defun sly-agent-q--mcp-handle (client line)
@@ -373,6 +425,7 @@ going away still drops it."
                   (process-put client 'sly-agent-q-mcp-cancelled
                                (delq job (process-get client 'sly-agent-q-mcp-cancelled)))))
           (`(:answer . ,response)
+           (sly-agent-q--mcp-note-log-level client line response)
            (sly-agent-q--mcp-send client response))
           (`(:cancel . ,id)
            (let* ((cancelled (sly-agent-q--mcp-id-key id))
@@ -384,7 +437,19 @@ going away still drops it."
                  ;; Running, interrupted: its answer is not sent.
                  (process-put client 'sly-agent-q-mcp-cancelled
                               (cons running (process-get client 'sly-agent-q-mcp-cancelled)))))))
-          (`(:queue ,id . ,queued)
+          (`(:queue ,id ,queued . ,questions)
+           (when (and questions id (sly-agent-q--mcp-log-wanted-p client "info"))
+             (sly-agent-q--mcp-send
+              client (sly-agent-q--mcp-log-text
+                      "info" id (caar questions)
+                      (format "%s waits for the person's approval in Emacs"
+                              (mapconcat #'car questions ", ")))))
+           ;; Its progress notifications, handed back as its output.
+           (puthash queued
+                    (lambda (lines)
+                      (unless (memql queued (process-get client 'sly-agent-q-mcp-cancelled))
+                        (sly-agent-q--mcp-send client (string-trim-right lines "\n"))))
+                    sly-agent-q--async-output-functions)
            (setq job queued
                  ;; No id prints as this: ids are numbers or quoted strings.
                  key (if (or (stringp id) (numberp id))

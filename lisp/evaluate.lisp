@@ -163,6 +163,8 @@ are CODE's forms already read (an agent's one form, read to be vetted)."
                    any t)
              ;; Definitions go into the who-calls index (xref.lisp).
              (xref-note form)
+             ;; MCP clients hear that the definitions changed (session.lisp).
+             (note-definitions-form form)
              ;; A DEFUN goes to the background native compiler (tiering.lisp).
              (tiering-note form)
              ;; The REPL's history, as a listener keeps it; the

@@ -149,6 +149,58 @@ and a sentence saying what was not found and what is similar."
 
 ;;; The tools.
 
+(defparameter +describe-symbol-output-schema+
+  "{\"type\":\"object\",\"properties\":{
+     \"symbol\":{\"type\":\"string\",\"description\":\"The symbol, qualified: PACKAGE:NAME.\"},
+     \"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"What it names: function, macro, generic function, special operator, variable, constant, class, keyword; empty when nothing.\"},
+     \"lambda_list\":{\"type\":\"string\"},
+     \"methods\":{\"type\":\"integer\",\"description\":\"A generic function's number of methods.\"},
+     \"runs_as\":{\"type\":\"string\"},
+     \"value\":{\"type\":\"string\",\"description\":\"A variable's value, printed.\"},
+     \"metaclass\":{\"type\":\"string\",\"description\":\"The metaclass of the class it names.\"},
+     \"documentation\":{\"type\":\"object\",\"properties\":{
+        \"function\":{\"type\":\"string\"},\"variable\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"}},
+        \"additionalProperties\":false}},
+   \"required\":[\"symbol\",\"kinds\"]}"
+  "The JSON schema of describe_symbol's structured result.")
+
+(defun describe-symbol (args)
+  "The describe_symbol tool: its text and, for a caller that takes one,
+the same as a structured result (+DESCRIBE-SYMBOL-OUTPUT-SCHEMA+)."
+  (with-named-symbol (symbol (gethash "symbol" args) (gethash "package" args))
+    (let* ((kinds (symbol-kinds symbol))
+           (function-p (and (fboundp symbol) (not (special-operator-p symbol))))
+           (lambda-list (and function-p (lambda-list-text symbol)))
+           (methods (and (fboundp symbol) (typep (fdefinition symbol) 'generic-function)
+                         (length (clos:generic-function-methods (fdefinition symbol)))))
+           (runs (tiering-state-text symbol))
+           (value (and (boundp symbol) (not (keywordp symbol)) (printed (symbol-value symbol))))
+           (class (find-class symbol nil))
+           (metaclass (and class (printed (class-name (class-of class)))))
+           (docs (loop for (type label key) in '((function "Function" :function) (variable "Variable" :variable)
+                                                 (type "Type" :type))
+                       for doc = (documentation-text symbol type)
+                       when doc collect (list label key doc))))
+      (when *want-structure*
+        (note-structured-result
+         (append (list :symbol (qualified-name symbol) :kinds (coerce kinds 'vector))
+                 (and lambda-list (list :lambda_list lambda-list))
+                 (and methods (list :methods methods))
+                 (and runs (list :runs_as runs))
+                 (and value (list :value value))
+                 (and metaclass (list :metaclass metaclass))
+                 (and docs (list :documentation (loop for (nil key doc) in docs append (list key doc)))))))
+      (with-output-to-string (out)
+        (format out "~A is ~:[an unbound symbol (it names nothing yet)~;a ~:*~{~A~^, ~}~]."
+                (qualified-name symbol) kinds)
+        (when lambda-list (format out "~%Lambda list: ~A" lambda-list))
+        (when methods (format out "~%Methods: ~D" methods))
+        (when runs (format out "~%Runs as: ~A" runs))
+        (when value (format out "~%Value: ~A" value))
+        (when metaclass (format out "~%Class: ~A" metaclass))
+        (loop for (label nil doc) in docs
+              do (format out "~%~A documentation: ~A" label doc))))))
+
 (define-built-in-tool "describe_symbol"
   "Describe a Common Lisp symbol in the running image: what it names (function, macro, generic function, special operator, variable, constant, class), its lambda list or value, and its documentation. Use it before calling or redefining something, to learn its signature and purpose. Works for anything the session defined too."
   '((:name "symbol" :type :string
@@ -157,26 +209,8 @@ and a sentence saying what was not found and what is similar."
      :description "The package to look the name up in (default: the session's current package, usually CL-USER)."))
   :required '("symbol")
   :categories '(:introspection)
-  :handler (lambda (args)
-             (with-named-symbol (symbol (gethash "symbol" args) (gethash "package" args))
-               (with-output-to-string (out)
-                 (let ((kinds (symbol-kinds symbol)))
-                   (format out "~A is ~:[an unbound symbol (it names nothing yet)~;a ~:*~{~A~^, ~}~]."
-                           (qualified-name symbol) kinds)
-                   (when (and (fboundp symbol) (not (special-operator-p symbol)))
-                     (format out "~%Lambda list: ~A" (lambda-list-text symbol)))
-                   (when (and (fboundp symbol) (typep (fdefinition symbol) 'generic-function))
-                     (format out "~%Methods: ~D" (length (clos:generic-function-methods (fdefinition symbol)))))
-                   (let ((runs (tiering-state-text symbol)))
-                     (when runs (format out "~%Runs as: ~A" runs)))
-                   (when (and (boundp symbol) (not (keywordp symbol)))
-                     (format out "~%Value: ~A" (printed (symbol-value symbol))))
-                   (let ((class (find-class symbol nil)))
-                     (when class
-                       (format out "~%Class: ~A" (printed (class-name (class-of class))))))
-                   (loop for (type label) in '((function "Function") (variable "Variable") (type "Type"))
-                         for doc = (documentation-text symbol type)
-                         when doc do (format out "~%~A documentation: ~A" label doc)))))))
+  :output-schema +describe-symbol-output-schema+
+  :handler #'describe-symbol)
 
 ;;; The prefix index: completion's (and apropos_search's prefix mode's)
 ;;; sorted names of a package, kept up to date without rescanning it.

@@ -45,7 +45,7 @@ defined under that name when this code was loaded."
   %live-package-p %lower-thread-priority %make-private-directory
   %mark-live-objects %monotonic-ms %monotonic-us %native-symbol %next-interrupt %next-job %own-process
   %post-note %preexisting-object-p %prepare-tool-call %publish-tiering-counts
-  %read-pipe %record-tool-call %registry-generation %release-compile-cpus
+  %note-definitions-changed %read-pipe %record-tool-call %registry-generation %release-compile-cpus
   %release-worker %remove-private-directory %runtime-process-p %seal-own-tools
   %runtime-thread-p %sampler-release %sampler-sample %sampler-start %sampler-stop %set-compiler-thread %set-lisp-hooks %set-watchdog
   %stop-family %stream-output %thread-cpu-us %thread-run-delay-us

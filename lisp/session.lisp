@@ -58,8 +58,26 @@ given, sorted by name."
         (multiple-value-setq (list found) (tiered-lambda-list symbol)))
       (if found (format nil "~:[()~;~:*~S~]" list) "(…)"))))
 
+(defparameter +list-definitions-output-schema+
+  "{\"type\":\"object\",\"properties\":{
+     \"functions\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{
+        \"name\":{\"type\":\"string\"},\"lambda_list\":{\"type\":\"string\"}},\"required\":[\"name\",\"lambda_list\"]}},
+     \"variables\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{
+        \"name\":{\"type\":\"string\"},\"value\":{\"type\":\"string\",\"description\":\"Printed.\"}},\"required\":[\"name\",\"value\"]}},
+     \"macros\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{
+        \"name\":{\"type\":\"string\"},\"lambda_list\":{\"type\":\"string\"}},\"required\":[\"name\",\"lambda_list\"]}},
+     \"package\":{\"type\":\"string\",\"description\":\"The package asked for, when one was.\"}},
+   \"required\":[\"functions\",\"variables\",\"macros\"]}"
+  "The JSON schema of list_definitions's structured result.")
+
+(defun definition-variable-text (symbol)
+  (let ((*package* (printing-package)))
+    (handler-case (with-output-to-string (s) (print-value (symbol-value symbol) s))
+      (serious-condition () "#<unprintable>"))))
+
 (defun list-definitions (arguments)
-  "The list_definitions tool."
+  "The list_definitions tool: its text and, for a caller that takes one,
+the same as a structured result (+LIST-DEFINITIONS-OUTPUT-SCHEMA+)."
   (let* ((name (gethash "package" arguments))
          (package (and name (find-package (string-upcase name)))))
     (when (and name (not package))
@@ -72,27 +90,60 @@ given, sorted by name."
           (cond ((macro-function symbol) (push symbol macros))
                 ((not (special-operator-p symbol)) (push symbol functions))))
         (when (boundp symbol) (push symbol variables)))
-      (if (not (or functions variables macros))
-          (if package
-              (format nil "No definitions in package ~A yet in this session." (package-name package))
-              "No definitions in this session yet.")
-          (with-output-to-string (out)
-            (let ((first t))
-              (flet ((section (title symbols describe)
-                       (when symbols
-                         (unless first (terpri out) (terpri out))
-                         (setf first nil)
-                         (format out "[~A]" title)
-                         (dolist (symbol (nreverse symbols))
-                           (format out "~%- ~A ~A" (definition-name symbol) (funcall describe symbol))))))
-                (section "Functions" functions (lambda (s) (definition-lambda-list s)))
-                (section "Variables" variables
-                         (lambda (symbol)
-                           (let ((*package* (printing-package)))
-                             (format nil "= ~A"
-                                     (handler-case (with-output-to-string (s) (print-value (symbol-value symbol) s))
-                                       (serious-condition () "#<unprintable>"))))))
-                (section "Macros" macros (lambda (s) (definition-lambda-list s))))))))))
+      ;; Each as (NAME . DETAIL), in order.
+      (flet ((entries (symbols describe) (mapcar (lambda (s) (cons (definition-name s) (funcall describe s)))
+                                                 (reverse symbols))))
+        (let ((functions (entries functions #'definition-lambda-list))
+              (variables (entries variables #'definition-variable-text))
+              (macros (entries macros #'definition-lambda-list)))
+          (when *want-structure*
+            (flet ((objects (entries key)
+                     (coerce (mapcar (lambda (entry) (list :name (car entry) key (cdr entry))) entries) 'vector)))
+              (note-structured-result
+               (append (list :functions (objects functions :lambda_list)
+                             :variables (objects variables :value)
+                             :macros (objects macros :lambda_list))
+                       (and package (list :package (package-name package)))))))
+          (if (not (or functions variables macros))
+              (if package
+                  (format nil "No definitions in package ~A yet in this session." (package-name package))
+                  "No definitions in this session yet.")
+              (with-output-to-string (out)
+                (let ((first t))
+                  (flet ((section (title entries format)
+                           (when entries
+                             (unless first (terpri out) (terpri out))
+                             (setf first nil)
+                             (format out "[~A]" title)
+                             (dolist (entry entries)
+                               (format out format (car entry) (cdr entry))))))
+                    (section "Functions" functions "~%- ~A ~A")
+                    (section "Variables" variables "~%- ~A = ~A")
+                    (section "Macros" macros "~%- ~A ~A"))))))))))
+
+(defun definitions-form-p (form &optional (depth 0))
+  "True when FORM, a top-level form, may define something: a DEF… macro
+\(DEFUN and the others; DEF…, DEFINE-… macros of libraries), or PROGN /
+EVAL-WHEN around such a form.  Two or three tests for any other form."
+  (and (consp form) (symbolp (car form)) (< depth 8)
+       (let ((operator (car form)))
+         (cond ((macro-function operator)
+                (let ((name (symbol-name operator)))
+                  (and (> (length name) 3) (string= "DEF" name :end2 3))))
+               ((eq operator 'progn)
+                (and (ignore-errors (list-length form))
+                     (some (lambda (sub) (definitions-form-p sub (1+ depth))) (cdr form))))
+               ((eq operator 'eval-when)
+                (and (ignore-errors (list-length form))
+                     (some (lambda (sub) (definitions-form-p sub (1+ depth))) (cddr form))))))))
+
+(defun note-definitions-form (form)
+  "After FORM was evaluated at top level: when it may have defined
+something (DEFINITIONS-FORM-P), the host hears that the session's
+definitions changed (MCP clients then get
+notifications/resources/list_changed)."
+  (when (definitions-form-p form)
+    (%note-definitions-changed)))
 
 (defun reset-session (arguments)
   "The reset_session tool."
@@ -118,6 +169,7 @@ given, sorted by name."
   (xref-forget-session)
   ;; CL-USER has the tool API again (evaluated code may have uninterned it).
   (import-tool-api (printing-package))
+  (%note-definitions-changed)
   (with-standard-io-syntax
     (let ((values (list *print-base* *print-radix* *print-case* *print-escape* *print-readably*
                         *print-circle* *print-pretty* *print-length* *print-level* *print-lines*
@@ -138,6 +190,7 @@ given, sorted by name."
   :safety-level :safe
   :categories '(:execution :session)
   :own t
+  :output-schema +list-definitions-output-schema+
   :handler #'list-definitions)
 
 (define-built-in-tool "reset_session"

@@ -485,6 +485,8 @@ here, not before as CALL-TOOL-HANDLER would put them)."
 (defun load-system-1 (name)
   "Load the system NAME; return its version text, or signal."
   (asdf-call "LOAD-SYSTEM" name)
+  ;; Loaded: the session may define more than before.
+  (%note-definitions-changed)
   (let ((version (ignore-errors (asdf-call "COMPONENT-VERSION" (asdf-call "FIND-SYSTEM" name)))))
     (if (and (stringp version) (plusp (length version))) version "unknown")))
 

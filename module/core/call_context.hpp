@@ -8,6 +8,8 @@
 
 namespace agentq {
 
+enum class McpLogLevel : int;  // core/mcp_logging.hpp
+
 // What the host (Emacs) answered a request of a running job.
 struct HostAnswer {
   bool ok = false;
@@ -86,6 +88,15 @@ class CallContext {
   // ("refused" . TEXT) for a denial to be shown as it is).  By default
   // Emacs is asked.
   virtual HostAnswer approve_in_host(const std::string& form) { return eval_in_host(form); }
+
+  // Something the caller's client may want to know and would not see in
+  // the result (MCP's notifications/message): a call denied, refused or
+  // waiting for the person.  TOOL names the tool it is about.  Sent only
+  // when the client asked for LEVEL (logging/setLevel), bounded per call;
+  // by default dropped.  Runs on the calling thread.
+  virtual void log_to_client(McpLogLevel level, const std::string& message, const std::string& tool) {
+    (void)level, (void)message, (void)tool;
+  }
 };
 
 // A context that never quits: for tests and internal callers.

@@ -1,5 +1,7 @@
 #include "core/executor.hpp"
 
+#include "core/mcp_logging.hpp"
+
 #include <exception>
 #include <utility>
 
@@ -296,8 +298,12 @@ ToolResult Executor::run(const ToolCall& call, ToolPtr tool, bool validated, con
     std::optional<SettledCall> settled;
     std::optional<std::string> message =
         precondition_failure(*tool, validated, options, context, args, storage, settled);
-    if (!message && tool->safety_level == SafetyLevel::Dangerous)
+    if (!message && tool->safety_level == SafetyLevel::Dangerous) {
       message = approval_failure(*tool, options, clock, settled, args, storage, result);
+      // A caller that only sees the result may want to know it was asked.
+      if (message && !result.approved)
+        context.log_to_client(McpLogLevel::Notice, name + " was denied: " + *message, name);
+    }
     hook_args = args;
 
     if (message) {

@@ -90,11 +90,16 @@ struct SettledCall {
 // nullopt for nothing (the call is checked and asked about as usual).
 using SettledFunction = std::function<std::optional<SettledCall>(const Tool& tool, const json& args)>;
 
+class ClientLogLevel;  // core/mcp_logging.hpp
+
 struct ExecutionOptions {
   ApprovalFunction approve;  // empty ⇒ dangerous tools are denied
   SettledFunction settled;   // empty ⇒ nothing settled ahead
   std::vector<Hook> hooks;
   CallContext* context = nullptr;  // null ⇒ a NullCallContext
+  // The client's logging/setLevel choice, which McpServer sets (null: the
+  // transport keeps none; the request is still answered).
+  ClientLogLevel* log_level = nullptr;
 };
 
 struct ToolStats {

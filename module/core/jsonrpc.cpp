@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/mcp_catalog.hpp"
+#include "core/mcp_logging.hpp"
 #include "core/schema.hpp"
 #include "core/validate.hpp"
 
@@ -404,6 +405,21 @@ json McpServer::read_resource(const json& params, const json& id, const Executio
   return result_response({{"contents", json::array({std::move(content)})}}, id);
 }
 
+json McpServer::set_log_level(const json& params, const json& id, const ExecutionOptions& options) {
+  const auto level = params.is_object() ? params.find("level") : params.end();
+  std::optional<McpLogLevel> parsed;
+  if (level != params.end() && level->is_string()) parsed = parse_mcp_log_level(level->get_ref<const std::string&>());
+  if (!parsed) {
+    std::string given = level == params.end() ? std::string("none") : echo(dump(*level));
+    return error_response(kInvalidParams,
+                          "Invalid params: level must be one of debug, info, notice, warning, error, critical, "
+                          "alert, emergency; got " + given,
+                          id);
+  }
+  if (options.log_level) options.log_level->set(*parsed);
+  return result_response(json::object(), id);
+}
+
 json McpServer::get_prompt(const json& params, const json& id, const ExecutionOptions& options) {
   const auto name = params.is_object() ? params.find("name") : params.end();
   if (!params.is_object() || name == params.end() || !name->is_string())
@@ -430,7 +446,7 @@ json McpServer::dispatch(const std::string& method, const json& params, const js
                        method == "tools/call" || method == "notifications/initialized" ||
                        method == "notifications/cancelled" || method == "resources/list" ||
                        method == "resources/templates/list" || method == "resources/read" ||
-                       method == "prompts/list" || method == "prompts/get";
+                       method == "prompts/list" || method == "prompts/get" || method == "logging/setLevel";
     if (!known) return error_response(kMethodNotFound, "Method not found: " + echo(method), id);
     if (!absent && !params.is_object()) {
       return error_response(kInvalidParams, "Invalid params: params must be an object, got " + json_type_name(params),
@@ -459,6 +475,7 @@ json McpServer::dispatch(const std::string& method, const json& params, const js
     if (method == "resources/templates/list") return result_response(mcp::resource_templates_list(), id);
     if (method == "prompts/list") return result_response(mcp::prompts_list(), id);
     if (method == "resources/read") return read_resource(params, id, options);
+    if (method == "logging/setLevel") return set_log_level(params, id, options);
     if (method == "prompts/get") return get_prompt(params, id, options);
 
     if (method == "initialize") {
@@ -475,8 +492,9 @@ json McpServer::dispatch(const std::string& method, const json& params, const js
       tools["listChanged"] = false;
       json capabilities = json::object();
       capabilities["tools"] = std::move(tools);
-      capabilities["resources"] = {{"subscribe", false}, {"listChanged", false}};
+      capabilities["resources"] = {{"subscribe", false}, {"listChanged", true}};
       capabilities["prompts"] = {{"listChanged", false}};
+      capabilities["logging"] = json::object();
       json server = json::object();
       server["name"] = info_.name;
       server["version"] = info_.version;

@@ -78,6 +78,9 @@ class McpServer {
   // a prompt quotes is a safe tool's result.
   json read_resource(const json& params, const json& id, const ExecutionOptions& options);
   json get_prompt(const json& params, const json& id, const ExecutionOptions& options);
+  // logging/setLevel: the level into OPTIONS.log_level; -32602 for a
+  // level MCP does not name.
+  json set_log_level(const json& params, const json& id, const ExecutionOptions& options);
   // CALL's result when its tool is safe; nullopt for any other.
   std::optional<ToolResult> run_safe_tool(const ToolCall& call, const ExecutionOptions& options);
 

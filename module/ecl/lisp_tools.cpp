@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/json_limits.hpp"
+#include "core/session_changes.hpp"
 #include "ecl/evaluate_tool.hpp"
 #include "ecl/lisp_function.hpp"
 #include "ecl/lisp_json.hpp"
@@ -284,6 +285,13 @@ cl_object tools() {
 // own tests, which have no executor).
 cl_object tools_attached() { return one_value(g_services.load() ? ECL_T : ECL_NIL); }
 
+// (%NOTE-DEFINITIONS-CHANGED): the session's definitions changed (see
+// core/session_changes.hpp).
+cl_object note_definitions_changed() {
+  session_changes().note();
+  return one_value(ECL_NIL);
+}
+
 cl_object registry_generation() {
   std::uint64_t generation = 0;
   outside_lisp([&] { generation = executor().registry().generation(); });
@@ -377,6 +385,7 @@ void define_lisp_tool_functions() {
   define_lisp_function("%DEFINE-TOOL", define_tool);
   define_lisp_function("%TOOLS", tools);
   define_lisp_function("%REGISTRY-GENERATION", registry_generation);
+  define_lisp_function("%NOTE-DEFINITIONS-CHANGED", note_definitions_changed);
   define_lisp_function("%TOOLS-ATTACHED", tools_attached);
   define_lisp_function("%PREPARE-TOOL-CALL", prepare_tool_call);
   define_lisp_function("%RECORD-TOOL-CALL", record_tool_call);

@@ -15,6 +15,10 @@
 #include <thread>
 
 #include "app/services.hpp"
+#include "core/json_fast.hpp"
+#include "core/mcp_logging.hpp"
+#include "core/progress_reporter.hpp"
+#include "core/session_changes.hpp"
 #include "sys/thread_signals.hpp"
 #include "emacs/calls.hpp"
 
@@ -37,6 +41,9 @@ struct Batch {
   std::vector<ToolResult> results;
   // An MCP message instead of CALLS (submit_mcp), and its response.
   std::optional<McpMessage> mcp_message;
+  // Its notifications/progress (a progressToken was sent): their lines go
+  // out as OUTPUT does, which the connection sends (the runner's alone).
+  ProgressReporter progress;
   std::optional<std::string> mcp_response;
   // Its dangerous calls settled when it was submitted (used by the runner only).
   std::vector<AheadCall> ahead;
@@ -99,7 +106,12 @@ ToolResult interrupted_result(const ToolCall& call) {
 class AsyncCallContext final : public CallContext {
  public:
   explicit AsyncCallContext(Batch& batch) : batch_(batch) {}
-  bool poll() override { return batch_.cancelled.load(); }
+  bool poll() override {
+    if (batch_.progress.following()) hand_over(batch_.progress.tick());
+    return batch_.cancelled.load();
+  }
+  // An MCP call with a progressToken follows its output (progress).
+  bool streams_output() const override { return batch_.progress.following(); }
   bool cancelled() const override { return batch_.cancelled.load(); }
   bool interrupt_is_cancel() const override { return true; }
   void job_queued(std::uint64_t job_id) override { batch_.lisp_job = job_id; }
@@ -109,6 +121,10 @@ class AsyncCallContext final : public CallContext {
   bool wants_structured() const override { return batch_.mcp_message.has_value(); }
   std::uint64_t interactive_key() const override { return batch_.interactive ? batch_.id : 0; }
   void output(const std::string& text) override {
+    if (batch_.progress.following()) {
+      hand_over(batch_.progress.output(text));
+      return;
+    }
     bool first;
     {
       std::lock_guard lock(state().mutex);
@@ -117,6 +133,26 @@ class AsyncCallContext final : public CallContext {
     }
     // One byte while output waits: the filter takes all there is.
     if (first) notify_main();
+  }
+  // An MCP client's log message goes out on its connection when the
+  // client's level admits it (sly-agent-q--mcp-job-log).  Bounded per
+  // call; never fails the call.
+  void log_to_client(McpLogLevel level, const std::string& message, const std::string& tool) override {
+    if (!batch_.mcp_message || logged_ >= kMaxLogMessagesPerCall) return;
+    ++logged_;
+    const std::string text = mcp_log_notification(level, message, batch_.mcp_message->id, tool);
+    try {
+      run_on_main([&](const Env& env) {
+        try {
+          env.call(env.intern("sly-agent-q--mcp-job-log"),
+                   {env.integer(static_cast<std::intmax_t>(batch_.id)), env.str(mcp_log_level_name(level)),
+                    env.str(text)});
+        } catch (const NonLocalExit&) {
+          env.raw()->non_local_exit_clear(env.raw());  // a log message never stops the call
+        }
+      });
+    } catch (const NotServed&) {
+    }
   }
   // An agent's code question is asked with the job's own approval
   // function and door, as its dangerous calls were
@@ -161,7 +197,22 @@ class AsyncCallContext final : public CallContext {
     return given;
   }
 
+  // LINE, a notification of an MCP call, handed back as its output
+  // (sly-agent-q-mcp.el sends it on the client's connection).
+  void hand_over(const std::string& line) {
+    if (line.empty()) return;
+    bool first;
+    {
+      std::lock_guard lock(state().mutex);
+      first = batch_.output.empty();
+      batch_.output += line;
+      batch_.output += '\n';
+    }
+    if (first) notify_main();
+  }
+
   Batch& batch_;
+  int logged_ = 0;  // log messages sent
 };
 
 void run_batch(const std::shared_ptr<Batch>& batch) {
@@ -199,8 +250,13 @@ void run_batch(const std::shared_ptr<Batch>& batch) {
     // the client gets its one response.
     McpMessage& message = *batch->mcp_message;
     McpServer& server = app::services_with_tools().server;
+    const std::uint64_t definitions = session_changes().generation();
     batch->mcp_response = message.parsed ? server.handle_json_text(std::move(*message.parsed), options)
                                          : server.handle(message.text, options);
+    // The definitions changed: notifications/resources/list_changed, a
+    // line of its own before the answer (the connection sends the lines).
+    if (batch->mcp_response && session_changes().generation() != definitions)
+      batch->mcp_response = std::string(kResourcesListChanged) + "\n" + *batch->mcp_response;
     return;
   }
   for (PendingCall& pending : batch->calls) {
@@ -298,6 +354,8 @@ std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs
 std::uint64_t submit_mcp(McpMessage message, emacs_value approval, emacs_value hooks, bool has_hooks,
                          std::vector<AheadCall> ahead, bool hold) {
   auto batch = std::make_shared<Batch>();
+  if (message.parsed && message.parsed->is_object())
+    batch->progress = ProgressReporter(request_progress_token(*message.parsed));
   batch->mcp_message = std::move(message);
   return queue_batch(std::move(batch), approval, hooks, has_hooks, std::move(ahead), hold);
 }

@@ -80,6 +80,7 @@ bool later_pending(std::uint64_t key);
 struct McpMessage {
   std::optional<json> parsed;
   std::string text;
+  json id;  // the request's id, which its log messages name (null: a batch)
 };
 
 // Queues MESSAGE to run on the runner through the dispatcher (McpServer)

@@ -210,6 +210,7 @@ emacs_value mcp_line(const Env& env, ptrdiff_t, emacs_value* args) {
       emacs_value id = id_value(route.id);
       McpMessage message;
       message.parsed = std::move(route.message);
+      message.id = route.id;
       return tagged(":queue", env.call(env.intern("cons"),
                                        {id, submit_message(env, std::move(message), args[1], args[2], args[3])}));
     }

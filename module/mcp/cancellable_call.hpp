@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/call_context.hpp"
+#include "core/mcp_logging.hpp"
+#include "core/progress_reporter.hpp"
 
 namespace agentq::mcp {
 
@@ -52,11 +54,23 @@ class McpCallContext final : public CallContext {
   // client gets notifications/progress with the output as it is printed
   // (bounded) and, when nothing is printed, every second the time it has
   // run.  Null: none is sent.
-  void set_progress_token(nlohmann::json token) { progress_token_ = std::move(token); }
+  void set_progress_token(nlohmann::json token) { progress_ = ProgressReporter(std::move(token)); }
+
+  // The client's logging level (its session's; null: it logs nothing)
+  // and the request's id, which its log messages name.
+  void set_client_log(const ClientLogLevel* level, nlohmann::json request_id) {
+    log_level_ = level;
+    request_id_ = std::move(request_id);
+  }
+  // A notifications/message through the notifier, when the client's level
+  // admits LEVEL; at most kMaxLogMessagesPerCall per call.
+  void log_to_client(McpLogLevel level, const std::string& message, const std::string& tool) override;
 
   bool poll() override {
     if (on_wait_) std::exchange(on_wait_, nullptr)();
-    if (following()) progress_tick();
+    if (following()) {
+      if (std::string text = progress_.tick(); !text.empty()) notify(text);
+    }
     return cancelled_.load(std::memory_order_relaxed);
   }
   bool streams_output() const override { return following(); }
@@ -70,24 +84,19 @@ class McpCallContext final : public CallContext {
   void set_allow_dangerous(bool allow) { allow_dangerous_ = allow; }
 
  private:
-  bool following() const { return notifier_ && !progress_token_.is_null(); }
-  // A notifications/progress with MESSAGE, the next progress count.
-  void send_progress(const std::string& message);
-  // Elapsed time, once a second while nothing else was sent.
-  void progress_tick();
+  bool following() const { return notifier_ && progress_.following(); }
 
   JobCanceller cancel_job_;
   std::function<void()> on_wait_;  // the calling thread's alone
   Notifier notifier_;              // set before the call starts, then only read
-  nlohmann::json progress_token_;
-  std::uint64_t progress_ = 0;  // notifications/progress sent so far
-  std::size_t output_sent_ = 0;  // characters of output sent in them
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_progress_ = started_;
+  ProgressReporter progress_;  // the calling thread's
   std::mutex mutex_;
   std::optional<std::uint64_t> job_;  // the latest job queued for the call
   std::atomic<bool> cancelled_{false};
   bool allow_dangerous_ = false;
+  const ClientLogLevel* log_level_ = nullptr;
+  nlohmann::json request_id_;
+  std::atomic<int> logged_{0};
 };
 
 }  // namespace agentq::mcp

@@ -74,6 +74,7 @@ std::optional<std::string> EmacsSession::post(std::string_view, nlohmann::json m
     send_line(line);
     return std::nullopt;
   }
+  if (*method == "logging/setLevel") logging_ = true;
   const std::string key = json_scalar_text(*id);
   Waiter waiter;
   waiter.link = &link;
@@ -135,10 +136,25 @@ void EmacsSession::read_responses() {
       continue;
     }
     // A notification: to the request whose progress it reports, if any.
+    if (auto method = message->find("method");
+        method != message->end() && *method == "notifications/resources/list_changed") {
+      // About the session, not a request: every stream open now.
+      for (auto& [key, waiter] : waiters_) waiter->link->notify(line->text);
+      continue;
+    }
     auto params = message->find("params");
     if (params == message->end() || !params->is_object()) continue;
     auto token = params->find("progressToken");
-    if (token == params->end()) continue;
+    if (token == params->end()) {
+      // A log message about a request (data.requestId): on its stream.
+      auto data = params->find("data");
+      if (data == params->end() || !data->is_object()) continue;
+      auto request = data->find("requestId");
+      if (request == data->end() || !(request->is_string() || request->is_number())) continue;
+      auto it = waiters_.find(json_scalar_text(*request));
+      if (it != waiters_.end()) it->second->link->notify(line->text);
+      continue;
+    }
     const std::string token_text = json_scalar_text(*token);
     for (auto& [key, waiter] : waiters_)
       if (waiter->progress_token == token_text) waiter->link->notify(line->text);
@@ -148,6 +164,11 @@ void EmacsSession::read_responses() {
   for (auto& [key, waiter] : waiters_) waiter->done = true;
   waiters_.clear();
   answered_.notify_all();
+}
+
+bool EmacsSession::streams_logs(const nlohmann::json& message) const {
+  const auto method = message.find("method");
+  return logging_ && method != message.end() && *method == "tools/call";
 }
 
 void EmacsSession::end() {

@@ -4,9 +4,11 @@
 // stdio clients) with the bridge's pings, timeouts and errors.  The bridge
 // runs on a thread over two pipes; a reader thread hands each response to
 // the POST waiting for its id, and a notification naming a request's
-// progressToken to that request's stream.
+// progressToken, or a log message naming it (data.requestId), to that
+// request's stream.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -30,6 +32,7 @@ class EmacsSession final : public McpSession {
 
   std::optional<std::string> post(std::string_view text, nlohmann::json message, Link& link) override;
   void end() override;
+  bool streams_logs(const nlohmann::json& message) const override;
 
  private:
   struct Waiter {
@@ -56,6 +59,8 @@ class EmacsSession final : public McpSession {
   std::condition_variable answered_;
   std::map<std::string, Waiter*> waiters_;  // by the request id's JSON text
   bool closed_ = false;                     // the bridge ended: no answer will come
+  // The client sent logging/setLevel (Emacs keeps the level and filters).
+  std::atomic<bool> logging_{false};
   std::thread bridge_thread_;
   std::thread reader_thread_;
 };

@@ -3,6 +3,7 @@
 #include "core/json_fast.hpp"
 #include "core/json_text.hpp"
 #include "core/mcp_route.hpp"
+#include "core/session_changes.hpp"
 #include "mcp/log.hpp"
 
 namespace agentq::mcp {
@@ -11,6 +12,7 @@ HeadlessSession::HeadlessSession(McpServer& server, ExecutionOptions options, Mc
                                  bool allow_dangerous)
     : server_(server), options_(std::move(options)), cancel_job_(std::move(cancel_job)), allow_dangerous_(allow_dangerous) {
   options_.context = nullptr;
+  options_.log_level = &log_level_;
 }
 
 std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann::json message, Link& link) {
@@ -24,6 +26,7 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
     context.set_allow_dangerous(allow_dangerous_);
     context.set_notifier(link.notify);
     context.set_progress_token(request_progress_token(message));
+    context.set_client_log(&log_level_, *id);
     const std::string key = id->is_string() || id->is_number() ? json_scalar_text(*id) : std::string();
     std::multimap<std::string, McpCallContext*>::iterator entry;
     {
@@ -34,7 +37,10 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
     link.set_canceller([&context] { context.cancel(); });
     ExecutionOptions options = options_;
     options.context = &context;
+    const std::uint64_t definitions = session_changes().generation();
     std::optional<std::string> response = server_.handle_json_text(std::move(message), options);
+    // Before the answer, on its stream (dropped for a JSON answer).
+    if (session_changes().generation() != definitions) link.notify(kResourcesListChanged);
     link.set_canceller(nullptr);
     {
       std::lock_guard lock(mutex_);
@@ -55,6 +61,11 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
     return std::nullopt;
   }
   return server_.handle(text, options_);
+}
+
+bool HeadlessSession::streams_logs(const nlohmann::json& message) const {
+  const auto method = message.find("method");
+  return log_level_.chosen() && method != message.end() && *method == "tools/call";
 }
 
 void HeadlessSession::end() {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/jsonrpc.hpp"
+#include "core/mcp_logging.hpp"
 #include "mcp/cancellable_call.hpp"
 #include "mcp/mcp_session.hpp"
 
@@ -27,9 +28,11 @@ class HeadlessSession final : public McpSession {
 
   std::optional<std::string> post(std::string_view text, nlohmann::json message, Link& link) override;
   void end() override;
+  bool streams_logs(const nlohmann::json& message) const override;
 
  private:
   McpServer& server_;
+  ClientLogLevel log_level_;  // the session's logging/setLevel
   ExecutionOptions options_;
   McpCallContext::JobCanceller cancel_job_;
   const bool allow_dangerous_;

@@ -396,6 +396,8 @@ bool HttpServer::post(int fd, Exchange& exchange) {
   if (auto params = message.find("params"); params != message.end() && params->is_object())
     if (auto meta = params->find("_meta"); meta != params->end() && meta->is_object())
       wants_stream = meta->contains("progressToken");
+  // And one whose client asked for log messages: they come on its stream.
+  if (!wants_stream) wants_stream = session->streams_logs(message);
   if (!wants_stream || !accepts_sse) {
     McpSession::Link link(drop);
     std::optional<std::string> response = post_watched(fd, *session, exchange.body, std::move(*parsed), link);

@@ -47,6 +47,15 @@ class McpSession {
 
   virtual ~McpSession() = default;
 
+  // True when the answer to the request MESSAGE is to be an SSE stream
+  // even without a progressToken: its client asked for log messages
+  // (logging/setLevel), which come on the request's stream before its
+  // response.
+  virtual bool streams_logs(const nlohmann::json& message) const {
+    (void)message;
+    return false;
+  }
+
   // One message TEXT (an object: a request, a notification or a response;
   // MESSAGE is it parsed), on the POST's connection thread, which waits.
   // LINK.notify sends this request's notifications.  Returns the response text, or nullopt when nothing is to be answered

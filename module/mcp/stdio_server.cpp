@@ -7,6 +7,7 @@
 #include "core/json_fast.hpp"
 #include "core/json_text.hpp"
 #include "core/mcp_route.hpp"
+#include "core/session_changes.hpp"
 
 namespace agentq::mcp {
 
@@ -56,6 +57,7 @@ StdioServer::StdioServer(McpServer& server, ExecutionOptions options, McpCallCon
       out_(out),
       allow_dangerous_(allow_dangerous) {
   options_.context = nullptr;
+  options_.log_level = &log_level_;
   quick_options_ = options_;
   worker_ = std::thread([this] { serve(); });
 }
@@ -150,6 +152,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
     auto pending = std::make_shared<Pending>(std::move(simple->id), cancel_job_);
     pending->context.set_allow_dangerous(allow_dangerous_);
     pending->context.set_notifier(line_notifier());
+    pending->context.set_client_log(&log_level_, pending->id);
     pending->message = std::move(simple->arguments);
     pending->name = std::move(simple->name);
     pending->simple = true;
@@ -162,6 +165,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
       auto pending = std::make_shared<Pending>(std::move(route.id), cancel_job_);
       pending->context.set_allow_dangerous(allow_dangerous_);
       pending->context.set_notifier(line_notifier());
+      pending->context.set_client_log(&log_level_, pending->id);
       pending->message = std::move(route.message);
       follow_progress(*pending, request_progress_token(pending->message));
       return call(std::move(pending));
@@ -229,6 +233,7 @@ void StdioServer::execute(Pending& pending) {
   // One call runs at a time, so the options are shared; only the context
   // is the call's.
   options_.context = &pending.context;
+  const std::uint64_t definitions = session_changes().generation();
   std::optional<std::string> response =
       pending.simple ? server_.tools_call_text(pending.id, pending.name, std::move(pending.message), options_)
                      : server_.handle_json_text(std::move(pending.message), options_);
@@ -239,6 +244,8 @@ void StdioServer::execute(Pending& pending) {
   }
   // The spec: a cancelled request gets no response (the client has
   // forgotten its id; an answer would be one "for an unknown request").
+  // One per call at most, a line of its own before the answer.
+  if (session_changes().generation() != definitions) respond(std::string(kResourcesListChanged));
   if (pending.context.cancelled()) {
     log(LogLevel::Info, "request " + shortened(id_key(pending.id)) + " was cancelled: interrupted, not answered");
     return;

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "core/jsonrpc.hpp"
+#include "core/mcp_logging.hpp"
 #include "mcp/cancellable_call.hpp"
 #include "mcp/line_reader.hpp"
 #include "mcp/line_writer.hpp"
@@ -67,6 +68,7 @@ class StdioServer {
   void finish();
 
   McpServer& server_;
+  ClientLogLevel log_level_;        // the client's logging/setLevel
   ExecutionOptions options_;        // for the call running; its context is the call's
   ExecutionOptions quick_options_;  // for what the reading thread answers at once
   McpCallContext::JobCanceller cancel_job_;

@@ -5,6 +5,7 @@
 
 #include "core/json_fast.hpp"
 #include "core/jsonrpc.hpp"
+#include "core/mcp_logging.hpp"
 #include "core/schema.hpp"
 #include "test_helpers.hpp"
 
@@ -92,7 +93,7 @@ TEST_F(McpTest, Initialize) {
            "capabilities":{},"clientInfo":{"name":"test","version":"1"}}})"),
       0);
   EXPECT_EQ(r["protocolVersion"], "2025-06-18");
-  EXPECT_EQ(r["capabilities"], json::parse(R"({"tools":{"listChanged":false},"resources":{"subscribe":false,"listChanged":false},"prompts":{"listChanged":false}})"));
+  EXPECT_EQ(r["capabilities"], json::parse(R"({"tools":{"listChanged":false},"resources":{"subscribe":false,"listChanged":true},"prompts":{"listChanged":false},"logging":{}})"));
   EXPECT_TRUE(r["instructions"].is_string() && r["instructions"].get<std::string>().find("evaluate_lisp") != std::string::npos);
   EXPECT_EQ(r["serverInfo"], (json{{"name", "sly-agent-q"}, {"version", std::string(kVersion)}}));
 }
@@ -949,4 +950,109 @@ TEST_F(McpTest, AResourceIsNeverReadThroughAToolThatAsksOrRunsCode) {
   expect_error(ask(R"({"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"lisp://session/definitions"}})"),
                rpc::kResourceNotFound, 1);
   EXPECT_EQ(ran, 0);
+}
+
+namespace {
+
+// A context that keeps what the executor logs for its client.
+class LoggingContext final : public CallContext {
+ public:
+  void log_to_client(McpLogLevel level, const std::string& message, const std::string& tool) override {
+    logged.push_back({level, message, tool});
+  }
+  struct Entry {
+    McpLogLevel level;
+    std::string message, tool;
+  };
+  std::vector<Entry> logged;
+};
+
+}  // namespace
+
+TEST_F(McpTest, SetLevelStoresTheClientsLevel) {
+  ClientLogLevel level;
+  ExecutionOptions options;
+  options.log_level = &level;
+  EXPECT_FALSE(level.chosen());
+  json r = ask(R"({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"warning"}})", options);
+  ASSERT_TRUE(r.contains("result")) << r.dump();
+  EXPECT_EQ(r["result"], json::object());
+  EXPECT_TRUE(level.chosen());
+  EXPECT_TRUE(level.wants(McpLogLevel::Warning));
+  EXPECT_TRUE(level.wants(McpLogLevel::Emergency));
+  EXPECT_FALSE(level.wants(McpLogLevel::Notice));
+  ask(R"({"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}})", options);
+  EXPECT_TRUE(level.wants(McpLogLevel::Debug));
+}
+
+TEST_F(McpTest, SetLevelRefusesWhatIsNotALevel) {
+  ClientLogLevel level;
+  ExecutionOptions options;
+  options.log_level = &level;
+  for (const char* params : {R"({"level":"loud"})", R"({"level":"WARNING"})", R"({"level":3})", R"({})", R"([])"}) {
+    json r = ask(std::string(R"({"jsonrpc":"2.0","id":7,"method":"logging/setLevel","params":)") + params + "}",
+                 options);
+    expect_error(r, rpc::kInvalidParams, 7);
+  }
+  expect_error(ask(R"({"jsonrpc":"2.0","id":8,"method":"logging/setLevel"})", options), rpc::kInvalidParams, 8);
+  json r = ask(R"({"jsonrpc":"2.0","id":9,"method":"logging/setLevel","params":{"level":"loud"}})", options);
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("debug, info, notice, warning"), std::string::npos);
+  EXPECT_FALSE(level.chosen());
+}
+
+TEST_F(McpTest, ADeniedDangerousCallIsLoggedForTheClient) {
+  LoggingContext context;
+  ExecutionOptions options;
+  options.context = &context;  // no approval function: denied
+  json r = ask(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"x","content":"y"}}})",
+               options);
+  EXPECT_EQ(r["result"]["isError"], true);
+  ASSERT_EQ(context.logged.size(), 1u);
+  EXPECT_EQ(context.logged[0].level, McpLogLevel::Notice);
+  EXPECT_EQ(context.logged[0].tool, "write_file");
+  EXPECT_NE(context.logged[0].message.find("write_file was denied"), std::string::npos);
+  // A safe call logs nothing.
+  ask(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}})", options);
+  EXPECT_EQ(context.logged.size(), 1u);
+}
+
+TEST(McpLogging, LevelsByName) {
+  const char* names[] = {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
+  for (int i = 0; i < 8; ++i) {
+    auto level = parse_mcp_log_level(names[i]);
+    ASSERT_TRUE(level.has_value()) << names[i];
+    EXPECT_EQ(static_cast<int>(*level), i);
+    EXPECT_EQ(mcp_log_level_name(*level), names[i]);
+  }
+  EXPECT_FALSE(parse_mcp_log_level("").has_value());
+  EXPECT_FALSE(parse_mcp_log_level("Info").has_value());
+  EXPECT_FALSE(parse_mcp_log_level("warn").has_value());
+}
+
+TEST(McpLogging, NothingIsWantedBeforeTheClientChooses) {
+  ClientLogLevel level;
+  EXPECT_FALSE(level.wants(McpLogLevel::Emergency));
+  level.set(McpLogLevel::Error);
+  EXPECT_FALSE(level.wants(McpLogLevel::Warning));
+  EXPECT_TRUE(level.wants(McpLogLevel::Error));
+  EXPECT_TRUE(level.wants(McpLogLevel::Critical));
+}
+
+TEST(McpLogging, NotificationTextIsBounded) {
+  json n = json::parse(mcp_log_notification(McpLogLevel::Warning, "short", 42, "evaluate_lisp"));
+  EXPECT_EQ(n["method"], "notifications/message");
+  EXPECT_FALSE(n.contains("id"));
+  EXPECT_EQ(n["params"]["level"], "warning");
+  EXPECT_EQ(n["params"]["logger"], "sly-agent-q");
+  EXPECT_EQ(n["params"]["data"]["message"], "short");
+  EXPECT_EQ(n["params"]["data"]["requestId"], 42);
+  EXPECT_EQ(n["params"]["data"]["tool"], "evaluate_lisp");
+  std::string big;
+  for (int i = 0; i < 3000; ++i) big += "é";  // two bytes each
+  json cut = json::parse(mcp_log_notification(McpLogLevel::Info, big));
+  const std::string text = cut["params"]["data"]["message"];
+  EXPECT_LE(text.size(), kMaxLogMessageBytes + 3);
+  EXPECT_EQ(text.substr(text.size() - 3), "...");
+  EXPECT_FALSE(cut["params"]["data"].contains("requestId"));
+  EXPECT_FALSE(cut["params"]["data"].contains("tool"));
 }

@@ -170,10 +170,17 @@ for i, value in enumerate([None, 1, True, [], {}, ["ping"], {"name": "ping"}]):
         contains="method")
 add("method-missing", '{"jsonrpc":"2.0","id":1}', INVALID, id=1)
 for i, value in enumerate(["", "PING", "Ping", " ping", "ping ", "tools/CALL", "tools/call/", "tools", "rpc.discover",
-                           "resources/subscribe", "prompts/LIST", "completion/complete", "logging/setLevel",
+                           "resources/subscribe", "prompts/LIST", "completion/complete", "logging/setlevel",
                            "sampling/createMessage", "../tools/call", "a" * 100000]):
     add("method-unknown-%02d" % i, req(1, value), NOMETHOD, id=1, contains="Method not found")
 add("method-unknown-notification", '{"jsonrpc":"2.0","method":"no/such"}', "none")
+
+# ------------------------------------------------------------ logging/setLevel
+add("logging-setlevel-no-params", req(1, "logging/setLevel"), PARAMS, id=1, contains="level must be one of")
+for i, value in enumerate([None, 1, True, [], {}, "", "WARNING", "warn", "info ", "\u0000", "a" * 100000]):
+    add("logging-setlevel-bad-%02d" % i, req(1, "logging/setLevel", {"level": value}), PARAMS, id=1,
+        contains="level must be one of")
+add("logging-setlevel-ok", req(1, "logging/setLevel", {"level": "emergency"}), "result", id=1)
 
 # ------------------------------------------------------------ resources and prompts
 NOT_FOUND = "error -32002"

@@ -20,6 +20,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { startHttpServer } from './http-server.mjs';
+import { recordMessages } from './record-messages.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../..');
@@ -36,10 +37,11 @@ function startEmacs() {
   return startServingEmacs(socket, {});
 }
 
-async function connect(name) {
+async function connect(name, received) {
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
   });
+  if (received) recordMessages(transport, [], received);
   const client = new Client({ name, version: '1.0.0' });
   await client.connect(transport);
   clients.push(client);
@@ -118,4 +120,25 @@ test('two HTTP clients at once through Emacs: calls take turns; cancelling one l
   abort.abort('enough');
   assert.equal(await aCall, 'rejected');
   assert.match(textOf(await bCall), /only this Emacs has this text/);
+});
+
+test('logging over HTTP through Emacs: after logging/setLevel, a denied call\'s messages on its stream, none below the level', async () => {
+  const mine = [];
+  const client = await connect('emacs-http-logging', mine);
+  assert.deepEqual(client.getServerCapabilities().logging, {});
+  const messages = () => mine.filter((m) => m.method === 'notifications/message');
+  const denied = async () => {
+    const result = await client.callTool({ name: 'sdk_emacs_dangerous', arguments: { path: 'deny-me' } });
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /the test's approval function says no/);
+    return mine.filter((m) => m.result?.content).at(-1);
+  };
+  await denied();
+  assert.equal(messages().length, 0);
+  await client.setLoggingLevel('notice');
+  const call = await denied();
+  assert.deepEqual(messages().map((m) => m.params.level), ['notice'], JSON.stringify(messages()));
+  assert.equal(messages()[0].params.data.requestId, call.id);
+  assert.match(messages()[0].params.data.message, /sdk_emacs_dangerous was denied/);
+  assert.ok(mine.indexOf(messages()[0]) < mine.indexOf(call));
 });

@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import Ajv from 'ajv';
 import { startServingEmacs } from './serving-emacs.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -379,4 +380,99 @@ test('no Emacs listening: the client connects, and every call says how to start 
   } finally {
     await other.close();
   }
+});
+
+test('logging through --emacs: a call waiting for approval (info) and denied (notice), at or above the chosen level only', async () => {
+  assert.deepEqual(client.getServerCapabilities().logging, {});
+  const transport = new StdioClientTransport({
+    command: binary, args: ['--emacs', socket, '--emacs-timeout', '10'], stderr: 'inherit',
+  });
+  const mine = [];
+  recordMessages(transport, [], mine);
+  const other = new Client({ name: 'sly-agent-q-sdk-emacs-logging', version: '1.0.0' });
+  await other.connect(transport);
+  const messages = () => mine.filter((m) => m.method === 'notifications/message');
+  const denied = async () => {
+    const result = await other.callTool({ name: 'sdk_emacs_dangerous', arguments: { path: 'deny-me' } });
+    assert.equal(result.isError, true, textOf(result));
+    assert.match(textOf(result), /the test's approval function says no/);
+    return mine.filter((m) => m.result?.content).at(-1);
+  };
+  try {
+    await denied();
+    assert.equal(messages().length, 0, 'nothing before the client chose a level');
+    await other.setLoggingLevel('notice');
+    const call = await denied();
+    assert.deepEqual(messages().map((m) => m.params.level), ['notice'], JSON.stringify(messages()));
+    const [notice] = messages();
+    assert.equal(notice.params.logger, 'sly-agent-q');
+    assert.equal(notice.params.data.requestId, call.id);
+    assert.equal(notice.params.data.tool, 'sdk_emacs_dangerous');
+    assert.match(notice.params.data.message, /sdk_emacs_dangerous was denied: .*the test's approval function says no/);
+    assert.ok(mine.indexOf(notice) < mine.indexOf(call));
+    await other.setLoggingLevel('info');
+    const next = await denied();
+    const after = messages().slice(1);
+    assert.deepEqual(after.map((m) => m.params.level), ['info', 'notice'], JSON.stringify(after));
+    assert.match(after[0].params.data.message, /sdk_emacs_dangerous waits for the person's approval in Emacs/);
+    assert.equal(after[0].params.data.requestId, next.id);
+    await assert.rejects(other.setLoggingLevel('loud'), (error) => {
+      assert.ok(error instanceof McpError, String(error));
+      assert.equal(error.code, -32602);
+      return true;
+    });
+  } finally {
+    await other.close();
+  }
+});
+
+test('resources/list_changed through --emacs: after a definition, before the answer; the definition is in the resource', async () => {
+  assert.deepEqual(client.getServerCapabilities().resources, { subscribe: false, listChanged: true });
+  const changes = () => received.filter((m) => m.method === 'notifications/resources/list_changed').length;
+  const before = changes();
+  await evaluate('(+ 1 2)');
+  assert.equal(changes(), before);
+  const result = await evaluate('(defun sdk-emacs-listed (y) (list y))');
+  assert.equal(result.isError, false, textOf(result));
+  assert.equal(changes(), before + 1);
+  const definitions = await client.readResource({ uri: 'lisp://session/definitions' });
+  assert.match(definitions.contents[0].text, /SDK-EMACS-LISTED \(Y\)/);
+});
+
+test('describe_symbol and list_definitions through Emacs: structuredContent that fits their outputSchema', async () => {
+  const { tools } = await client.listTools();
+  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  await evaluate('(defun sdk-emacs-described (a &optional b) "Described." (list a b))');
+  for (const [name, args] of [['describe_symbol', { symbol: 'sdk-emacs-described' }], ['list_definitions', {}]]) {
+    const result = await client.callTool({ name, arguments: args });
+    assert.equal(result.isError, false, textOf(result));
+    const validate = new Ajv({ strict: false }).compile(byName[name].outputSchema);
+    assert.ok(validate(result.structuredContent), `${name}: ${new Ajv().errorsText(validate.errors)}`);
+  }
+  const described = await client.callTool({ name: 'describe_symbol', arguments: { symbol: 'sdk-emacs-described' } });
+  assert.deepEqual(described.structuredContent.kinds, ['function']);
+  assert.equal(described.structuredContent.lambda_list, '(a &optional b)');
+  assert.equal(described.structuredContent.documentation.function, 'Described.');
+});
+
+test('progress through --emacs: the printed numbers arrive before the answer, the result keeps them all', async () => {
+  const seen = [];
+  let answered = false;
+  const call = client.callTool({ name: 'evaluate_lisp',
+    arguments: { code: '(progn (dotimes (i 3) (print i) (finish-output) (sleep 0.5)) :done)' } },
+  undefined, { onprogress: (progress) => seen.push({ ...progress, answered }) });
+  const result = await call.finally(() => { answered = true; });
+  assert.equal(textOf(result), '[stdout]\n\n0 \n1 \n2 \n\n=> :DONE');
+  const printed = seen.map((p) => p.message).join('');
+  assert.match(printed, /0 [\s\S]*1 [\s\S]*2 /, JSON.stringify(seen));
+  assert.ok(seen.every((p) => !p.answered), 'every notification came before the answer');
+  // On the wire too: the progress lines precede the response.
+  const answer = received.findLastIndex((m) => m.result?.content);
+  const lastProgress = received.findLastIndex((m) => m.method === 'notifications/progress');
+  assert.ok(lastProgress >= 0 && lastProgress < answer);
+  for (let i = 1; i < seen.length; ++i) assert.ok(seen[i].progress > seen[i - 1].progress);
+  // Without a token, none is sent.
+  const before = received.filter((m) => m.method === 'notifications/progress').length;
+  await evaluate('(progn (print 1) (finish-output) :quiet)');
+  assert.equal(received.filter((m) => m.method === 'notifications/progress').length, before);
 });

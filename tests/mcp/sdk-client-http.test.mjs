@@ -20,6 +20,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { startHttpServer } from './http-server.mjs';
+import { recordMessages } from './record-messages.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -274,4 +275,57 @@ test('hostile HTTP: garbage, huge heads and bodies, chunked bodies get an error;
   for (const half of halves) half.destroy();
   // Still serving after all that.
   await client.ping();
+});
+
+test('logging over HTTP: after logging/setLevel, a call\'s log messages come on its own stream, none below the level', async () => {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  const mine = [];
+  recordMessages(transport, [], mine);
+  const client = new Client({ name: 'sly-agent-q-sdk-http-logging', version: '1.0.0' });
+  await client.connect(transport);
+  clients.push(client);
+  assert.deepEqual(client.getServerCapabilities().logging, {});
+  const messages = () => mine.filter((m) => m.method === 'notifications/message');
+  const target = path.join(os.tmpdir(), `agentq-http-logging-${process.pid}`);
+  const refused = async () => {
+    const result = await evaluate(client, `(delete-file ${JSON.stringify(target)})`);
+    assert.equal(result.isError, true, textOf(result));
+    assert.match(textOf(result), /nobody to approve it/);
+  };
+  await refused();
+  assert.equal(messages().length, 0);
+  await client.setLoggingLevel('error');
+  await refused();
+  assert.equal(messages().length, 0, JSON.stringify(messages()));
+  await client.setLoggingLevel('warning');
+  await refused();
+  const [message] = messages();
+  assert.ok(message, 'a notifications/message');
+  assert.equal(message.params.level, 'warning');
+  assert.match(message.params.data.message, /refused: nobody can approve it headless/);
+  const call = mine.filter((m) => m.result?.content).at(-1);
+  assert.equal(message.params.data.requestId, call.id);
+  assert.ok(mine.indexOf(message) < mine.indexOf(call));
+});
+
+test('resources/list_changed over HTTP: on the stream of the call that defined something', async () => {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  const mine = [];
+  recordMessages(transport, [], mine);
+  const client = new Client({ name: 'sly-agent-q-sdk-http-changes', version: '1.0.0' });
+  await client.connect(transport);
+  clients.push(client);
+  assert.deepEqual(client.getServerCapabilities().resources, { subscribe: false, listChanged: true });
+  const changes = () => mine.filter((m) => m.method === 'notifications/resources/list_changed').length;
+  // A stream (a progress token): its notifications come before its answer.
+  await evaluate(client, '(+ 1 2)', { onprogress: () => {} });
+  assert.equal(changes(), 0);
+  await evaluate(client, '(defun sdk-http-listed (z) z)', { onprogress: () => {} });
+  assert.equal(changes(), 1);
+  const definitions = await client.readResource({ uri: 'lisp://session/definitions' });
+  assert.match(definitions.contents[0].text, /SDK-HTTP-LISTED \(Z\)/);
 });

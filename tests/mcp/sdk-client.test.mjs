@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import Ajv from 'ajv';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { EmptyResultSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 import { recordMessages } from './record-messages.mjs';
 import { worldTouchingForms } from './world-forms.mjs';
@@ -385,4 +385,111 @@ test('stdout carried only JSON-RPC messages, none for an unknown id', () => {
   for (const message of received) assert.equal(message.jsonrpc, '2.0');
   // Not even an answer for an unknown id: a cancelled request gets none.
   assert.deepEqual(clientErrors.map(String), []);
+});
+
+test('logging: nothing before logging/setLevel; then the messages at that level or above, none below', async () => {
+  assert.deepEqual(client.getServerCapabilities().logging, {});
+  const t = new StdioClientTransport({ command: binary, stderr: 'inherit' });
+  const mine = [];
+  recordMessages(t, [], mine);
+  const other = new Client({ name: 'sly-agent-q-sdk-logging', version: '1.0.0' });
+  await other.connect(t);
+  const messages = () => mine.filter((m) => m.method === 'notifications/message');
+  const target = path.join(os.tmpdir(), `agentq-logging-${process.pid}`);
+  const refused = async () => {
+    const result = await other.callTool({ name: 'evaluate_lisp', arguments: { code: `(delete-file ${JSON.stringify(target)})` } });
+    assert.equal(result.isError, true, textOf(result));
+    assert.match(textOf(result), /nobody to approve it/);
+  };
+  try {
+    // A real event (code that touches the world, refused headless) before
+    // the client chose a level: no message.
+    await refused();
+    assert.equal(messages().length, 0, JSON.stringify(messages()));
+    // Above the event's level (warning): still none.
+    await other.setLoggingLevel('error');
+    await refused();
+    assert.equal(messages().length, 0, JSON.stringify(messages()));
+    // At it: the message, before the call's answer.
+    await other.setLoggingLevel('warning');
+    await refused();
+    const [message] = messages();
+    assert.ok(message, 'a notifications/message');
+    assert.equal(message.params.level, 'warning');
+    assert.equal(message.params.logger, 'sly-agent-q');
+    assert.match(message.params.data.message, /refused: nobody can approve it headless/);
+    const call = mine.filter((m) => m.result?.content).at(-1);
+    assert.equal(message.params.data.requestId, call.id);
+    assert.ok(mine.indexOf(message) < mine.indexOf(call));
+    // A level MCP does not name: invalid params, and the level stays.
+    await assert.rejects(other.request({ method: 'logging/setLevel', params: { level: 'loud' } }, EmptyResultSchema), (error) => {
+      assert.ok(error instanceof McpError, String(error));
+      assert.equal(error.code, ErrorCode.InvalidParams);
+      assert.match(error.message, /debug, info, notice, warning/);
+      return true;
+    });
+    await refused();
+    assert.equal(messages().length, 2);
+  } finally {
+    await other.close();
+  }
+});
+
+test('resources/list_changed: after a definition (one per call), not after a call that defines nothing; the definition is in the resource', async () => {
+  assert.deepEqual(client.getServerCapabilities().resources, { subscribe: false, listChanged: true });
+  const changes = () => received.filter((m) => m.method === 'notifications/resources/list_changed').length;
+  const before = changes();
+  await evaluate('(+ 1 2)');
+  assert.equal(changes(), before, 'nothing defined, nothing sent');
+  // Two definitions in one call: one notification, before the answer.
+  const result = await evaluate('(defun sdk-listed-fn (x) (* x 2)) (defclass sdk-listed-class () ())');
+  assert.equal(result.isError, false, textOf(result));
+  assert.equal(changes(), before + 1);
+  const notification = received.findLastIndex((m) => m.method === 'notifications/resources/list_changed');
+  const answer = received.findLastIndex((m) => m.result?.content);
+  assert.ok(notification < answer, 'the notification came before the answer');
+  const definitions = await client.readResource({ uri: 'lisp://session/definitions' });
+  assert.match(definitions.contents[0].text, /SDK-LISTED-FN \(X\)/);
+  await client.callTool({ name: 'reset_session', arguments: {} });
+  assert.equal(changes(), before + 2, 'reset_session changes them too');
+  const empty = await client.readResource({ uri: 'lisp://session/definitions' });
+  assert.doesNotMatch(empty.contents[0].text, /SDK-LISTED-FN/);
+});
+
+test('describe_symbol and list_definitions: structuredContent fits their outputSchema, beside the same text', async () => {
+  const { tools } = await client.listTools();
+  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  const check = (name, result) => {
+    const validate = new Ajv({ strict: false }).compile(byName[name].outputSchema);
+    assert.equal(result.isError, false, textOf(result));
+    assert.ok(validate(result.structuredContent), `${name}: ${new Ajv().errorsText(validate.errors)}`);
+    return result.structuredContent;
+  };
+  await evaluate('(defgeneric sdk-shape-area (s) (:documentation "The area.")) (defvar *sdk-shape-count* 3) (defmacro sdk-with-shape ((s) &body body) `(let ((,s 1)) ,@body))');
+  const generic = await client.callTool({ name: 'describe_symbol', arguments: { symbol: 'sdk-shape-area' } });
+  const g = check('describe_symbol', generic);
+  assert.equal(g.symbol, 'COMMON-LISP-USER::SDK-SHAPE-AREA');
+  assert.deepEqual(g.kinds, ['generic function']);
+  assert.equal(g.lambda_list, '(s)');
+  assert.equal(g.methods, 0);
+  assert.equal(g.documentation.function, 'The area.');
+  assert.match(textOf(generic), /^COMMON-LISP-USER::SDK-SHAPE-AREA is a generic function\.\nLambda list: \(s\)\nMethods: 0/);
+  const mapcar = check('describe_symbol', await client.callTool({ name: 'describe_symbol', arguments: { symbol: 'mapcar' } }));
+  assert.deepEqual(mapcar.kinds, ['function']);
+  const nothing = check('describe_symbol', await client.callTool({ name: 'describe_symbol', arguments: { symbol: 'sdk-never-defined-xyz' } }).then(async (r) => {
+    // Not found: a failure, no structure.
+    assert.equal(r.isError, true);
+    return client.callTool({ name: 'describe_symbol', arguments: { symbol: 'cl-user::*sdk-shape-count*' } });
+  }));
+  assert.deepEqual(nothing.kinds, ['variable']);
+  assert.equal(nothing.value, '3');
+  const listed = await client.callTool({ name: 'list_definitions', arguments: { package: 'cl-user' } });
+  const l = check('list_definitions', listed);
+  assert.equal(l.package, 'COMMON-LISP-USER');
+  assert.ok(l.functions.some((f) => f.name === 'SDK-SHAPE-AREA' && f.lambda_list === '(S)'), JSON.stringify(l.functions));
+  assert.ok(l.variables.some((v) => v.name === '*SDK-SHAPE-COUNT*' && v.value === '3'), JSON.stringify(l.variables));
+  assert.ok(l.macros.some((m) => m.name === 'SDK-WITH-SHAPE'), JSON.stringify(l.macros));
+  // The text says the same.
+  assert.match(textOf(listed), /- \*SDK-SHAPE-COUNT\* = 3/);
+  assert.match(textOf(listed), /\[Macros\]\n(- .*\n)*- SDK-WITH-SHAPE /);
 });

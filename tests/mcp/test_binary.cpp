@@ -175,6 +175,8 @@ TEST(McpBinary, CStackOverflowInEclsCCodeIsAnErrorAndTheServerGoesOn) {
   McpProcess server;
   server.send(eval(1, "(defparameter *deep* (let ((x nil)) (dotimes (i 1000000 x) (setf x (list x))))) "
                       "(defun kept () 42)"));
+  // The definitions changed: the client hears it before the answer.
+  EXPECT_EQ(server.response()["method"], "notifications/resources/list_changed");
   EXPECT_EQ(text_of(server.response()), "=> KEPT");
   for (int id : {2, 3}) {
     server.send(eval(id, "(copy-tree *deep*)"));
