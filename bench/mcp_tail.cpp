@@ -459,6 +459,28 @@ int main(int argc, char** argv) {
   else
     cl.argv.push_back(std::string(cl_dir) + "/run-server.lisp");
 
+  // MCP_TAIL_EXTRA="NAME|BINARY|ENV=V ENV=V;...": more headless servers
+  // (over HTTP when NAME ends in _http, else stdio), in the same turns: another build, or the same with a setting,
+  // to compare before and after under the same noise.
+  if (const char* extra = std::getenv("MCP_TAIL_EXTRA")) {
+    std::stringstream entries(extra);
+    std::string entry;
+    while (std::getline(entries, entry, ';')) {
+      std::stringstream fields(entry);
+      std::string name, binary, env_text, var;
+      std::getline(fields, name, '|');
+      std::getline(fields, binary, '|');
+      std::getline(fields, env_text);
+      if (name.empty() || binary.empty()) continue;
+      // A name ending in _http: served over --http 0.
+      const bool http = name.size() > 5 && name.ends_with("_http");
+      Server& s = http ? add(name, true, {binary, "--http", "0", "--http-token-file", tmp + "/" + name + ".token"})
+                       : add(name, false, {binary});
+      if (http) s.token_file = tmp + "/" + name + ".token";
+      std::stringstream vars(env_text);
+      while (vars >> var) s.env.push_back(var);
+    }
+  }
   // MCP_TAIL_ONLY=name,name...: only those (a comparison of a few).
   const char* only = std::getenv("MCP_TAIL_ONLY");
   for (auto& s : owned)
