@@ -19,6 +19,8 @@ void Lisp::boot() {
   }
 }
 
+void Lisp::start_boot() { runtime_.start_boot(); }
+
 LispStatus Lisp::status() const {
   ecl::RuntimeStatus runtime = runtime_.status();
   ecl::TieringCounts tiering = ecl::tiering_counts();
