@@ -263,6 +263,10 @@ bool Runtime::wake_ahead(std::chrono::milliseconds window, bool warm) {
   return true;
 }
 
+void Runtime::set_worker_poll(std::chrono::microseconds poll) {
+  impl_->worker_poll_ns.store(std::chrono::nanoseconds(poll).count(), std::memory_order_relaxed);
+}
+
 void Runtime::set_heap_limit(std::size_t bytes) {
   Impl& impl = *impl_;
   std::lock_guard lock(impl.boot_mutex);
