@@ -60,6 +60,18 @@ TEST(Runtime, StartBootReturnsAndTheRuntimeComesUpWithoutACall) {
   expect_alive();
 }
 
+// sly-agent-q-mcp's setting: no poll after a job, the worker sleeps at
+// once; each next job wakes it, whether it comes at once or later.
+TEST(Runtime, AWorkerThatDoesNotPollTakesEveryJob) {
+  Runtime::instance().set_worker_poll(0us);
+  for (int i = 0; i < 200; ++i) {
+    expect_alive();
+    if (i % 20 == 0) std::this_thread::sleep_for(1ms);
+  }
+  Runtime::instance().set_worker_poll(2ms);
+  expect_alive();
+}
+
 TEST(Runtime, MultipleValuesAndOutputSections) {
   EvalOutcome outcome = eval("(progn (format t \"Hello, World!\") (format *error-output* \"oops\") (values 3 1))");
   ASSERT_TRUE(outcome.success);
