@@ -1,16 +1,24 @@
 #!/bin/sh
-# Install the Debian packages needed by bench/slime-peer.el (idempotent).
+# Install the Debian packages the peers of `make bench` need (idempotent):
+# bench/slime-peer.el's SBCL and SLIME, cl-mcp-server's libraries.
 #
 #   sbcl      - Steel Bank Common Lisp (/usr/bin/sbcl)
 #   slime     - SLIME's Emacs side: /usr/share/emacs/site-lisp/elpa/slime-*/slime.el(c)
 #               (byte-compiled at install time; source in .../elpa-src/slime-*/)
 #   cl-swank  - SLIME's Lisp side (swank): /usr/share/common-lisp/source/slime/
 #               swank-loader.lisp.  `slime' only *Recommends* it, so list it.
+#   cl-yason cl-bordeaux-threads cl-trivial-gray-streams cl-trivial-backtrace
+#   cl-alexandria
+#             - what cl-mcp-server (github.com/quasi/cl-mcp-server, in neither
+#               Debian nor npm) loads from, up to its commit 3e6319c (later
+#               ones need its cl-mcp library): bench/mcp_tail measures it when
+#               CL_MCP_SERVER_DIR names a checkout (a627373 loads on Debian
+#               12's SBCL 2.2.9; later ones use SB-EXT:*GC-REAL-TIME*).
 #
-# Exit 0 when all three are installed afterwards, non-zero otherwise.
+# Exit 0 when all of them are installed afterwards, non-zero otherwise.
 set -u
 
-PKGS="sbcl slime cl-swank"
+PKGS="sbcl slime cl-swank cl-yason cl-bordeaux-threads cl-trivial-gray-streams cl-trivial-backtrace cl-alexandria"
 
 is_installed() {
     [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]

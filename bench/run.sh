@@ -147,6 +147,12 @@ if [ -n "$floor_p50" ] && [ -n "$hop_p50" ] && [ -n "$server_p50" ]; then
 else
   echo "ratio: mcp unavailable"
 fi
+echo "== MCP tail: every server at once, interleaved, quiet then one CPU busy (issue 40)"
+# bench/mcp_tail starts each server once (headless and --emacs, over stdio
+# and HTTP, the do-nothing floors over both, cl-mcp-server when
+# CL_MCP_SERVER_DIR names a checkout: it is in neither Debian nor npm) and
+# calls them in turns, so that each sees the same noise.
+"$build/mcp_tail" "${MCP_TAIL_CALLS:-2000}" "$build" "$PWD" 2>/dev/null || echo "bench: mcp_tail failed"
 echo "== soak: 100,000 evaluate_lisp calls from Elisp"
 emacs -Q --batch -L elisp -l bench/soak.el 2>/dev/null | grep '^bench:' || echo "bench: soak failed"
 echo "== peer: Emacs -> SLIME -> SBCL"

@@ -49,6 +49,7 @@
 (require 'sly-agent-q-async)
 
 (declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
+(declare-function sly-agent-q--module-start-boot "sly-agent-q-module" ())
 
 (defcustom sly-agent-q-mcp-socket "sly-agent-q/mcp.sock"
   "The local socket `sly-agent-q-mcp-server-start' listens on.
@@ -182,6 +183,11 @@ Returns the socket's file name."
                :log #'sly-agent-q--mcp-accept)))
       (set-file-modes file #o600 'nofollow)
       (process-put sly-agent-q--mcp-server 'sly-agent-q-mcp-file file)
+      ;; Lisp boots now, in the background, not at the first client's
+      ;; initialize, which would wait for it (150 ms on a quiet machine,
+      ;; seconds on a loaded one).  A module that cannot load says so at
+      ;; that first call.
+      (ignore-errors (sly-agent-q--module-start-boot))
       ;; No socket left behind for the bridge to find.
       (add-hook 'kill-emacs-hook #'sly-agent-q-mcp-server-stop)
       (when (called-interactively-p 'interactive)

@@ -287,6 +287,7 @@ loaded, the module shuts the runtime down when Emacs exits, and
     sly-agent-q--module-release sly-agent-q--module-reset-stats
     sly-agent-q--module-restart-worker sly-agent-q--module-run-check
     sly-agent-q--module-run-handler sly-agent-q--module-shutdown
+    sly-agent-q--module-start-boot
     sly-agent-q--module-stats sly-agent-q--module-status
     sly-agent-q--module-submit sly-agent-q--module-take-notes
     sly-agent-q--module-tools-schema sly-agent-q--module-version

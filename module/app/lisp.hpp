@@ -67,6 +67,10 @@ class Lisp {
   bool break_job(std::uint64_t job_id);
   // A fresh worker thread in the same image (Runtime::restart_worker).
   void restart_worker();
+  // Starts booting and returns at once (Runtime::start_boot).
+  void start_boot();
+  // How long the worker polls after a job (Runtime::set_worker_poll).
+  void set_worker_poll(std::chrono::microseconds poll);
   // A call is on its way: the worker polls for WINDOW (Runtime::wake_ahead).
   bool wake_ahead(std::chrono::milliseconds window, bool warm);
   // Stops the runtime for good (Runtime::shutdown).

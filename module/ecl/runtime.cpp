@@ -88,30 +88,45 @@ Runtime::Runtime() : impl_(new Impl) { g_impl = impl_; }
 
 Runtime::~Runtime() = default;
 
+namespace {
+
+// Starts the worker thread, which boots ECL, unless a boot was started
+// already.  With impl.boot_mutex held.
+void begin_boot(Runtime::Impl& impl) {
+  if (impl.boot_state.load() != BootState::None) return;
+  impl.boot_state = BootState::Booting;
+  std::size_t stack = worker_stack_size();
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setstacksize(&attributes, stack);
+  // Threads ECL creates later (the watchdog, user threads) get the same.
+  pthread_setattr_default_np(&attributes);
+  pthread_attr_destroy(&attributes);
+  // Async signals stay with the host's threads (but not with children).
+  unblock_signals_in_children();
+  int rc = start_lisp_thread(&impl.worker_thread, worker_main,
+                             reinterpret_cast<void*>(static_cast<std::uintptr_t>(impl.worker_generation.load())));
+  if (rc != 0) {
+    impl.boot_state = BootState::Failed;
+    impl.boot_error = std::string("cannot start the Lisp thread: ") + std::strerror(rc);
+  }
+}
+
+}  // namespace
+
+void Runtime::start_boot() {
+  Impl& impl = *impl_;
+  if (impl.boot_state.load() != BootState::None) return;
+  std::lock_guard lock(impl.boot_mutex);
+  begin_boot(impl);
+}
+
 void Runtime::ensure_booted() {
   Impl& impl = *impl_;
   BootState state = impl.boot_state.load();
   if (state == BootState::Running) return;
   std::unique_lock lock(impl.boot_mutex);
-  state = impl.boot_state.load();
-  if (state == BootState::None) {
-    impl.boot_state = BootState::Booting;
-    std::size_t stack = worker_stack_size();
-    pthread_attr_t attributes;
-    pthread_attr_init(&attributes);
-    pthread_attr_setstacksize(&attributes, stack);
-    // Threads ECL creates later (the watchdog, user threads) get the same.
-    pthread_setattr_default_np(&attributes);
-    pthread_attr_destroy(&attributes);
-    // Async signals stay with the host's threads (but not with children).
-    unblock_signals_in_children();
-    int rc = start_lisp_thread(&impl.worker_thread, worker_main,
-                               reinterpret_cast<void*>(static_cast<std::uintptr_t>(impl.worker_generation.load())));
-    if (rc != 0) {
-      impl.boot_state = BootState::Failed;
-      impl.boot_error = std::string("cannot start the Lisp thread: ") + std::strerror(rc);
-    }
-  }
+  begin_boot(impl);
   impl.boot_cv.wait_for(lock, kBootTimeout, [&] { return impl.boot_state.load() != BootState::Booting; });
   switch (impl.boot_state.load()) {
     case BootState::Running:
@@ -246,6 +261,10 @@ bool Runtime::wake_ahead(std::chrono::milliseconds window, bool warm) {
   }
   if (wake) impl.job_cv.notify_one();
   return true;
+}
+
+void Runtime::set_worker_poll(std::chrono::microseconds poll) {
+  impl_->worker_poll_ns.store(std::chrono::nanoseconds(poll).count(), std::memory_order_relaxed);
 }
 
 void Runtime::set_heap_limit(std::size_t bytes) {

@@ -80,6 +80,11 @@ class Runtime {
   // Boots ECL on its thread if it is not running yet (idempotent, thread
   // safe).  Throws RuntimeError when booting fails or the runtime is dead.
   void ensure_booted();
+  // Starts booting, if it has not started, and returns at once: the first
+  // call that needs Lisp (ensure_booted) then waits only for what is left.
+  // An Emacs serving MCP boots so as its server starts, not at the first
+  // client's initialize (150 ms quiet; 1.8 s, once 6.3 s, under load).
+  void start_boot();
 
   // Runs CODE per the evaluate-lisp contract and waits for it on the calling
   // thread, calling context.poll() every few milliseconds.  When poll()
@@ -113,6 +118,13 @@ class Runtime {
   // (definitions kept).  A job it was running is answered INTERRUPTED and
   // left to run on at the lowest priority.
   void restart_worker();
+
+  // How long the worker polls for the next job after each one before it
+  // sleeps: 2 ms unless set (Emacs's calls come in bursts).  A poll keeps a
+  // CPU busy, and makes the worker a CPU hog in the scheduler's eyes, so
+  // that on a loaded machine it waits behind others when woken: a server
+  // whose calls come from a client far away (sly-agent-q-mcp) sets 0.
+  void set_worker_poll(std::chrono::microseconds poll);
 
   // Heap limit in bytes for the Lisp heap (0 ⇒ ECL's default).  Takes effect
   // at boot, or before the next job when already booted.

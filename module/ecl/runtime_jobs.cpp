@@ -38,13 +38,14 @@ void hold_still(Runtime::Impl& impl, std::unique_lock<std::mutex>& lock) {
   impl.worker_held = false;
 }
 
-// Polls for a job for up to kWorkerPoll after the last one (agent tool
+// Polls for a job for up to kWorkerPoll (Runtime::set_worker_poll's) after
+// the last one (agent tool
 // calls come in bursts), moving off the caller's CPU and off a
 // compile's (see place_worker).
 void poll_for_job(Runtime::Impl& impl) {
   auto start = Clock::now();
   // A wake-ahead (Runtime::wake_ahead) may have asked for longer.
-  auto poll_until = std::max(start + kWorkerPoll,
+  auto poll_until = std::max(start + Clock::duration(impl.worker_poll_ns.load(std::memory_order_relaxed)),
                              Clock::time_point(Clock::duration(impl.wake_ahead_until_ns.load(std::memory_order_relaxed))));
   auto next_yield = start + kWorkerYieldEvery;
   const bool spin = can_spin();  // with a single CPU the caller needs it back at once

@@ -240,6 +240,10 @@ struct Runtime::Impl {
   std::atomic<std::int64_t> held_threads{0};  // former workers holding an error (lisp/held-errors.lisp)
   std::atomic<std::int64_t> retired_running{0};  // retired workers still in Lisp
 
+  // How long the worker polls for the next job after one, in ns:
+  // kWorkerPoll unless Runtime::set_worker_poll said otherwise.
+  std::atomic<std::int64_t> worker_poll_ns{std::chrono::nanoseconds(kWorkerPoll).count()};
+
   // Set by set_heap_limit, applied by the worker before its next job.
   std::atomic<std::size_t> pending_heap_limit{0};
 

@@ -398,6 +398,11 @@ emacs_value boot(const Env& env, ptrdiff_t, emacs_value*) {
   return env.real(root().lisp.status().boot_ms);
 }
 
+emacs_value start_boot(const Env&, ptrdiff_t, emacs_value*) {
+  root().lisp.start_boot();
+  return Env::sym().t;
+}
+
 emacs_value restart_worker(const Env&, ptrdiff_t, emacs_value*) {
   root().lisp.restart_worker();
   return Env::sym().t;
@@ -543,6 +548,8 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
         "The Lisp runtime's notes for the log since the last call, oldest first.");
   defun(raw, "sly-agent-q--module-status", 0, 0, entry<status>, "Plist describing the Lisp runtime.");
   defun(raw, "sly-agent-q--module-boot", 0, 0, entry<boot>, "Boot the Lisp runtime; return the boot time in ms.");
+  defun(raw, "sly-agent-q--module-start-boot", 0, 0, entry<start_boot>,
+        "Start booting the Lisp runtime in the background; return t at once.");
   defun(raw, "sly-agent-q--module-stats", 0, 0, entry<stats>, "Per-tool counters.");
   defun(raw, "sly-agent-q--module-restart-worker", 0, 0, entry<restart_worker>,
         "Replace the Lisp worker thread with a fresh one in the same image.");

@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 
 #include "core/json_limits.hpp"
 #include "core/jsonrpc.hpp"
+#include "mcp/hangup_watch.hpp"
 #include "mcp/http_request.hpp"
 #include "mcp/log.hpp"
 #include "mcp/unique_fd.hpp"
@@ -84,38 +84,12 @@ bool header_lists(std::optional<std::string_view> header, std::string_view item)
   return lowered.find(item) != std::string::npos;
 }
 
-// SESSION's answer to a request, while a watcher sees whether the client
-// closes the connection meanwhile: then the call is stopped (LINK), as a
-// closed stdio or Emacs connection stops its calls.  Only a hang-up
-// counts: a pipelined next request is left for its turn.
-std::optional<std::string> post_watched(int fd, McpSession& session, std::string_view text, nlohmann::json message,
-                                        McpSession::Link& link) {
-  UniqueFd done(::eventfd(0, EFD_CLOEXEC));
-  std::thread watcher;
-  if (done) {
-    watcher = std::thread([fd, &done, &link] {
-      for (;;) {
-        pollfd ready[2] = {{fd, POLLRDHUP, 0}, {done.get(), POLLIN, 0}};
-        int rc = ::poll(ready, 2, -1);
-        if (rc < 0 && errno == EINTR) continue;
-        if (rc < 0 || ready[1].revents) return;
-        if (ready[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
-          log(LogLevel::Info, "HTTP: the client closed the connection of a running call: cancelling it");
-          link.client_gone();
-          return;
-        }
-        // Data (a pipelined request) is not a hang-up; do not spin on it.
-        ::poll(nullptr, 0, 10);
-      }
-    });
-  }
-  std::optional<std::string> response = session.post(text, std::move(message), link);
-  if (watcher.joinable()) {
-    std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(done.get(), &one, sizeof one);
-    watcher.join();
-  }
-  return response;
+// SESSION's answer to a request, while WATCH sees whether the client
+// closes the connection meanwhile: then the call is stopped (LINK).
+std::optional<std::string> post_watched(HangupWatch& watch, McpSession& session, std::string_view text,
+                                        nlohmann::json message, McpSession::Link& link) {
+  HangupWatch::Watching watching(watch, link);
+  return session.post(text, std::move(message), link);
 }
 
 // After a refusal: the answer is sent and the sending side shut, then
@@ -136,6 +110,7 @@ void drain_and_close(int fd) {
 }  // namespace
 
 struct HttpServer::Exchange {
+  HangupWatch* watch = nullptr;  // the connection's
   HttpRequest request;
   std::string body;
   bool keep_alive = true;
@@ -239,6 +214,7 @@ void HttpServer::accept_loop() {
 }
 
 void HttpServer::serve_connection(int fd) {
+  HangupWatch watch(fd);
   std::string buffer;
   auto refuse = [fd](int status, std::string_view why, std::string_view extra = {}) {
     std::string body = std::string(why) + "\n";
@@ -261,6 +237,7 @@ void HttpServer::serve_connection(int fd) {
     std::optional<HttpRequest> request = parse_request_head(head);
     if (!request) return refuse(400, "malformed request");
     Exchange exchange;
+    exchange.watch = &watch;
     exchange.request = std::move(*request);
     if (exchange.request.count("transfer-encoding"))
       return refuse(411, "chunked request bodies are not read: send Content-Length");
@@ -400,7 +377,7 @@ bool HttpServer::post(int fd, Exchange& exchange) {
   if (!wants_stream) wants_stream = session->streams_logs(message);
   if (!wants_stream || !accepts_sse) {
     McpSession::Link link(drop);
-    std::optional<std::string> response = post_watched(fd, *session, exchange.body, std::move(*parsed), link);
+    std::optional<std::string> response = post_watched(*exchange.watch, *session, exchange.body, std::move(*parsed), link);
     return response ? answer(200, *response) : answer(202, "");
   }
 
@@ -420,7 +397,7 @@ bool HttpServer::post(int fd, Exchange& exchange) {
     return open;
   };
   McpSession::Link link(event);
-  std::optional<std::string> response = post_watched(fd, *session, exchange.body, std::move(*parsed), link);
+  std::optional<std::string> response = post_watched(*exchange.watch, *session, exchange.body, std::move(*parsed), link);
   if (response) event(*response);
   std::lock_guard lock(write_mutex);
   return open && write_all(fd, "0\r\n\r\n");

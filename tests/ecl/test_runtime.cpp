@@ -43,6 +43,35 @@ TEST(Runtime, BootsAndEvaluates) {
   expect_alive();
 }
 
+// What an Emacs serving MCP does as its server starts: the boot starts and
+// the call returns; the runtime comes up with no call made (each test runs
+// in a process of its own: nothing booted it before).
+TEST(Runtime, StartBootReturnsAndTheRuntimeComesUpWithoutACall) {
+  Runtime::instance().start_boot();
+  Runtime::instance().start_boot();  // again, while booting or booted: nothing more
+  bool alive = false;
+  for (int i = 0; i < 2000 && !alive; ++i) {  // up to 20 s: a stalled machine
+    alive = Runtime::instance().status().alive;
+    if (!alive) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(alive);
+  EXPECT_EQ(Runtime::instance().status().jobs, 0u);
+  Runtime::instance().ensure_booted();  // returns: booted
+  expect_alive();
+}
+
+// sly-agent-q-mcp's setting: no poll after a job, the worker sleeps at
+// once; each next job wakes it, whether it comes at once or later.
+TEST(Runtime, AWorkerThatDoesNotPollTakesEveryJob) {
+  Runtime::instance().set_worker_poll(0us);
+  for (int i = 0; i < 200; ++i) {
+    expect_alive();
+    if (i % 20 == 0) std::this_thread::sleep_for(1ms);
+  }
+  Runtime::instance().set_worker_poll(2ms);
+  expect_alive();
+}
+
 TEST(Runtime, MultipleValuesAndOutputSections) {
   EvalOutcome outcome = eval("(progn (format t \"Hello, World!\") (format *error-output* \"oops\") (values 3 1))");
   ASSERT_TRUE(outcome.success);

@@ -90,6 +90,16 @@
     (should-not (sly-agent-q-mcp-server-running-p))
     (should-not (file-exists-p socket))))
 
+(ert-deftest sly-agent-q-mcp/starting-the-server-starts-booting-lisp ()
+  ;; So that the first client's initialize does not wait for the boot.
+  (let ((started 0))
+    (cl-letf (((symbol-function 'sly-agent-q--module-start-boot)
+               (lambda () (cl-incf started) t)))
+      (agentq-mcp-test-with-server
+        (should (= started 1))
+        (sly-agent-q-mcp-server-start)  ; already listening: no second start
+        (should (= started 1))))))
+
 (ert-deftest sly-agent-q-mcp/the-default-socket-is-under-the-runtime-directory ()
   (let ((sly-agent-q-mcp-socket "sly-agent-q/mcp.sock")
         (process-environment (cons "XDG_RUNTIME_DIR=/run/user/4242" process-environment)))

@@ -1,10 +1,12 @@
 // The pieces of sly-agent-q-mcp without ECL: reading lines, routing
-// messages, the command line, the headless approval, cancellation, and the
-// stdio server over pipes with tools that wait.
+// messages, the command line, the headless approval, cancellation, the
+// stdio server over pipes with tools that wait, and the HTTP connections'
+// hang-up watch.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +21,7 @@
 #include "core/registry.hpp"
 #include "mcp/approval.hpp"
 #include "mcp/cancellable_call.hpp"
+#include "mcp/hangup_watch.hpp"
 #include "mcp/line_reader.hpp"
 #include "mcp/line_writer.hpp"
 #include "mcp/options.hpp"
@@ -475,4 +478,73 @@ TEST_F(ServerOverPipes, EndOfInputAnswersTheCallsReadThenReturns) {
   runner.join();
   EXPECT_EQ(receive()["id"], 1);
   EXPECT_EQ(receive()["id"], 2);
+}
+
+// ---- HangupWatch: one watching thread per HTTP connection
+
+namespace {
+
+// Waits (up to 20 s: a stalled machine, not a timing check) for FLAG.
+bool eventually(const std::atomic<bool>& flag) {
+  for (int i = 0; i < 2000 && !flag.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return flag.load();
+}
+
+struct WatchedConnection {
+  int fds[2] = {-1, -1};  // [0] the server's end, [1] the client's
+  WatchedConnection() { EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0); }
+  ~WatchedConnection() {
+    for (int fd : fds)
+      if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+TEST(HangupWatch, AHangUpDuringACallStopsIt) {
+  WatchedConnection connection;
+  std::atomic<bool> stopped{false};
+  McpSession::Link link([](std::string_view) { return false; });
+  link.set_canceller([&] { stopped = true; });
+  {
+    HangupWatch watch(connection.fds[0]);
+    HangupWatch::Watching watching(watch, link);
+    ::shutdown(connection.fds[1], SHUT_WR);
+    EXPECT_TRUE(eventually(stopped));
+  }
+}
+
+TEST(HangupWatch, ACallAfterTheHangUpIsStoppedAtOnce) {
+  WatchedConnection connection;
+  HangupWatch watch(connection.fds[0]);
+  McpSession::Link first([](std::string_view) { return false; });
+  { HangupWatch::Watching watching(watch, first); }  // starts the thread; no hang-up yet
+  ::close(connection.fds[1]);
+  connection.fds[1] = -1;
+  // Each later call is stopped as it starts, once the thread has seen it.
+  std::atomic<bool> stopped{false};
+  for (int i = 0; i < 2000 && !stopped; ++i) {
+    McpSession::Link later([](std::string_view) { return false; });
+    later.set_canceller([&] { stopped = true; });
+    HangupWatch::Watching watching(watch, later);
+    if (!stopped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(stopped);
+}
+
+TEST(HangupWatch, DataIsNotAHangUpAndCallsBetweenAreNotStopped) {
+  WatchedConnection connection;
+  std::atomic<int> stops{0};
+  {
+    HangupWatch watch(connection.fds[0]);
+    for (int call = 0; call < 50; ++call) {
+      McpSession::Link link([](std::string_view) { return false; });
+      link.set_canceller([&] { ++stops; });
+      HangupWatch::Watching watching(watch, link);
+      // A pipelined next request arrives while this call runs.
+      ASSERT_EQ(::write(connection.fds[1], "x", 1), 1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }  // the watch ends with the connection: its thread stops
+  EXPECT_EQ(stops.load(), 0);
 }
