@@ -408,11 +408,32 @@ emacs_value restart_worker(const Env&, ptrdiff_t, emacs_value*) {
   return Env::sym().t;
 }
 
+// This thread's part of a call, done once with nothing run: a call plist
+// read, its tool looked up, a result plist made.  After idle time the
+// caches are cold for Emacs's thread too (every step of a call took 5-15
+// times its hot time), and the worker's warm-up does not warm this one.
+void warm_main_thread(const Env& env) {
+  const Symbols& s = Env::sym();
+  emacs_value arguments[] = {env.intern(":code"), env.str("'agent-q::warm-up")};
+  emacs_value call[] = {s.id, env.str("warm"), s.name, env.str("evaluate_lisp"), s.arguments,
+                        env.call(s.list, 2, arguments)};
+  std::optional<std::string> id;
+  ToolCall tool_call = to_tool_call(env, env.call(s.list, 6, call), id);
+  ToolResult result;
+  result.id = tool_call.id;
+  result.success = root_with_tools().registry.resolve(tool_call.name) != nullptr;
+  result.content = "=> AGENT-Q::WARM-UP";
+  result.safety_level = SafetyLevel::Cautious;
+  result_to_plist(env, result);
+}
+
 // (sly-agent-q--module-wake-ahead WINDOW-MS WARM) → t when the idle worker was told.
 emacs_value wake_ahead(const Env& env, ptrdiff_t, emacs_value* args) {
   const std::intmax_t ms = env.to_integer(args[0]);
-  return env.boolean(root().lisp.wake_ahead(std::chrono::milliseconds(std::clamp<std::intmax_t>(ms, 0, 10000)),
-                                            !env.is_nil(args[1])));
+  const bool warm = !env.is_nil(args[1]);
+  const bool told = root().lisp.wake_ahead(std::chrono::milliseconds(std::clamp<std::intmax_t>(ms, 0, 10000)), warm);
+  if (told && warm) warm_main_thread(env);
+  return env.boolean(told);
 }
 
 emacs_value stats(const Env& env, ptrdiff_t, emacs_value*) {
@@ -475,7 +496,8 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-option-keys", 0, 0, entry<option_keys>,
         "The module's names of `sly-agent-q--module-options', in the order it takes their values.");
   defun(raw, "sly-agent-q--module-wake-ahead", 2, 2, entry<wake_ahead>,
-        "A call is on its way: an idle worker polls for WINDOW-MS; WARM: after a throwaway evaluation.\n"
+        "A call is on its way: an idle worker polls for WINDOW-MS; WARM: after a throwaway evaluation,\n"
+        "and this thread's part of a call is done once with nothing run.\n"
         "Never boots Lisp, never waits; t when the worker was told.\n\n(fn WINDOW-MS WARM)");
   defun(raw, "sly-agent-q--module-bench", 1, 2, entry<bench>,
         "For benchmarks: WHAT is \"stamps-on\", \"stamps-off\", \"stamps\" (the last call's steps, ns),\n"

@@ -75,7 +75,14 @@ Return their results."
     ;; REPL's history (*, +) is the last real evaluation's.
     (should (>= (plist-get (sly-agent-q-runtime-status) :jobs) (+ jobs 3)))
     (agentq-test-eval-ok "(+ 40 2)")
-    (should (sly-agent-q-runtime-wake-ahead))
+    ;; Emacs's side of a call, warmed too, is no call: not counted, no hook.
+    (let* ((calls (lambda () (plist-get (cdr (assoc "evaluate_lisp" (sly-agent-q-tool-stats))) :calls)))
+           (before (funcall calls))
+           (hooked nil)
+           (sly-agent-q-tool-execution-functions (list (lambda (&rest _) (setq hooked t)))))
+      (should (sly-agent-q-runtime-wake-ahead))
+      (should (= (funcall calls) before))
+      (should-not hooked))
     (sleep-for 0.02)
     (should (equal (agentq-test-eval-ok "(list * +)") "=> (42 (+ 40 2))")))
   ;; Off: nothing is told.
