@@ -387,12 +387,6 @@ person's or a model's.  The audit log leaves them out, and their look-ups
 of names that exist nowhere are not counted as failed calls (see
 `sly-agent-q-tool-stats').")
 
-(defun sly-agent-q--user-call-p ()
-  "Non-nil when the call being made is the person's own.
-That is, `sly-agent-q-call-origin' is \"user\" or the front end's own
-\(`sly-agent-q-ui-origin').  The module asks this at each call."
-  (member sly-agent-q-call-origin (list "user" sly-agent-q-ui-origin)))
-
 (defmacro sly-agent-q--as-user (&rest body)
   "Run BODY, the person's own doing, with `sly-agent-q-call-origin' \"user\".
 An origin already bound (the front end's own, an integration's) stays."

@@ -23,9 +23,33 @@ EmacsCallContext::EmacsCallContext(const Env& env, bool structured)
 EmacsCallContext::EmacsCallContext(const Env& env, bool structured, bool user)
     : env_(env), start_(Clock::now()), next_tick_(start_ + kFirstTick), user_(user), structured_(structured) {}
 
-bool user_call(const Env& env) {
+namespace {
+
+// VALUE's text when it is a string of valid text, else nullopt.
+std::optional<std::string> text_of(const Env& env, emacs_value value) {
+  if (!env.eq(env.type_of(value), Env::sym().string)) return std::nullopt;
   try {
-    return !env.is_nil(env.call(Env::sym().user_call_p, {}));
+    return env.to_string(value);
+  } catch (const NonLocalExit&) {
+    env.clear_unless_quit();  // raw bytes: no origin we know
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+CallOrigin call_origin(const Env& env, emacs_value origin, emacs_value ui_origin) {
+  std::optional<std::string> text = text_of(env, origin);
+  CallOrigin result;
+  result.ui = text && text == text_of(env, ui_origin);
+  result.user = result.ui || text == "user";
+  return result;
+}
+
+bool user_call(const Env& env) {
+  const Symbols& s = Env::sym();
+  try {
+    return call_origin(env, env.call(s.symbol_value, {s.call_origin}), env.call(s.symbol_value, {s.ui_origin})).user;
   } catch (const NonLocalExit&) {
     env.clear_unless_quit();  // a quit stays pending for the call to see
     return false;

@@ -63,9 +63,19 @@ class EmacsCallContext final : public CallContext {
   bool structured_;
 };
 
-// True when the call being made is the person's own: what
-// (sly-agent-q--user-call-p) says of sly-agent-q-call-origin.  False when
-// it cannot say (an agent's call: the safe side).
+// What a call's ORIGIN (a value of sly-agent-q-call-origin) makes it,
+// given UI-ORIGIN (sly-agent-q-ui-origin's value), compared as text: the
+// front end's own call for UI-ORIGIN, the person's own for "user" and for
+// the front end's; anything else (nil, a symbol, other text) an agent's.
+struct CallOrigin {
+  bool user = false;
+  bool ui = false;
+};
+CallOrigin call_origin(const Env& env, emacs_value origin, emacs_value ui_origin);
+
+// Whether the call being made is the person's own: call_origin of the two
+// variables' values now.  False when it cannot say (an agent's call: the
+// safe side).
 bool user_call(const Env& env);
 
 // Serves an Emacs Lisp form for Lisp: (sly-agent-q--eval-for-lisp FORM).

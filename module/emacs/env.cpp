@@ -67,7 +67,9 @@ void Env::init_symbols(emacs_env* env) {
   s.call_elisp_check = global(env, "sly-agent-q--call-elisp-check");
   s.waiting = global(env, "sly-agent-q--waiting");
   s.eval_for_lisp = global(env, "sly-agent-q--eval-for-lisp");
-  s.user_call_p = global(env, "sly-agent-q--user-call-p");
+  s.symbol_value = global(env, "symbol-value");
+  s.call_origin = global(env, "sly-agent-q-call-origin");
+  s.ui_origin = global(env, "sly-agent-q-ui-origin");
   s.count_not_found = global(env, "sly-agent-q--count-not-found");
   s.module_call_ended = global(env, "sly-agent-q--module-call-ended");
   s.lisp_used = global(env, "sly-agent-q--lisp-used");

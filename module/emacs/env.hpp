@@ -34,7 +34,8 @@ struct Symbols {
   emacs_value execution_time_ms, safety_level, approved;
   emacs_value before, after, error_phase;
   emacs_value approved_kw, denied_kw, modified_kw;
-  emacs_value sly_agent_q_error, call_elisp_handler, call_elisp_check, waiting, eval_for_lisp, user_call_p;
+  emacs_value sly_agent_q_error, call_elisp_handler, call_elisp_check, waiting, eval_for_lisp;
+  emacs_value symbol_value, call_origin, ui_origin;  // sly-agent-q-call-origin, sly-agent-q-ui-origin
   emacs_value count_not_found, module_call_ended, lisp_used;
   // Keywords that tool calls use all the time, with their names: matched
   // with eq before falling back to symbol-name.

@@ -82,28 +82,23 @@ emacs_value run_call(const Env& env, const ExecutionOptions& options, Read read)
   return plist;
 }
 
-// (sly-agent-q--module-execute CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)
-emacs_value execute(const Env& env, ptrdiff_t, emacs_value* args) {
-  EmacsCallContext context(env);
-  ExecutionOptions options = options_for(env, args[1], args[2], context);
-  std::vector<emacs_value> calls = call_values(env, args[0]);
+// Runs the tool CALLS (an Elisp list of calls) with OPTIONS; their result
+// plists, as a list.
+emacs_value run_calls(const Env& env, emacs_value calls, const ExecutionOptions& options) {
+  std::vector<emacs_value> values = call_values(env, calls);
   std::vector<emacs_value> results;
-  for (emacs_value value : calls)
+  results.reserve(values.size());
+  for (emacs_value value : values)
     results.push_back(run_call(env, options, [&](std::optional<std::string>& id) {
       return to_tool_call(env, value, id);
     }));
   return env.call(Env::sym().list, static_cast<ptrdiff_t>(results.size()), results.data());
 }
 
-// VALUE's text when it is a string of valid text, else nullopt.
-std::optional<std::string> text_of(const Env& env, emacs_value value) {
-  if (!env.eq(env.type_of(value), Env::sym().string)) return std::nullopt;
-  try {
-    return env.to_string(value);
-  } catch (const NonLocalExit&) {
-    env.clear_unless_quit();  // raw bytes: no origin we know
-    return std::nullopt;
-  }
+// (sly-agent-q--module-execute CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS)
+emacs_value execute(const Env& env, ptrdiff_t, emacs_value* args) {
+  EmacsCallContext context(env);
+  return run_calls(env, args[0], options_for(env, args[1], args[2], context));
 }
 
 // (sly-agent-q--module-run-tool-calls CALLS APPROVAL-FUNCTION HOOK-FUNCTIONS
@@ -121,20 +116,12 @@ emacs_value run_tool_calls(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   sync_options(env, args + 7, static_cast<std::size_t>(nargs - 7));
   if (!env.is_nil(args[5])) env.call(s.module_call_ended, {});
   if (env.is_nil(args[6])) env.call(s.lisp_used, {});
-  std::optional<std::string> origin = text_of(env, args[3]);
-  const bool ui = origin && origin == text_of(env, args[4]);
-  EmacsCallContext context(env, false, ui || origin == "user");
+  const CallOrigin origin = call_origin(env, args[3], args[4]);
+  EmacsCallContext context(env, false, origin.user);
   try {
     ExecutionOptions options = options_for(env, args[1], args[2], context);
-    if (ui) options.hooks.insert(options.hooks.begin(), elisp_hook(env, s.count_not_found));
-    std::vector<emacs_value> calls = call_values(env, args[0]);
-    std::vector<emacs_value> results;
-    results.reserve(calls.size());
-    for (emacs_value value : calls)
-      results.push_back(run_call(env, options, [&](std::optional<std::string>& id) {
-        return to_tool_call(env, value, id);
-      }));
-    emacs_value list = env.call(s.list, static_cast<ptrdiff_t>(results.size()), results.data());
+    if (origin.ui) options.hooks.insert(options.hooks.begin(), elisp_hook(env, s.count_not_found));
+    emacs_value list = run_calls(env, args[0], options);
     if (context.ran_elisp()) env.call(s.module_call_ended, {});
     return list;
   } catch (...) {
