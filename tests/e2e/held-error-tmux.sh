@@ -25,16 +25,7 @@ command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77
 work=$(mktemp -d)
 trap 'cleanup; rm -rf "$work"' EXIT
 
-cat > "$work/setup.el" <<ELISP
-;;; setup.el --- the held-error test's provider -*- lexical-binding: t; -*-
-(add-to-list 'load-path "$root/tests/elisp")
-(require 'sly-agent-q-fake-provider)
-(defvar agentq-e2e-server (sly-agent-q-fake-provider-start))
-(setq sly-agent-q-backends
-      (list (list :name "fake" :type 'openai :url (sly-agent-q-fake-provider-url agentq-e2e-server)
-                  :model "fake-model" :key "sk-e2e"))
-      sly-agent-q-backend "fake"
-      sly-agent-q-session-directory "$work/sessions/")
+{ fake_provider_setup "the held-error test"; cat <<ELISP; } > "$work/setup.el"
 (defun agentq-e2e-say (text)
   "The model's next turn: TEXT."
   (sly-agent-q-fake-provider-push

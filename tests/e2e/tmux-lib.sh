@@ -110,6 +110,23 @@ quit_emacs() {
   done
 }
 
+# The head of a $work/setup.el that starts the fake provider
+# (tests/elisp/sly-agent-q-fake-provider.el) as the chat's backend, for
+# TEST (its name in the header line); the test appends the model's turns.
+fake_provider_setup() {
+  cat <<ELISP
+;;; setup.el --- $1's provider -*- lexical-binding: t; -*-
+(add-to-list 'load-path "$root/tests/elisp")
+(require 'sly-agent-q-fake-provider)
+(defvar agentq-e2e-server (sly-agent-q-fake-provider-start))
+(setq sly-agent-q-backends
+      (list (list :name "fake" :type 'openai :url (sly-agent-q-fake-provider-url agentq-e2e-server)
+                  :model "fake-model" :key "sk-e2e"))
+      sly-agent-q-backend "fake"
+      sly-agent-q-session-directory "$work/sessions/")
+ELISP
+}
+
 # Starts Emacs, loads $work/setup.el (which starts the fake provider) and
 # opens the chat with M-x, as a person does.
 start_fake_chat() {
