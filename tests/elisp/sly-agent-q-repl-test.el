@@ -20,6 +20,17 @@ Return what the REPL printed before it."
     (should-not sly-agent-q-repl--job)
     (string-trim (replace-regexp-in-string "[^ \n>]*> \\'" "" (buffer-substring-no-properties (min start (point-max)) (point-max))))))
 
+(defun agentq-repl-settle ()
+  "Wait up to 20 s for the REPL's job to end, aborting its debugger if it shows."
+  (let ((deadline (+ (float-time) 20)))
+    (while (and sly-agent-q-repl--job (not (sly-agent-q-debugger-waiting-p))
+                (< (float-time) deadline))
+      (accept-process-output nil 0.02))
+    (when (sly-agent-q-debugger-waiting-p)
+      (with-current-buffer sly-agent-q-debugger-buffer-name (sly-agent-q-debugger-abort)))
+    (while (and sly-agent-q-repl--job (< (float-time) deadline))
+      (accept-process-output nil 0.02))))
+
 (ert-deftest sly-agent-q-repl/evaluates-and-shares-the-session ()
   (agentq-test-with-repl
     (should (string-match-p "CL-USER> \\'" (buffer-string)))
@@ -86,14 +97,7 @@ incomplete; incomplete input still only continues the line."
           ;; RET again on the same input: sent as it is, Lisp's reading answers.
           (sly-agent-q-repl-return)
           (should sly-agent-q-repl--job)
-          (let ((deadline (+ (float-time) 20)))
-            (while (and sly-agent-q-repl--job (not (sly-agent-q-debugger-waiting-p))
-                        (< (float-time) deadline))
-              (accept-process-output nil 0.02))
-            (when (sly-agent-q-debugger-waiting-p)
-              (with-current-buffer sly-agent-q-debugger-buffer-name (sly-agent-q-debugger-abort)))
-            (while (and sly-agent-q-repl--job (< (float-time) deadline))
-              (accept-process-output nil 0.02)))
+          (agentq-repl-settle)
           (should-not sly-agent-q-repl--job))
         ;; Lisp busy with another call: not checked (the check would wait,
         ;; Emacs with it), sent to wait its turn; Lisp's reading answers.
@@ -107,14 +111,7 @@ incomplete; incomplete input still only continues the line."
           (sly-agent-q-repl-return)
           (should sly-agent-q-repl--job)
           (should-not (cl-find-if (lambda (text) (string-prefix-p "Not sent" text)) said))
-          (let ((deadline (+ (float-time) 20)))
-            (while (and sly-agent-q-repl--job (not (sly-agent-q-debugger-waiting-p))
-                        (< (float-time) deadline))
-              (accept-process-output nil 0.02))
-            (when (sly-agent-q-debugger-waiting-p)
-              (with-current-buffer sly-agent-q-debugger-buffer-name (sly-agent-q-debugger-abort)))
-            (while (and sly-agent-q-repl--job (< (float-time) deadline))
-              (accept-process-output nil 0.02)))
+          (agentq-repl-settle)
           (should-not sly-agent-q-repl--job)
           (should (string-match-p "AGENTQ-NO-SUCH-PKG" (buffer-string)))
           (ignore other))
