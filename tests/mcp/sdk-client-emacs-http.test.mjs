@@ -21,6 +21,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 import { startHttpServer } from './http-server.mjs';
 import { recordMessages } from './record-messages.mjs';
+import { textOf } from './results.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../..');
@@ -46,11 +47,6 @@ async function connect(name, received) {
   await client.connect(transport);
   clients.push(client);
   return client;
-}
-
-function textOf(result) {
-  assert.equal(result.content.length, 1);
-  return result.content[0].text;
 }
 
 before(async () => {

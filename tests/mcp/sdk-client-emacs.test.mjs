@@ -22,6 +22,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 
 import { recordMessages } from './record-messages.mjs';
 import { worldTouchingForms } from './world-forms.mjs';
+import { textOf, holdError } from './results.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '../..');
@@ -50,12 +51,6 @@ function startEmacs() {
   // A killed Emacs leaves its socket behind (the new one replaces it).
   fs.rmSync(socket, { force: true });
   return startServingEmacs(socket, { AGENTQ_ALLOWED_DIR: project });
-}
-
-function textOf(result) {
-  assert.equal(result.content.length, 1);
-  assert.equal(result.content[0].type, 'text');
-  return result.content[0].text;
 }
 
 async function evaluate(code, options) {
@@ -246,18 +241,7 @@ test("an agent's code that writes a file asks in Emacs; denied, nothing is writt
 });
 
 test('evaluate_lisp with debug holds an error in Emacs; invoke_restart goes on from it, Emacs serving meanwhile, its approvals asked', async () => {
-  const held = await client.callTool({ name: 'evaluate_lisp',
-    arguments: { code: '(list :got (restart-case (error "boom") (use-it (v) :report "Use a value" v)))', debug: true } });
-  assert.equal(held.isError, true);
-  const text = textOf(held);
-  const match = text.match(/^\[ERROR\] SIMPLE-ERROR \(held: condition (\d+)\)\nboom\n/);
-  assert.ok(match, text);
-  assert.match(text, /\[Restarts\]\n0: \[USE-IT\] Use a value/);
-  const id = Number(match[1]);
-  // The worker in Emacs is free while the error is held.
-  assert.equal(textOf(await evaluate('(+ 1 2)')), '=> 3');
-  const frames = await client.callTool({ name: 'backtrace', arguments: { condition_id: id } });
-  assert.match(textOf(frames), new RegExp(`^Condition ${id}: SIMPLE-ERROR: boom`));
+  const id = await holdError(client);
   // Values that touch the world are an agent's code: asked in Emacs, as
   // from MCP; denied, nothing runs and the error stays held.
   const target = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agentq-sdk-held-')), 'written.txt');

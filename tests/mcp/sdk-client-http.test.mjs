@@ -21,6 +21,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 import { startHttpServer } from './http-server.mjs';
 import { recordMessages } from './record-messages.mjs';
+import { textOf } from './results.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -40,12 +41,6 @@ async function connect(name = 'sly-agent-q-sdk-http-test') {
   await client.connect(transport);
   clients.push(client);
   return [client, transport];
-}
-
-function textOf(result) {
-  assert.equal(result.content.length, 1);
-  assert.equal(result.content[0].type, 'text');
-  return result.content[0].text;
 }
 
 function evaluate(client, code, options) {

@@ -20,6 +20,7 @@ import { EmptyResultSchema, ErrorCode, McpError } from '@modelcontextprotocol/sd
 
 import { recordMessages } from './record-messages.mjs';
 import { worldTouchingForms } from './world-forms.mjs';
+import { textOf, holdError } from './results.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(here, '../../build/sly-agent-q-mcp');
@@ -50,12 +51,6 @@ async function connect(args = []) {
 
 async function evaluate(code, options) {
   return client.callTool({ name: 'evaluate_lisp', arguments: { code } }, undefined, options);
-}
-
-function textOf(result) {
-  assert.equal(result.content.length, 1);
-  assert.equal(result.content[0].type, 'text');
-  return result.content[0].text;
 }
 
 before(async () => {
@@ -164,17 +159,7 @@ test("evaluate_lisp: an agent's code that touches the world is denied headless, 
 });
 
 test('evaluate_lisp with debug holds an error; invoke_restart goes on from it, the worker serving meanwhile', async () => {
-  const held = await client.callTool({ name: 'evaluate_lisp',
-    arguments: { code: '(list :got (restart-case (error "boom") (use-it (v) :report "Use a value" v)))', debug: true } });
-  assert.equal(held.isError, true);
-  const text = textOf(held);
-  const match = text.match(/^\[ERROR\] SIMPLE-ERROR \(held: condition (\d+)\)\nboom\n/);
-  assert.ok(match, text);
-  assert.match(text, /\[Restarts\]\n0: \[USE-IT\] Use a value/);
-  const id = Number(match[1]);
-  assert.equal(textOf(await evaluate('(+ 1 2)')), '=> 3');
-  const frames = await client.callTool({ name: 'backtrace', arguments: { condition_id: id } });
-  assert.match(textOf(frames), new RegExp(`^Condition ${id}: SIMPLE-ERROR: boom`));
+  const id = await holdError(client);
   // Headless, an agent's values that only compute ask nothing.
   const resumed = await client.callTool({ name: 'invoke_restart', arguments: { condition_id: id, restart: 'USE-IT', values: '42' } });
   assert.equal(resumed.isError, false, textOf(resumed));
