@@ -21,7 +21,6 @@ void Lisp::boot() {
 
 void Lisp::start_boot() { runtime_.start_boot(); }
 
-void Lisp::set_worker_poll(std::chrono::microseconds poll) { runtime_.set_worker_poll(poll); }
 
 LispStatus Lisp::status() const {
   ecl::RuntimeStatus runtime = runtime_.status();

@@ -69,8 +69,6 @@ class Lisp {
   void restart_worker();
   // Starts booting and returns at once (Runtime::start_boot).
   void start_boot();
-  // How long the worker polls after a job (Runtime::set_worker_poll).
-  void set_worker_poll(std::chrono::microseconds poll);
   // A call is on its way: the worker polls for WINDOW (Runtime::wake_ahead).
   bool wake_ahead(std::chrono::milliseconds window, bool warm);
   // Stops the runtime for good (Runtime::shutdown).

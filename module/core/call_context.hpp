@@ -81,6 +81,14 @@ class CallContext {
   // a tool with an output schema then makes ToolOutput::structured too.
   virtual bool wants_structured() const { return false; }
 
+  // True when this caller's next call usually follows within microseconds
+  // (Emacs's own synchronous calls: an agent's tool calls, a completion
+  // after each key): after its job the runtime's worker polls a short while
+  // for the next one instead of sleeping.  False (an MCP client, an
+  // asynchronous call): the worker sleeps at once, since its poll would
+  // keep a CPU from the rest of the machine for a call that comes later.
+  virtual bool calls_in_bursts() const { return false; }
+
   // Asks whoever stands behind the call whether an agent's code may touch
   // the world: FORM is the Emacs Lisp approval question
   // (sly-agent-q--approve-agent-code …); the answer's text is what it

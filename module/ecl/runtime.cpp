@@ -203,6 +203,7 @@ EvalOutcome Runtime::evaluate(EvalRequest given, CallContext& context) {
             "[ERROR] INTERRUPTED\nThe evaluation was withdrawn before it started (quit by the user): the Lisp "
             "session was still unwinding an earlier evaluation."};
   auto job = impl.make_job(std::move(given));
+  job->poll_after = context.calls_in_bursts();
   auto start = Clock::now();
   auto deadline = Clock::time_point::max();
   if (job->request.timeout.count() > 0 && job->request.timeout < std::chrono::hours(24 * 365))
@@ -263,9 +264,6 @@ bool Runtime::wake_ahead(std::chrono::milliseconds window, bool warm) {
   return true;
 }
 
-void Runtime::set_worker_poll(std::chrono::microseconds poll) {
-  impl_->worker_poll_ns.store(std::chrono::nanoseconds(poll).count(), std::memory_order_relaxed);
-}
 
 void Runtime::set_heap_limit(std::size_t bytes) {
   Impl& impl = *impl_;

@@ -119,13 +119,6 @@ class Runtime {
   // left to run on at the lowest priority.
   void restart_worker();
 
-  // How long the worker polls for the next job after each one before it
-  // sleeps: 2 ms unless set (Emacs's calls come in bursts).  A poll keeps a
-  // CPU busy, and makes the worker a CPU hog in the scheduler's eyes, so
-  // that on a loaded machine it waits behind others when woken: a server
-  // whose calls come from a client far away (sly-agent-q-mcp) sets 0.
-  void set_worker_poll(std::chrono::microseconds poll);
-
   // Heap limit in bytes for the Lisp heap (0 ⇒ ECL's default).  Takes effect
   // at boot, or before the next job when already booted.
   void set_heap_limit(std::size_t bytes);

@@ -97,6 +97,9 @@ struct Job {
   // 0 when none waits.  Repeated: one landing where Lisp holds interrupts
   // off, or before the job's debugger is set up, does nothing.
   std::atomic<std::int64_t> break_due_ns{0};
+  // Its caller's CallContext::calls_in_bursts: the worker polls for the
+  // next job after this one (kWorkerPoll) instead of sleeping at once.
+  bool poll_after = false;
 };
 
 // A request of Lisp code to the host (eval-in-emacs), answered by the job's
@@ -239,10 +242,6 @@ struct Runtime::Impl {
   std::atomic<std::uint64_t> replaced_workers{0};
   std::atomic<std::int64_t> held_threads{0};  // former workers holding an error (lisp/held-errors.lisp)
   std::atomic<std::int64_t> retired_running{0};  // retired workers still in Lisp
-
-  // How long the worker polls for the next job after one, in ns:
-  // kWorkerPoll unless Runtime::set_worker_poll said otherwise.
-  std::atomic<std::int64_t> worker_poll_ns{std::chrono::nanoseconds(kWorkerPoll).count()};
 
   // Set by set_heap_limit, applied by the worker before its next job.
   std::atomic<std::size_t> pending_heap_limit{0};

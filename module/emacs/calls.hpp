@@ -44,6 +44,7 @@ class EmacsCallContext final : public CallContext {
   EmacsCallContext(const Env& env, bool structured, bool user);
   bool poll() override;
   bool wants_structured() const override { return structured_; }
+  bool calls_in_bursts() const override { return true; }
   bool cancelled() const override { return quit_ || env_.exit_pending(); }
   HostAnswer eval_in_host(const std::string& form) override;
   bool user_origin() const override { return user_; }

@@ -172,21 +172,9 @@ int bridge(const Options& options, const ProtocolFds& fds) {
   return 0;
 }
 
-// The worker sleeps as soon as it has answered, instead of polling 2 ms
-// for the next call as in Emacs: an agent's next call comes milliseconds to
-// seconds later, and a poll only took a CPU from everything else, and made
-// the worker one the scheduler lets wait when it is woken.  bench/mcp_tail,
-// 2026-11-28, load 3.1-3.4 on 2 CPUs, one CPU kept busy, in turns (2 runs):
-// with the poll p50 3.5-3.6 ms and 61-63% of calls over 1 ms, without it
-// 66-85 us and 2.9-8.6% (cl-mcp-server beside them: 0.9-1.1%); quiet p50
-// 34-36 against 43 us.  Back to back (mcp_roundtrip, 20,000 calls) p50
-// 13.0 against 21.9 us, mean 23.7 against 25.3 us.
-constexpr auto kHeadlessWorkerPoll = std::chrono::microseconds(0);
-
 // Headless: this process's own ECL and the Lisp-side tools.
 int headless(const Options& options, const ProtocolFds& fds) {
   app::Services& services = app::services_with_tools();
-  services.lisp.set_worker_poll(kHeadlessWorkerPoll);
   app::LispStatus status = services.lisp.status();
   if (!status.alive)
     log(LogLevel::Error, "the Lisp runtime did not boot: only the tools that need no Lisp will work");

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <thread>
 #include <vector>
 
@@ -60,16 +61,41 @@ TEST(Runtime, StartBootReturnsAndTheRuntimeComesUpWithoutACall) {
   expect_alive();
 }
 
-// sly-agent-q-mcp's setting: no poll after a job, the worker sleeps at
-// once; each next job wakes it, whether it comes at once or later.
-TEST(Runtime, AWorkerThatDoesNotPollTakesEveryJob) {
-  Runtime::instance().set_worker_poll(0us);
+// A caller whose next call follows at once (Emacs's own synchronous calls).
+class BurstCallContext final : public CallContext {
+ public:
+  bool calls_in_bursts() const override { return true; }
+};
+
+// The worker polls for the next job only after a burst caller's: after
+// anyone else's (an MCP client's) it sleeps at once.  Either way each next
+// job wakes it, whether it comes at once or later.
+TEST(Runtime, AWorkerTakesEveryJobWhetherItPollsOrSleeps) {
   for (int i = 0; i < 200; ++i) {
-    expect_alive();
+    EvalRequest request;
+    request.code = "(+ 1 2)";
+    BurstCallContext burst;
+    NullCallContext other;
+    EvalOutcome outcome = Runtime::instance().evaluate(request, i % 3 == 0 ? static_cast<CallContext&>(burst) : other);
+    EXPECT_EQ(outcome.text, "=> 3");
     if (i % 20 == 0) std::this_thread::sleep_for(1ms);
   }
-  Runtime::instance().set_worker_poll(2ms);
   expect_alive();
+}
+
+// After a call that does not come in bursts nothing polls: the process
+// uses (almost) no CPU while it waits for the next call.
+TEST(Runtime, NoPollAfterACallThatDoesNotComeInBursts) {
+  auto cpu = [] {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+  };
+  expect_alive();  // a NullCallContext's call
+  auto before = cpu();
+  std::this_thread::sleep_for(50ms);
+  auto used = cpu() - before;
+  EXPECT_LT(used, std::chrono::microseconds(1500)) << "CPU used while idle: " << std::chrono::duration<double, std::micro>(used).count() << " us";
 }
 
 TEST(Runtime, MultipleValuesAndOutputSections) {
