@@ -7,6 +7,8 @@
 //
 //   floor_stdio     bench/null_responder: answers each line, does nothing
 //   floor_http      bench/http_null_responder: the same over loopback HTTP
+//   floor_ecl_stdio bench/ecl_responder: ECL reads, evaluates and prints
+//                   (+ 1 2) per line on one thread, none of our work
 //   headless_stdio  sly-agent-q-mcp, its own ECL, over pipes
 //   headless_http   sly-agent-q-mcp --http 0
 //   emacs_stdio     sly-agent-q-mcp --emacs SOCKET, against a batch Emacs
@@ -438,6 +440,9 @@ int main(int argc, char** argv) {
   };
   add("floor_stdio", false, {build + "/null_responder"}).initialize = false;
   add("floor_http", true, {build + "/http_null_responder"}).initialize = false;
+  // What any server on ECL pays: ECL reads, evaluates and prints (+ 1 2)
+  // for each line on its one thread, none of our work (the ECL floor).
+  add("floor_ecl_stdio", false, {build + "/ecl_responder"}).initialize = false;
   add("headless_stdio", false, {mcp});
   Server& headless_http = add("headless_http", true, {mcp, "--http", "0", "--http-token-file", tmp + "/h.token"});
   headless_http.token_file = tmp + "/h.token";
@@ -511,9 +516,12 @@ int main(int argc, char** argv) {
   report("busy", servers, true);
   Server& floor_stdio = *owned[0];
   Server& floor_http = *owned[1];
-  Server& headless_stdio = *owned[2];
+  Server& floor_ecl = *owned[2];
+  Server& headless_stdio = *owned[3];
   for (const char* condition : {"quiet", "busy"}) {
     ratio(condition, headless_stdio, floor_stdio, 0.99, "p99", 2);
+    // Whether the target is above this machine's floor for a server on ECL.
+    ratio(condition, floor_ecl, floor_stdio, 0.99, "p99", 2);
     ratio(condition, headless_http, floor_http, 0.99, "p99", 2);
     ratio(condition, emacs_stdio, headless_stdio, 0.5, "p50", 3);
     ratio(condition, emacs_http, headless_http, 0.5, "p50", 3);
