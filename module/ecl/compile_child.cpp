@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -28,15 +29,35 @@ namespace {
 
 // The private directories made and not yet removed: removed at exit too
 // (an Emacs that quits while a batch compiles would leave them in /tmp).
-std::mutex g_directories_mutex;
+// Held across a directory's making and its registration, so that the
+// exit's removal sees every directory made.
+std::timed_mutex g_directories_mutex;
+// How long the exit waits for a thread making or removing a directory.
+constexpr auto kExitLockWait = std::chrono::milliseconds(200);
 std::set<std::string> g_directories;
 
 // The compile child's SIGTERM, which the kernel sends when the thread
 // that forked it ends (with its process, however that ends): the child
 // removes the private directories it knew at the fork (its batch's) and
 // ends.  System calls only: the signal may come inside malloc or the
-// collector.  (With SIGKILL, the child died and left them in /tmp.)
+// collector.  (With SIGKILL, the child died and left them in /tmp.)  The
+// compiler it runs (gcc, cc1, as, ld: its process group) is stopped and
+// reaped first: one still writing an object file into a directory would
+// keep it from being removed.  Our own SIGTERM stays blocked in here.
 void end_compile_child(int) {
+  int saved = errno;
+  if (getpgrp() == getpid()) kill(0, SIGTERM);  // never Emacs's group (setpgid failed)
+  // At most 2 s: a compiler that ignores SIGTERM does not keep this child.
+  for (int tick = 0; tick < 200;) {
+    pid_t reaped = waitpid(-1, nullptr, WNOHANG);
+    if (reaped < 0 && errno != EINTR) break;  // none left
+    if (reaped == 0) {
+      timespec pause{0, 10 * 1000 * 1000};
+      nanosleep(&pause, nullptr);
+      ++tick;
+    }
+  }
+  errno = saved;
   for (const std::string& path : g_directories) remove_flat_directory(path.c_str());
   _exit(1);
 }
@@ -180,7 +201,7 @@ cl_object wait_child(cl_object pid_object, cl_object timeout_object, cl_object s
 }
 
 void remove_directories_at_exit() {
-  std::unique_lock lock(g_directories_mutex, std::try_to_lock);  // never wait at exit
+  std::unique_lock lock(g_directories_mutex, kExitLockWait);  // never wait long at exit
   if (!lock.owns_lock()) return;
   for (const std::string& path : g_directories) remove_flat_directory(path.c_str());
   g_directories.clear();
@@ -196,11 +217,9 @@ cl_object make_private_directory() {
     path = (tmp && *tmp) ? tmp : "/tmp";
     if (path.back() != '/') path += '/';
     path += "sly-agent-q-compile-XXXXXX";
+    std::lock_guard lock(g_directories_mutex);
     made = mkdtemp(path.data()) != nullptr;
-    if (made) {
-      std::lock_guard lock(g_directories_mutex);
-      g_directories.insert(path);
-    }
+    if (made) g_directories.insert(path);
     path += '/';
   });
   return one_value(made ? make_lisp_string(path) : ECL_NIL);
