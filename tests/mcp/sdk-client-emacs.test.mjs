@@ -122,6 +122,26 @@ test('resources and prompts through Emacs: a symbol defined in that session', as
   assert.match(prompt.messages[0].content.text, /Triples\./);
 });
 
+test('lisp://session/systems through Emacs: the systems loaded in that session, read without asking', async () => {
+  const { resources } = await client.listResources();
+  assert.ok(resources.some((r) => r.uri === 'lisp://session/systems'), JSON.stringify(resources));
+  // That Emacs's approval function says no to every question asked here:
+  // a read that asked would fail.
+  const loaded = await client.callTool({ name: 'load_system', arguments: { name: 'uiop' } });
+  assert.equal(loaded.isError, false, textOf(loaded));
+  const { contents } = await client.readResource({ uri: 'lisp://session/systems' });
+  assert.equal(contents[0].uri, 'lisp://session/systems');
+  assert.match(contents[0].text, /^\d+ ASDF systems loaded \(ASDF [\d.]+\):\n/);
+  assert.match(contents[0].text, /^- uiop [\d.]+ \(no \.asd file\)$/m);
+  const filtered = await client.callTool({ name: 'list_systems', arguments: { filter: 'uiop' } });
+  assert.equal(filtered.isError, false, textOf(filtered));
+  assert.equal(filtered.structuredContent.total, 1);
+  assert.equal(filtered.structuredContent.systems[0].name, 'uiop');
+  const wrong = await client.callTool({ name: 'list_systems', arguments: { limit: 0 } });
+  assert.equal(wrong.isError, true);
+  assert.equal(textOf(wrong), "Invalid argument 'limit': at least 1, got 0");
+});
+
 test('evaluate_lisp through Emacs gives structuredContent too, values and error', async () => {
   // The SDK validates structuredContent against the outputSchema it listed.
   await client.listTools();
