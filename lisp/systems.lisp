@@ -1,4 +1,5 @@
-;;;; systems.lisp — the load_system tool: ASDF systems loaded into the session.
+;;;; systems.lisp — the load_system tool: ASDF systems loaded into the session;
+;;;; describe_system, and list_systems (what is loaded, from memory alone).
 ;;;;
 ;;;; ASDF is ECL's bundled one, required on the first call rather than at
 ;;;; boot (it brings ECL's C compiler with it: 0.3-0.6 s).  Systems are
@@ -648,3 +649,101 @@ name, (:VERSION name v), (:FEATURE f name), (:REQUIRE name)), or NIL."
                      (error (condition)
                        (values nil (format nil "[ERROR] ~A~%~A" (type-name condition)
                                            (one-line (condition-message condition))))))))))
+
+;;;; list_systems
+;;;;
+;;;; Safe, so that it may back the MCP resource lisp://session/systems:
+;;;; it reads ASDF's tables in memory and nothing else.  It never loads
+;;;; ASDF, and never calls FIND-SYSTEM (which reads an .asd file, and
+;;;; reads it again when it changed) nor ALREADY-LOADED-SYSTEMS (which
+;;;; goes from each name through FIND-SYSTEM): each registered system is
+;;;; taken by REGISTERED-SYSTEM, and asked with the object itself whether
+;;;; it is loaded, its version, and its .asd's name.
+
+(defparameter +list-systems-output-schema+
+  "{\"type\":\"object\",\"properties\":{
+     \"asdf_loaded\":{\"type\":\"boolean\",\"description\":\"False when ASDF is not loaded in the session: then no system is loaded either.\"},
+     \"asdf_version\":{\"type\":\"string\"},
+     \"total\":{\"type\":\"integer\",\"description\":\"How many loaded systems match the filter; more than systems holds when cut at limit.\"},
+     \"systems\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{
+        \"name\":{\"type\":\"string\"},
+        \"version\":{\"type\":\"string\",\"description\":\"Absent when the system has none.\"},
+        \"directory\":{\"type\":\"string\",\"description\":\"The directory of its .asd file; absent for a system without one (ASDF's own, one defined in the session).\"}},
+        \"required\":[\"name\"],\"additionalProperties\":false}},
+     \"filter\":{\"type\":\"string\",\"description\":\"The filter asked for, when one was.\"}},
+   \"required\":[\"asdf_loaded\",\"total\",\"systems\"]}"
+  "The JSON schema of list_systems's structured result.")
+
+(defun loaded-system-entries ()
+  "The ASDF systems loaded in the session, sorted by name, each as
+\(NAME VERSION DIRECTORY) (VERSION and DIRECTORY strings or NIL), from
+ASDF's tables in memory alone: no file is read or probed, no system
+searched for.  ASDF must be loaded."
+  (let ((entries '()))
+    (dolist (name (asdf-call "REGISTERED-SYSTEMS"))
+      (let ((system (ignore-errors (asdf-call "REGISTERED-SYSTEM" name))))
+        (when (and system (ignore-errors (asdf-call "COMPONENT-LOADED-P" system)))
+          (let ((version (ignore-errors (asdf-call "COMPONENT-VERSION" system)))
+                (file (ignore-errors (asdf-call "SYSTEM-SOURCE-FILE" system))))
+            (push (list (string name)
+                        (and (stringp version) (plusp (length version)) version)
+                        ;; The .asd's directory, by taking its name apart.
+                        (and (pathnamep file)
+                             (ignore-errors
+                              (namestring (make-pathname :name nil :type nil :version nil :defaults file)))))
+                  entries)))))
+    (sort entries #'string< :key #'first)))
+
+(defun list-systems (arguments)
+  "The list_systems tool: its text and, for a caller that takes one, the
+same as a structured result (+LIST-SYSTEMS-OUTPUT-SCHEMA+)."
+  (let* ((filter (let ((given (gethash "filter" arguments)))
+                   (and (stringp given) (plusp (length (string-trim " " given))) (string-trim " " given))))
+         (limit (max 1 (min 1000 (or (gethash "limit" arguments) 100)))))
+    (unless (find-package "ASDF")
+      (when *want-structure*
+        (note-structured-result (append (list :asdf_loaded :false :total 0 :systems (vector))
+                                        (and filter (list :filter filter)))))
+      (return-from list-systems
+        "ASDF is not loaded in this session, so no ASDF system is loaded. list_systems does not load it; load_system does (then the system asked for)."))
+    (let* ((asdf-version (let ((version (ignore-errors (asdf-call "ASDF-VERSION"))))
+                           (and (stringp version) version)))
+           (loaded (loaded-system-entries))
+           (matching (if filter
+                         (remove-if-not (lambda (entry) (search filter (first entry) :test #'char-equal)) loaded)
+                         loaded))
+           (shown (subseq matching 0 (min limit (length matching)))))
+      (when *want-structure*
+        (note-structured-result
+         (append (list :asdf_loaded t)
+                 (and asdf-version (list :asdf_version asdf-version))
+                 (list :total (length matching)
+                       :systems (coerce (mapcar (lambda (entry)
+                                                  (destructuring-bind (name version directory) entry
+                                                    (append (list :name name)
+                                                            (and version (list :version version))
+                                                            (and directory (list :directory directory)))))
+                                                shown)
+                                        'vector))
+                 (and filter (list :filter filter)))))
+      (if (null matching)
+          (format nil "No loaded ASDF system~:[~;~:* matches ~S~] (~D loaded~:[~;; list_systems without filter lists them~])."
+                  filter (length loaded) (and filter loaded))
+          (with-output-to-string (out)
+            (format out "~D ASDF system~:P loaded~@[ matching ~S~]~@[ (ASDF ~A)~]~:[~;, showing the first ~D~]:"
+                    (length matching) filter asdf-version (> (length matching) limit) limit)
+            (loop for (name version directory) in shown
+                  do (format out "~%- ~A ~:[(no version)~;~:*~A~] ~:[(no .asd file)~;~:*in ~A~]"
+                             name version directory)))))))
+
+(define-built-in-tool "list_systems"
+  "List the ASDF systems (libraries and projects) loaded in this Lisp session, by name, each with its version and the directory of its .asd file. Use it to see which libraries the session can use before load_system, or what a project pulled in. Reads only what the session holds in memory: it never loads ASDF, never reads an .asd file, and does not list systems that are installed but not loaded (describe_system and load_system find those). Returns `N ASDF systems loaded (ASDF V):` then `- NAME VERSION in DIRECTORY` lines, or says that ASDF is not loaded."
+  '((:name "filter" :type :string
+     :description "Only systems whose name contains this text, ignoring case, e.g. \"alex\" (default: every loaded system).")
+    (:name "limit" :type :integer :minimum 1 :maximum 1000 :default 100
+     :description "At most this many systems (default 100, at most 1000); the first line says how many there are."))
+  :safety-level :safe
+  :categories '(:introspection :session)
+  :own t
+  :output-schema +list-systems-output-schema+
+  :handler #'list-systems)

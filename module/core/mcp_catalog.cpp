@@ -14,13 +14,16 @@ struct Fixed {
 };
 
 // Every one is read by a safe tool (McpServer checks it again).
-constexpr std::array<Fixed, 3> kResources = {{
+constexpr std::array<Fixed, 4> kResources = {{
     {"lisp://session/definitions", "definitions", "Session definitions",
      "The functions, macros, variables and classes defined in the session, by package.", "list_definitions"},
     {"lisp://session/last-error", "last-error", "Last error",
      "The session's last error: what was called, the condition and its backtrace.", "get_last_error"},
     {"lisp://session/history", "history", "Recent evaluations",
      "The latest eval_form and compile_form calls with their results.", "get_repl_history"},
+    {"lisp://session/systems", "systems", "Loaded ASDF systems",
+     "The ASDF systems loaded in the session, each with its version and directory (from memory: no file is read).",
+     "list_systems"},
 }};
 
 struct Template {

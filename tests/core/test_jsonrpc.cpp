@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "core/json_fast.hpp"
 #include "core/jsonrpc.hpp"
@@ -929,6 +931,19 @@ TEST_F(McpTest, ResourcesAndPromptsAreListedAndReadThroughSafeTools) {
     expect_error(ask(call_message_of("resources/read", 6, {{"uri", uri}})), rpc::kResourceNotFound, 6);
   }
   expect_error(ask(R"({"jsonrpc":"2.0","id":7,"method":"resources/read","params":{}})"), rpc::kInvalidParams, 7);
+  // The loaded ASDF systems, through list_systems with no arguments (its defaults).
+  std::vector<std::string> uris;
+  for (const json& resource : list["resources"]) uris.push_back(resource["uri"]);
+  EXPECT_EQ(uris, (std::vector<std::string>{"lisp://session/definitions", "lisp://session/last-error",
+                                            "lisp://session/history", "lisp://session/systems"}));
+  registry.register_tool(make_tool("list_systems", {param("filter"), param("limit", ParamType::Integer)}, {},
+                                   SafetyLevel::Safe, echo_args()));
+  json systems = expect_result(
+      ask(R"({"jsonrpc":"2.0","id":12,"method":"resources/read","params":{"uri":"lisp://session/systems"}})"), 12);
+  EXPECT_EQ(json::parse(systems["contents"][0]["text"].get<std::string>()), json::object());
+  EXPECT_EQ(systems["contents"][0]["uri"], "lisp://session/systems");
+  expect_error(ask(R"({"jsonrpc":"2.0","id":13,"method":"resources/read","params":{"uri":"lisp://session/systems/x"}})"),
+               rpc::kResourceNotFound, 13);
   json prompts = expect_result(ask(R"({"jsonrpc":"2.0","id":8,"method":"prompts/list"})"), 8);
   EXPECT_EQ(prompts["prompts"][0]["name"], "explain-error");
   json prompt = expect_result(ask(R"({"jsonrpc":"2.0","id":9,"method":"prompts/get","params":{"name":"explain-error"}})"), 9);
@@ -949,6 +964,14 @@ TEST_F(McpTest, AResourceIsNeverReadThroughAToolThatAsksOrRunsCode) {
   }));
   expect_error(ask(R"({"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"lisp://session/definitions"}})"),
                rpc::kResourceNotFound, 1);
+  // Nor a cautious one, such as describe_system, which reads .asd files:
+  // lisp://session/systems is list_systems's only while that is safe.
+  registry.register_tool(make_tool("list_systems", {}, {}, SafetyLevel::Cautious, [&](const json&, CallContext&) {
+    ++ran;
+    return ToolOutput{true, "ran"};
+  }));
+  expect_error(ask(R"({"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"lisp://session/systems"}})"),
+               rpc::kResourceNotFound, 2);
   EXPECT_EQ(ran, 0);
 }
 

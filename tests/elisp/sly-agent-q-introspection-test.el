@@ -28,7 +28,7 @@
 (ert-deftest sly-agent-q-introspection/registered-with-the-contracts-shape ()
   (should (equal (agentq-test-eval-ok "(mapcar #'tool-name (get-agent-q-tools :max-safety-level :safe :categories '(:introspection)))")
                  (concat "=> (\"apropos_search\" \"class_hierarchy\" \"class_slots\" \"describe_symbol\"\n"
-                         "    \"function_arglist\" \"inspect_object\" \"list_package_symbols\"\n"
+                         "    \"function_arglist\" \"inspect_object\" \"list_package_symbols\" \"list_systems\"\n"
                          "    \"macroexpand_form\" \"who_calls\" \"who_references\")")))
   (should (equal (agentq-test-eval-ok "(let ((n (register-agent-q-tools))) (list (= n (register-agent-q-tools)) (= n (length (list-registered-tools)))))")
                  "=> (T T)"))

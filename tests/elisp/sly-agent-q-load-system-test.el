@@ -368,5 +368,76 @@ whether a compiled build is cached, and its components; then loaded."
             (should (string-prefix-p "No system named \"agentq-no-such-system\" was found" (plist-get result :content)))))
       (agentq-test-forget-systems '("agentq-described") '("AGENTQ-DESCRIBED")))))
 
+;;;; list_systems: the loaded systems, from memory
+
+(ert-deftest sly-agent-q-load-system/list-systems-from-memory ()
+  "list_systems, an agent's call that asks nothing: before ASDF is loaded
+it says so and does not load it; after a load it lists ASDF's own
+systems and the user's one with its version and directory, filtered and
+cut at a limit; wrong arguments are refused with what was wrong."
+  (agentq-load-test-with-directory dir
+    (agentq-load-test-write-system dir "agentq-listed" '(("a" . "(defun agentq-listed-f () 1)"))
+                                   :version "2.5")
+    (let* ((home (file-truename (expand-file-name "agentq-listed/" dir)))
+           (out (agentq-load-test-fresh
+                 `((defun agentq-list-call (&rest arguments)
+                     ;; An agent's call (the chat's), with an approval function that fails if asked.
+                     (let ((sly-agent-q-call-origin "chat")
+                           (sly-agent-q-approval-function
+                            (lambda (&rest question) (error "An approval question was asked: %S" question))))
+                       (apply #'agentq-load-test-call "list_systems" arguments)))
+                   (agentq-list-call)
+                   (agentq-load-test-call "evaluate_lisp" :code "(find-package \"ASDF\")")
+                   (let ((sly-agent-q-system-directories (list ,dir)))
+                     (agentq-load-test-call "load_system" :name "agentq-listed"))
+                   (agentq-list-call)
+                   (agentq-list-call :filter " LISTED ")
+                   (agentq-list-call :limit 1)
+                   (agentq-list-call :filter "agentq-no-such")
+                   (agentq-list-call :limit 0)
+                   (agentq-list-call :limit 1001)
+                   (agentq-list-call :limit "ten")
+                   (agentq-list-call :filter 7)
+                   (agentq-list-call :name "asdf")
+                   (car (sly-agent-q-execute-tool-calls '((:id "m" :name "list_systems"))))))))
+      (should (equal (nth 1 out)
+                     '(t "ASDF is not loaded in this session, so no ASDF system is loaded. list_systems does not load it; load_system does (then the system asked for).")))
+      ;; Asking did not load it.
+      (should (equal (nth 2 out) '(t "=> NIL")))
+      (should (equal (nth 3 out) '(t "Loading system: agentq-listed\nLoaded: agentq-listed (version 2.5)")))
+      (pcase-let ((`(,success ,text) (nth 4 out)))
+        (should (eq success t))
+        (should (string-match "\\`\\([0-9]+\\) ASDF systems loaded (ASDF [0-9.]+):\n" text))
+        (let ((count (string-to-number (match-string 1 text)))
+              (lines (cdr (split-string text "\n"))))
+          (should (= count (length lines)))
+          ;; By name; ASDF's own, from no file, and the user's, from its directory.
+          (should (equal lines (sort (copy-sequence lines) #'string<)))
+          (should (member (format "- agentq-listed 2.5 in %s" home) lines))
+          (should (seq-find (lambda (line) (string-match-p "\\`- asdf [0-9.]+ (no .asd file)\\'" line)) lines))
+          (should (seq-find (lambda (line) (string-match-p "\\`- uiop [0-9.]+ (no .asd file)\\'" line)) lines))
+          (should (equal (nth 6 out)
+                         (list t (format "%d ASDF systems loaded (ASDF %s), showing the first 1:\n%s"
+                                         count (progn (string-match "(ASDF \\([0-9.]+\\))" text) (match-string 1 text))
+                                         (car lines)))))))
+      (should (equal (nth 5 out)
+                     (list t (format "1 ASDF system loaded matching \"LISTED\" (ASDF %s):\n- agentq-listed 2.5 in %s"
+                                     (progn (string-match "(ASDF \\([0-9.]+\\))" (cadr (nth 4 out)))
+                                            (match-string 1 (cadr (nth 4 out))))
+                                     home))))
+      (should (eq (car (nth 7 out)) t))
+      (should (string-match-p "\\`No loaded ASDF system matches \"agentq-no-such\" ([0-9]+ loaded; list_systems without filter lists them).\\'"
+                              (cadr (nth 7 out))))
+      ;; Wrong arguments: refused before anything runs, saying what was wrong.
+      (pcase-dolist (`(,index ,message) '((8 "Invalid argument 'limit': at least 1, got 0")
+                                          (9 "Invalid argument 'limit': at most 1000, got 1001")
+                                          (10 "Invalid argument 'limit': expected integer, got string")
+                                          (11 "Invalid argument 'filter': expected string, got integer")
+                                          (12 "Unknown argument 'name' for list_systems (it takes: filter, limit)")))
+        (ert-info ((format "step %d" index))
+          (should (eq (car (nth index out)) nil))
+          (should (string-match-p (regexp-quote message) (cadr (nth index out))))))
+      ;; A safe tool: the metadata says so.
+      (should (equal (plist-get (plist-get (nth 13 out) :metadata) :safety_level) "safe")))))
 
 ;;; sly-agent-q-load-system-test.el ends here

@@ -35,7 +35,7 @@
 
 (defconst agentq-descriptions--session '("evaluate_lisp" "list_definitions" "reset_session" "load_system"))
 
-(defconst agentq-descriptions--debugger '("inspect_object" "invoke_restart" "backtrace" "eval_in_frame" "check_syntax" "describe_system" "profile_form" "run_tests")
+(defconst agentq-descriptions--debugger '("inspect_object" "invoke_restart" "backtrace" "eval_in_frame" "check_syntax" "describe_system" "list_systems" "profile_form" "run_tests")
   "The tools of the shared debugger and the workbench (beyond the contracts' 18).")
 
 (defconst agentq-descriptions--project '("list_directory" "search_files" "find_definitions" "get_diagnostics")
@@ -76,9 +76,9 @@
                 :timeout 60)))
     (should (equal code 0))
     (should (equal stdout (concat "=> ((\"apropos_search\" \"class_hierarchy\" \"class_slots\" \"describe_symbol\"\n"
-                                  "     \"function_arglist\" \"inspect_object\" \"list_package_symbols\"\n"
+                                  "     \"function_arglist\" \"inspect_object\" \"list_package_symbols\" \"list_systems\"\n"
                                   "     \"macroexpand_form\" \"who_calls\" \"who_references\")\n"
-                                  "    36 36 36)")))
+                                  "    37 37 37)")))
     (ignore stderr)))
 
 (ert-deftest sly-agent-q-tool-descriptions/every-tool-and-parameter-is-described ()
@@ -109,6 +109,6 @@
                                (should (string-match-p "default\\|defaults\\|unless\\|when left out\\|If true"
                                                        description))))))
                        properties))))))
-    (should (= checked 36))))
+    (should (= checked 37))))
 
 ;;; sly-agent-q-tool-descriptions-test.el ends here

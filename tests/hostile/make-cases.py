@@ -419,6 +419,7 @@ for tool, key, extra in [("describe_symbol", "symbol", {}), ("function_arglist",
                          ("macroexpand_form", "form", {}), ("compile_form", "form", {}), ("eval_form", "form", {}),
                          ("load_system", "name", {}), ("inspect_object", "symbol", {}),
                          ("check_syntax", "code", {}), ("describe_system", "name", {}),
+                         ("list_systems", "filter", {"limit": 5}),
                          ("profile_form", "code", {}), ("run_tests", "system", {}),
                          ("invoke_restart", "restart", {"condition_id": 1}),
                          ("eval_in_frame", "code", {"condition_id": 1, "frame": 0})]:
@@ -428,7 +429,7 @@ for tool, key, extra in [("describe_symbol", "symbol", {}), ("function_arglist",
         args.update(extra)
         args_pkg = dict(args)
         add("tool-%s-%02d" % (tool, j), call(10, tool, args), "result", id=10, timeout=40)
-    if tool not in ("describe_system", "load_system", "invoke_restart", "eval_in_frame"):  # no package to give
+    if tool not in ("describe_system", "load_system", "list_systems", "invoke_restart", "eval_in_frame"):  # no package to give
         add("tool-%s-package-nul" % tool, call(11, tool, dict({key: "CAR", "package": "CL\u0000USER"}, **extra)),
             "result", id=11, timeout=40)
 

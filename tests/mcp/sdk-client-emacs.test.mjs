@@ -29,11 +29,11 @@ const root = path.join(here, '../..');
 const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(root, 'build/sly-agent-q-mcp');
 
 const EMACS_TOOLS = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit', 'edit_form', 'insert_form', 'list_directory', 'search_files', 'find_definitions', 'get_diagnostics'];
-// The 25 built-ins the Lisp side defines; with the 11 Emacs tools, the 36.
+// The 26 built-ins the Lisp side defines; with the 11 Emacs tools, the 37.
 const LISP_TOOLS = [
   'apropos_search', 'backtrace', 'check_syntax', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'describe_system', 'eval_form',
   'eval_in_frame', 'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'inspect_object', 'invoke_restart', 'list_definitions',
-  'list_package_symbols', 'load_system', 'macroexpand_form', 'profile_form', 'reset_session', 'run_tests', 'who_calls', 'who_references',
+  'list_package_symbols', 'list_systems', 'load_system', 'macroexpand_form', 'profile_form', 'reset_session', 'run_tests', 'who_calls', 'who_references',
 ];
 
 let dir;
@@ -98,7 +98,7 @@ test('initialize: answered by the Emacs serving MCP', () => {
 test('listTools: the Lisp tools, the Emacs tools and one defined in that Emacs', async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name);
-  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 36);
+  assert.equal(new Set([...LISP_TOOLS, ...EMACS_TOOLS]).size, 37);
   for (const name of [...LISP_TOOLS, ...EMACS_TOOLS, 'sdk_emacs_dangerous']) {
     assert.ok(names.includes(name), `${name} is listed`);
   }
@@ -120,6 +120,26 @@ test('resources and prompts through Emacs: a symbol defined in that session', as
   assert.match(doc.contents[0].text, /Triples\./);
   const prompt = await client.getPrompt({ name: 'explain-symbol', arguments: { symbol: 'sdk-emacs-resource' } });
   assert.match(prompt.messages[0].content.text, /Triples\./);
+});
+
+test('lisp://session/systems through Emacs: the systems loaded in that session, read without asking', async () => {
+  const { resources } = await client.listResources();
+  assert.ok(resources.some((r) => r.uri === 'lisp://session/systems'), JSON.stringify(resources));
+  // That Emacs's approval function says no to every question asked here:
+  // a read that asked would fail.
+  const loaded = await client.callTool({ name: 'load_system', arguments: { name: 'uiop' } });
+  assert.equal(loaded.isError, false, textOf(loaded));
+  const { contents } = await client.readResource({ uri: 'lisp://session/systems' });
+  assert.equal(contents[0].uri, 'lisp://session/systems');
+  assert.match(contents[0].text, /^\d+ ASDF systems loaded \(ASDF [\d.]+\):\n/);
+  assert.match(contents[0].text, /^- uiop [\d.]+ \(no \.asd file\)$/m);
+  const filtered = await client.callTool({ name: 'list_systems', arguments: { filter: 'uiop' } });
+  assert.equal(filtered.isError, false, textOf(filtered));
+  assert.equal(filtered.structuredContent.total, 1);
+  assert.equal(filtered.structuredContent.systems[0].name, 'uiop');
+  const wrong = await client.callTool({ name: 'list_systems', arguments: { limit: 0 } });
+  assert.equal(wrong.isError, true);
+  assert.equal(textOf(wrong), "Invalid argument 'limit': at least 1, got 0");
 });
 
 test('evaluate_lisp through Emacs gives structuredContent too, values and error', async () => {

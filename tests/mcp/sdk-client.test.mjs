@@ -30,7 +30,7 @@ const binary = process.env.SLY_AGENT_Q_MCP ?? path.join(here, '../../build/sly-a
 const BUILT_INS = [
   'apropos_search', 'backtrace', 'check_syntax', 'class_hierarchy', 'class_slots', 'compile_form', 'describe_symbol', 'describe_system', 'eval_form',
   'eval_in_frame', 'evaluate_lisp', 'function_arglist', 'get_last_error', 'get_repl_history', 'inspect_object', 'invoke_restart', 'list_definitions',
-  'list_package_symbols', 'load_system', 'macroexpand_form', 'profile_form', 'reset_session', 'run_tests', 'who_calls', 'who_references',
+  'list_package_symbols', 'list_systems', 'load_system', 'macroexpand_form', 'profile_form', 'reset_session', 'run_tests', 'who_calls', 'who_references',
 ];
 const EMACS_ONLY = ['read_file', 'read_buffer', 'search_in_buffer', 'write_file', 'propose_file_edit', 'edit_form', 'insert_form', 'list_directory', 'search_files', 'find_definitions', 'get_diagnostics'];
 
@@ -415,6 +415,78 @@ test('logging: nothing before logging/setLevel; then the messages at that level 
     });
     await refused();
     assert.equal(messages().length, 2);
+  } finally {
+    await other.close();
+  }
+});
+
+test('lisp://session/systems: the loaded ASDF systems, read through the safe list_systems, which loads nothing', async () => {
+  // A server of its own: a session where ASDF is not loaded yet.
+  const t = new StdioClientTransport({ command: binary, stderr: 'inherit' });
+  const mine = [];
+  recordMessages(t, [], mine);
+  const other = new Client({ name: 'sly-agent-q-sdk-systems', version: '1.0.0' });
+  await other.connect(t);
+  const read = async () => (await other.readResource({ uri: 'lisp://session/systems' })).contents[0];
+  try {
+    // Every message logged at debug is seen: a call waiting for approval, or
+    // denied (headless, a dangerous one is), would say so.
+    await other.setLoggingLevel('debug');
+    const { resources } = await other.listResources();
+    const listed = resources.find((r) => r.uri === 'lisp://session/systems');
+    assert.ok(listed, JSON.stringify(resources));
+    assert.equal(listed.name, 'systems');
+    assert.equal(listed.mimeType, 'text/plain');
+    const { tools } = await other.listTools();
+    const tool = tools.find((x) => x.name === 'list_systems');
+    assert.deepEqual(tool.annotations, { readOnlyHint: true, destructiveHint: false });
+    assert.equal(tool.inputSchema.additionalProperties, false);
+    assert.deepEqual(tool.inputSchema.properties.limit, { type: 'integer', minimum: 1, maximum: 1000, default: 100,
+      description: tool.inputSchema.properties.limit.description });
+    const validate = new Ajv({ strict: false }).compile(tool.outputSchema);
+    const structured = async (args) => {
+      const result = await other.callTool({ name: 'list_systems', arguments: args });
+      assert.equal(result.isError, false, textOf(result));
+      assert.ok(validate(result.structuredContent), new Ajv().errorsText(validate.errors));
+      return result;
+    };
+
+    // No ASDF yet: the resource says so, and reading it did not load it.
+    const before = await read();
+    assert.equal(before.text, 'ASDF is not loaded in this session, so no ASDF system is loaded. '
+      + 'list_systems does not load it; load_system does (then the system asked for).');
+    assert.deepEqual((await structured({})).structuredContent, { asdf_loaded: false, total: 0, systems: [] });
+    assert.equal(textOf(await other.callTool({ name: 'evaluate_lisp', arguments: { code: '(find-package "ASDF")' } })), '=> NIL');
+
+    // load_system loads ASDF (uiop: came with it, nothing to compile).
+    const loaded = await other.callTool({ name: 'load_system', arguments: { name: 'uiop' } });
+    assert.match(textOf(loaded), /^Loading system: uiop\nLoaded: uiop \(version [\d.]+\)$/);
+    const after = await read();
+    const count = Number(after.text.match(/^(\d+) ASDF systems loaded \(ASDF [\d.]+\):\n/)?.[1]);
+    assert.equal(after.text.split('\n').length, count + 1, after.text);
+    // ECL's own ASDF: its systems have no .asd file.
+    for (const name of ['asdf', 'uiop']) assert.match(after.text, new RegExp(`^- ${name} [\\d.]+ \\(no \\.asd file\\)$`, 'm'));
+    const uiop = (await structured({ filter: 'UIOP' })).structuredContent;
+    assert.equal(uiop.asdf_loaded, true);
+    assert.equal(uiop.total, 1);
+    assert.equal(uiop.filter, 'UIOP');
+    assert.deepEqual(uiop.systems, [{ name: 'uiop', version: uiop.asdf_version }]);
+    const one = await structured({ limit: 1 });
+    assert.equal(one.structuredContent.total, count);
+    assert.equal(one.structuredContent.systems.length, 1);
+    assert.match(textOf(one), new RegExp(`^${count} ASDF systems loaded \\(ASDF [\\d.]+\\), showing the first 1:\\n- asdf `));
+
+    // Wrong arguments: the tool's error, saying what is wrong.
+    for (const [args, message] of [[{ limit: 0 }, "Invalid argument 'limit': at least 1, got 0"],
+      [{ limit: 1001 }, "Invalid argument 'limit': at most 1000, got 1001"],
+      [{ limit: 2.5 }, "Invalid argument 'limit': expected integer, got number"],
+      [{ filter: 7 }, "Invalid argument 'filter': expected string, got integer"],
+      [{ name: 'uiop' }, "Unknown argument 'name' for list_systems (it takes: filter, limit)"]]) {
+      const result = await other.callTool({ name: 'list_systems', arguments: args });
+      assert.equal(result.isError, true, JSON.stringify(args));
+      assert.equal(textOf(result), message);
+    }
+    assert.deepEqual(mine.filter((m) => m.method === 'notifications/message'), []);
   } finally {
     await other.close();
   }
