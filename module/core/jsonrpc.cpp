@@ -33,8 +33,8 @@ constexpr std::array<std::string_view, 5> kProtocolVersions = {"2025-11-25", "20
 constexpr const char* kInstructions =
     "A live Common Lisp (ECL) session that persists between calls: definitions stay. Evaluate code with "
     "evaluate_lisp (debug: true holds an unhandled error live: then invoke_restart, backtrace, "
-    "eval_in_frame); look things up with describe_symbol, apropos_search, who_calls; load_system loads "
-    "ASDF systems, run_tests runs their tests. Tools that touch files or the world ask the user first; "
+    "eval_in_frame); look things up with describe_symbol, apropos_search, who_calls; list_systems lists "
+    "the loaded ASDF systems, load_system loads one, run_tests runs their tests. Tools that touch files or the world ask the user first; "
     "a denied call says why.";
 
 constexpr std::string_view kInternalErrorText =

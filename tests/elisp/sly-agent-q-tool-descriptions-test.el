@@ -64,7 +64,7 @@
     (should (= 2 (funcall count (lambda (tool) (eq (nth 1 tool) 'dangerous)))))
     (pcase-dolist (`(,category ,n) '((introspection 9) (execution 4) (buffer 4) (diff 1) (xref 2) (clos 2) (packages 1)))
       (should (= n (funcall count (lambda (tool) (memq category (nth 2 tool))))))))
-  ;; In a fresh Emacs (this one has the other tests' tools): exactly the 9.
+  ;; In a fresh Emacs (this one has the other tests' tools): exactly these 11.
   (pcase-let ((`(,code ,stdout ,stderr ,_seconds)
                (agentq-test-run-emacs
                 `((setq sly-agent-q-module-file ,(sly-agent-q--module-path))
