@@ -207,6 +207,21 @@ TEST(JsonEnvelope, NestingUpToTheLimitOfTheBoundedParser) {
   EXPECT_FALSE(agentq::parse_json_bounded(nested(agentq::kMaxJsonDepth + 1)).has_value());
 }
 
+// Long strings are stepped over eight bytes at a time: whatever ends or
+// breaks the plain run, at whatever offset, is seen.
+TEST(JsonEnvelope, LongStringsAreCheckedAtEveryOffset) {
+  const std::vector<std::string> specials = {"\"", "\\\"", "\\n", "\\u0041", "\\ud800", "\x01", "\x1f", "\x7f",
+                                             " ", "~", "\xc3\xa9", "\xf0\x9f\x98\x80", "\x80", "\xff", "\xc3", "\\"};
+  for (const std::string& special : specials) {
+    for (std::size_t at = 0; at < 24; ++at) {
+      std::string body = std::string(at, 'a') + special + std::string(24 - at, 'b');
+      for (const std::string& text : {R"({"id":1,"result":")" + body + "\"}", R"({"id":")" + body + "\"}",
+                                      R"({")" + body + R"(":1,"id":2})"})
+        expect_agrees(text);
+    }
+  }
+}
+
 namespace {
 
 // Random JSON-RPC messages as text, the usual with the hostile: members in
