@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <utility>
 #include <vector>
 
+#include "core/json_envelope.hpp"
 #include "core/json_limits.hpp"
 #include "core/jsonrpc.hpp"
 #include "mcp/emacs_socket.hpp"
@@ -46,6 +49,54 @@ std::vector<json> request_ids(const json& message) {
   else
     one(message);
   return ids;
+}
+
+bool is_ping(const json& id) {
+  return id.is_string() && id.get_ref<const std::string&>().starts_with(kPingPrefix);
+}
+
+// What the bridge reads of a line from the client.
+struct ClientMessage {
+  bool readable = false;  // JSON: else Emacs's dispatcher answers the parse error (id null)
+  // The requests that expect an answer (request_ids), each with its id's
+  // dump(), the key of outstanding_.
+  std::vector<std::pair<json, std::string>> ids;
+  std::string method;                      // a single message's, when it is a string
+  std::optional<std::string> request_key;  // a single message's params.requestId, dump()
+};
+
+// TEXT read by the light scan when it is the usual single message, else
+// (a batch, anything unusual, what is not JSON) parsed whole as before.
+ClientMessage read_client_message(std::string_view text) {
+  ClientMessage read;
+  if (std::optional<MessageEnvelope> envelope = scan_message_envelope(text)) {
+    read.readable = true;
+    if (envelope->has_method) {
+      // The scan reads only ids that are strings, integers or null.
+      if (envelope->has_id) read.ids.emplace_back(std::move(envelope->id), std::move(envelope->id_text));
+      read.method = std::move(envelope->method);
+    }
+    if (envelope->has_request_id) read.request_key = std::move(envelope->request_id_text);
+    return read;
+  }
+  std::optional<json> message;
+  try {
+    message = parse_json_bounded(text);
+  } catch (...) {
+  }
+  if (!message) return read;
+  read.readable = true;
+  for (json& id : request_ids(*message)) {
+    std::string key = id.dump();
+    read.ids.emplace_back(std::move(id), std::move(key));
+  }
+  if (message->is_object()) {
+    if (auto method = message->find("method"); method != message->end() && method->is_string())
+      read.method = method->get<std::string>();
+    if (auto params = message->find("params"); params != message->end() && params->is_object())
+      if (auto request = params->find("requestId"); request != params->end()) read.request_key = request->dump();
+  }
+  return read;
 }
 
 std::string error_text(const json& id, int code, const std::string& message) {
@@ -118,18 +169,10 @@ void EmacsBridge::on_client_line(const Line& line) {
   }
   if (blank(line.text)) return;
   if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "<- " + shortened(line.text));
-  std::optional<json> message;
-  try {
-    message = parse_json_bounded(line.text);
-  } catch (...) {
-  }
-  // Unreadable: Emacs's dispatcher answers the parse error (id null).
-  std::vector<json> ids = message ? request_ids(*message) : std::vector<json>{};
-  const bool expects_answer = !message || !ids.empty();
-  const std::string method = message && message->is_object() && message->contains("method") &&
-                                     (*message)["method"].is_string()
-                                 ? (*message)["method"].get<std::string>()
-                                 : std::string();
+  ClientMessage message = read_client_message(line.text);
+  const std::vector<std::pair<json, std::string>>& ids = message.ids;
+  const bool expects_answer = !message.readable || !ids.empty();
+  const std::string& method = message.method;
   auto answer_here = [&] {
     if (auto response = local_server_.handle(line.text, ExecutionOptions{})) respond(*response);
   };
@@ -138,23 +181,19 @@ void EmacsBridge::on_client_line(const Line& line) {
     if (method == "initialize" && !ids.empty()) return answer_here();
     if (!expects_answer) return;  // a notification: nobody to tell
     const std::string text = not_serving(connect_error_);
-    if (!message) respond_error(nullptr, bridge_error::kNotServing, text);
-    for (const json& id : ids) respond_error(id, bridge_error::kNotServing, text);
+    if (!message.readable) respond_error(nullptr, bridge_error::kNotServing, text);
+    for (const auto& [id, key] : ids) respond_error(id, bridge_error::kNotServing, text);
     return;
   }
-  if (method == "notifications/cancelled" && ids.empty()) {
+  if (method == "notifications/cancelled" && ids.empty() && message.request_key) {
     // The request it names waits no more: not for an error of ours.
-    auto params = message->find("params");
-    if (params != message->end() && params->is_object() && params->contains("requestId")) {
-      const std::string key = params->at("requestId").dump();
-      if (outstanding_.erase(key) > 0) {
-        cancelled_.push_back(key);
-        if (cancelled_.size() > kMaxCancelled) cancelled_.pop_front();
-      }
+    if (outstanding_.erase(*message.request_key) > 0) {
+      cancelled_.push_back(*message.request_key);
+      if (cancelled_.size() > kMaxCancelled) cancelled_.pop_front();
     }
   }
   const Clock::time_point now = Clock::now();
-  for (const json& id : ids) outstanding_.insert_or_assign(id.dump(), Outstanding{id, now});
+  for (const auto& [id, key] : ids) outstanding_.insert_or_assign(key, Outstanding{id, now});
   to_emacs_.append(line.text);
   to_emacs_ += '\n';
   flush_emacs();
@@ -168,25 +207,15 @@ void EmacsBridge::on_emacs_line(const Line& line) {
     return;
   }
   if (blank(line.text)) return;
-  std::optional<json> message;
-  try {
-    message = parse_json_bounded(line.text);
-  } catch (...) {
-  }
-  if (!message) {
-    log(LogLevel::Warn, "Emacs sent a line that is not JSON, dropped: " + shortened(line.text));
-    return;
-  }
-  auto forget = [&](const json& element) -> bool {  // true: the client waits for it
-    if (!element.is_object()) return false;
-    auto id = element.find("id");
-    if (id == element.end()) return true;  // not an answer: pass it on
-    if (element.contains("method")) return true;
-    if (id->is_string() && id->get_ref<const std::string&>().starts_with(kPingPrefix)) {
+  // True: the client waits for it.  ID: the message's id (none: null),
+  // KEY its dump().
+  auto forget = [&](const json* id, bool has_method, const std::string& key) -> bool {
+    if (!id) return true;  // not an answer: pass it on
+    if (has_method) return true;
+    if (is_ping(*id)) {
       ping_pending_ = false;
       return false;
     }
-    const std::string key = id->dump();
     if (outstanding_.erase(key) > 0) return true;
     if (auto it = std::find(cancelled_.begin(), cancelled_.end(), key); it != cancelled_.end()) {
       // A cancelled call that was running, interrupted: the spec says a
@@ -196,17 +225,44 @@ void EmacsBridge::on_emacs_line(const Line& line) {
     }
     return id->is_null();  // a parse error's answer
   };
+  auto late = [&] {
+    log(LogLevel::Info, "a late answer (its request was answered or cancelled already), dropped: " + shortened(line.text));
+  };
+  // The usual line, one answer, read by the light scan; anything else
+  // parsed whole.
+  if (std::optional<MessageEnvelope> envelope = scan_message_envelope(line.text)) {
+    const json* id = envelope->has_id ? &envelope->id : nullptr;
+    if (forget(id, envelope->has_method, envelope->id_text))
+      respond(line.text);
+    else if (!id || !is_ping(*id))
+      late();
+    return;
+  }
+  std::optional<json> message;
+  try {
+    message = parse_json_bounded(line.text);
+  } catch (...) {
+  }
+  if (!message) {
+    log(LogLevel::Warn, "Emacs sent a line that is not JSON, dropped: " + shortened(line.text));
+    return;
+  }
+  auto forget_element = [&](const json& element) -> bool {
+    if (!element.is_object()) return false;
+    auto id = element.find("id");
+    if (id == element.end()) return true;
+    return forget(&*id, element.contains("method"), id->dump());
+  };
   if (message->is_array()) {
     bool any = false;
-    for (const json& element : *message) any = forget(element) || any;
+    for (const json& element : *message) any = forget_element(element) || any;
     if (any) respond(line.text);
     return;
   }
-  if (forget(*message)) {
+  if (forget_element(*message)) {
     respond(line.text);
-  } else if (!message->contains("id") || !(*message)["id"].is_string() ||
-             !(*message)["id"].get_ref<const std::string&>().starts_with(kPingPrefix)) {
-    log(LogLevel::Info, "a late answer (its request was answered or cancelled already), dropped: " + shortened(line.text));
+  } else if (!message->contains("id") || !is_ping((*message)["id"])) {
+    late();
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <system_error>
 
+#include "core/json_envelope.hpp"
 #include "core/json_fast.hpp"
 #include "core/json_limits.hpp"
 #include "core/json_text.hpp"
@@ -121,20 +122,31 @@ void EmacsSession::read_responses() {
   LineReader in(from_bridge_read_.get(), kMaxLineBytes * 16);
   while (std::optional<Line> line = in.next()) {
     if (line->too_long) continue;
-    std::optional<nlohmann::json> message = parse_json_bounded(line->text);
-    if (!message || !message->is_object()) continue;
-    auto id = message->find("id");
-    std::lock_guard lock(mutex_);
-    if (id != message->end() && !message->contains("method")) {
-      if (!(id->is_string() || id->is_number())) continue;
-      auto it = waiters_.find(json_scalar_text(*id));
-      if (it == waiters_.end()) continue;  // answered already, or cancelled
+    // An answer to the POST waiting for request KEY (its id's JSON text).
+    auto deliver = [&](const std::string& key) {
+      std::lock_guard lock(mutex_);
+      auto it = waiters_.find(key);
+      if (it == waiters_.end()) return;  // answered already, or cancelled
       it->second->response = std::move(line->text);
       it->second->done = true;
       waiters_.erase(it);
       answered_.notify_all();
+    };
+    // The usual line, an answer, read by the light scan (no JSON tree);
+    // anything else parsed whole.
+    if (std::optional<MessageEnvelope> envelope = scan_message_envelope(line->text);
+        envelope && envelope->has_id && !envelope->has_method) {
+      if (envelope->id.is_string() || envelope->id.is_number()) deliver(envelope->id_text);
       continue;
     }
+    std::optional<nlohmann::json> message = parse_json_bounded(line->text);
+    if (!message || !message->is_object()) continue;
+    auto id = message->find("id");
+    if (id != message->end() && !message->contains("method")) {
+      if (id->is_string() || id->is_number()) deliver(json_scalar_text(*id));
+      continue;
+    }
+    std::lock_guard lock(mutex_);
     // A notification: to the request whose progress it reports, if any.
     if (auto method = message->find("method");
         method != message->end() && *method == "notifications/resources/list_changed") {

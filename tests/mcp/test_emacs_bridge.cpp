@@ -93,9 +93,12 @@ class FakeEmacs {
     return message;
   }
 
-  void send(const json& message) {
+  void send(const json& message) { send_text(message.dump()); }
+
+  // A line as it is, written by hand.
+  void send_text(const std::string& line) {
     std::lock_guard lock(mutex_);
-    std::string text = message.dump() + "\n";
+    std::string text = line + "\n";
     ASSERT_EQ(::send(connection_.get(), text.data(), text.size(), MSG_NOSIGNAL), static_cast<ssize_t>(text.size()));
   }
 
@@ -164,10 +167,13 @@ class Bridge {
       : process_(AGENTQ_MCP_BINARY, std::move(args), agentq::fixtures::ChildStderr::Inherit) {}
 
   void send(const json& message) { ASSERT_TRUE(process_.write_all(message.dump() + "\n")); }
+  void send_text(const std::string& line) { ASSERT_TRUE(process_.write_all(line + "\n")); }
   void close_stdin() { process_.close_stdin(); }
 
   // The next response, or null after TIMEOUT.
   json response(std::chrono::milliseconds timeout = 10000ms) { return process_.response(timeout); }
+  // The next response as it came (nullopt after TIMEOUT).
+  std::optional<std::string> line(std::chrono::milliseconds timeout = 10000ms) { return process_.line(timeout); }
 
   // The process's thread count, from /proc (0 when unknown).
   int threads() const { return process_.threads(); }
@@ -420,4 +426,61 @@ TEST(EmacsBridgeBinary, ACancelledRequestIsNeverAnswered) {
   // Nothing is outstanding: the end of input ends the bridge at once.
   bridge.close_stdin();
   EXPECT_EQ(bridge.wait_exit(2000ms), 0);
+}
+
+// The bridge reads ids and methods from the lines as they come (a light
+// scan for the usual message, the full parser for the rest): by their
+// JSON value, whatever their text, and never from nested objects.
+TEST(EmacsBridgeBinary, AnswersArePairedByTheTopLevelIdsValue) {
+  TempDir dir;
+  const std::string socket = dir.path + "/mcp.sock";
+  FakeEmacs emacs(socket);
+  emacs.answer_pings = false;  // only the test's lines from "Emacs"
+  Bridge bridge({"--emacs", socket});
+  // "id" and "method" nested in params; the id written with an escape.
+  bridge.send_text(R"({"params":{"name":"evaluate_lisp","arguments":{"id":"x","method":"m"},"requestId":"x"},)"
+                   R"("id":"a\/b","method":"tools/call","jsonrpc":"2.0"})");
+  auto call = emacs.next();
+  ASSERT_TRUE(call);
+  EXPECT_EQ((*call)["id"], "a/b");
+  // An answer to no request (its result has an id that is not one either),
+  // then a notification whose params name it: dropped, passed on.
+  emacs.send_text(R"({"jsonrpc":"2.0","result":{"id":"a/b"},"id":"x"})");
+  const std::string progress = R"({"params":{"id":"a/b","progressToken":1},"jsonrpc":"2.0","method":"notifications/progress"})";
+  emacs.send_text(progress);
+  EXPECT_EQ(bridge.line(), progress);
+  // The answer, its id written otherwise, method-like members nested.
+  const std::string answer = R"({"result":{"method":"tools/call","content":[]},"jsonrpc":"2.0","id":"a/b"})";
+  emacs.send_text(answer);
+  EXPECT_EQ(bridge.line(), answer);
+
+  // -0 is 0; a string id with \u escapes (left to the full parser) is the
+  // same id as the one written plainly.
+  bridge.send_text(R"({"jsonrpc":"2.0","id":-0,"method":"tools/list"})");
+  ASSERT_TRUE(emacs.next());
+  bridge.send_text(R"({"jsonrpc":"2.0","method":"tools/call","id":"\u00e9\"","params":{}})");
+  ASSERT_TRUE(emacs.next());
+  const std::string zero = R"({"jsonrpc":"2.0","id":0,"result":{"tools":[]}})";
+  emacs.send_text(zero);
+  EXPECT_EQ(bridge.line(), zero);
+  const std::string accented = "{\"jsonrpc\":\"2.0\",\"id\":\"\xc3\xa9\\\"\",\"result\":{}}";
+  emacs.send_text(accented);
+  EXPECT_EQ(bridge.line(), accented);
+
+  // A cancellation naming the request with an escape: its answer is not passed on.
+  bridge.send_text(R"({"jsonrpc":"2.0","id":"c/1","method":"tools/call","params":{}})");
+  ASSERT_TRUE(emacs.next());
+  bridge.send_text(R"({"method":"notifications/cancelled","params":{"reason":"r","requestId":"c\/1"},"jsonrpc":"2.0"})");
+  ASSERT_TRUE(emacs.next());
+  emacs.send_text(R"({"jsonrpc":"2.0","id":"c/1","result":{}})");
+  // A batch, both ways.
+  bridge.send_text(R"([{"jsonrpc":"2.0","id":5,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/initialized"}])");
+  auto batch = emacs.next();
+  ASSERT_TRUE(batch);
+  EXPECT_TRUE(batch->is_array());
+  const std::string batch_answer = R"([{"jsonrpc":"2.0","id":5,"result":{"tools":[]}}])";
+  emacs.send_text(batch_answer);
+  EXPECT_EQ(bridge.line(), batch_answer);  // not the cancelled request's answer before it
+  bridge.close_stdin();
+  EXPECT_EQ(bridge.wait_exit(2000ms), 0);  // nothing left outstanding
 }
