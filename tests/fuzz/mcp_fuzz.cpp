@@ -9,7 +9,8 @@
 // is one line of valid JSON and UTF-8, a JSON-RPC response (or a batch of
 // them), and repaired text is well-formed UTF-8.  The fast parser for simple
 // JSON is checked against nlohmann's: whatever it parses must be what
-// nlohmann parses, value and number type alike.
+// nlohmann parses, value and number type alike; and so is the envelope
+// scan of the --emacs bridge (the id, method and params.requestId it reads).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -21,7 +22,9 @@
 #include <string_view>
 
 #include "core/executor.hpp"
+#include "core/json_envelope.hpp"
 #include "core/json_fast.hpp"
+#include "core/json_limits.hpp"
 #include "core/jsonrpc.hpp"
 #include "core/registry.hpp"
 #include "core/utf8.hpp"
@@ -126,6 +129,33 @@ void check_fast_parser(std::string_view text) {
   if (!same_json(*fast, reference)) broken("the fast parser and nlohmann disagree", text);
 }
 
+// What scan_message_envelope reads, parse_json_bounded reads as an object
+// with the same id, method and params.requestId, whose dump() it gives.
+void check_envelope(std::string_view text) {
+  std::optional<MessageEnvelope> envelope = scan_message_envelope(text);
+  if (!envelope) return;
+  std::optional<json> reference = parse_json_bounded(text);
+  if (!reference || !reference->is_object()) broken("the envelope scan read what is no JSON object", text);
+  auto member = [&](const json& object, const char* key) -> const json* {
+    auto it = object.find(key);
+    return it == object.end() ? nullptr : &*it;
+  };
+  auto agrees = [&](bool has, const json& value, const std::string& dump, const json* expected) {
+    if (has != (expected != nullptr)) return false;
+    return !has || (same_json(value, *expected) && dump == expected->dump());
+  };
+  if (!agrees(envelope->has_id, envelope->id, envelope->id_text, member(*reference, "id")))
+    broken("the envelope scan read another id", text);
+  const json* method = member(*reference, "method");
+  if (envelope->has_method != (method != nullptr) ||
+      (method && (!method->is_string() || envelope->method != method->get<std::string>())))
+    broken("the envelope scan read another method", text);
+  const json* params = member(*reference, "params");
+  const json* request = params && params->is_object() ? member(*params, "requestId") : nullptr;
+  if (!agrees(envelope->has_request_id, envelope->request_id, envelope->request_id_text, request))
+    broken("the envelope scan read another params.requestId", text);
+}
+
 // What parse_simple_tools_call takes, the whole dispatcher answers with
 // the same bytes.
 void check_simple_tools_call(World& world, std::string_view text) {
@@ -167,6 +197,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (std::optional<std::string> response = world.server.handle(text, world.options)) check_response(*response);
   (void)mcp::route_message(text);
   check_fast_parser(text);
+  check_envelope(text);
   check_simple_tools_call(world, text);
 
   std::string repaired = utf8::repaired(text);
