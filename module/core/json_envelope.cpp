@@ -26,47 +26,34 @@ class EnvelopeScanner {
   bool scan(MessageEnvelope& out) {
     skip_space();
     if (!more() || peek() != '{') return false;
-    ++at_;
-    skip_space();
-    if (more() && peek() == '}') {
-      ++at_;
-      return at_end();
-    }
     bool params = false;
-    for (;;) {
+    const bool read = each_member('}', [&] {
       std::string_view key;
       if (!read_key(key)) return false;
       if (key == "id") {
         if (out.has_id || !read_scalar(out.id, out.id_text)) return false;
         out.has_id = true;
-      } else if (key == "method") {
+        return true;
+      }
+      if (key == "method") {
         if (out.has_method || !more() || peek() != '"') return false;
         std::string_view method;
         if (!read_string(method)) return false;
         out.method.assign(method);
         out.has_method = true;
-      } else if (key == "params") {
+        return true;
+      }
+      if (key == "params") {
         if (params) return false;
         params = true;
-        if (more() && peek() == '{') {
-          if (!scan_params(out)) return false;
-        } else if (!skip_value(2)) {
-          return false;
-        }
-      } else if (!skip_value(2)) {
-        return false;
+        return more() && peek() == '{' ? scan_params(out) : skip_value(2);
       }
-      switch (after_member('}')) {
-        case Next::More: continue;
-        case Next::Close: return at_end();
-        case Next::Bad: return false;
-      }
-    }
+      return skip_value(2);
+    });
+    return read && at_end();
   }
 
  private:
-  enum class Next { More, Close, Bad };
-
   bool more() const { return at_ < text_.size(); }
   char peek() const { return text_[at_]; }
   static bool space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -81,19 +68,30 @@ class EnvelopeScanner {
     return at_ == text_.size();
   }
 
-  // After a member or element of what CLOSE closes: a comma (more
-  // follow) or CLOSE, stepped over.
-  Next after_member(char close) {
+  // At the opening '{' or '[' of what CLOSE closes: its members (an
+  // object's) or elements, each read by MEMBER, stepped over with the
+  // commas between them and CLOSE.  False when MEMBER is, or a comma or
+  // CLOSE is missing.
+  template <class Member>
+  bool each_member(char close, Member member) {
+    ++at_;
     skip_space();
-    if (!more()) return Next::Bad;
-    if (peek() == ',') {
+    if (more() && peek() == close) {
+      ++at_;
+      return true;
+    }
+    for (;;) {
+      if (!member()) return false;
+      skip_space();
+      if (!more()) return false;
+      if (peek() == close) {
+        ++at_;
+        return true;
+      }
+      if (peek() != ',') return false;
       ++at_;
       skip_space();
-      return Next::More;
     }
-    if (peek() != close) return Next::Bad;
-    ++at_;
-    return Next::Close;
   }
 
   // Steps over the run of printable ASCII other than '"' and '\\' at at_:
@@ -324,45 +322,17 @@ class EnvelopeScanner {
   bool skip_value(int depth) {
     if (!more()) return false;
     switch (peek()) {
-      case '{': {
-        if (depth > kMaxJsonDepth) return false;
-        ++at_;
-        skip_space();
-        if (more() && peek() == '}') {
-          ++at_;
-          return true;
-        }
-        for (;;) {
-          if (!more() || peek() != '"' || !skip_string()) return false;
-          skip_space();
-          if (!more() || peek() != ':') return false;
-          ++at_;
-          skip_space();
-          if (!skip_value(depth + 1)) return false;
-          switch (after_member('}')) {
-            case Next::More: continue;
-            case Next::Close: return true;
-            case Next::Bad: return false;
-          }
-        }
-      }
-      case '[': {
-        if (depth > kMaxJsonDepth) return false;
-        ++at_;
-        skip_space();
-        if (more() && peek() == ']') {
-          ++at_;
-          return true;
-        }
-        for (;;) {
-          if (!skip_value(depth + 1)) return false;
-          switch (after_member(']')) {
-            case Next::More: continue;
-            case Next::Close: return true;
-            case Next::Bad: return false;
-          }
-        }
-      }
+      case '{':
+        return depth <= kMaxJsonDepth && each_member('}', [&] {
+                 if (!more() || peek() != '"' || !skip_string()) return false;
+                 skip_space();
+                 if (!more() || peek() != ':') return false;
+                 ++at_;
+                 skip_space();
+                 return skip_value(depth + 1);
+               });
+      case '[':
+        return depth <= kMaxJsonDepth && each_member(']', [&] { return skip_value(depth + 1); });
       case '"':
         return skip_string();
       case 't':
@@ -379,27 +349,14 @@ class EnvelopeScanner {
   // At the params object (nested 2 deep): its requestId read, the rest
   // stepped over.
   bool scan_params(MessageEnvelope& out) {
-    ++at_;
-    skip_space();
-    if (more() && peek() == '}') {
-      ++at_;
-      return true;
-    }
-    for (;;) {
+    return each_member('}', [&] {
       std::string_view key;
       if (!read_key(key)) return false;
-      if (key == "requestId") {
-        if (out.has_request_id || !read_scalar(out.request_id, out.request_id_text)) return false;
-        out.has_request_id = true;
-      } else if (!skip_value(3)) {
-        return false;
-      }
-      switch (after_member('}')) {
-        case Next::More: continue;
-        case Next::Close: return true;
-        case Next::Bad: return false;
-      }
-    }
+      if (key != "requestId") return skip_value(3);
+      if (out.has_request_id || !read_scalar(out.request_id, out.request_id_text)) return false;
+      out.has_request_id = true;
+      return true;
+    });
   }
 
   std::string_view text_;
