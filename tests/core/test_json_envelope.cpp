@@ -7,6 +7,7 @@
 
 #include "core/json_envelope.hpp"
 #include "core/json_limits.hpp"
+#include "mutations.hpp"
 #include "core/json_text.hpp"
 
 using agentq::MessageEnvelope;
@@ -369,18 +370,7 @@ TEST(JsonEnvelope, MutatedMessagesAgreeWithNlohmann) {
   std::mt19937 random(4141);
   const std::string alphabet = "{}[]\":,\\/ \t\n-0123456789.eEtrufalsnidmu\x01\x7f\xc3\xa9\xff";
   for (int round = 0; round < 40000; ++round) {
-    std::string text = kUsual[random() % kUsual.size()];
-    int edits = 1 + static_cast<int>(random() % 3);
-    for (int i = 0; i < edits && !text.empty(); ++i) {
-      std::size_t at = random() % text.size();
-      switch (random() % 4) {
-        case 0: text[at] = alphabet[random() % alphabet.size()]; break;
-        case 1: text.erase(at, 1); break;
-        case 2: text.insert(at, 1, text[at]); break;
-        default: text.resize(at); break;
-      }
-    }
-    expect_agrees(text);
+    expect_agrees(agentq::testing::mutated(kUsual[random() % kUsual.size()], random, alphabet));
     if (::testing::Test::HasFailure()) break;
   }
 }

@@ -6,6 +6,7 @@
 
 #include "core/json_fast.hpp"
 #include "core/json_limits.hpp"
+#include "mutations.hpp"
 
 using agentq::parse_simple_json;
 using json = nlohmann::json;
@@ -99,18 +100,7 @@ TEST(JsonFast, MutatedTextsAgreeWithNlohmann) {
   std::mt19937 random(4242);
   const std::string alphabet = "{}[]\":,\\/ \t\n-0123456789.eEtrufalsn\x01\x7f\xc3\xa9\xff";
   for (int round = 0; round < 20000; ++round) {
-    std::string text = kHandled[random() % kHandled.size()];
-    int edits = 1 + static_cast<int>(random() % 3);
-    for (int i = 0; i < edits && !text.empty(); ++i) {
-      std::size_t at = random() % text.size();
-      switch (random() % 4) {
-        case 0: text[at] = alphabet[random() % alphabet.size()]; break;
-        case 1: text.erase(at, 1); break;
-        case 2: text.insert(at, 1, text[at]); break;
-        default: text.resize(at); break;
-      }
-    }
-    expect_agrees(text);
+    expect_agrees(agentq::testing::mutated(kHandled[random() % kHandled.size()], random, alphabet));
     if (::testing::Test::HasFailure()) break;
   }
 }
