@@ -33,10 +33,12 @@ let token;
 let stderrText;
 const clients = [];
 
-async function connect(name = 'sly-agent-q-sdk-http-test') {
+// RECEIVED, when given, records every message the client receives.
+async function connect(name = 'sly-agent-q-sdk-http-test', received) {
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
   });
+  if (received) recordMessages(transport, [], received);
   const client = new Client({ name, version: '1.0.0' });
   await client.connect(transport);
   clients.push(client);
@@ -273,14 +275,8 @@ test('hostile HTTP: garbage, huge heads and bodies, chunked bodies get an error;
 });
 
 test('logging over HTTP: after logging/setLevel, a call\'s log messages come on its own stream, none below the level', async () => {
-  const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
-  });
   const mine = [];
-  recordMessages(transport, [], mine);
-  const client = new Client({ name: 'sly-agent-q-sdk-http-logging', version: '1.0.0' });
-  await client.connect(transport);
-  clients.push(client);
+  const [client] = await connect('sly-agent-q-sdk-http-logging', mine);
   assert.deepEqual(client.getServerCapabilities().logging, {});
   const messages = () => mine.filter((m) => m.method === 'notifications/message');
   const target = path.join(os.tmpdir(), `agentq-http-logging-${process.pid}`);
@@ -306,14 +302,8 @@ test('logging over HTTP: after logging/setLevel, a call\'s log messages come on 
 });
 
 test('resources/list_changed over HTTP: on the stream of the call that defined something', async () => {
-  const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
-  });
   const mine = [];
-  recordMessages(transport, [], mine);
-  const client = new Client({ name: 'sly-agent-q-sdk-http-changes', version: '1.0.0' });
-  await client.connect(transport);
-  clients.push(client);
+  const [client] = await connect('sly-agent-q-sdk-http-changes', mine);
   assert.deepEqual(client.getServerCapabilities().resources, { subscribe: false, listChanged: true });
   const changes = () => mine.filter((m) => m.method === 'notifications/resources/list_changed').length;
   // A stream (a progress token): its notifications come before its answer.
