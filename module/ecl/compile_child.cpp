@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
-#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <set>
