@@ -46,6 +46,12 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
       std::lock_guard lock(mutex_);
       running_.erase(entry);
     }
+    // The spec: a cancelled request gets no response (as over stdio); its
+    // stream ends without one.
+    if (context.cancelled()) {
+      log(LogLevel::Info, "request " + shortened(key) + " was cancelled: interrupted, not answered");
+      return std::nullopt;
+    }
     return response;
   }
   route = route_message(text);

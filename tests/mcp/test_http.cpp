@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -180,6 +181,18 @@ class HttpOverSocket : public ::testing::Test {
       return ToolOutput{true, "done"};
     };
     registry.register_tool(progress);
+    Tool wait;
+    wait.name = "wait";
+    wait.description = "Runs until it is cancelled (at most 10 s), then says so.";
+    wait.safety_level = SafetyLevel::Safe;
+    wait.handler = [this](const json&, CallContext& context) {
+      waiting = true;
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (!context.cancelled() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+      waiting = false;
+      return ToolOutput{false, context.cancelled() ? "interrupted" : "never cancelled"};
+    };
+    registry.register_tool(wait);
     HttpServerOptions options;
     options.token = "secret";
     options.read_timeout = 60s;
@@ -238,6 +251,7 @@ class HttpOverSocket : public ::testing::Test {
     return answer.substr(at + 16, 32);
   }
 
+  std::atomic<bool> waiting{false};  // the wait tool runs
   Registry registry;
   Executor executor;
   McpServer server;
@@ -267,6 +281,37 @@ TEST_F(HttpOverSocket, ACallWithAProgressTokenStreamsItsNotificationsThenItsResp
                                     "Mcp-Session-Id: " + id + "\r\n"));
   EXPECT_NE(plain.find("Content-Type: application/json\r\n"), std::string::npos) << plain;
   EXPECT_EQ(plain.find("notifications/progress"), std::string::npos) << plain;
+}
+
+// The spec: a cancelled request gets no response.  Its POST ends without
+// one: an SSE stream closes empty, a plain one is 202 Accepted.
+TEST_F(HttpOverSocket, ACancelledCallIsNotAnsweredOnItsStreamOrItsPost) {
+  std::string id = session();
+  const std::string header = "Mcp-Session-Id: " + id + "\r\n";
+  for (const std::string meta : {R"(,"_meta":{"progressToken":"t"})", ""}) {
+    std::string answer;
+    std::thread call([&] {
+      answer = exchange(post(R"({"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait")" + meta + "}}", header));
+    });
+    for (int tries = 0; tries < 1000 && !waiting; ++tries) std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(waiting) << meta;
+    std::string cancelled = exchange(
+        post(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w","reason":"test"}})", header));
+    EXPECT_TRUE(cancelled.starts_with("HTTP/1.1 202")) << cancelled;
+    call.join();
+    EXPECT_EQ(answer.find("interrupted"), std::string::npos) << answer;
+    EXPECT_EQ(answer.find(R"("id":"w")"), std::string::npos) << answer;
+    if (meta.empty()) {
+      EXPECT_TRUE(answer.starts_with("HTTP/1.1 202")) << answer;
+    } else {
+      EXPECT_TRUE(answer.starts_with("HTTP/1.1 200 OK\r\n")) << answer;
+      EXPECT_NE(answer.find("Content-Type: text/event-stream\r\n"), std::string::npos) << answer;
+      EXPECT_TRUE(answer.ends_with("\r\n\r\n0\r\n\r\n")) << answer;  // no event, the stream's end
+    }
+  }
+  // The session goes on.
+  std::string again = exchange(post(R"({"jsonrpc":"2.0","id":3,"method":"ping"})", header));
+  EXPECT_TRUE(again.starts_with("HTTP/1.1 200 OK")) << again;
 }
 
 TEST_F(HttpOverSocket, KeepAliveServesSeveralRequestsOnOneConnection) {
