@@ -107,14 +107,14 @@ fuzz: deps-fuzz
 #   detect_stack_use_after_return=0: the GC scans the C stack for roots,
 #     and ASan's fake stack frames would hide them from it.
 # (module/ecl is compiled without UBSan's alignment check: cmake/runtime.cmake.)
-# The ERT and tmux tests, and the Node SDK test, are left out: they run the
-# module inside an Emacs that was not built with ASan.
+# The ERT and tmux tests, and the SDK tests (Node, Python), are left out:
+# they run the module inside an Emacs that was not built with ASan.
 ASAN_OPTIONS_ECL = detect_leaks=0:handle_segv=0:allow_user_segv_handler=1:detect_stack_use_after_return=0:abort_on_error=1
 test-asan: deps
 	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAGENTQ_SANITIZE=ON
 	cmake --build $(ASAN_DIR) --target core_tests ecl_tests mcp_tests hostile_tests sly-agent-q-mcp -j $(JOBS)
 	cd $(ASAN_DIR) && ASAN_OPTIONS=$(ASAN_OPTIONS_ECL) UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --output-on-failure -j $(JOBS) -E '^(e2e_|mcp_sdk_client)'
+	  ctest --output-on-failure -j $(JOBS) -E '^(e2e_|mcp_sdk_client|mcp_python_sdk)'
 
 run: build-run
 	$(EMACS) -Q -nw -L elisp -l sly-agent-q-autoloads -l sly-agent-q -f sly-agent-q-load-user-init -f sly-agent-q-welcome
