@@ -10,6 +10,8 @@ stdio and over Streamable HTTP, and through a batch Emacs serving MCP
 - a call with a progressToken gets the output as it is printed, before
   the answer;
 - a cancelled call is never answered, and the next call is served;
+- resources (the session's definitions and systems, a symbol's
+  documentation) and prompts;
 - over HTTP: 401 without the token or with a wrong one, 403 for a foreign
   Origin, two clients at once.
 
@@ -41,6 +43,7 @@ import mcp.types as types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -182,6 +185,29 @@ class SdkClientChecks:
             self.assertEqual(listed["package"], "COMMON-LISP-USER")
             self.assertIn("PY-SDK-DESCRIBED", json.dumps(listed))
             fits("list_systems", await c.session.call_tool("list_systems", {}))
+
+    async def test_resources_and_prompts(self):
+        async with self.connect() as c:
+            self.assertIsNotNone(c.initialized.capabilities.resources)
+            self.assertIsNotNone(c.initialized.capabilities.prompts)
+            await c.evaluate('(defun py-sdk-resource-fn (x) "Adds one." (1+ x))')
+            uris = [str(r.uri) for r in (await c.session.list_resources()).resources]
+            self.assertIn("lisp://session/definitions", uris)
+            self.assertIn("lisp://session/systems", uris)
+            definitions = await c.session.read_resource("lisp://session/definitions")
+            self.assertRegex(definitions.contents[0].text, r"PY-SDK-RESOURCE-FN \(X\)")
+            templates = [t.uriTemplate for t in (await c.session.list_resource_templates()).resourceTemplates]
+            self.assertIn("lisp://symbol/{package}/{name}", templates)
+            doc = await c.session.read_resource("lisp://symbol/CL-USER/PY-SDK-RESOURCE-FN")
+            self.assertRegex(doc.contents[0].text, "Adds one")
+            with self.assertRaises(McpError) as raised:
+                await c.session.read_resource("lisp://symbol/NO-SUCH-PACKAGE/X")
+            self.assertEqual(raised.exception.error.code, -32002)
+            prompts = [p.name for p in (await c.session.list_prompts()).prompts]
+            self.assertEqual(prompts, ["explain-error", "explain-symbol", "fix-failing-tests"])
+            explained = await c.session.get_prompt("explain-symbol", {"symbol": "py-sdk-resource-fn"})
+            self.assertEqual(explained.messages[0].role, "user")
+            self.assertRegex(explained.messages[0].content.text, "Adds one")
 
     async def test_progress_arrives_while_the_call_runs(self):
         async with self.connect() as c:
@@ -440,10 +466,14 @@ def with_deadline(test):
     return run
 
 
-for case in (HeadlessStdio, HeadlessHttp, EmacsStdio, EmacsHttp):
-    for name in dir(case):
-        if name.startswith("test_"):
-            setattr(case, name, with_deadline(getattr(case, name)))
+def put_deadlines(*cases):
+    for case in cases:
+        for name in dir(case):
+            if name.startswith("test_"):
+                setattr(case, name, with_deadline(getattr(case, name)))
+
+
+put_deadlines(HeadlessStdio, HeadlessHttp, EmacsStdio, EmacsHttp)
 
 
 def main():
