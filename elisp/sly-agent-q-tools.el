@@ -30,7 +30,9 @@ DESCRIPTION tells the model when to use it.  PARAMS is a list of plists
 :boolean :number :integer :object :array; a plist may also give
 :minimum and :maximum (numbers: a value beyond fails the call),
 :default (what the handler uses when it is absent, :false for false;
-only said in the schema) and :aliases (older names still accepted).
+only said in the schema), :aliases (older names still accepted) and,
+for a string, :enum (the list of strings it may be; any other fails the
+call).
 Arguments that are no parameter fail the call.  REQUIRED lists parameter
 names, SAFETY-LEVEL is :safe, :cautious or :dangerous, CATEGORIES a list
 of keywords.  HANDLER is called with a hash table of the arguments

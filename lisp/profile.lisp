@@ -280,7 +280,8 @@ the form runs (no Lisp function below it either)."
 (define-built-in-tool "profile_form"
   "Evaluate Lisp code and report where its time goes, by function: each function of the session's with its calls and inclusive time (mode time), only the call counts (mode calls, cheapest), or the bytes allocated inside it (mode alloc), with its share of the whole; or, by sampling the running code every interval_us of CPU time, every function it was in, ECL's and libraries' included, natively compiled and recursive ones too: its self samples (the innermost Lisp function) and inclusive samples (anywhere on the stack, once per sample), with percentages (mode sample). Counting is exact (every call of a function the session defined is counted while the code runs); sampling is statistical. Under evaluate_lisp's limits and approval policy; the code's own result follows the table. Use it to find what makes code slow before changing it."
   `((:name "code" :type :string :description "The Lisp code to run and profile, e.g. \"(my-app:run-benchmark 1000)\".")
-    (:name "mode" :type :string :description "time (the default), calls, alloc or sample.")
+    (:name "mode" :type :string :enum ("time" "calls" "alloc" "sample") :default "time"
+     :description "time (the default), calls, alloc or sample.")
     (:name "interval_us" :type :integer :minimum 1000 :maximum 100000 :default 1000
      :description "Mode sample: microseconds of the worker's CPU time between samples (default 1000, from 1000 to 100000); the kernel may space them further (its clock tick, often 4 ms); at most 5000 samples are taken.")
     ,+evaluation-package-parameter+)          ; repl-tools.lisp
@@ -289,11 +290,11 @@ the form runs (no Lisp function below it either)."
   :categories '(:execution)
   :handler (lambda (arguments)
              (let ((code (gethash "code" arguments))
-                   (mode (let ((text (or (gethash "mode" arguments) "time")))
-                           (cond ((string-equal text "time") :time)
-                                 ((string-equal text "calls") :calls)
-                                 ((string-equal text "alloc") :alloc)
-                                 ((string-equal text "sample") :sample))))
+                   ;; A call was checked against the enum; a handler called
+                   ;; by hand was not.
+                   (mode (cdr (assoc (or (gethash "mode" arguments) "time")
+                                     '(("time" . :time) ("calls" . :calls) ("alloc" . :alloc) ("sample" . :sample))
+                                     :test #'equal)))
                    (interval (gethash "interval_us" arguments +profile-interval-default+)))
                (cond
                  ((not (and (stringp code) (plusp (length (string-trim '(#\Space #\Tab #\Newline) code)))))

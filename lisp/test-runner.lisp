@@ -214,17 +214,16 @@ direct call in ECL's compiled code, which no wrapper would see)."
   `((:name "system" :type :string :description "An ASDF system whose tests to run, e.g. \"my-app\" (its test-op, usually my-app/tests). Give system or names.")
     (:name "names" :type :array :description "FiveAM tests or suites to run by name, e.g. [\"my-suite\"], read in package.")
     ,+package-parameter+
-    (:name "framework" :type :string :description "auto (the default: FiveAM when it ran, else the output), or fiveam."))
+    (:name "framework" :type :string :enum ("auto" "fiveam") :default "auto"
+     :description "auto (the default: FiveAM when it ran, else the output), or fiveam."))
   :safety-level :cautious
   :categories '(:execution)
   :output-schema +run-tests-output-schema+
   :handler (lambda (arguments)
              (let ((system (gethash "system" arguments))
-                   (names (gethash "names" arguments))
-                   (framework (or (gethash "framework" arguments) "auto")))
+                   (names (gethash "names" arguments)))
+               ;; framework: auto and fiveam (its enum) read FiveAM's results alike.
                (cond
-                 ((not (member framework '("auto" "fiveam") :test #'string-equal))
-                  (values nil "\"framework\" must be auto or fiveam."))
                  ((and (listp names) names)
                   (if (every #'stringp names)
                       (run-named-tests names (gethash "package" arguments))

@@ -47,6 +47,7 @@ json parameters_schema(const Tool& tool) {
     if (p.minimum) property["minimum"] = bound(*p.minimum);
     if (p.maximum) property["maximum"] = bound(*p.maximum);
     if (!p.default_value.is_null()) property["default"] = p.default_value;
+    if (!p.choices.empty()) property["enum"] = p.choices;
     properties[p.name] = std::move(property);
   }
   json required = json::array();

@@ -183,6 +183,20 @@ void validate_tool_definition(const Tool& tool) {
     if (p.minimum && p.maximum && *p.minimum > *p.maximum) {
       throw ToolDefinitionError(prefix + "parameter " + in_quotes(p.name) + "'s minimum is above its maximum");
     }
+    if (!p.choices.empty() && p.type != ParamType::String) {
+      throw ToolDefinitionError(prefix + "parameter " + in_quotes(p.name) + " has an enum but is not a string");
+    }
+    std::unordered_set<std::string_view> choices;
+    for (const std::string& choice : p.choices) {
+      if (!choices.insert(choice).second) {
+        throw ToolDefinitionError(prefix + "parameter " + in_quotes(p.name) + " lists " + in_quotes(choice) +
+                                  " twice in its enum");
+      }
+    }
+    if (!p.choices.empty() && p.default_value.is_string() &&
+        choices.find(p.default_value.get_ref<const std::string&>()) == choices.end()) {
+      throw ToolDefinitionError(prefix + "parameter " + in_quotes(p.name) + "'s default is not in its enum");
+    }
   }
   for (const std::string& r : tool.required) {
     if (seen.find(r) == seen.end()) {

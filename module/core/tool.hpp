@@ -48,6 +48,9 @@ struct Parameter {
   // Older names still accepted for it (not in the schema): evaluate_lisp's
   // capture-time.  The handler reads them.
   std::vector<std::string> aliases;
+  // The only values a string parameter takes (the schema's "enum"),
+  // checked before the handler runs; empty: any string.
+  std::vector<std::string> choices;
 };
 
 // Who runs the handler: plain C++, Lisp on the ECL thread, or Elisp on the

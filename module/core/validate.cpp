@@ -40,6 +40,12 @@ std::optional<std::string> check_value(const Parameter& p, const std::string& na
     return "Invalid argument '" + name + "': expected " + std::string(to_string(p.type)) + ", got " +
            json_type_name(value);
   }
+  if (!p.choices.empty() &&
+      std::find(p.choices.begin(), p.choices.end(), value.get_ref<const std::string&>()) == p.choices.end()) {
+    std::string listed;
+    for (const std::string& choice : p.choices) listed += (listed.empty() ? "" : ", ") + json(choice).dump();
+    return "Invalid argument '" + name + "': one of " + listed + ", got " + value.dump();
+  }
   if (p.minimum || p.maximum) {
     const double number = value.get<double>();
     if (p.minimum && number < *p.minimum)

@@ -94,7 +94,7 @@ json default_value(cl_object value, const std::string& tool) {
 }
 
 // (:name "x" :type :string :description "…" [:minimum N :maximum N
-// :default VALUE :aliases ("old-name")]) → a Parameter.
+// :default VALUE :aliases ("old-name") :enum ("a" "b")]) → a Parameter.
 Parameter parameter(cl_object plist, const std::string& tool) {
   Parameter out;
   std::string type = "string";
@@ -114,6 +114,8 @@ Parameter parameter(cl_object plist, const std::string& tool) {
       out.default_value = default_value(items[i + 1], tool);
     else if (key == "aliases")
       out.aliases = names(items[i + 1], "a parameter's :aliases");
+    else if (key == "enum")
+      out.choices = names(items[i + 1], "a parameter's :enum");
   }
   auto parsed = parse_param_type(type);
   if (!parsed)

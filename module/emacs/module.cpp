@@ -164,16 +164,21 @@ emacs_value define_tool(const Env& env, ptrdiff_t nargs, emacs_value* args) {
       if (!it->is_number()) throw ToolDefinitionError(std::string("parameter :") + key + " must be a number");
       (std::string_view(key) == "minimum" ? parameter.minimum : parameter.maximum) = it->get<double>();
     }
-    // :default VALUE (nil: none; :false for false); :aliases ("old-name" …).
+    // :default VALUE (nil: none; :false for false); :aliases ("old-name" …);
+    // :enum ("a" "b" …).
     if (auto it = param.find("default"); it != param.end() && !it->is_null())
       parameter.default_value = it->is_string() && *it == "false" ? json(false) : *it;
-    if (auto it = param.find("aliases"); it != param.end() && !it->is_null()) {
-      if (!it->is_array()) throw ToolDefinitionError("parameter :aliases must be a list of strings");
-      for (const json& alias : *it) {
-        if (!alias.is_string()) throw ToolDefinitionError("parameter :aliases must be a list of strings");
-        parameter.aliases.push_back(alias.get<std::string>());
+    auto strings = [](const json& list, const char* key, std::vector<std::string>& out) {
+      if (list.is_null()) return;
+      const std::string error = std::string("parameter :") + key + " must be a list of strings";
+      if (!list.is_array()) throw ToolDefinitionError(error);
+      for (const json& item : list) {
+        if (!item.is_string()) throw ToolDefinitionError(error);
+        out.push_back(item.get<std::string>());
       }
-    }
+    };
+    if (auto it = param.find("aliases"); it != param.end()) strings(*it, "aliases", parameter.aliases);
+    if (auto it = param.find("enum"); it != param.end()) strings(*it, "enum", parameter.choices);
     tool.parameters.push_back(std::move(parameter));
   }
   auto names = [&](emacs_value value, const char* what) {

@@ -169,6 +169,18 @@ TEST(ParametersSchema, BoundsAndDefaultsAreSaidAliasesAreNot) {
   EXPECT_FALSE(p.contains("deep-p"));
 }
 
+TEST(ParametersSchema, AnEnumIsSaidInEveryFormat) {
+  Tool t = make_tool("profile", {param("mode"), param("code")});
+  t.parameters[0].choices = {"time", "calls", "alloc"};
+  t.parameters[0].default_value = "time";
+  for (SchemaFormat format : {SchemaFormat::Mcp, SchemaFormat::OpenAI, SchemaFormat::Anthropic}) {
+    std::string text = tool_to_schema(t, format).dump();
+    EXPECT_NE(text.find(R"("default":"time","description":"The mode","enum":["time","calls","alloc"])"), std::string::npos)
+        << text;
+  }
+  EXPECT_FALSE(parameters_schema(t)["properties"]["code"].contains("enum"));
+}
+
 TEST(ToolToSchema, EmptyParametersSerializeAsObjectAndArray) {
   std::string text = tool_to_schema(make_tool("reset_session"), SchemaFormat::OpenAI).dump();
   EXPECT_NE(text.find(R"("properties":{})"), std::string::npos) << text;

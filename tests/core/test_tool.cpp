@@ -181,6 +181,21 @@ TEST(ValidateToolDefinition, RejectsOutOfRangeEnums) {
   EXPECT_NE(definition_error(tool).find("parameter \"a\" has an unknown type"), std::string::npos);
 }
 
+TEST(ValidateToolDefinition, AnEnumIsOfStringsEachOnceAndHoldsTheDefault) {
+  Tool tool = make_tool("t", {param("mode"), param("count", ParamType::Integer)});
+  tool.parameters[0].choices = {"time", "calls"};
+  tool.parameters[0].default_value = "time";
+  EXPECT_EQ(definition_error(tool), "<no error>");
+  tool.parameters[0].default_value = "alloc";
+  EXPECT_EQ(definition_error(tool), "Tool t: parameter \"mode\"'s default is not in its enum");
+  tool.parameters[0].default_value = nullptr;
+  tool.parameters[0].choices = {"time", "calls", "time"};
+  EXPECT_EQ(definition_error(tool), "Tool t: parameter \"mode\" lists \"time\" twice in its enum");
+  tool.parameters[0].choices = {};
+  tool.parameters[1].choices = {"1"};
+  EXPECT_EQ(definition_error(tool), "Tool t: parameter \"count\" has an enum but is not a string");
+}
+
 TEST(ValidateToolDefinition, ErrorIsAnInvalidArgument) {
   EXPECT_THROW(validate_tool_definition(make_tool("Bad")), std::invalid_argument);
   EXPECT_THROW(validate_tool_definition(make_tool("Bad")), ToolDefinitionError);

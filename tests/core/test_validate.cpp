@@ -141,6 +141,16 @@ TEST(ValidateArguments, BoundsAreChecked) {
             "Invalid argument 'count': expected integer, got string");
 }
 
+TEST(ValidateArguments, AnEnumTakesOnlyItsValuesExactly) {
+  Tool t = typed_tool();
+  t.parameters[0].choices = {"time", "calls"};  // code
+  EXPECT_EQ(validate_arguments(t, json{{"code", "calls"}}), std::nullopt);
+  EXPECT_EQ(validate_arguments(t, json{{"code", "TIME"}}),
+            R"(Invalid argument 'code': one of "time", "calls", got "TIME")");
+  EXPECT_EQ(validate_arguments(t, json{{"code", ""}}), R"(Invalid argument 'code': one of "time", "calls", got "")");
+  EXPECT_EQ(validate_arguments(t, json{{"code", 1}}), "Invalid argument 'code': expected string, got integer");
+}
+
 TEST(ValidateArguments, MissingRequiredIsReportedBeforeWrongTypes) {
   EXPECT_EQ(validate_arguments(typed_tool(), json{{"count", "bad"}}), "Missing required argument: code");
 }

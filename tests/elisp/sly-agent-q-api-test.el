@@ -278,6 +278,48 @@
       (should (string-match-p "'n'.*integer" (plist-get result :error))))
     (should (null seen))))
 
+(ert-deftest sly-agent-q-api/define-tool-enum ()
+  "A string parameter's :enum is in its schema and checked before the handler
+runs, for a tool defined in Elisp and one defined in Lisp; on a number it
+is refused."
+  (let ((name (agentq-test-fresh-name "agentq_enum"))
+        (seen nil))
+    (sly-agent-q-define-tool
+     name "Takes a kind."
+     '((:name "kind" :type :string :enum ("fast" "slow") :default "fast" :description "How."))
+     :handler (lambda (args) (setq seen (gethash "kind" args)) "ok"))
+    (let ((kind (agentq-test-get
+                 (cl-find name (sly-agent-q-tools-schema 'mcp) :key (lambda (e) (gethash "name" e)) :test #'equal)
+                 "inputSchema" "properties" "kind")))
+      (should (equal (gethash "enum" kind) ["fast" "slow"]))
+      (should (equal (gethash "default" kind) "fast")))
+    (should (equal (plist-get (agentq-test-call name '(:kind "slow")) :content) "ok"))
+    (should (equal seen "slow"))
+    (setq seen nil)
+    (let ((result (agentq-test-call name '(:kind "Slow"))))
+      (should-not (plist-get result :success))
+      (should (equal (plist-get result :error) "Invalid argument 'kind': one of \"fast\", \"slow\", got \"Slow\"")))
+    (should-not seen))
+  (should (string-match-p "parameter \"n\" has an enum but is not a string"
+                          (agentq-test--definition-error
+                           (lambda () (sly-agent-q-define-tool "agentq_enum_number" "d"
+                                                               '((:name "n" :type :integer :enum ("1")))
+                                                               :handler #'ignore)))))
+  ;; The same from Lisp.
+  (should (equal (agentq-test-eval-ok "(progn (register-tool *agent-q-registry*
+                                                 (define-tool \"agentq_lisp_enum\" \"Takes a kind.\"
+                                                   '((:name \"kind\" :type :string :enum (\"a\" \"b\")))
+                                                   :handler (lambda (args) (gethash \"kind\" args))))
+                                               :registered)")
+                 "=> :REGISTERED"))
+  (should (equal (plist-get (agentq-test-call "agentq_lisp_enum" '(:kind "b")) :content) "b"))
+  (should (equal (plist-get (agentq-test-call "agentq_lisp_enum" '(:kind "c")) :error)
+                 "Invalid argument 'kind': one of \"a\", \"b\", got \"c\""))
+  (should (string-match-p "TOOL-DEFINITION-ERROR\nTool agentq_lisp_enum_twice: parameter \"k\" lists \"a\" twice in its enum"
+                          (agentq-test-eval-fails "(define-tool \"agentq_lisp_enum_twice\" \"x\"
+                                               '((:name \"k\" :type :string :enum (\"a\" \"a\")))
+                                               :handler #'identity)"))))
+
 (ert-deftest sly-agent-q-api/define-tool-handler-gets-string-keyed-hash ()
   "The handler gets a hash table whose keys are strings, whatever form ARGS had."
   (let ((name (agentq-test-fresh-name "agentq_keys"))

@@ -49,7 +49,7 @@
             (should-not (plist-get result :success))
             ;; (The rows' order follows their times, which may tie.)
             (should (string-match-p "^AGENTQ-PF-LEAF +2 .*\n\\(.+\n\\)*\n\\[result\\]\n\\[ERROR\\] SIMPLE-ERROR\nlate" (plist-get result :content))))
-          (should (string-match-p "\"mode\" must be time, calls, alloc or sample"
+          (should (string-match-p "Invalid argument 'mode': one of \"time\", \"calls\", \"alloc\", \"sample\", got \"bogus\""
                                   (plist-get (agentq-test-call "profile_form" '(:code "(+ 1 2)" :mode "bogus")) :content))))
         ;; Every definition is back, and one the form replaced stays replaced.
         (agentq-pf-ok '(:code "(defun agentq-pf-unused () :new)"))
