@@ -422,9 +422,11 @@ evaluations are kept; an older one is an error."
   "Call FUNCTION, the Lisp handler of a tool, with ARGUMENTS (a hash table
 with string keys) as a job's code runs (see WITH-JOB-ENVIRONMENT).  The
 handler returns its result, a string or any value to print, or NIL and an
-error message.  Returns true and the result text, or NIL and the error
-text; output the handler printed comes as in evaluate_lisp: before a
-result, after an error."
+error message; a second value beside a result is a message only when it
+is a string (GETHASH's found flag or FIND-SYMBOL's status is none).
+Returns true and the result text, or NIL and the error text; output the
+handler printed comes as in evaluate_lisp: before a result, after an
+error."
   (reset-job-state output-limit)
   (let* ((value nil) (message nil)
          (error-text (failure-text
@@ -439,9 +441,10 @@ result, after an error."
                              (setf value nil
                                    message (format nil "Tool error: ~A" (condition-message condition))))))
                        nil)))
-         (success (and (null error-text) (null message)))
+         (error-message (and message (or (null value) (stringp message)) message))
+         (success (and (null error-text) (null error-message)))
          (text (cond (error-text error-text)
-                     (message (princ-to-string message))
+                     (error-message (princ-to-string error-message))
                      ((stringp value) value)
                      (t (format-tool-result value)))))
     (record-finalizer-warning)

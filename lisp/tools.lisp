@@ -78,12 +78,16 @@ tool does and when to use it.  PARAMETERS is a list of plists
 :boolean, :number, :integer, :object or :array; a plist may also give
 :MINIMUM and :MAXIMUM (a value beyond fails the call), :DEFAULT (what the
 handler uses when the argument is absent, :FALSE for false: only said in
-the schema) and :ALIASES (older names still accepted).  Arguments that
+the schema), :ALIASES (older names still accepted) and, for a string,
+:ENUM (the list of strings it may be; anything else fails the call).
+Arguments that
 are no parameter fail the call.  REQUIRED lists parameter
 names; SAFETY-LEVEL is :safe, :cautious or :dangerous (dangerous tools ask
 for approval); CATEGORIES is a list of keywords.  HANDLER is called with
 the arguments as a hash table with string keys and returns the result: a
-string, any value to print, or NIL and an error message.  A definition the
+string, any value to print, or NIL and an error message (a second value
+beside a result is an error message only when it is a string, so that
+GETHASH's found flag is none).  A definition the
 registry would refuse signals TOOL-DEFINITION-ERROR.
 
   (register-tool *agent-q-registry*

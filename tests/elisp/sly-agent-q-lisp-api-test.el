@@ -190,6 +190,9 @@ built-in ones of the same names, which are put back afterwards."
                                                ((string= what \"values\") (values nil \"Nothing found\"))
                                                ((string= what \"signal\") (error \"Symbol FOO not found in package BAR\"))
                                                ((string= what \"print\") (format t \"side note~%\") \"printed\")
+                                               ;; A result and a second value that is no message.
+                                               ((string= what \"found\") (gethash \"what\" args))
+                                               ((string= what \"status\") (find-symbol \"CAR\" \"CL\"))
                                                (t what))))))")
   (let ((content (agentq-test-eval-ok
                   "(let ((*print-pretty* nil)
@@ -201,7 +204,9 @@ built-in ones of the same names, which are put back afterwards."
                                      (:id \"c5\" :name \"nonexistent\" :arguments (:x 1))
                                      (:id \"c6\" :name \"agentq_api_kinds\" :arguments (:n \"three\"))
                                      (:id \"c7\" :name \"agentq-api-kinds\" :arguments \"{\\\"what\\\": \\\"json\\\"}\")
-                                     (:id \"c8\" :name \"agentq_api_kinds\" :arguments (:what \"print\"))))))
+                                     (:id \"c8\" :name \"agentq_api_kinds\" :arguments (:what \"print\"))
+                                     (:id \"c9\" :name \"agentq_api_kinds\" :arguments (:what \"found\"))
+                                     (:id \"c10\" :name \"agentq_api_kinds\" :arguments (:what \"status\"))))))
                     (format t \"~{~W~%~}\"
                             (mapcar (lambda (r)
                                       (list (tool-result-id r) (tool-result-success r) (tool-result-content r)
@@ -221,6 +226,8 @@ built-in ones of the same names, which are put back afterwards."
                            "(\"c6\" NIL \"Missing required argument: what\" \"Missing required argument: what\" :SAFE T T)\n"
                            "(\"c7\" T \"json\" NIL :SAFE T T)\n"
                            "(\"c8\" T \"[stdout]\nside note\n\nprinted\" NIL :SAFE T T)\n"
+                           "(\"c9\" T \"found\" NIL :SAFE T T)\n"
+                           "(\"c10\" T \"CAR\" NIL :SAFE T T)\n"
                            "\n; No values"))))
   ;; The calling evaluation's own output is kept apart from the tools'.
   (should (equal (agentq-test-eval-ok "(princ \"before \")
