@@ -12,6 +12,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "app/services.hpp"
@@ -157,11 +160,19 @@ class AsyncCallContext final : public CallContext {
   // An agent's code question is asked with the job's own approval
   // function and door, as its dangerous calls were
   // (sly-agent-q--approve-agent-code-of-job).
+  // An MCP client that chose a log level hears of the question and of a
+  // denial, as of its dangerous tools' (and as headless says its refusal).
   HostAnswer approve_in_host(const std::string& form) override {
     static const std::string head = "(sly-agent-q--approve-agent-code ";
     if (form.rfind(head, 0) != 0) return eval_in_host(form);
-    return eval_in_host("(sly-agent-q--approve-agent-code-of-job " + std::to_string(batch_.id) + " " +
-                        form.substr(head.size()));
+    static const std::string what = "code that touches the world outside the Lisp session";
+    log_to_client(McpLogLevel::Info, what + " waits for the person's approval in Emacs", std::string());
+    HostAnswer answer = eval_in_host("(sly-agent-q--approve-agent-code-of-job " + std::to_string(batch_.id) + " " +
+                                     form.substr(head.size()));
+    if (std::optional<std::string> reason = denial_reason(answer))
+      log_to_client(McpLogLevel::Notice, what + " was denied in Emacs" + (reason->empty() ? "" : ": " + *reason),
+                    std::string());
+    return answer;
   }
   HostAnswer eval_in_host(const std::string& form) override {
     HostAnswer answer{false, "the call was cancelled"};
@@ -185,6 +196,20 @@ class AsyncCallContext final : public CallContext {
   }
 
  private:
+  // ANSWER, sly-agent-q--approve-agent-code's value as Elisp printed it:
+  // "denied" or ("denied" . "REASON") give the reason (empty for none);
+  // anything else (approved, modified, an error) nullopt.
+  static std::optional<std::string> denial_reason(const HostAnswer& answer) {
+    if (!answer.ok) return std::nullopt;
+    if (answer.text == "\"denied\"") return std::string();
+    static const std::string head = "(\"denied\" . \"";
+    if (answer.text.rfind(head, 0) != 0 || !answer.text.ends_with("\")")) return std::nullopt;
+    std::string reason;
+    const std::string_view quoted(answer.text.data() + head.size(), answer.text.size() - head.size() - 2);
+    for (std::size_t i = 0; i < quoted.size(); ++i) reason += quoted[i] == '\\' && i + 1 < quoted.size() ? quoted[++i] : quoted[i];
+    return reason;
+  }
+
   // The person answers through a command (answer_later), so Emacs is free
   // meanwhile.  This thread is the job's owner serving its request: the
   // job's time limit stays paused; a cancellation ends the wait.

@@ -12,6 +12,7 @@ stdio and over Streamable HTTP, and through a batch Emacs serving MCP
 - a cancelled call is never answered, and the next call is served;
 - resources (the session's definitions and systems, a symbol's
   documentation) and prompts;
+- log messages (notifications/message) at the level the client sets;
 - over HTTP: 401 without the token or with a wrong one, 403 for a foreign
   Origin, two clients at once.
 
@@ -34,6 +35,7 @@ import tempfile
 import threading
 import time
 import unittest
+import warnings
 from datetime import timedelta
 
 import anyio
@@ -54,6 +56,10 @@ EMACS = os.environ.get("EMACS", "emacs")
 PROGRESS_CODE = "(progn (dotimes (i 3) (print i) (finish-output) (sleep 0.5)) :done)"
 LOOP_CODE = "(progn (print :looping) (finish-output) (loop (sleep 0.01)))"
 TEST_SECONDS = 90
+WORLD = "code that touches the world outside the Lisp session"
+HEADLESS_REFUSAL = (WORLD + " was refused: nobody can approve it headless (--allow-dangerous allows it)")
+EMACS_QUESTION = WORLD + " waits for the person's approval in Emacs"
+EMACS_DENIAL = WORLD + " was denied in Emacs: the test's approval function says no"
 
 
 def text_of(result):
@@ -77,6 +83,10 @@ class Connection:
         self.received = []
         self.received_at = []
         self.errors = []
+        self.logs = []
+
+    async def log(self, params):
+        self.logs.append(params)
 
     async def handle_message(self, message):
         if isinstance(message, Exception):
@@ -125,6 +135,7 @@ async def session_over(read_stream, write_stream):
     connection = Connection()
     async with recorded(connection, read_stream, write_stream) as (reads, writes):
         async with ClientSession(reads, writes, message_handler=connection.handle_message,
+                                 logging_callback=connection.log,
                                  read_timeout_seconds=timedelta(seconds=60)) as session:
             connection.session = session
             connection.initialized = await session.initialize()
@@ -208,6 +219,45 @@ class SdkClientChecks:
             explained = await c.session.get_prompt("explain-symbol", {"symbol": "py-sdk-resource-fn"})
             self.assertEqual(explained.messages[0].role, "user")
             self.assertRegex(explained.messages[0].content.text, "Adds one")
+
+    async def test_log_messages_at_the_level_the_client_sets(self):
+        async with self.connect() as c:
+            self.assertIsNotNone(c.initialized.capabilities.logging)
+            target = os.path.join(tempfile.gettempdir(), f"agentq-py-sdk-logging-{os.getpid()}")
+            code = f"(delete-file {json.dumps(target)})"  # touches the world: asked, and refused
+
+            async def refused():
+                result = await c.evaluate(code)
+                self.assertTrue(result.isError, text_of(result))
+                return next(m for m in reversed(c.received) if m.get("id") is not None and "result" in m)
+
+            await refused()
+            self.assertEqual(c.logs, [], "no message before logging/setLevel")
+            await c.session.set_logging_level("debug")
+            answer = await refused()
+            self.assertTrue(c.logs, "a notifications/message at debug")
+            for params in c.logs:
+                self.assertEqual(params.logger, "sly-agent-q")
+                self.assertEqual(params.data["requestId"], answer["id"])
+            # On the wire, before the call's answer.
+            wire = [i for i, m in enumerate(c.received) if m.get("method") == "notifications/message"]
+            self.assertLess(max(wire), c.received.index(answer))
+            # Headless: refused, nobody can approve; through Emacs: asked
+            # (info) and denied by serve-emacs.el's approval function (notice).
+            said = [(p.level, p.data["message"]) for p in c.logs]
+            self.assertTrue(("warning", HEADLESS_REFUSAL) in said or
+                            ("notice", EMACS_DENIAL) in said and ("info", EMACS_QUESTION) in said, said)
+            # Above every level the refusal is logged at: none more.
+            await c.session.set_logging_level("error")
+            seen = len(c.logs)
+            await refused()
+            self.assertEqual(len(c.logs), seen)
+            with self.assertRaises(McpError) as raised, warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # pydantic: "loud" is no level, which is the point
+                await c.session.send_request(types.ClientRequest(types.SetLevelRequest(
+                    params=types.SetLevelRequestParams.model_construct(level="loud"))), types.EmptyResult)
+            self.assertEqual(raised.exception.error.code, types.INVALID_PARAMS)
+            self.assertFalse(os.path.exists(target))
 
     async def test_progress_arrives_while_the_call_runs(self):
         async with self.connect() as c:
