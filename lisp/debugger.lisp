@@ -85,10 +85,15 @@ INVOKE-RESTART looks the restart up without one."
   (remove-if (lambda (restart) (member restart *outer-restarts*))
              (compute-restarts condition)))
 
-(defun restart-line (restart)
+(defun restart-parts (restart)
+  "RESTART's name and report, as text, as the [Restarts] lines show them."
   (let ((*package* (printing-package)))
-    (format nil "[~A] ~A" (prin1-to-string (restart-name restart))
+    (values (prin1-to-string (restart-name restart))
             (without-object-addresses (one-line (safe-princ restart))))))
+
+(defun restart-line (restart)
+  (multiple-value-bind (name report) (restart-parts restart)
+    (format nil "[~A] ~A" name report)))
 
 (defun restart-wants-value-p (restart)
   (member (restart-name restart) '(use-value store-value)))

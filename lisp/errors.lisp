@@ -125,13 +125,48 @@ IHS the frame's index on ECL's invocation history stack."
   "Up to +BACKTRACE-FRAMES+ user frames, innermost first, as text lines."
   (backtrace-lines (backtrace-names)))
 
-(defun restart-lines (condition)
+(defun restart-lines (condition &optional (restarts (job-restarts condition)))   ; debugger.lisp
   "The restarts the evaluated code established that are in force for
-CONDITION, innermost first, as numbered lines \"0: [NAME] report\" (the
-REPL's debugger numbers them the same way), or NIL when there are none."
-  (loop for restart in (job-restarts condition)   ; debugger.lisp
+CONDITION (RESTARTS), innermost first, as numbered lines \"0: [NAME]
+report\" (the REPL's debugger numbers them the same way), or NIL when
+there are none."
+  (loop for restart in restarts
         for index from 0
         collect (format nil "~D: ~A" index (restart-line restart))))
+
+(defvar *want-structure*)               ; evaluate.lisp
+
+(defvar *error-structure* nil
+  "While the caller of a job takes structured results (*WANT-STRUCTURE*):
+the last [ERROR] text ERROR-TEXT made in the job and its parts, (TEXT .
+OBJECT), OBJECT a hash table as evaluate_lisp's outputSchema has its
+error: type, message, restarts.  Made from the condition itself, so that
+a message cannot pass for a section of the text.")
+
+(defun error-structure-text (object)
+  "The JSON text of evaluate_lisp's structured result for the error OBJECT."
+  (let ((result (make-hash-table :test #'equal)))
+    (setf (gethash "error" result) object)
+    (json-text result)))                ; execution.lisp
+
+(defun error-object (type message note restarts)
+  "The structured error (see *ERROR-STRUCTURE*) of a condition of TYPE
+\(its name as the text prints it) with MESSAGE, NOTE (or NIL) and
+RESTARTS (innermost first)."
+  (let ((object (make-hash-table :test #'equal)))
+    (setf (gethash "type" object) type
+          (gethash "message" object) (if note (format nil "~A~%~A" message note) message)
+          (gethash "restarts" object)
+          (coerce (loop for restart in restarts
+                        for index from 0
+                        collect (let ((entry (make-hash-table :test #'equal)))
+                                  (multiple-value-bind (name report) (restart-parts restart)   ; debugger.lisp
+                                    (setf (gethash "index" entry) index
+                                          (gethash "name" entry) name
+                                          (gethash "report" entry) report))
+                                  entry))
+                  'vector))
+    object))
 
 (defun error-text (condition &optional note (names :here))
   "The [ERROR] text of CONDITION, printed the same way whatever printer
@@ -165,12 +200,17 @@ evaluation's data go (FAILURE-TEXT)."
                                                      (safe-princ (prin1-to-string (cell-error-name condition)))))
                              (loop for line in frames for i from 1
                                    collect (format nil "~D~A" i (subseq line (position #\: line)))))))
-        (format nil "[ERROR] ~A~%~A~@[~%~A~]~%~@[~%[Restarts]~%~{~A~^~%~}~%~]~%[Backtrace]~%~{~A~^~%~}"
-                (type-name condition) (condition-message condition) note
-                ;; Taken where the condition was signalled (NAMES :HERE):
-                ;; after the unwinding none is left.
-                (and (eq names :here) (restart-lines condition))
-                (or frames '("(no user frames)"))))
+        (let* ((type (type-name condition))
+               (message (condition-message condition))
+               ;; Taken where the condition was signalled (NAMES :HERE):
+               ;; after the unwinding none is left.
+               (restarts (and (eq names :here) (job-restarts condition)))
+               (text (format nil "[ERROR] ~A~%~A~@[~%~A~]~%~@[~%[Restarts]~%~{~A~^~%~}~%~]~%[Backtrace]~%~{~A~^~%~}"
+                             type message note (restart-lines condition restarts)
+                             (or frames '("(no user frames)")))))
+          (when *want-structure*
+            (setf *error-structure* (cons text (error-object type message note restarts))))
+          text))
     (serious-condition ()
       (format nil "[ERROR] ~A~%(the condition could not be described)" (type-name condition)))))
 

@@ -272,6 +272,7 @@ after BODY, still inside (see RUN-PENDING-FINALIZERS)."
   (when *warnings* (setf *warnings* '()))
   (when *stack-overflowed* (setf *stack-overflowed* nil))
   (when *failure-in-flight* (setf *failure-in-flight* nil))
+  (when *error-structure* (setf *error-structure* nil))
   (unless (eql *finalizer-failures* 0) (setf *finalizer-failures* 0))
   (when *finalizer-error* (setf *finalizer-error* nil)))
 
@@ -366,6 +367,10 @@ and their values are kept under that key for REPL-VALUE."
     (record-finalizer-warning)
     (when (and interactive-key values-text)
       (remember-repl-values interactive-key result-values))
+    ;; A failure's structure, when its text was made from its condition
+    ;; here (else evaluate_lisp reads the text: a denial, a timeout).
+    (when (and *want-structure* error-text *error-structure* (eq (car *error-structure*) error-text))
+      (%set-job-structure (error-structure-text (cdr *error-structure*))))
     (when (and *want-structure* values-text)
       (if (and (not capture-time) result-values (null (cdr result-values)) (no-output-p)
                (<= (length values-text) output-limit))

@@ -140,6 +140,11 @@ held; the error then fails the evaluation as usual."
                                    :user-frames user-frames
                                    :frames (debugger-frames user-frames)))
            (text (held-text held)))
+      ;; Its structure, made with its text (held-text), with its id.
+      (when (and *want-structure* *error-structure*)
+        (let ((object (cdr *error-structure*)))
+          (setf (gethash "condition_id" object) (held-error-id held))
+          (%set-job-structure (error-structure-text object))))
       (setf *last-error* condition)
       (register-held-error held)
       (cond (*held-reply*

@@ -112,8 +112,11 @@ ToolOutput evaluate_lisp(Runtime& runtime, const EvaluateSettings& settings, con
   ToolOutput output{outcome.success, std::move(outcome.text), std::nullopt};
   if (!output.success) output.condition_id = held_condition_id(output.text);
   if (structured) {
-    output.structured = output.success ? std::move(outcome.structure)
-                                       : error_structure(output.text, output.condition_id);
+    // A failure's structure comes from Lisp when it made the [ERROR] text
+    // from the condition (lisp/errors.lisp), else from the text.
+    output.structured = output.success || !outcome.structure.empty()
+                            ? std::move(outcome.structure)
+                            : error_structure(output.text, output.condition_id);
   }
   return output;
 }
