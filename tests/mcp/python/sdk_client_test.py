@@ -514,9 +514,8 @@ class EmacsHttp(HttpChecks, unittest.IsolatedAsyncioTestCase):
 
     @classmethod
     def tearDownClass(cls):
-        stop_http_server(cls.server)
+        super().tearDownClass()  # the server, then the directory
         ServingEmacs.stop(cls.emacs)
-        shutil.rmtree(cls.directory, ignore_errors=True)
 
 
 def with_deadline(test):
