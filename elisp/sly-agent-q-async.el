@@ -424,14 +424,17 @@ response."
       (puthash job (cons approve origin) sly-agent-q--job-askers)
       job)))
 
-(defun sly-agent-q--mcp-line (line callback)
+(defun sly-agent-q--mcp-line (line callback &optional answer-channel)
   "Handle LINE, one JSON-RPC message of the socket server, in one module call.
 Returns (:answer . RESPONSE) when it was answered at once (RESPONSE the
 JSON text, or nil for a notification), (:cancel . ID) for a cancellation
 of request ID, or (:queue ID JOB . QUESTIONS) for a tools/call request or
 a batch (ID nil) queued as `sly-agent-q-mcp-request-async' queues it,
 CALLBACK getting its response; QUESTIONS, when it waits for the person's
-approval first, are its calls to be asked about, each (TOOL ARGUMENTS)."
+approval first, are its calls to be asked about, each (TOOL ARGUMENTS).
+ANSWER-CHANNEL, a bridge's (`sly-agent-q--module-open-answer-channel'):
+the runner writes a queued request's answer there itself when it can,
+and CALLBACK then gets nil."
   (sly-agent-q--async-channel)
   (sly-agent-q--lisp-used)
   (let* ((approve sly-agent-q-approval-function)
@@ -441,7 +444,7 @@ approval first, are its calls to be asked about, each (TOOL ARGUMENTS)."
          (lane (or sly-agent-q-caller (current-buffer)))
          (route (sly-agent-q--calling-module
                   (sly-agent-q--module-mcp-line line (sly-agent-q--async-approval approve origin)
-                                                hooks (sly-agent-q--lane-hold lane)))))
+                                                hooks (sly-agent-q--lane-hold lane) answer-channel))))
     (if (not (eq (car route) :queue))
         route
       (let* ((submitted (cddr route))

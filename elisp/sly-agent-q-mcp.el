@@ -304,6 +304,7 @@ The clients' pending calls are cancelled."
       ;; The newest first: no call waiting behind a dropped one starts.
       (dolist (job (sort ids #'>))
         (sly-agent-q--mcp-stop-job job "[MCP] client went away; question withdrawn"))))
+  (sly-agent-q--mcp-close-answer-channel client)
   (setq sly-agent-q--mcp-clients (delq client sly-agent-q--mcp-clients)))
 
 (defun sly-agent-q--mcp-stop-job (job why)
@@ -406,6 +407,61 @@ when JOB is no client's any more, or its client did not ask for LEVEL."
                        (throw 'sent t)))
                    jobs))))))
 
+;;;; The answer channel of a bridge
+
+;; `sly-agent-q-mcp --emacs' makes a FIFO beside the socket and asks, with
+;; the method below (its own: it refuses it from its clients), that the
+;; answers to its connection's calls be written there by the runner, which
+;; saves them a trip through Emacs's thread.  The module opens only a FIFO
+;; of the user's own that nobody else may open, and only in the socket's
+;; directory; anything else is refused, and the answers come as before.
+
+(defconst sly-agent-q--mcp-answer-channel-method "sly-agent-q/answer-channel"
+  "The method by which a bridge asks for an answer channel.")
+
+(defun sly-agent-q--mcp-close-answer-channel (client)
+  "Close the answer channel of CLIENT, if it has one."
+  (let ((channel (process-get client 'sly-agent-q-mcp-answer-channel)))
+    (when channel
+      (process-put client 'sly-agent-q-mcp-answer-channel nil)
+      (ignore-errors (sly-agent-q--module-close-answer-channel channel)))))
+
+(defun sly-agent-q--mcp-open-answer-channel (client message)
+  "Open the answer channel MESSAGE, a parsed request, asks for CLIENT.
+The answer (or the reason it was refused) goes back to CLIENT."
+  (let* ((id (gethash "id" message))
+         (params (gethash "params" message))
+         (path (and (hash-table-p params) (gethash "path" params)))
+         (server-file (and sly-agent-q--mcp-server
+                           (process-get sly-agent-q--mcp-server 'sly-agent-q-mcp-file)))
+         (refused
+          (cond ((not (stringp path)) "params.path must be a string")
+                ((not (and server-file (file-name-absolute-p path)
+                           (equal (file-name-directory (expand-file-name path))
+                                  (file-name-directory server-file))))
+                 "the answer channel must be in the socket's directory")
+                (t (condition-case err
+                       (let ((channel (sly-agent-q--module-open-answer-channel path)))
+                         (sly-agent-q--mcp-close-answer-channel client)
+                         (process-put client 'sly-agent-q-mcp-answer-channel channel)
+                         nil)
+                     (error (error-message-string err)))))))
+    (when id
+      (sly-agent-q--mcp-send
+       client
+       (if refused
+           (sly-agent-q--mcp-error id -32602 (concat "Invalid params: " refused))
+         (sly-agent-q--module-json-text
+          `(("jsonrpc" . "2.0") ("id" . ,id) ("result" . ,(make-hash-table)))))))))
+
+(defun sly-agent-q--mcp-answer-channel-request (line)
+  "LINE parsed when it is a request for an answer channel, else nil."
+  (when (string-search sly-agent-q--mcp-answer-channel-method line)
+    (let ((message (ignore-errors (json-parse-string line))))
+      (and (hash-table-p message)
+           (equal (gethash "method" message) sly-agent-q--mcp-answer-channel-method)
+           message))))
+
 ;;;; Messages
 
 (defun sly-agent-q--mcp-handle (client line)
@@ -418,18 +474,23 @@ going away still drops it."
   (let ((jobs (process-get client 'sly-agent-q-mcp-jobs))
         (sly-agent-q-caller client)
         (key nil)
-        (job nil))
+        (job nil)
+        (channel-request (sly-agent-q--mcp-answer-channel-request line)))
     (condition-case err
-        (pcase (sly-agent-q--mcp-line
-                line
-                (lambda (response)
-                  (when (and key (eql (gethash key jobs) job))
-                    (remhash key jobs))
-                  ;; A cancelled request gets no response (the spec).
-                  (unless (memql job (process-get client 'sly-agent-q-mcp-cancelled))
-                    (sly-agent-q--mcp-send client response))
-                  (process-put client 'sly-agent-q-mcp-cancelled
-                               (delq job (process-get client 'sly-agent-q-mcp-cancelled)))))
+        (pcase (if channel-request
+                   (progn (sly-agent-q--mcp-open-answer-channel client channel-request)
+                          '(:answer))
+                 (sly-agent-q--mcp-line
+                  line
+                  (lambda (response)
+                    (when (and key (eql (gethash key jobs) job))
+                      (remhash key jobs))
+                    ;; A cancelled request gets no response (the spec).
+                    (unless (memql job (process-get client 'sly-agent-q-mcp-cancelled))
+                      (sly-agent-q--mcp-send client response))
+                    (process-put client 'sly-agent-q-mcp-cancelled
+                                 (delq job (process-get client 'sly-agent-q-mcp-cancelled))))
+                  (process-get client 'sly-agent-q-mcp-answer-channel)))
           (`(:answer . ,response)
            (sly-agent-q--mcp-note-log-level client line response)
            (sly-agent-q--mcp-send client response))

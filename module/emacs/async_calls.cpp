@@ -22,6 +22,7 @@
 #include "core/mcp_logging.hpp"
 #include "core/progress_reporter.hpp"
 #include "core/session_changes.hpp"
+#include "sys/answer_fifo.hpp"
 #include "sys/thread_signals.hpp"
 #include "emacs/calls.hpp"
 
@@ -48,6 +49,11 @@ struct Batch {
   // out as OUTPUT does, which the connection sends (the runner's alone).
   ProgressReporter progress;
   std::optional<std::string> mcp_response;
+  // The bridge's answer channel its response may go on (0: none), and
+  // whether anything about it went through Emacs (progress, a log
+  // message): then its answer goes that way too, after them.
+  std::uint64_t answer_channel = 0;
+  std::atomic<bool> spoke_through_emacs{false};
   // Its dangerous calls settled when it was submitted (used by the runner only).
   std::vector<AheadCall> ahead;
 };
@@ -143,6 +149,7 @@ class AsyncCallContext final : public CallContext {
   void log_to_client(McpLogLevel level, const std::string& message, const std::string& tool) override {
     if (!batch_.mcp_message || logged_ >= kMaxLogMessagesPerCall) return;
     ++logged_;
+    batch_.spoke_through_emacs = true;
     const std::string text = mcp_log_notification(level, message, batch_.mcp_message->id, tool);
     try {
       run_on_main([&](const Env& env) {
@@ -226,6 +233,7 @@ class AsyncCallContext final : public CallContext {
   // (sly-agent-q-mcp.el sends it on the client's connection).
   void hand_over(const std::string& line) {
     if (line.empty()) return;
+    batch_.spoke_through_emacs = true;
     bool first;
     {
       std::lock_guard lock(state().mutex);
@@ -239,6 +247,33 @@ class AsyncCallContext final : public CallContext {
   Batch& batch_;
   int logged_ = 0;  // log messages sent
 };
+
+// The answer channels of MCP connections (open_answer_channel).
+struct Channels {
+  std::mutex mutex;  // also held while writing: a channel is not closed under a write
+  std::map<std::uint64_t, int> fds;
+  std::uint64_t next_id = 1;
+  std::atomic<std::uint64_t> direct{0};
+  std::atomic<std::uint64_t> through_emacs{0};
+};
+
+// Never destroyed: the runner may write at exit.
+Channels& channels() {
+  static Channels& instance = *new Channels;
+  return instance;
+}
+
+// Writes TEXT on channel ID; false when it could not (it is closed, the
+// text is too long for one atomic write, the FIFO is full or its reader
+// gone: Emacs sends it then).
+bool write_on_channel(std::uint64_t id, const std::string& text) {
+  Channels& c = channels();
+  std::lock_guard lock(c.mutex);
+  auto it = c.fds.find(id);
+  if (it == c.fds.end() || !write_answer_line(it->second, text)) return false;
+  ++c.direct;
+  return true;
+}
 
 void run_batch(const std::shared_ptr<Batch>& batch) {
   AsyncCallContext context(*batch);
@@ -282,6 +317,15 @@ void run_batch(const std::shared_ptr<Batch>& batch) {
     // line of its own before the answer (the connection sends the lines).
     if (batch->mcp_response && session_changes().generation() != definitions)
       batch->mcp_response = std::string(kResourcesListChanged) + "\n" + *batch->mcp_response;
+    // Straight to the bridge when nothing of it went through Emacs (which
+    // would send it later) and it was not cancelled (never answered).
+    if (batch->answer_channel && batch->mcp_response) {
+      if (!batch->cancelled.load() && !batch->spoke_through_emacs.load() &&
+          write_on_channel(batch->answer_channel, *batch->mcp_response))
+        batch->mcp_response.reset();  // answered: Emacs only forgets the request
+      else
+        ++channels().through_emacs;
+    }
     return;
   }
   for (PendingCall& pending : batch->calls) {
@@ -377,13 +421,36 @@ std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs
 }
 
 std::uint64_t submit_mcp(McpMessage message, emacs_value approval, emacs_value hooks, bool has_hooks,
-                         std::vector<AheadCall> ahead, bool hold) {
+                         std::vector<AheadCall> ahead, bool hold, std::uint64_t answer_channel) {
   auto batch = std::make_shared<Batch>();
+  batch->answer_channel = answer_channel;
   if (message.parsed && message.parsed->is_object())
     batch->progress = ProgressReporter(request_progress_token(*message.parsed));
   batch->mcp_message = std::move(message);
   return queue_batch(std::move(batch), approval, hooks, has_hooks, std::move(ahead), hold);
 }
+
+std::uint64_t open_answer_channel(const std::string& path) {
+  std::string why;
+  int fd = open_answer_fifo(path, why);
+  if (fd < 0) throw std::runtime_error(why);
+  Channels& c = channels();
+  std::lock_guard lock(c.mutex);
+  std::uint64_t id = c.next_id++;
+  c.fds.emplace(id, fd);
+  return id;
+}
+
+void close_answer_channel(std::uint64_t id) {
+  Channels& c = channels();
+  std::lock_guard lock(c.mutex);
+  auto it = c.fds.find(id);
+  if (it == c.fds.end()) return;
+  ::close(it->second);
+  c.fds.erase(it);
+}
+
+AnswerCounts answer_counts() { return {channels().direct.load(), channels().through_emacs.load()}; }
 
 bool release(std::uint64_t id, std::vector<ApprovalDecision> decisions) {
   State& s = state();

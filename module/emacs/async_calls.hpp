@@ -86,9 +86,25 @@ struct McpMessage {
 // Queues MESSAGE to run on the runner through the dispatcher (McpServer)
 // with APPROVAL and HOOKS as for submit().  serve() hands it back as
 // (ID . RESPONSE-TEXT), RESPONSE-TEXT nil when nothing is to be answered.
-// AHEAD and HOLD as for submit().
+// AHEAD and HOLD as for submit().  ANSWER_CHANNEL (open_answer_channel,
+// 0 for none): the runner writes the response there itself when it can,
+// and serve() then hands back (ID . nil).
 std::uint64_t submit_mcp(McpMessage message, emacs_value approval, emacs_value hooks, bool has_hooks,
-                         std::vector<AheadCall> ahead = {}, bool hold = false);
+                         std::vector<AheadCall> ahead = {}, bool hold = false, std::uint64_t answer_channel = 0);
+
+// A bridge's answer channel (sys/answer_fifo.hpp): the FIFO at PATH,
+// opened for the runner to write a connection's answers on.  Returns its
+// id; throws std::runtime_error saying why it cannot be opened.
+std::uint64_t open_answer_channel(const std::string& path);
+// Closes channel ID (its connection ended); unknown ids are ignored.
+void close_answer_channel(std::uint64_t id);
+// How many answers went out on a channel, and how many were handed back
+// to Emacs instead (a channel given, but the answer could not go on it).
+struct AnswerCounts {
+  std::uint64_t direct = 0;
+  std::uint64_t through_emacs = 0;
+};
+AnswerCounts answer_counts();
 
 // Takes job ID off the queue (or out of the held jobs) if the runner has
 // not taken it yet: it never runs and is never handed back.  False when it

@@ -110,7 +110,7 @@ bool holds(const Env& env, emacs_value hold, const std::vector<async::AheadCall>
 // Queues MESSAGE as sly-agent-q--module-mcp-submit does, with the Elisp
 // APPROVAL function and HOOKS; HOLD as for sly-agent-q--module-submit.
 emacs_value submit_message(const Env& env, McpMessage message, emacs_value approval_function,
-                           emacs_value hook_functions, emacs_value hold) {
+                           emacs_value hook_functions, emacs_value hold, std::uint64_t answer_channel = 0) {
   if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
   std::vector<async::AheadCall> ahead;
   if (!env.is_nil(hold) && message.parsed) ahead = settle_message(env, *message.parsed);
@@ -118,7 +118,7 @@ emacs_value submit_message(const Env& env, McpMessage message, emacs_value appro
   emacs_value approval = env.raw()->make_global_ref(env.raw(), approval_function);
   emacs_value hooks = env.raw()->make_global_ref(env.raw(), hook_functions);
   std::uint64_t id =
-      async::submit_mcp(std::move(message), approval, hooks, !env.is_nil(hook_functions), ahead, held);
+      async::submit_mcp(std::move(message), approval, hooks, !env.is_nil(hook_functions), ahead, held, answer_channel);
   return submitted(env, id, held, ahead);
 }
 
@@ -195,7 +195,9 @@ emacs_value mcp_submit(const Env& env, ptrdiff_t nargs, emacs_value* args) {
 // notification), (:cancel . ID) a cancellation of request ID, or (:queue
 // ID . SUBMITTED) a tools/call request or a batch (ID nil) queued as
 // sly-agent-q--module-mcp-submit queues it, SUBMITTED its answer.
-emacs_value mcp_line(const Env& env, ptrdiff_t, emacs_value* args) {
+// ANSWER-CHANNEL (sly-agent-q--module-open-answer-channel, or nil): where
+// the runner may write a queued request's answer itself.
+emacs_value mcp_line(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   std::string text = env.to_string(args[0]);
   mcp::Route route = mcp::route_message(text);
   auto tagged = [&](const char* tag, emacs_value rest) {
@@ -211,8 +213,10 @@ emacs_value mcp_line(const Env& env, ptrdiff_t, emacs_value* args) {
       McpMessage message;
       message.parsed = std::move(route.message);
       message.id = route.id;
-      return tagged(":queue", env.call(env.intern("cons"),
-                                       {id, submit_message(env, std::move(message), args[1], args[2], args[3])}));
+      const std::uint64_t channel =
+          nargs > 4 && !env.is_nil(args[4]) ? static_cast<std::uint64_t>(env.to_integer(args[4])) : 0;
+      return tagged(":queue", env.call(env.intern("cons"), {id, submit_message(env, std::move(message), args[1],
+                                                                               args[2], args[3], channel)}));
     }
     case mcp::Route::Kind::Answer:
       break;
@@ -222,6 +226,27 @@ emacs_value mcp_line(const Env& env, ptrdiff_t, emacs_value* args) {
   std::optional<std::string> response = app::services_with_tools().server.handle(text, options);
   if (env.exit_pending()) throw NonLocalExit();
   return tagged(":answer", response ? env.str(*response) : Env::sym().nil);
+}
+
+// (sly-agent-q--module-open-answer-channel PATH) → the channel's id: the
+// FIFO a bridge made for its connection's answers (sys/answer_fifo.hpp).
+emacs_value open_answer_channel(const Env& env, ptrdiff_t, emacs_value* args) {
+  return env.integer(static_cast<std::intmax_t>(async::open_answer_channel(env.to_string(args[0]))));
+}
+
+// (sly-agent-q--module-close-answer-channel ID) → nil.
+emacs_value close_answer_channel(const Env& env, ptrdiff_t, emacs_value* args) {
+  async::close_answer_channel(static_cast<std::uint64_t>(env.to_integer(args[0])));
+  return Env::sym().nil;
+}
+
+// (sly-agent-q--module-answer-counts) → (DIRECT . THROUGH-EMACS): answers
+// the runner wrote on a channel, and those a channel was given for but
+// Emacs sent.
+emacs_value answer_counts(const Env& env, ptrdiff_t, emacs_value*) {
+  async::AnswerCounts counts = async::answer_counts();
+  return env.call(env.intern("cons"), {env.integer(static_cast<std::intmax_t>(counts.direct)),
+                                       env.integer(static_cast<std::intmax_t>(counts.through_emacs))});
 }
 
 // (sly-agent-q--module-release JOB DECISIONS) → t, or nil when JOB is not

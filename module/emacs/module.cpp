@@ -551,11 +551,21 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-mcp-request", 3, 3, entry<mcp_request>,
         "Handle one JSON-RPC message; return the response text or nil.\n\n"
         "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)");
-  defun(raw, "sly-agent-q--module-mcp-line", 4, 4, entry<mcp_line>,
+  defun(raw, "sly-agent-q--module-mcp-line", 4, 5, entry<mcp_line>,
         "Handle one JSON-RPC line of the socket server: (:answer . RESPONSE) answered now,\n"
         "(:cancel . ID), or (:queue ID . SUBMITTED) queued as `sly-agent-q--module-mcp-submit'\n"
-        "queues it (ID nil for a batch).\n\n"
-        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS HOLD)");
+        "queues it (ID nil for a batch).  ANSWER-CHANNEL: where the answer may be written\n"
+        "straight to the bridge (then the callback gets nil).\n\n"
+        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS HOLD &optional ANSWER-CHANNEL)");
+  defun(raw, "sly-agent-q--module-open-answer-channel", 1, 1, entry<open_answer_channel>,
+        "Open the FIFO at PATH, a bridge's answer channel, for the runner to write answers on.\n"
+        "Return its id.  Signal an error unless PATH is a FIFO of the user's own, not a symbolic\n"
+        "link, that only the user may open, with a reader.\n\n(fn PATH)");
+  defun(raw, "sly-agent-q--module-close-answer-channel", 1, 1, entry<close_answer_channel>,
+        "Close the answer channel ID.\n\n(fn ID)");
+  defun(raw, "sly-agent-q--module-answer-counts", 0, 0, entry<answer_counts>,
+        "(DIRECT . THROUGH-EMACS): MCP answers written on an answer channel, and those that\n"
+        "had one but went through Emacs.");
   defun(raw, "sly-agent-q--module-configure", 2, 2, entry<configure>,
         "Set a runtime setting: eval-timeout, output-limit, heap-limit or native-tiering.\n\n(fn KEY VALUE)");
   defun(raw, "sly-agent-q--module-take-notes", 0, 0, entry<take_notes>,

@@ -1,10 +1,13 @@
 #include "mcp/emacs_bridge.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -24,6 +27,9 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::string_view kPingPrefix = "sly-agent-q-mcp-bridge-ping-";
+constexpr std::string_view kChannelPrefix = "sly-agent-q-mcp-bridge-channel-";
+// The bridge's own method: Emacs opens the FIFO it names (emacs_bridge.hpp).
+constexpr std::string_view kAnswerChannelMethod = "sly-agent-q/answer-channel";
 // Emacs's answers may be long (a file read whole): more than a request.
 constexpr std::size_t kMaxResponseBytes = kMaxLineBytes * 16;
 // Cancelled requests remembered for their late answer.
@@ -53,6 +59,20 @@ std::vector<json> request_ids(const json& message) {
 
 bool is_ping(const json& id) {
   return id.is_string() && id.get_ref<const std::string&>().starts_with(kPingPrefix);
+}
+
+bool is_channel_answer(const json& id) {
+  return id.is_string() && id.get_ref<const std::string&>().starts_with(kChannelPrefix);
+}
+
+// The directory of PATH, absolute ("" when the working directory is unknown).
+std::string directory_of(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (directory[0] == '/') return directory;
+  char cwd[4096];
+  if (!::getcwd(cwd, sizeof cwd)) return {};
+  return std::string(cwd) + "/" + directory;
 }
 
 // What the bridge reads of a line from the client.
@@ -114,10 +134,13 @@ EmacsBridge::EmacsBridge(BridgeOptions options, int in_fd, LineWriter& out)
       in_fd_(in_fd),
       out_(out),
       from_client_(kMaxLineBytes),
-      from_emacs_(kMaxResponseBytes) {
+      from_emacs_(kMaxResponseBytes),
+      from_answers_(kMaxResponseBytes) {
   if (options_.ping_interval > options_.timeout / 3) options_.ping_interval = options_.timeout / 3;
   if (options_.ping_interval < std::chrono::milliseconds(20)) options_.ping_interval = std::chrono::milliseconds(20);
 }
+
+EmacsBridge::~EmacsBridge() { close_answer_channel(); }
 
 std::string EmacsBridge::not_serving(const std::string& why) const {
   return "Emacs is not serving MCP at " + options_.socket + " (" + why +
@@ -147,12 +170,57 @@ bool EmacsBridge::connect() {
   to_emacs_.clear();
   last_heard_ = Clock::now();
   ping_pending_ = false;
+  open_answer_channel();
   return true;
+}
+
+void EmacsBridge::open_answer_channel() {
+  close_answer_channel();
+  const std::string directory = directory_of(options_.socket);
+  if (directory.empty()) return;
+  // Unique in this process, whose HTTP sessions each have a bridge.
+  static std::atomic<std::uint64_t> channels_made{0};
+  const std::uint64_t number = ++channels_made;
+  std::string path = directory + "/answers-" + std::to_string(::getpid()) + "-" + std::to_string(number);
+  // A name left by an earlier bridge of this pid: ours to replace (the
+  // directory is the user's own, which Emacs checked).
+  ::unlink(path.c_str());
+  if (::mkfifo(path.c_str(), 0600) < 0) {
+    log(LogLevel::Info, "no answer channel (answers come through Emacs): mkfifo " + path + ": " + std::strerror(errno));
+    return;
+  }
+  answers_path_ = path;
+  answers_.reset(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+  struct stat made {};
+  // Our FIFO, 0600 whatever the umask did.
+  if (!answers_ || ::fstat(answers_.get(), &made) < 0 || !S_ISFIFO(made.st_mode) || made.st_uid != ::geteuid() ||
+      ::fchmod(answers_.get(), 0600) < 0) {
+    log(LogLevel::Info, "no answer channel (answers come through Emacs): " + path + " could not be opened");
+    close_answer_channel();
+    return;
+  }
+  answers_kept_open_.reset(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+  from_answers_.clear();
+  json request = {{"jsonrpc", "2.0"},
+                  {"id", std::string(kChannelPrefix) + std::to_string(number)},
+                  {"method", std::string(kAnswerChannelMethod)},
+                  {"params", {{"path", path}}}};
+  to_emacs_ += request.dump(-1, ' ', false, json::error_handler_t::replace);
+  to_emacs_ += '\n';
+}
+
+void EmacsBridge::close_answer_channel() {
+  if (!answers_path_.empty()) ::unlink(answers_path_.c_str());
+  answers_path_.clear();
+  answers_.reset();
+  answers_kept_open_.reset();
+  from_answers_.clear();
 }
 
 void EmacsBridge::lost(const std::string& why) {
   log(LogLevel::Warn, not_serving(why));
   emacs_.reset();
+  close_answer_channel();
   to_emacs_.clear();
   from_emacs_.clear();
   ping_pending_ = false;
@@ -177,6 +245,12 @@ void EmacsBridge::on_client_line(const Line& line) {
     if (auto response = local_server_.handle(line.text, ExecutionOptions{})) respond(*response);
   };
   if (method == "ping" && !ids.empty()) return answer_here();
+  if (method == kAnswerChannelMethod) {
+    // The bridge's own: no client opens files in Emacs.
+    for (const auto& [id, key] : ids)
+      respond_error(id, jsonrpc_error::kMethodNotFound, "Method not found: " + method);
+    return;
+  }
   if (!connect()) {
     if (method == "initialize" && !ids.empty()) return answer_here();
     if (!expects_answer) return;  // a notification: nobody to tell
@@ -216,6 +290,16 @@ void EmacsBridge::on_emacs_line(const Line& line) {
       ping_pending_ = false;
       return false;
     }
+    if (is_channel_answer(*id)) {
+      // Emacs opened the FIFO (or could not): its name has done its work.
+      if (!answers_path_.empty()) ::unlink(answers_path_.c_str());
+      answers_path_.clear();
+      if (line.text.find("\"error\"") != std::string::npos) {
+        log(LogLevel::Info, "Emacs did not open the answer channel (answers come through it): " + shortened(line.text));
+        close_answer_channel();
+      }
+      return false;
+    }
     if (outstanding_.erase(key) > 0) return true;
     if (auto it = std::find(cancelled_.begin(), cancelled_.end(), key); it != cancelled_.end()) {
       // A cancelled call that was running, interrupted: the spec says a
@@ -234,7 +318,7 @@ void EmacsBridge::on_emacs_line(const Line& line) {
     const json* id = envelope->has_id ? &envelope->id : nullptr;
     if (forget(id, envelope->has_method, envelope->id_text))
       respond(line.text);
-    else if (!id || !is_ping(*id))
+    else if (!id || !(is_ping(*id) || is_channel_answer(*id)))
       late();
     return;
   }
@@ -261,7 +345,7 @@ void EmacsBridge::on_emacs_line(const Line& line) {
   }
   if (forget_element(*message)) {
     respond(line.text);
-  } else if (!message->contains("id") || !is_ping((*message)["id"])) {
+  } else if (!message->contains("id") || !(is_ping((*message)["id"]) || is_channel_answer((*message)["id"]))) {
     late();
   }
 }
@@ -302,6 +386,21 @@ void EmacsBridge::read_emacs() {
     return;
   }
   from_emacs_.feed(std::string_view(chunk, static_cast<std::size_t>(n)), [&](Line& line) {
+    if (emacs_) on_emacs_line(line);
+  });
+}
+
+void EmacsBridge::read_answers() {
+  char chunk[65536];
+  ssize_t n = ::read(answers_.get(), chunk, sizeof chunk);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  if (n <= 0) {
+    // Not while the bridge holds a write end; but never spin on it.
+    close_answer_channel();
+    return;
+  }
+  // The runner writes whole lines, each an answer as Emacs would send it.
+  from_answers_.feed(std::string_view(chunk, static_cast<std::size_t>(n)), [&](Line& line) {
     if (emacs_) on_emacs_line(line);
   });
 }
@@ -358,9 +457,9 @@ void EmacsBridge::run() {
     expire(now);
     ping(now);
     if (!client_open_ && outstanding_.empty()) break;
-    pollfd fds[2];
+    pollfd fds[3];
     nfds_t count = 0;
-    int client_index = -1, emacs_index = -1;
+    int client_index = -1, emacs_index = -1, answers_index = -1;
     if (client_open_) {
       client_index = static_cast<int>(count);
       fds[count++] = {in_fd_, POLLIN, 0};
@@ -369,6 +468,10 @@ void EmacsBridge::run() {
       emacs_index = static_cast<int>(count);
       fds[count++] = {emacs_.get(), static_cast<short>(POLLIN | (to_emacs_.empty() ? 0 : POLLOUT)), 0};
     }
+    if (answers_) {
+      answers_index = static_cast<int>(count);
+      fds[count++] = {answers_.get(), POLLIN, 0};
+    }
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_wakeup(now) - now).count() + 1;
     int ready = ::poll(fds, count, static_cast<int>(wait));
     if (ready < 0 && errno != EINTR) {
@@ -376,12 +479,16 @@ void EmacsBridge::run() {
       break;
     }
     if (ready <= 0) continue;
+    // The socket first: what Emacs sent about a call comes before the
+    // runner's answer to it.
     if (emacs_index >= 0 && fds[emacs_index].revents) {
       if (fds[emacs_index].revents & (POLLIN | POLLHUP | POLLERR)) read_emacs();
       if (emacs_ && (fds[emacs_index].revents & POLLOUT)) flush_emacs();
     }
+    if (answers_index >= 0 && answers_ && (fds[answers_index].revents & (POLLIN | POLLHUP | POLLERR))) read_answers();
     if (client_index >= 0 && (fds[client_index].revents & (POLLIN | POLLHUP | POLLERR))) read_client();
   }
+  close_answer_channel();
   // Requests left after a poll failure still get their one answer.
   if (!outstanding_.empty()) lost("the bridge stopped");
 }

@@ -16,6 +16,15 @@
 // A late answer to a request already answered is dropped.  After an error
 // the next request connects again.
 //
+// The answers of tools/call requests mostly come another way: after it
+// connects, the bridge makes a FIFO beside the socket (mode 0600) and asks
+// Emacs to open it (sly-agent-q/answer-channel, a method of the bridge's
+// own: a client that sends it is told it does not exist); Emacs's runner
+// then writes an answer there itself, skipping Emacs's thread, unless
+// something about the call went through Emacs first (progress, a log
+// message).  Its name is removed once Emacs answered.  Lines from the
+// FIFO are read as lines from the socket.
+//
 // The bridge answers ping itself (the client asks whether its server
 // lives), and initialize when Emacs is not there, so that an agent started
 // before Emacs still connects: with the core's dispatcher, over no tools.
@@ -53,6 +62,9 @@ struct BridgeOptions {
 class EmacsBridge {
  public:
   EmacsBridge(BridgeOptions options, int in_fd, LineWriter& out);
+  ~EmacsBridge();
+  EmacsBridge(const EmacsBridge&) = delete;
+  EmacsBridge& operator=(const EmacsBridge&) = delete;
 
   // Until stdin ends and every request read has been answered.
   void run();
@@ -66,6 +78,9 @@ class EmacsBridge {
 
   void read_client();
   void read_emacs();
+  void read_answers();
+  void open_answer_channel();
+  void close_answer_channel();
   void flush_emacs();
   void on_client_line(const Line& line);
   void on_emacs_line(const Line& line);
@@ -89,6 +104,14 @@ class EmacsBridge {
   LineSplitter from_client_;
   LineSplitter from_emacs_;
   UniqueFd emacs_;
+  // The answer channel of this connection: the FIFO's read end, a write
+  // end of the bridge's own (its reader never sees an end while Emacs
+  // lives: the socket says when it goes), and its name until Emacs
+  // answered the request to open it.
+  UniqueFd answers_;
+  UniqueFd answers_kept_open_;
+  std::string answers_path_;
+  LineSplitter from_answers_;
   std::string to_emacs_;  // bytes not written yet
   std::string connect_error_;  // why the last connection failed
   std::map<std::string, Outstanding> outstanding_;  // by the id's JSON text

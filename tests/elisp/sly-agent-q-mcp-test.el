@@ -34,20 +34,22 @@
          (ignore socket)
          ,@body))))
 
+(defun agentq-mcp-test-collect-lines (process output)
+  "Filter of a test client PROCESS: OUTPUT's lines collect, parsed, in `lines'."
+  (let ((text (concat (process-get process 'partial) output)))
+    (while (string-match "\n" text)
+      (process-put process 'lines
+                   (append (process-get process 'lines)
+                           (list (agentq-test-json (substring text 0 (match-beginning 0))))))
+      (setq text (substring text (match-end 0))))
+    (process-put process 'partial text)))
+
 (defun agentq-mcp-test-connect (socket)
   "A client connection to SOCKET; its answers collect in its `lines' property."
-  (let ((client (make-network-process
-                 :name "agentq-mcp-test-client" :family 'local :service socket
-                 :coding 'utf-8-unix :noquery t :buffer nil
-                 :filter (lambda (process output)
-                           (let ((text (concat (process-get process 'partial) output)))
-                             (while (string-match "\n" text)
-                               (process-put process 'lines
-                                            (append (process-get process 'lines)
-                                                    (list (agentq-test-json (substring text 0 (match-beginning 0))))))
-                               (setq text (substring text (match-end 0))))
-                             (process-put process 'partial text))))))
-    client))
+  (make-network-process
+   :name "agentq-mcp-test-client" :family 'local :service socket
+   :coding 'utf-8-unix :noquery t :buffer nil
+   :filter #'agentq-mcp-test-collect-lines))
 
 (defun agentq-mcp-test-send (client message)
   "Send MESSAGE (a string, or data for `json-serialize') to CLIENT."
@@ -608,6 +610,107 @@ stopping the server ends the program and removes the token file."
             (should (zerop (process-exit-status process)))
             (should-not (file-exists-p token-file))
             (should-not sly-agent-q-mcp-http-url)))))))
+
+;;;; The answer channel of a bridge
+
+(defun agentq-mcp-test-bridge (socket)
+  "sly-agent-q-mcp --emacs SOCKET as a process; its lines collect in `lines'."
+  (make-process
+   :name "agentq-mcp-test-bridge" :noquery t :connection-type 'pipe
+   :command (list (expand-file-name "build/sly-agent-q-mcp" agentq-test-root) "--emacs" socket)
+   :stderr (get-buffer-create " *agentq-mcp-test-bridge-stderr*")
+   :coding 'utf-8-unix :filter #'agentq-mcp-test-collect-lines))
+
+(ert-deftest sly-agent-q-mcp/a-bridge-s-answers-skip-emacs-s-thread ()
+  "Through the real bridge, a call's answer is written by the runner on the
+bridge's answer channel; one that sent progress first goes through Emacs,
+after its progress; both reach the client once, and no FIFO is left."
+  (skip-unless (file-executable-p (expand-file-name "build/sly-agent-q-mcp" agentq-test-root)))
+  (agentq-mcp-test-with-server
+    (let* ((bridge (agentq-mcp-test-bridge socket))
+           (before (sly-agent-q--module-answer-counts)))
+      (unwind-protect
+          (progn
+            (should (gethash "result" (agentq-mcp-test-request
+                                       bridge 1 "initialize"
+                                       '(:protocolVersion "2025-11-25" :capabilities #s(hash-table)
+                                         :clientInfo (:name "ert" :version "1")))))
+            (should (equal (agentq-mcp-test-text
+                            (agentq-mcp-test-call bridge 2 "evaluate_lisp" '(:code "(+ 1 2)")))
+                           "=> 3"))
+            (let ((after (sly-agent-q--module-answer-counts)))
+              (should (= (car after) (1+ (car before))))
+              (should (= (cdr after) (cdr before))))
+            ;; Progress went through Emacs: so does the answer, after it.
+            (let ((answer (agentq-mcp-test-request
+                           bridge 3 "tools/call"
+                           '(:name "evaluate_lisp"
+                             :arguments (:code "(progn (print 1) (finish-output) (sleep 0.3) :done)")
+                             :_meta (:progressToken "t3")))))
+              (should (string-suffix-p "=> :DONE" (agentq-mcp-test-text answer)))
+              (should (cl-some (lambda (line) (equal (gethash "method" line) "notifications/progress"))
+                               (process-get bridge 'lines)))
+              (should (= (cdr (sly-agent-q--module-answer-counts)) (1+ (cdr before)))))
+            ;; No second answer comes for either.
+            (accept-process-output nil 0.3)
+            (should-not (cl-find-if (lambda (line) (member (gethash "id" line) '(2 3)))
+                                    (process-get bridge 'lines)))
+            (should-not (directory-files (file-name-directory socket) nil "\\`answers-")))
+        (delete-process bridge)))))
+
+(ert-deftest sly-agent-q-mcp/an-answer-channel-is-only-a-private-fifo-beside-the-socket ()
+  "A client that asks for an answer channel itself gets it only for a FIFO
+of the user's own, mode 0600, in the socket's directory; a symbolic link,
+a file (left as it was), a FIFO others may open or one elsewhere is
+refused with the reason, and the client's calls are answered as before."
+  (agentq-mcp-test-with-server
+    (let* ((dir (file-name-directory socket))
+           (client (agentq-mcp-test-connect socket))
+           (elsewhere (make-temp-file "agentq-elsewhere-" t))
+           (readers nil)
+           (id 0))
+      (cl-labels ((fifo (path mode)
+                    (should (zerop (call-process "mkfifo" nil nil nil "-m" mode path)))
+                    ;; A reader, as the bridge has one.
+                    (push (make-process :name "agentq-fifo-reader" :command (list "cat" path)
+                                        :noquery t :buffer nil)
+                          readers)
+                    (accept-process-output nil 0.1)
+                    path)
+                  (ask (path)
+                    (agentq-mcp-test-request client (cl-incf id) "sly-agent-q/answer-channel"
+                                             `(:path ,path)))
+                  (refused (path why)
+                    (let ((answer (ask path)))
+                      (should (equal (agentq-test-get answer "error" "code") -32602))
+                      (should (string-match-p why (agentq-test-get answer "error" "message"))))))
+        (unwind-protect
+            (progn
+              (fifo (expand-file-name "open" dir) "622")
+              (refused (expand-file-name "open" dir) "other users")
+              (make-symbolic-link (fifo (expand-file-name "real" dir) "600") (expand-file-name "link" dir))
+              (refused (expand-file-name "link" dir) "symbolic link")
+              (with-temp-file (expand-file-name "notes" dir) (insert "keep me"))
+              (refused (expand-file-name "notes" dir) "not a FIFO")
+              (should (equal (with-temp-buffer (insert-file-contents (expand-file-name "notes" dir))
+                                               (buffer-string))
+                             "keep me"))
+              (fifo (expand-file-name "far" elsewhere) "600")
+              (refused (expand-file-name "far" elsewhere) "socket's directory")
+              (refused "answers" "socket's directory")
+              (let ((answer (agentq-mcp-test-request client (cl-incf id) "sly-agent-q/answer-channel"
+                                                     '(:path 42))))
+                (should (equal (agentq-test-get answer "error" "code") -32602)))
+              (should-not (process-get client 'sly-agent-q-mcp-answer-channel))
+              ;; Calls are answered on the socket still.
+              (should (equal (agentq-mcp-test-text
+                              (agentq-mcp-test-call client 100 "evaluate_lisp" '(:code "(+ 1 2)")))
+                             "=> 3"))
+              ;; The one that qualifies is opened.
+              (should (gethash "result" (ask (expand-file-name "real" dir)))))
+          (dolist (reader readers) (delete-process reader))
+          (delete-process client)
+          (delete-directory elsewhere t))))))
 
 (provide 'sly-agent-q-mcp-test)
 

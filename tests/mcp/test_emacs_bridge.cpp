@@ -106,7 +106,24 @@ class FakeEmacs {
     send({{"jsonrpc", "2.0"}, {"id", request["id"]}, {"result", std::move(result)}});
   }
 
+  // Writes an answer on the bridge's answer channel, as Emacs's runner does.
+  void answer_on_channel(const json& request, json result = json::object()) {
+    std::string text =
+        json{{"jsonrpc", "2.0"}, {"id", request["id"]}, {"result", std::move(result)}}.dump() + "\n";
+    std::lock_guard lock(mutex_);
+    ASSERT_TRUE(channel_) << "no answer channel was opened";
+    ASSERT_EQ(::write(channel_.get(), text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  }
+
+  std::string channel_path() {
+    std::lock_guard lock(mutex_);
+    return channel_path_;
+  }
+
   std::atomic<bool> answer_pings{true};
+  // Opens the answer channel the bridge asks for, as Emacs does; else
+  // answers as an Emacs that does not know the method.
+  std::atomic<bool> open_channels{false};
   std::atomic<int> pings{0};
   std::atomic<int> connections{0};
 
@@ -143,6 +160,10 @@ class FakeEmacs {
             if (answer_pings) answer(message);
             continue;
           }
+          if (message.is_object() && message.value("method", "") == "sly-agent-q/answer-channel") {
+            open_channel(message);
+            continue;
+          }
           std::lock_guard lock(mutex_);
           lines_.push_back(std::move(message));
           arrived_.notify_all();
@@ -151,8 +172,22 @@ class FakeEmacs {
     }
   }
 
+  void open_channel(const json& request) {
+    std::string path = request["params"].value("path", "");
+    {
+      std::lock_guard lock(mutex_);
+      channel_path_ = path;
+      if (open_channels) channel_.reset(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+    }
+    if (open_channels)
+      answer(request);
+    else
+      send({{"jsonrpc", "2.0"}, {"id", request["id"]}, {"error", {{"code", -32601}, {"message", "Method not found"}}}});
+  }
+
   std::string path_;
-  UniqueFd listener_, connection_;
+  UniqueFd listener_, connection_, channel_;
+  std::string channel_path_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::mutex mutex_;
@@ -483,4 +518,69 @@ TEST(EmacsBridgeBinary, AnswersArePairedByTheTopLevelIdsValue) {
   EXPECT_EQ(bridge.line(), batch_answer);  // not the cancelled request's answer before it
   bridge.close_stdin();
   EXPECT_EQ(bridge.wait_exit(2000ms), 0);  // nothing left outstanding
+}
+
+// The answer channel: the bridge makes a FIFO beside the socket (0600) and
+// asks Emacs to open it; answers written there reach the client as those
+// on the socket do; the FIFO's name is gone once Emacs answered; a client
+// may not ask for one itself; an Emacs that does not know the method
+// leaves the answers on the socket.
+TEST(EmacsBridgeBinary, AnswersMayComeOnTheAnswerChannelEmacsOpened) {
+  TempDir dir;
+  const std::string socket = dir.path + "/mcp.sock";
+  FakeEmacs emacs(socket);
+  emacs.open_channels = true;
+  Bridge bridge({"--emacs", socket});
+  bridge.send(call(1));
+  auto first = emacs.next();
+  ASSERT_TRUE(first);
+  const std::string path = emacs.channel_path();
+  ASSERT_EQ(path.rfind(dir.path + "/answers-", 0), 0u) << path;
+  emacs.answer_on_channel(*first, {{"content", json::array({{{"type", "text"}, {"text", "=> 3"}}})}});
+  json answer = bridge.response();
+  EXPECT_EQ(answer["id"], 1) << answer.dump();
+  EXPECT_EQ(answer["result"]["content"][0]["text"], "=> 3");
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(path))) << "the FIFO's name was left behind";
+  // Both ways at once: the socket's answers still count.
+  bridge.send(call(2));
+  bridge.send(call(3));
+  auto second = emacs.next(), third = emacs.next();
+  ASSERT_TRUE(second && third);
+  emacs.answer(*third);
+  emacs.answer_on_channel(*second);
+  json a = bridge.response(), b = bridge.response();
+  EXPECT_EQ(json::array({a["id"], b["id"]}), json::array({3, 2}));
+  // A late answer on the channel (its request was cancelled) is dropped.
+  bridge.send(call(4));
+  auto fourth = emacs.next();
+  ASSERT_TRUE(fourth);
+  bridge.send({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 4}}}});
+  ASSERT_TRUE(emacs.next());
+  emacs.answer_on_channel(*fourth);
+  EXPECT_TRUE(bridge.response(500ms).is_null()) << "a cancelled request was answered";
+  // The client may not name a FIFO for Emacs to open.
+  bridge.send({{"jsonrpc", "2.0"}, {"id", 5}, {"method", "sly-agent-q/answer-channel"},
+               {"params", {{"path", dir.path + "/elsewhere"}}}});
+  json refused = bridge.response();
+  EXPECT_EQ(refused["id"], 5);
+  EXPECT_EQ(refused["error"]["code"], -32601) << refused.dump();
+  bridge.close_stdin();
+  EXPECT_EQ(bridge.wait_exit(2000ms), 0);
+}
+
+TEST(EmacsBridgeBinary, AnEmacsWithoutAnswerChannelsAnswersOnTheSocket) {
+  TempDir dir;
+  const std::string socket = dir.path + "/mcp.sock";
+  FakeEmacs emacs(socket);  // answers the request with Method not found
+  Bridge bridge({"--emacs", socket});
+  bridge.send(call(1));
+  auto first = emacs.next();
+  ASSERT_TRUE(first);
+  emacs.answer(*first);
+  EXPECT_EQ(bridge.response()["id"], 1);
+  const std::string path = emacs.channel_path();
+  ASSERT_FALSE(path.empty());
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(path))) << "the FIFO's name was left behind";
+  bridge.close_stdin();
+  EXPECT_EQ(bridge.wait_exit(2000ms), 0);
 }
