@@ -24,7 +24,7 @@
 (declare-function sly-agent-q--module-submit "sly-agent-q-module"
                   (calls approval hooks &optional with-debugger interactive hold))
 (declare-function sly-agent-q--module-mcp-submit "sly-agent-q-module" (json approval hooks &optional hold))
-(declare-function sly-agent-q--module-mcp-line "sly-agent-q-module" (json approval hooks hold))
+(declare-function sly-agent-q--module-mcp-line "sly-agent-q-module" (json approval hooks hold &optional channel))
 (declare-function sly-agent-q--module-release "sly-agent-q-module" (job decisions))
 (declare-function sly-agent-q--module-cancel "sly-agent-q-module" (job))
 (declare-function sly-agent-q--module-withdraw "sly-agent-q-module" (job))

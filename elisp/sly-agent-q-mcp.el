@@ -50,6 +50,8 @@
 
 (declare-function sly-agent-q--module-json-text "sly-agent-q-module" (value))
 (declare-function sly-agent-q--module-start-boot "sly-agent-q-module" ())
+(declare-function sly-agent-q--module-open-answer-channel "sly-agent-q-module" (path))
+(declare-function sly-agent-q--module-close-answer-channel "sly-agent-q-module" (channel))
 
 (defcustom sly-agent-q-mcp-socket "sly-agent-q/mcp.sock"
   "The local socket `sly-agent-q-mcp-server-start' listens on.
@@ -331,10 +333,14 @@ answered (the caller forgets it).  Non-nil when it was dropped."
            newline)
       (process-put client 'sly-agent-q-mcp-partial nil)
       (while (setq newline (string-search "\n" text start))
-        (let ((line (string-trim-right (substring text start newline) "\r")))
-          (setq start (1+ newline))
-          (unless (string-blank-p line)
-            (sly-agent-q--mcp-handle client line))))
+        (let ((end (if (and (> newline start) (eq (aref text (1- newline)) ?\r)) (1- newline) newline)))
+          (when (> end start)
+            (let ((line (substring text start end)))
+              ;; A message starts with { or [: only other lines need the blank test.
+              (when (or (memq (aref line 0) '(?{ ?\[))
+                        (not (string-blank-p line)))
+                (sly-agent-q--mcp-handle client line)))))
+        (setq start (1+ newline)))
       (when (< start (length text))
         (process-put client 'sly-agent-q-mcp-partial (list (substring text start)))))))
 
@@ -347,7 +353,7 @@ answered (the caller forgets it).  Non-nil when it was dropped."
 
 (defun sly-agent-q--mcp-id-key (id)
   "The key of request ID in a client's table: 1 and \"1\" differ."
-  (prin1-to-string id))
+  (if (fixnump id) id (prin1-to-string id)))
 
 (defun sly-agent-q--mcp-error (id code text)
   "A JSON-RPC error response to request ID (:null for none): CODE, TEXT."
