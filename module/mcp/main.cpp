@@ -34,6 +34,7 @@
 #include "mcp/options.hpp"
 #include "mcp/protocol_fds.hpp"
 #include "mcp/stdio_server.hpp"
+#include "sys/scheduler_slice.hpp"
 
 namespace {
 
@@ -213,6 +214,12 @@ int headless(const Options& options, const ProtocolFds& fds) {
 int serve(const Options& options) {
   set_log_level(options.log_level);
   block_sigpipe();
+  // Before any thread starts: they inherit it.
+  if (options.sched_slice_us > 0) {
+    std::string why;
+    if (!request_scheduler_slice(std::chrono::microseconds(options.sched_slice_us), why))
+      log(LogLevel::Info, "the kernel keeps its own scheduler slice (" + why + ")");
+  }
   if (options.http_port) {
     sigset_t signals = stop_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);

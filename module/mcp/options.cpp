@@ -93,6 +93,13 @@ CommandLine parse_command_line(std::span<const std::string> args) {
     } else if (name == "--http-token-file") {
       if (!take_value() || value.empty()) return fail("--http-token-file needs a file name");
       result.options.http_token_file = value;
+    } else if (name == "--sched-slice") {
+      if (!take_value()) return fail("--sched-slice needs a number of microseconds (0: the kernel's)");
+      char* end = nullptr;
+      long us = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || us < 0 || (us > 0 && us < 100) || us > 100000)
+        return fail("--sched-slice " + value + ": expected 0 or a number of microseconds from 100 to 100000");
+      result.options.sched_slice_us = static_cast<int>(us);
     } else if (name == "--log-level") {
       if (!take_value()) return fail("--log-level needs one of error, warn, info, debug");
       auto level = parse_log_level(value);
@@ -153,6 +160,11 @@ Options:
   --http-token-file FILE
                        where to write the token (default: http-token in
                        the directory of the default socket, above)
+  --sched-slice MICROSECONDS
+                       the scheduler slice asked of Linux (6.12 and later)
+                       for this process's threads, so that a request is
+                       served soon even when other work keeps the CPUs
+                       busy (default 100; 0 leaves the kernel's)
   --log-level LEVEL    error, warn (the default), info or debug; the log
                        goes to stderr
   --help               this text

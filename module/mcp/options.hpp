@@ -22,6 +22,10 @@ struct Options {
   // port) instead of stdio.
   std::optional<int> http_port;
   std::string http_token_file;  // --http-token-file FILE; default_http_token_file() when empty
+  // --sched-slice MICROSECONDS: the scheduler slice asked for (Linux 6.12+),
+  // so that a call waking beside a busy CPU's other work runs soon; 0
+  // leaves the kernel's.
+  int sched_slice_us = 100;
 };
 
 struct CommandLine {

@@ -212,6 +212,7 @@ class Bridge {
 
   // The process's thread count, from /proc (0 when unknown).
   int threads() const { return process_.threads(); }
+  pid_t pid() const { return process_.pid(); }
 
   int wait_exit(std::chrono::milliseconds timeout = 10000ms) { return process_.wait_exit(timeout); }
 
@@ -299,6 +300,54 @@ TEST(CommandLine, EmacsModeAndItsOptions) {
     line = parse_command_line(args);
     EXPECT_EQ(line.action, CommandLine::Action::Fail) << bad;
     EXPECT_NE(line.error.find("--emacs-timeout"), std::string::npos) << line.error;
+  }
+}
+
+TEST(CommandLine, TheSchedulerSlice) {
+  EXPECT_EQ(parse_command_line(std::vector<std::string>{}).options.sched_slice_us, 100);
+  EXPECT_EQ(parse_command_line(std::vector<std::string>{"--sched-slice", "0"}).options.sched_slice_us, 0);
+  EXPECT_EQ(parse_command_line(std::vector<std::string>{"--sched-slice=250"}).options.sched_slice_us, 250);
+  for (std::string bad : {"-1", "50", "fast", "", "100001"}) {
+    CommandLine line = parse_command_line(std::vector<std::string>{"--sched-slice", bad});
+    EXPECT_EQ(line.action, CommandLine::Action::Fail) << bad;
+    EXPECT_NE(line.error.find("--sched-slice"), std::string::npos) << line.error;
+  }
+}
+
+// Each thread of the binary has the slice it asked for (where the kernel
+// takes one: /proc shows se.slice), unless told to leave the kernel's.
+TEST(EmacsBridgeBinary, EveryThreadHasTheSchedulerSliceAskedFor) {
+  auto slices = [](pid_t pid) {
+    std::vector<long long> found;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+      std::ifstream in(task.path() / "sched");
+      std::string line;
+      while (std::getline(in, line))
+        if (line.rfind("se.slice", 0) == 0) found.push_back(std::stoll(line.substr(line.find(':') + 1)));
+    }
+    return found;
+  };
+  if (slices(::getpid()).empty()) GTEST_SKIP() << "no se.slice in /proc: this kernel has no slice to ask for";
+  TempDir dir;
+  const std::string socket = dir.path + "/mcp.sock";
+  FakeEmacs emacs(socket);
+  for (auto [arg, want] : {std::pair{"250", 250000LL}, std::pair{"0", 0LL}}) {
+    // Over HTTP: a thread per connection besides the main one.
+    Bridge bridge({"--emacs", socket, "--http", "0", "--http-token-file", dir.path + "/token", "--sched-slice", arg});
+    auto until = std::chrono::steady_clock::now() + 10s;
+    while (!std::filesystem::exists(dir.path + "/token") && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(10ms);
+    std::vector<long long> found = slices(bridge.pid());
+    ASSERT_FALSE(found.empty());
+    for (long long slice : found) {
+      if (want)
+        EXPECT_EQ(slice, want);
+      else
+        EXPECT_NE(slice, 250000LL);
+    }
+    bridge.close_stdin();
+    bridge.wait_exit();
+    std::filesystem::remove(dir.path + "/token");
   }
 }
 
