@@ -33,6 +33,7 @@
 #include "mcp/options.hpp"
 #include "mcp/unique_fd.hpp"
 #include "common/child_process.hpp"
+#include "common/temp_dir.hpp"
 
 using json = nlohmann::json;
 using namespace agentq::mcp;
@@ -46,15 +47,7 @@ std::vector<Line> split(LineSplitter& splitter, std::initializer_list<std::strin
   return lines;
 }
 
-// A private temporary directory, removed at the end.
-struct TempDir {
-  TempDir() {
-    char name[] = "/tmp/agentq-bridge-XXXXXX";
-    path = ::mkdtemp(name);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
+using agentq::fixtures::TempDir;
 
 // A stand-in for Emacs serving MCP on a local socket: answers pings by
 // itself (unless told not to) and queues every other line for the test.

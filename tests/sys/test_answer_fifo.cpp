@@ -12,18 +12,12 @@
 #include <fstream>
 #include <string>
 
+#include "common/temp_dir.hpp"
 #include "sys/answer_fifo.hpp"
 
 namespace {
 
-struct TempDir {
-  TempDir() {
-    char name[] = "/tmp/agentq-fifo-XXXXXX";
-    path = ::mkdtemp(name);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
+using agentq::fixtures::TempDir;
 
 std::string refusal(const std::string& path) {
   std::string why;
