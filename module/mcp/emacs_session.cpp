@@ -42,7 +42,7 @@ EmacsSession::EmacsSession(BridgeOptions options, FdPair to_bridge, FdPair from_
       from_bridge_read_(std::move(from_bridge.first)),
       from_bridge_write_(std::move(from_bridge.second)),
       to_bridge_(to_bridge_write_.get()),
-      from_bridge_(from_bridge_write_.get()),
+      from_bridge_(from_bridge_write_.get(), [this](std::string_view line) { return take_answer(line); }),
       options_(std::move(options)) {
   bridge_thread_ = std::thread([this] {
     EmacsBridge(options_, to_bridge_read_.get(), from_bridge_).run();
@@ -81,6 +81,7 @@ std::optional<std::string> EmacsSession::post(std::string_view, nlohmann::json m
   waiter.link = &link;
   if (nlohmann::json token = request_progress_token(message); !token.is_null())
     waiter.progress_token = json_scalar_text(token);
+  waiter.direct = waiter.progress_token.empty() && !logging_.load();
   {
     std::lock_guard lock(mutex_);
     if (closed_) return std::nullopt;
@@ -116,6 +117,20 @@ void EmacsSession::cancel_waiter(const std::string& key) {
   it->second->done = true;
   waiters_.erase(it);
   answered_.notify_all();
+}
+
+bool EmacsSession::take_answer(std::string_view line) {
+  std::optional<MessageEnvelope> envelope = scan_message_envelope(line);
+  if (!envelope || !envelope->has_id || envelope->has_method) return false;
+  if (!(envelope->id.is_string() || envelope->id.is_number())) return false;
+  std::lock_guard lock(mutex_);
+  auto it = waiters_.find(envelope->id_text);
+  if (it == waiters_.end() || !it->second->direct) return false;
+  it->second->response = std::string(line);
+  it->second->done = true;
+  waiters_.erase(it);
+  answered_.notify_all();
+  return true;
 }
 
 void EmacsSession::read_responses() {

@@ -5,7 +5,10 @@
 // runs on a thread over two pipes; a reader thread hands each response to
 // the POST waiting for its id, and a notification naming a request's
 // progressToken, or a log message naming it (data.requestId), to that
-// request's stream.
+// request's stream.  The answer to a request that has no stream (no
+// progressToken, no log level chosen) is handed over by the bridge's
+// thread itself, one thread's wake-up sooner: nothing of that request can
+// be behind it in the pipe.
 #pragma once
 
 #include <atomic>
@@ -40,12 +43,14 @@ class EmacsSession final : public McpSession {
     std::string progress_token;  // its JSON text; empty for none
     bool done = false;
     std::optional<std::string> response;
+    bool direct = false;  // no stream: its answer may skip the reader thread
   };
 
   using FdPair = std::pair<UniqueFd, UniqueFd>;
   EmacsSession(BridgeOptions options, FdPair to_bridge, FdPair from_bridge);
   void send_line(const std::string& line);
   void read_responses();
+  bool take_answer(std::string_view line);
   void cancel_waiter(const std::string& key);
 
   // To the bridge a socket pair, so that end() can shut its sending side

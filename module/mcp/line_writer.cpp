@@ -11,6 +11,7 @@ namespace agentq::mcp {
 bool LineWriter::write_line(std::string_view text) {
   std::lock_guard lock(mutex_);
   if (broken_.load()) return false;
+  if (taker_ && taker_(text)) return true;
   // The line and its newline in one system call, without copying the line.
   char newline = '\n';
   iovec parts[2] = {{const_cast<char*>(text.data()), text.size()}, {&newline, 1}};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string_view>
 
@@ -10,7 +11,10 @@ namespace agentq::mcp {
 
 class LineWriter {
  public:
-  explicit LineWriter(int fd) : fd_(fd) {}
+  // Takes a line first; false hands it on to the descriptor.
+  using Taker = std::function<bool(std::string_view line)>;
+
+  explicit LineWriter(int fd, Taker taker = {}) : fd_(fd), taker_(std::move(taker)) {}
 
   // Writes TEXT and a newline.  False when the reader has gone (EPIPE) or
   // the write failed; later lines are then dropped too.  SIGPIPE must be
@@ -22,6 +26,7 @@ class LineWriter {
 
  private:
   int fd_;
+  Taker taker_;
   std::mutex mutex_;
   std::atomic<bool> broken_{false};
 };
