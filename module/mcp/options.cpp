@@ -161,10 +161,10 @@ Options:
                        where to write the token (default: http-token in
                        the directory of the default socket, above)
   --sched-slice MICROSECONDS
-                       the scheduler slice asked of Linux (6.12 and later)
-                       for this process's threads, so that a request is
-                       served soon even when other work keeps the CPUs
-                       busy (default 100; 0 leaves the kernel's)
+                       ask Linux (6.12 and later) for this scheduler slice
+                       for this process's threads, so that a request may
+                       be served sooner when other work keeps the CPUs
+                       busy (100 to 100000; default 0: the kernel's)
   --log-level LEVEL    error, warn (the default), info or debug; the log
                        goes to stderr
   --help               this text

@@ -23,9 +23,9 @@ struct Options {
   std::optional<int> http_port;
   std::string http_token_file;  // --http-token-file FILE; default_http_token_file() when empty
   // --sched-slice MICROSECONDS: the scheduler slice asked for (Linux 6.12+),
-  // so that a call waking beside a busy CPU's other work runs soon; 0
-  // leaves the kernel's.
-  int sched_slice_us = 100;
+  // so that a call waking beside a busy CPU's other work may run sooner;
+  // 0 (the default) leaves the kernel's.
+  int sched_slice_us = 0;
 };
 
 struct CommandLine {

@@ -297,8 +297,8 @@ TEST(CommandLine, EmacsModeAndItsOptions) {
 }
 
 TEST(CommandLine, TheSchedulerSlice) {
-  EXPECT_EQ(parse_command_line(std::vector<std::string>{}).options.sched_slice_us, 100);
-  EXPECT_EQ(parse_command_line(std::vector<std::string>{"--sched-slice", "0"}).options.sched_slice_us, 0);
+  EXPECT_EQ(parse_command_line(std::vector<std::string>{}).options.sched_slice_us, 0);
+  EXPECT_EQ(parse_command_line(std::vector<std::string>{"--sched-slice", "100"}).options.sched_slice_us, 100);
   EXPECT_EQ(parse_command_line(std::vector<std::string>{"--sched-slice=250"}).options.sched_slice_us, 250);
   for (std::string bad : {"-1", "50", "fast", "", "100001"}) {
     CommandLine line = parse_command_line(std::vector<std::string>{"--sched-slice", bad});
