@@ -156,7 +156,23 @@ Refuse when another server listens there."
                        (file-error nil))))
       (when listening
         (user-error "An MCP server already listens at %s" file))
-      (delete-file file))))
+      (delete-file file)))
+  (sly-agent-q--mcp-remove-stale-fifos (file-name-directory file)))
+
+(defun sly-agent-q--mcp-remove-stale-fifos (directory)
+  "Remove the answer channels in DIRECTORY left by bridges that are gone.
+A bridge removes its FIFO, answers-PID-N, once Emacs opened it; one
+killed before that leaves it behind."
+  (dolist (name (directory-files directory nil "\\`answers-\\([0-9]+\\)-[0-9]+\\'" t))
+    (let* ((path (expand-file-name name directory))
+           (pid (and (string-match "\\`answers-\\([0-9]+\\)-" name)
+                     (string-to-number (match-string 1 name))))
+           (attributes (file-attributes path 'integer)))
+      (when (and pid attributes
+                 (string-prefix-p "p" (file-attribute-modes attributes))
+                 (= (file-attribute-user-id attributes) (user-uid))
+                 (not (process-attributes pid)))
+        (ignore-errors (delete-file path))))))
 
 ;;;; The server
 

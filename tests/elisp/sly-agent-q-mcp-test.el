@@ -165,6 +165,21 @@
         (delete-process other))
       ;; The socket file stays behind with nobody listening: a stale one.
       (should (file-exists-p sly-agent-q-mcp-socket))
+      ;; So do the answer channels of bridges killed before Emacs opened
+      ;; them: removed, but a live bridge's and anything not a FIFO stay.
+      (let* ((dead (let ((process (make-process :name "agentq-dead" :command '("true"))))
+                     (while (process-live-p process) (accept-process-output process 0.05))
+                     (process-id process)))
+             (stale (expand-file-name (format "answers-%d-1" dead) dir))
+             (live (expand-file-name (format "answers-%d-1" (emacs-pid)) dir))
+             (not-fifo (expand-file-name (format "answers-%d-2" dead) dir)))
+        (should (zerop (call-process "mkfifo" nil nil nil "-m" "600" stale live)))
+        (with-temp-file not-fifo (insert "not a FIFO"))
+        (sly-agent-q-mcp-server-start)
+        (should-not (file-exists-p stale))
+        (should (file-exists-p live))
+        (should (file-exists-p not-fifo))
+        (sly-agent-q-mcp-server-stop))
       (sly-agent-q-mcp-server-start)
       (let ((client (agentq-mcp-test-connect sly-agent-q-mcp-socket)))
         (should (= 0 (hash-table-count (agentq-test-get (agentq-mcp-test-request client 1 "ping")
