@@ -11,6 +11,18 @@
 #include "ecl/code_ranges.hpp"
 #include "ecl/ecl_api.hpp"
 
+// libgcc's lookup of the unwind table entry (FDE) that covers an address,
+// and the start of the function it describes.  Exported by libgcc_s
+// (GCC_3.0) and libgcc_eh; no public header declares it.
+extern "C" {
+struct dwarf_eh_bases {
+  void* tbase;
+  void* dbase;
+  void* func;
+};
+const void* _Unwind_Find_FDE(void* pc, struct dwarf_eh_bases* bases);
+}
+
 namespace agentq::ecl {
 
 namespace {
@@ -22,6 +34,12 @@ std::size_t g_foreign_count = 0;
 struct sigaction g_ecl_action;
 bool g_installed = false;
 std::atomic<unsigned long> g_deferred{0};
+// The code of ECL's CLOSE for streams on a C FILE and on a file descriptor,
+// and of the function both end in, which marks the stream closed (see
+// find_close_functions).
+constexpr std::size_t kMaxClosing = 4;
+CodeRange g_closing[kMaxClosing];
+std::size_t g_closing_count = 0;
 // Nonzero while this thread runs the collector's finalizers (see
 // run_finalizers).  Initial-exec: read in the signal handler, where a
 // dynamically allocated TLS block is not safe to touch.
@@ -67,6 +85,38 @@ bool in_foreign_code(const void* context) {
 #endif
 }
 
+// True when the thread was stopped in ECL's CLOSE of a file stream, or in a
+// function that it called last (ECL's small stream predicates, PLT stubs),
+// where ECL's interrupt-free section has ended after fclose (close) and the
+// stream is not yet marked closed.  An interrupt run there left the stream
+// open on a freed FILE: the unwinding's CLOSE :ABORT (WITH-OPEN-FILE's)
+// flushed it (EBADF) and fclosed it again, or the collector's finalizer
+// did: glibc aborted, or the heap was corrupted.  Those callees' frames are
+// a few words deep: a return address into the close functions among the
+// top words of the stack (or, on aarch64, in the link register) counts.
+// A stale word that happens to look like one only delays the interrupt by
+// a repeat.
+bool in_close_code(const void* context) {
+  if (g_closing_count == 0) return false;
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  if (range_of(pc_of(context), g_closing, g_closing_count)) return true;
+  constexpr int kStackWords = 8;
+#if defined(__x86_64__)
+  const auto* stack = reinterpret_cast<const std::uintptr_t*>(uc->uc_mcontext.gregs[REG_RSP]);
+#elif defined(__aarch64__)
+  if (range_of(static_cast<std::uintptr_t>(uc->uc_mcontext.regs[30]), g_closing, g_closing_count)) return true;
+  const auto* stack = reinterpret_cast<const std::uintptr_t*>(uc->uc_mcontext.sp);
+#else
+  (void)uc;
+  return false;
+#endif
+#if defined(__x86_64__) || defined(__aarch64__)
+  for (int i = 0; i < kStackWords; ++i)
+    if (range_of(stack[i], g_closing, g_closing_count)) return true;
+  return false;
+#endif
+}
+
 void gate(int sig, siginfo_t* info, void* context) {
   cl_env_ptr env = ecl_process_env_unsafe();
   if (env && env->interrupt_struct->pending_interrupt != ECL_NIL) {
@@ -82,7 +132,9 @@ void gate(int sig, siginfo_t* info, void* context) {
     // collector's finalizers run on this thread: a stream's finalizer
     // re-enables interrupts halfway through the allocation that ran it.
     // So wait for a signal that finds the thread in Lisp.
-    if (env->disable_interrupts != 0 || t_finalizing != 0 || in_foreign_code(context)) {
+    // Nor inside ECL's CLOSE of a file stream (see in_close_code).
+    if (env->disable_interrupts != 0 || t_finalizing != 0 || in_foreign_code(context) ||
+        in_close_code(context)) {
       g_deferred.fetch_add(1, std::memory_order_relaxed);
       return;
     }
@@ -135,6 +187,63 @@ void run_finalizers() {
   ecl_bds_unwind1(env);
 }
 
+// The code of the function that starts at START, as its unwind table entry
+// says; {0, 0} when there is none.  (A part GCC moved out of line, a
+// function's .cold part, has an entry of its own: only error paths.)
+CodeRange function_code(std::uintptr_t start) {
+  dwarf_eh_bases bases{};
+  if (!_Unwind_Find_FDE(reinterpret_cast<void*>(start), &bases) ||
+      reinterpret_cast<std::uintptr_t>(bases.func) != start)
+    return {0, 0};
+  constexpr std::uintptr_t kMaxSize = 1 << 16;
+  for (std::uintptr_t end = start + 1; end - start < kMaxSize; ++end) {
+    dwarf_eh_bases next{};
+    if (!_Unwind_Find_FDE(reinterpret_cast<void*>(end), &next) || next.func != bases.func) return {start, end};
+  }
+  return {0, 0};
+}
+
+void add_closing_function(cl_object (*function)(cl_object)) {
+  auto start = reinterpret_cast<std::uintptr_t>(function);
+  if (!start || range_of(start, g_closing, g_closing_count) || g_closing_count == kMaxClosing) return;
+  CodeRange code = function_code(start);
+  if (code.end) g_closing[g_closing_count++] = code;
+}
+
+// A stream on /dev/null, opened as a file stream (on a C FILE, as OPEN makes
+// by default) and as one on a bare descriptor (:CSTREAM NIL, as sockets
+// are), closed again: its dispatch table names ECL's close function of that
+// kind, then the one that marks a stream closed.  (Static functions of
+// libecl, which Debian ships without their symbols.)  May exit non-locally.
+void probe_close_functions() {
+  cl_object name = ecl_make_simple_base_string(const_cast<char*>("/dev/null"), -1);
+  cl_object cstream[] = {ECL_T, ECL_NIL};
+  for (cl_object on_file : cstream) {
+    cl_object stream = cl_open(7, name, ecl_make_keyword("DIRECTION"), ecl_make_keyword("OUTPUT"),
+                               ecl_make_keyword("IF-EXISTS"), ecl_make_keyword("APPEND"),
+                               ecl_make_keyword("CSTREAM"), on_file);
+    if (ecl_t_of(stream) != t_stream) continue;
+    add_closing_function(stream->stream.ops->close);
+    cl_close(1, stream);
+    add_closing_function(stream->stream.ops->close);
+  }
+}
+
+// ECL's CLOSE of a file stream fcloses (or closes) inside an interrupt-free
+// section, ends the section, and only then marks the stream closed: an
+// interrupt run between the two, at a signal that came just then, unwound
+// out of CLOSE with the FILE freed and the stream open, which the
+// unwinding's CLOSE :ABORT (WITH-OPEN-FILE's), or the collector's
+// finalizer, closed again.  The gate keeps interrupts out of these
+// functions' code.
+void find_close_functions() {
+  cl_env_ptr env = ecl_process_env();
+  ECL_CATCH_ALL_BEGIN(env) {
+    probe_close_functions();
+  }
+  ECL_CATCH_ALL_END;
+}
+
 struct Exclusions {
   std::uintptr_t ecl;  // an address in libecl
   std::uintptr_t own;  // an address in this module (and its compiled Lisp)
@@ -156,6 +265,7 @@ void install_interrupt_gate(int interrupt_signal) {
   Exclusions exclusions{reinterpret_cast<std::uintptr_t>(&cl_boot),
                         reinterpret_cast<std::uintptr_t>(&install_interrupt_gate)};
   dl_iterate_phdr(collect_foreign_code, &exclusions);
+  find_close_functions();
   g_installed = true;
   t_finalizing = 0;  // the TLS slot touched once outside any handler
   // Finalizers run where libgc would run them, through run_finalizers.
@@ -168,5 +278,7 @@ void install_interrupt_gate(int interrupt_signal) {
 }
 
 unsigned long deferred_interrupts() { return g_deferred.load(std::memory_order_relaxed); }
+
+std::size_t guarded_close_functions() { return g_closing_count; }
 
 }  // namespace agentq::ecl

@@ -24,6 +24,13 @@
 // collector's finalizers run on the thread: they run through the gate's own
 // notifier, with Lisp's interrupts off too (ECL's CLOSE in a stream's
 // finalizer turns interrupts back on inside the allocation that ran it).
+// The same inside the code of ECL's CLOSE of a file stream (on a C FILE or a
+// bare descriptor) and of the function it ends in: ECL ends its
+// interrupt-free section right after fclose (close), before the stream is
+// marked closed, and an interrupt run there (a signal that came just then)
+// left the stream open on a freed FILE, closed again by the unwinding's
+// CLOSE :ABORT or the collector: a flush failing with EBADF, then glibc's
+// abort or a corrupted heap.
 // A thread blocked in a system call (sleep, read, a lock wait) is
 // interrupted at once, as before: the call returned EINTR and holds nothing.
 //
@@ -31,6 +38,8 @@
 // that lands in foreign code waits for the next signal or for the thread's
 // next MP:WITHOUT-INTERRUPTS exit.
 #pragma once
+
+#include <cstddef>
 
 namespace agentq::ecl {
 
@@ -41,5 +50,10 @@ void install_interrupt_gate(int interrupt_signal);
 // Interrupts the gate deferred so far: Runtime::evaluate signals the worker
 // again when it grows; tests check it.
 unsigned long deferred_interrupts();
+
+// How many of ECL's close functions the gate found and keeps interrupts out
+// of (3: a FILE stream's, a descriptor stream's, and the one both end in);
+// 0 before install_interrupt_gate.
+std::size_t guarded_close_functions();
 
 }  // namespace agentq::ecl
