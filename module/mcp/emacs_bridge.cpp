@@ -65,6 +65,9 @@ bool is_channel_answer(const json& id) {
   return id.is_string() && id.get_ref<const std::string&>().starts_with(kChannelPrefix);
 }
 
+// An answer to a request of the bridge's own (never the client's).
+bool is_bridge_own(const json& id) { return is_ping(id) || is_channel_answer(id); }
+
 // The directory of PATH, absolute ("" when the working directory is unknown).
 std::string directory_of(const std::string& path) {
   const std::size_t slash = path.find_last_of('/');
@@ -209,9 +212,13 @@ void EmacsBridge::open_answer_channel() {
   to_emacs_ += '\n';
 }
 
-void EmacsBridge::close_answer_channel() {
+void EmacsBridge::remove_answers_name() {
   if (!answers_path_.empty()) ::unlink(answers_path_.c_str());
   answers_path_.clear();
+}
+
+void EmacsBridge::close_answer_channel() {
+  remove_answers_name();
   answers_.reset();
   answers_kept_open_.reset();
   from_answers_.clear();
@@ -292,8 +299,7 @@ void EmacsBridge::on_emacs_line(const Line& line) {
     }
     if (is_channel_answer(*id)) {
       // Emacs opened the FIFO (or could not): its name has done its work.
-      if (!answers_path_.empty()) ::unlink(answers_path_.c_str());
-      answers_path_.clear();
+      remove_answers_name();
       if (line.text.find("\"error\"") != std::string::npos) {
         log(LogLevel::Info, "Emacs did not open the answer channel (answers come through it): " + shortened(line.text));
         close_answer_channel();
@@ -318,7 +324,7 @@ void EmacsBridge::on_emacs_line(const Line& line) {
     const json* id = envelope->has_id ? &envelope->id : nullptr;
     if (forget(id, envelope->has_method, envelope->id_text))
       respond(line.text);
-    else if (!id || !(is_ping(*id) || is_channel_answer(*id)))
+    else if (!id || !is_bridge_own(*id))
       late();
     return;
   }
@@ -345,7 +351,7 @@ void EmacsBridge::on_emacs_line(const Line& line) {
   }
   if (forget_element(*message)) {
     respond(line.text);
-  } else if (!message->contains("id") || !(is_ping((*message)["id"]) || is_channel_answer((*message)["id"]))) {
+  } else if (!message->contains("id") || !is_bridge_own((*message)["id"])) {
     late();
   }
 }
@@ -377,32 +383,28 @@ void EmacsBridge::read_client() {
   from_client_.feed(std::string_view(chunk, static_cast<std::size_t>(n)), [&](Line& line) { on_client_line(line); });
 }
 
-void EmacsBridge::read_emacs() {
+ssize_t EmacsBridge::read_emacs_lines(int fd, LineSplitter& lines) {
   char chunk[65536];
-  ssize_t n = ::recv(emacs_.get(), chunk, sizeof chunk, 0);
+  ssize_t n = ::read(fd, chunk, sizeof chunk);
+  if (n > 0)
+    lines.feed(std::string_view(chunk, static_cast<std::size_t>(n)), [&](Line& line) {
+      if (emacs_) on_emacs_line(line);
+    });
+  return n;
+}
+
+void EmacsBridge::read_emacs() {
+  ssize_t n = read_emacs_lines(emacs_.get(), from_emacs_);
   if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
-  if (n <= 0) {
-    lost(n == 0 ? "it went away" : std::string("it went away: ") + std::strerror(errno));
-    return;
-  }
-  from_emacs_.feed(std::string_view(chunk, static_cast<std::size_t>(n)), [&](Line& line) {
-    if (emacs_) on_emacs_line(line);
-  });
+  if (n <= 0) lost(n == 0 ? "it went away" : std::string("it went away: ") + std::strerror(errno));
 }
 
 void EmacsBridge::read_answers() {
-  char chunk[65536];
-  ssize_t n = ::read(answers_.get(), chunk, sizeof chunk);
-  if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
-  if (n <= 0) {
-    // Not while the bridge holds a write end; but never spin on it.
-    close_answer_channel();
-    return;
-  }
   // The runner writes whole lines, each an answer as Emacs would send it.
-  from_answers_.feed(std::string_view(chunk, static_cast<std::size_t>(n)), [&](Line& line) {
-    if (emacs_) on_emacs_line(line);
-  });
+  ssize_t n = read_emacs_lines(answers_.get(), from_answers_);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  // Not while the bridge holds a write end; but never spin on it.
+  if (n <= 0) close_answer_channel();
 }
 
 void EmacsBridge::expire(Clock::time_point now) {

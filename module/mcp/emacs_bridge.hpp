@@ -79,8 +79,12 @@ class EmacsBridge {
   void read_client();
   void read_emacs();
   void read_answers();
+  // Reads what FD has, each whole line to on_emacs_line (LINES keeps the
+  // rest); read()'s result.
+  ssize_t read_emacs_lines(int fd, LineSplitter& lines);
   void open_answer_channel();
   void close_answer_channel();
+  void remove_answers_name();
   void flush_emacs();
   void on_client_line(const Line& line);
   void on_emacs_line(const Line& line);

@@ -109,14 +109,19 @@ std::optional<std::string> EmacsSession::post(std::string_view, nlohmann::json m
   return std::move(waiter.response);
 }
 
-void EmacsSession::cancel_waiter(const std::string& key) {
-  // A cancelled request may get no answer (MCP): its POST stops waiting.
-  std::lock_guard lock(mutex_);
+void EmacsSession::end_wait_locked(const std::string& key, std::optional<std::string> response) {
   auto it = waiters_.find(key);
-  if (it == waiters_.end()) return;
+  if (it == waiters_.end()) return;  // answered already, or cancelled
+  it->second->response = std::move(response);
   it->second->done = true;
   waiters_.erase(it);
   answered_.notify_all();
+}
+
+void EmacsSession::cancel_waiter(const std::string& key) {
+  // A cancelled request may get no answer (MCP): its POST stops waiting.
+  std::lock_guard lock(mutex_);
+  end_wait_locked(key, std::nullopt);
 }
 
 bool EmacsSession::take_answer(std::string_view line) {
@@ -126,10 +131,7 @@ bool EmacsSession::take_answer(std::string_view line) {
   std::lock_guard lock(mutex_);
   auto it = waiters_.find(envelope->id_text);
   if (it == waiters_.end() || !it->second->direct) return false;
-  it->second->response = std::string(line);
-  it->second->done = true;
-  waiters_.erase(it);
-  answered_.notify_all();
+  end_wait_locked(envelope->id_text, std::string(line));
   return true;
 }
 
@@ -140,12 +142,7 @@ void EmacsSession::read_responses() {
     // An answer to the POST waiting for request KEY (its id's JSON text).
     auto deliver = [&](const std::string& key) {
       std::lock_guard lock(mutex_);
-      auto it = waiters_.find(key);
-      if (it == waiters_.end()) return;  // answered already, or cancelled
-      it->second->response = std::move(line->text);
-      it->second->done = true;
-      waiters_.erase(it);
-      answered_.notify_all();
+      end_wait_locked(key, std::move(line->text));
     };
     // The usual line, an answer, read by the light scan (no JSON tree);
     // anything else parsed whole.

@@ -52,6 +52,9 @@ class EmacsSession final : public McpSession {
   void read_responses();
   bool take_answer(std::string_view line);
   void cancel_waiter(const std::string& key);
+  // Under mutex_: the POST waiting for request KEY stops waiting, with
+  // RESPONSE (none: it was cancelled); nothing when nobody waits for it.
+  void end_wait_locked(const std::string& key, std::optional<std::string> response);
 
   // To the bridge a socket pair, so that end() can shut its sending side
   // while another thread may still write (an error, not a closed fd).
