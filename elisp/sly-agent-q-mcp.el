@@ -355,7 +355,10 @@ answered (the caller forgets it).  Non-nil when it was dropped."
               ;; A message starts with { or [: only other lines need the blank test.
               (when (or (memq (aref line 0) '(?{ ?\[))
                         (not (string-blank-p line)))
-                (sly-agent-q--mcp-handle client line)))))
+                (let ((channel-request (sly-agent-q--mcp-answer-channel-request line)))
+                  (if channel-request
+                      (sly-agent-q--mcp-open-answer-channel client channel-request)
+                    (sly-agent-q--mcp-handle client line)))))))
         (setq start (1+ newline)))
       (when (< start (length text))
         (process-put client 'sly-agent-q-mcp-partial (list (substring text start)))))))
@@ -496,23 +499,19 @@ going away still drops it."
   (let ((jobs (process-get client 'sly-agent-q-mcp-jobs))
         (sly-agent-q-caller client)
         (key nil)
-        (job nil)
-        (channel-request (sly-agent-q--mcp-answer-channel-request line)))
+        (job nil))
     (condition-case err
-        (pcase (if channel-request
-                   (progn (sly-agent-q--mcp-open-answer-channel client channel-request)
-                          '(:answer))
-                 (sly-agent-q--mcp-line
-                  line
-                  (lambda (response)
-                    (when (and key (eql (gethash key jobs) job))
-                      (remhash key jobs))
-                    ;; A cancelled request gets no response (the spec).
-                    (unless (memql job (process-get client 'sly-agent-q-mcp-cancelled))
-                      (sly-agent-q--mcp-send client response))
-                    (process-put client 'sly-agent-q-mcp-cancelled
-                                 (delq job (process-get client 'sly-agent-q-mcp-cancelled))))
-                  (process-get client 'sly-agent-q-mcp-answer-channel)))
+        (pcase (sly-agent-q--mcp-line
+                line
+                (lambda (response)
+                  (when (and key (eql (gethash key jobs) job))
+                    (remhash key jobs))
+                  ;; A cancelled request gets no response (the spec).
+                  (unless (memql job (process-get client 'sly-agent-q-mcp-cancelled))
+                    (sly-agent-q--mcp-send client response))
+                  (process-put client 'sly-agent-q-mcp-cancelled
+                               (delq job (process-get client 'sly-agent-q-mcp-cancelled))))
+                (process-get client 'sly-agent-q-mcp-answer-channel))
           (`(:answer . ,response)
            (sly-agent-q--mcp-note-log-level client line response)
            (sly-agent-q--mcp-send client response))
