@@ -255,6 +255,16 @@ struct Server {
       return false;
     }
     if (us) *us = micros(end - start);
+    // MCP_TAIL_TRACE=FILE: every call's server, start (steady clock, s) and
+    // time, to line slow calls up with a scheduler trace (perf sched
+    // record -k CLOCK_MONOTONIC).
+    static FILE* trace = [] {
+      const char* path = std::getenv("MCP_TAIL_TRACE");
+      return path && *path ? std::fopen(path, "w") : nullptr;
+    }();
+    if (trace)
+      std::fprintf(trace, "%s %.6f %.1f\n", name.c_str(),
+                   std::chrono::duration<double>(start.time_since_epoch()).count(), micros(end - start));
     return true;
   }
 

@@ -110,6 +110,8 @@ std::shared_ptr<Job> take_job(Runtime::Impl& impl, bool& woken_ahead) {
     impl.queue.pop_front();
     impl.queued.fetch_sub(1, std::memory_order_release);
     round_trip_stamps().stamp(RoundTripStep::PickedUp);
+    // Before Running: a caller that sees it running knows where (kNoCpu).
+    impl.publish_worker_cpu();
     job->state.store(JobState::Running, std::memory_order_release);
     impl.current = job;
     impl.current_id.store(job->id, std::memory_order_release);

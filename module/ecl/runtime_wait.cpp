@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ecl/interrupt_gate.hpp"
+#include "sys/thread_cpu.hpp"
 #include "ecl/runtime_state.hpp"
 
 namespace agentq::ecl {
@@ -64,15 +65,33 @@ bool Runtime::Impl::enqueue(const std::shared_ptr<Job>& job) {
 // gets to run if it shares this CPU; with a single CPU, always yield.  (A
 // system call per call, even a yield, made every call slower on a VM.)
 // On the worker's CPU, always yield (see kNoCpu).
+//
+// A woken worker that has not started yet is looked up first (thread_cpu,
+// every kPickupSpin): queued on another CPU, it is not waiting for ours,
+// and a yield could only hand this CPU to another process.  Under Linux's
+// EEVDF a yield gives up the rest of the slice: with a busy process on
+// this CPU, the caller then sat out that process's slice (2-4 ms, the
+// other CPU idle) after the worker had finished.  Seen in a scheduler trace
+// of bench/mcp_tail with one CPU busy (perf sched timehist), runs of ten
+// such calls in a row; in 40 runs of headless servers that yielded, 6 had
+// p99 12-25x the do-nothing floor's, in 30 runs that looked first, none
+// (the worst 5x).
 void Runtime::Impl::wait_for_pickup(Job& job, Clock::time_point started, bool woke) {
   const bool spin = can_spin();
   auto spin_until = started + kCallerSpin, pickup_until = started + kPickupSpin;
+  Clock::time_point next_look{};
+  bool elsewhere = false;  // the woken worker waits to run on another CPU
   while (job.state.load(std::memory_order_acquire) != JobState::Done) {
     auto now = Clock::now();
     if (now >= spin_until) break;
     bool running = job.state.load(std::memory_order_relaxed) == JobState::Running;
     bool shared = spin && caller_shares_worker_cpu();
-    if (spin && (running || (!woke && now < pickup_until)) && !shared)
+    if (spin && woke && !running && now >= next_look) {
+      const int cpu = thread_cpu(__atomic_load_n(&worker_tid, __ATOMIC_ACQUIRE));
+      elsewhere = cpu >= 0 && cpu != sched_getcpu();
+      next_look = now + kPickupSpin;
+    }
+    if (spin && (running || (!woke && now < pickup_until) || (woke && elsewhere)) && !shared)
       cpu_relax();
     else if (running && shared)
       sleep_slice(job, kPollSlice);  // woken when done: a yield would take the CPU back from it
