@@ -1,5 +1,7 @@
 #include "ecl/interrupt_gate.hpp"
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <ucontext.h>
 
@@ -44,6 +46,25 @@ std::size_t g_closing_count = 0;
 // run_finalizers).  Initial-exec: read in the signal handler, where a
 // dynamically allocated TLS block is not safe to touch.
 __attribute__((tls_model("initial-exec"))) thread_local int t_finalizing = 0;
+// Nonzero on a thread from the first step of its fork() to the last
+// (pthread_atfork).  fork takes libgc's lock, stdio's list lock and every
+// malloc arena's, one after the other, and a lock already held by another
+// thread is waited for in a futex wait that the signal ends with EINTR:
+// what in_foreign_code lets through as a blocking call that holds nothing.
+// An interrupt let in there ran ECL's handler, which allocates, and it
+// waited for good for an arena lock its own fork held; so did every thread
+// after it, Emacs's at its next malloc (one hang in a full ERT run,
+// 2026-11-29: sly-agent-q-hostile/timeouts-during-fork-and-file-io).
+__attribute__((tls_model("initial-exec"))) thread_local int t_forking = 0;
+// The C library's wait for one of its own locks (malloc's arenas, stdio's
+// list), where the thread may hold another of them: never a wait that Lisp
+// code asked for (those are pthread's and the kernel's), so no interrupt
+// needs to end it.  Found at install (GLIBC_PRIVATE, exported); {0, 0}
+// when not found.
+CodeRange g_libc_lock_wait{0, 0};
+
+void fork_begins() { t_forking = 1; }
+void fork_ends() { t_forking = 0; }
 
 std::uintptr_t pc_of(const void* context) {
   const auto* uc = static_cast<const ucontext_t*>(context);
@@ -133,8 +154,8 @@ void gate(int sig, siginfo_t* info, void* context) {
     // re-enables interrupts halfway through the allocation that ran it.
     // So wait for a signal that finds the thread in Lisp.
     // Nor inside ECL's CLOSE of a file stream (see in_close_code).
-    if (env->disable_interrupts != 0 || t_finalizing != 0 || in_foreign_code(context) ||
-        in_close_code(context)) {
+    if (env->disable_interrupts != 0 || t_finalizing != 0 || t_forking != 0 || in_foreign_code(context) ||
+        in_close_code(context) || range_of(pc_of(context), &g_libc_lock_wait, 1)) {
       g_deferred.fetch_add(1, std::memory_order_relaxed);
       return;
     }
@@ -268,6 +289,13 @@ void install_interrupt_gate(int interrupt_signal) {
   find_close_functions();
   g_installed = true;
   t_finalizing = 0;  // the TLS slot touched once outside any handler
+  t_forking = 0;
+  // Registered after libgc's (at its start): prepare steps run in reverse
+  // order and the others in order, so the mark is set before libgc takes
+  // its lock and cleared after it lets it go.
+  pthread_atfork(fork_begins, fork_ends, fork_ends);
+  if (void* wait = dlsym(RTLD_DEFAULT, "__lll_lock_wait_private"))
+    g_libc_lock_wait = function_code(reinterpret_cast<std::uintptr_t>(wait));
   // Finalizers run where libgc would run them, through run_finalizers.
   GC_set_finalizer_notifier(run_finalizers);
   GC_set_finalize_on_demand(1);

@@ -5,10 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "ecl/interrupt_gate.hpp"
 #include "ecl/runtime.hpp"
@@ -66,6 +71,56 @@ TEST(Interrupts, LandingInForeignCodeNeverDeadlockOrAbort) {
   }
   // The gate did hold interrupts back on the way.
   EXPECT_GT(deferred_interrupts(), deferred_before);
+}
+
+// fork() takes every malloc arena's lock in turn; one that another thread
+// holds (it is allocating) is waited for in a futex wait, which a signal
+// ends with EINTR.  An interrupt run there allocated and waited for good
+// for a lock its own fork held, and every thread after it: Emacs froze at
+// its next malloc (one hang in a full ERT run).  Two threads allocate here
+// all the time, so that the forks wait; a hang ends the test process with
+// a message rather than hanging ctest.
+TEST(Interrupts, NoInterruptRunsInsideForkWhileOtherThreadsAllocate) {
+  std::atomic<bool> stop{false};
+  std::atomic<long> progress{0};
+  std::vector<std::thread> allocators;
+  for (int t = 0; t < 2; ++t)
+    allocators.emplace_back([&stop, t] {
+      std::vector<void*> held(64, nullptr);
+      for (unsigned long i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+        void*& slot = held[(i * 7 + t) % held.size()];
+        std::free(slot);
+        slot = std::malloc(16 + (i % 50) * 24);
+      }
+      for (void* p : held) std::free(p);
+    });
+  // Only system calls: the process's malloc may be the thing that hangs.
+  std::thread hang_watch([&stop, &progress] {
+    long seen = -1;
+    for (int quiet_seconds = 0; !stop.load();) {
+      ::sleep(1);
+      long now = progress.load();
+      quiet_seconds = now == seen ? quiet_seconds + 1 : 0;
+      seen = now;
+      if (quiet_seconds >= 30) {
+        const char message[] = "NoInterruptRunsInsideForkWhileOtherThreadsAllocate: no progress for 30 s (a fork deadlocked)\n";
+        (void)!::write(2, message, sizeof message - 1);
+        ::_exit(1);
+      }
+    }
+  });
+  int iterations = 300;
+  if (const char* env = std::getenv("AGENTQ_FORK_STRESS_ITERATIONS")) iterations = std::atoi(env);
+  for (int i = 0; i < iterations; ++i) {
+    EvalOutcome outcome =
+        eval_with_timeout("(loop (ext:run-program \"/bin/true\" nil :output nil))", std::chrono::milliseconds(1 + i % 5));
+    EXPECT_EQ(outcome.text.rfind("[ERROR] TIMEOUT\n", 0), 0u) << outcome.text;
+    progress.fetch_add(1);
+  }
+  stop = true;
+  for (std::thread& t : allocators) t.join();
+  hang_watch.join();
+  expect_alive();
 }
 
 TEST(Interrupts, BlockedWaitsStayInterruptible) {
