@@ -153,7 +153,9 @@ void gate(int sig, siginfo_t* info, void* context) {
     // collector's finalizers run on this thread: a stream's finalizer
     // re-enables interrupts halfway through the allocation that ran it.
     // So wait for a signal that finds the thread in Lisp.
-    // Nor inside ECL's CLOSE of a file stream (see in_close_code).
+    // Nor inside ECL's CLOSE of a file stream (see in_close_code), nor
+    // inside fork or the C library's wait for its own locks (t_forking,
+    // g_libc_lock_wait), which may hold other locks.
     if (env->disable_interrupts != 0 || t_finalizing != 0 || t_forking != 0 || in_foreign_code(context) ||
         in_close_code(context) || range_of(pc_of(context), &g_libc_lock_wait, 1)) {
       g_deferred.fetch_add(1, std::memory_order_relaxed);

@@ -33,6 +33,10 @@
 // abort or a corrupted heap.
 // A thread blocked in a system call (sleep, read, a lock wait) is
 // interrupted at once, as before: the call returned EINTR and holds nothing.
+// Except two waits that may hold other locks: anything inside fork() (it
+// takes libgc's lock and every malloc arena's in turn, waiting for each one
+// another thread holds), and the C library's wait for one of its own locks;
+// an interrupt run there allocated and deadlocked on its own fork's locks.
 //
 // Interrupts other code sends to its own Lisp threads get no repeat: one
 // that lands in foreign code waits for the next signal or for the thread's

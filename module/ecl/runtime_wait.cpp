@@ -8,8 +8,8 @@
 #include <string>
 
 #include "ecl/interrupt_gate.hpp"
-#include "sys/thread_cpu.hpp"
 #include "ecl/runtime_state.hpp"
+#include "sys/thread_cpu.hpp"
 
 namespace agentq::ecl {
 
@@ -70,14 +70,14 @@ bool Runtime::Impl::enqueue(const std::shared_ptr<Job>& job) {
 // the CPU it took its last job on, then, after kPickupSpin, where it waits
 // to run, thread_cpu, every kPickupSpin; reading it every call cost the
 // asynchronous round trip 4 us of 57): queued on another CPU, it is not
-// waiting for ours, and a yield could only hand this CPU to another process.  Under Linux's
-// EEVDF a yield gives up the rest of the slice: with a busy process on
-// this CPU, the caller then sat out that process's slice (2-4 ms, the
-// other CPU idle) after the worker had finished.  Seen in a scheduler trace
-// of bench/mcp_tail with one CPU busy (perf sched timehist), runs of ten
-// such calls in a row; in 40 runs of headless servers that yielded, 6 had
-// p99 12-25x the do-nothing floor's, in 30 runs that looked first, none
-// (the worst 5x).
+// waiting for ours, and a yield could only hand this CPU to another
+// process.  Under Linux's EEVDF a yield gives up the rest of the slice:
+// with a busy process on this CPU, the caller then sat out that process's
+// slice (2-4 ms, the other CPU idle) after the worker had finished.  Seen
+// in a scheduler trace of bench/mcp_tail with one CPU busy (perf sched
+// timehist), runs of ten such calls in a row; in 40 runs of headless
+// servers that yielded, 6 had p99 12-25x the do-nothing floor's, in 30
+// runs that looked first, none (the worst 5x).
 void Runtime::Impl::wait_for_pickup(Job& job, Clock::time_point started, bool woke) {
   const bool spin = can_spin();
   auto spin_until = started + kCallerSpin, pickup_until = started + kPickupSpin;

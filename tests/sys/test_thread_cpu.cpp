@@ -80,7 +80,7 @@ TEST(ThreadCpu, NoSuchThreadIsMinusOne) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(found, -1);
   // And the descriptor kept for it is not reused for the next one.
-  EXPECT_EQ(agentq::thread_cpu(own_tid()) >= 0, true);
+  EXPECT_GE(agentq::thread_cpu(own_tid()), 0);
 }
 
 }  // namespace
