@@ -41,7 +41,7 @@ defined under that name when this code was loaded."
   %adopt-origin %any-running-p %arm-stack-guard %ask-approval %ask-before-agent-code-p %ask-host %break-taken %child-exit %compiler-keeper %current-cpu
   %current-job %set-job-structure %set-one-value-structure %define-tool %detach-worker %end-processes %finalizer-budget %finish-job %former-worker-count %forget-host-request
   %fork-compile-child %function-entry %functions-intact-p %gc-count %gc-phase-us %gc-time-ms %hold-point
-  %hold-worker %host-answer %job-origin %origin-token %keep-off-worker-cpus %lisp-thread-count
+  %hold-worker %host-answer %inline-job %job-origin %origin-token %keep-off-worker-cpus %lisp-thread-count
   %live-package-p %lower-thread-priority %make-private-directory
   %mark-live-objects %monotonic-ms %monotonic-us %native-symbol %next-interrupt %next-job %own-process
   %post-note %preexisting-object-p %prepare-tool-call %publish-tiering-counts

@@ -324,16 +324,30 @@ the limits or the output streams in any state."
       (multiple-value-bind (id tool code package flags output-limit timeout-ms heap-limit arguments interactive-key)
           (%next-job)
         (unless id (return))
-        (repair-runtime-generic-functions)
-        (when heap-limit (ignore-errors (set-heap-limit heap-limit)))
-        (multiple-value-bind (success text)
-            (catch '%worker-top
-              (run-job tool arguments code package flags output-limit timeout-ms interactive-key))
-          ;; Before the job ends: the caller's next call reads it.
-          (publish-hooks)
-          (when (%finish-job id success text)
-            ;; Evaluated code shrank the stacks (EXT:SET-LIMIT).
-            (restore-limits)))))))
+        (serve-job id tool code package flags output-limit timeout-ms heap-limit arguments interactive-key)))))
+
+(defun serve-job (id tool code package flags output-limit timeout-ms heap-limit arguments interactive-key)
+  "Run one job, as %NEXT-JOB or %INLINE-JOB gave it, and hand its result
+to %FINISH-JOB.  On the worker, interrupts held off but inside the job."
+  (repair-runtime-generic-functions)
+  (when heap-limit (ignore-errors (set-heap-limit heap-limit)))
+  (multiple-value-bind (success text)
+      (catch '%worker-top
+        (run-job tool arguments code package flags output-limit timeout-ms interactive-key))
+    ;; Before the job ends: the caller's next call reads it.
+    (publish-hooks)
+    (when (%finish-job id success text)
+      ;; Evaluated code shrank the stacks (EXT:SET-LIMIT).
+      (restore-limits))))
+
+(defun run-inline-job ()
+  "Run the job the worker made itself for a call its idle reader read (see
+docs/design.md, \"One thread for the usual call\"): called from inside
+%NEXT-JOB, so in WORKER-LOOP's dynamic extent, interrupts held off."
+  (multiple-value-bind (id tool code package flags output-limit timeout-ms heap-limit arguments interactive-key)
+      (%inline-job)
+    (when id
+      (serve-job id tool code package flags output-limit timeout-ms heap-limit arguments interactive-key))))
 
 (defun watchdog-loop (interrupt)
   "On its own ECL thread: interrupt the worker when the host asks (C-g,

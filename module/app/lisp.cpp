@@ -57,6 +57,12 @@ void Lisp::restart_worker() {
 
 void Lisp::shutdown() { runtime_.shutdown(); }
 
+void Lisp::set_idle_reader(IdleReader* reader) { runtime_.set_idle_reader(reader); }
+
+bool Lisp::claim_inline_job() { return runtime_.claim_inline_job(); }
+
+void Lisp::idle_reader_changed() { runtime_.idle_reader_changed(); }
+
 bool Lisp::wake_ahead(std::chrono::milliseconds window, bool warm) { return runtime_.wake_ahead(window, warm); }
 
 std::vector<std::string> Lisp::take_notes() { return ecl::take_runtime_notes(); }

@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+namespace agentq {
+class IdleReader;
+}
+
 namespace agentq::ecl {
 class Runtime;
 struct EvaluateSettings;
@@ -73,6 +77,14 @@ class Lisp {
   bool wake_ahead(std::chrono::milliseconds window, bool warm);
   // Stops the runtime for good (Runtime::shutdown).
   void shutdown();
+  // The worker reads READER's input itself while idle, and runs its calls
+  // (core/idle_reader.hpp; Runtime::set_idle_reader); null: none.
+  void set_idle_reader(IdleReader* reader);
+  // Takes the evaluation the worker runs for its reader over
+  // (Runtime::claim_inline_job).
+  bool claim_inline_job();
+  // Wakes the idle worker to look at its reader's descriptor again.
+  void idle_reader_changed();
   // The background compiler's lines for the log since the last call.
   std::vector<std::string> take_notes();
 

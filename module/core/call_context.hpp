@@ -89,6 +89,11 @@ class CallContext {
   // keep a CPU from the rest of the machine for a call that comes later.
   virtual bool calls_in_bursts() const { return false; }
 
+  // True when this call does not start its evaluation but takes over the
+  // one the worker already runs for it (core/idle_reader.hpp): it waits
+  // for it as its owner, with its time limit from when it started.
+  virtual bool adopts_running_job() const { return false; }
+
   // Asks whoever stands behind the call whether an agent's code may touch
   // the world: FORM is the Emacs Lisp approval question
   // (sly-agent-q--approve-agent-code …); the answer's text is what it

@@ -47,6 +47,8 @@ std::optional<std::string> too_deep_to_read(const EvalRequest& request) {
          "The session is still alive.";
 }
 
+}  // namespace
+
 // Each section (stdout, stderr, values) is bounded in Lisp, with its own
 // marker; this only bounds the whole if something still slipped through.
 EvalOutcome finished_outcome(Job& job) {
@@ -71,8 +73,6 @@ EvalOutcome finished_outcome(Job& job) {
   }
   return outcome;
 }
-
-}  // namespace
 
 // ----------------------------------------------------------------------------
 // Runtime
@@ -186,6 +186,8 @@ EvalOutcome Runtime::evaluate(EvalRequest given, CallContext& context) {
   if (auto refused = too_deep_to_read(given)) return {false, std::move(*refused)};
   ensure_booted();
   Impl& impl = *impl_;
+  if (context.adopts_running_job()) return impl.adopt_inline(context);
+  if (t_idle_reading && current_worker()) return impl.run_inline(std::move(given), context);
   // A call made while this thread already waits for Lisp (from a wait
   // function, a hook, or Elisp that Lisp asked Emacs to evaluate) would
   // queue behind the evaluation it waits inside: refused at once.
@@ -260,7 +262,7 @@ bool Runtime::wake_ahead(std::chrono::milliseconds window, bool warm) {
       impl.wake_ahead_requested = true;
     }
   }
-  if (wake) impl.job_cv.notify_one();
+  if (wake) impl.wake_worker();
   return true;
 }
 
@@ -304,7 +306,7 @@ void Runtime::shutdown() {
     impl.stopping = true;
     if (impl.current) running = impl.current->id;
   }
-  impl.job_cv.notify_all();
+  impl.wake_worker();
   if (running) impl.request_interrupt(running, Interrupt::Cancel);
   boot_lock.unlock();
   auto give_up = Clock::now() + std::chrono::seconds(3);

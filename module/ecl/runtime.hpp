@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/call_context.hpp"
+#include "core/idle_reader.hpp"
 
 namespace agentq::ecl {
 
@@ -113,6 +114,20 @@ class Runtime {
   // call finds its code and data in the caches.  Does nothing (false) unless the runtime runs and is idle:
   // never boots it, never waits.
   bool wake_ahead(std::chrono::milliseconds window, bool warm);
+
+  // While READER's reading is the worker's, the idle worker waits on its
+  // descriptor too and runs what it reads itself (core/idle_reader.hpp).
+  // Null: none.  Setting another waits until the worker has left the last
+  // one's read(), so that it can be destroyed.
+  void set_idle_reader(IdleReader* reader);
+  // The idle reader's owner takes over the evaluation the worker runs for
+  // it: true, and the owner then waits for it (CallContext::
+  // adopts_running_job); false when the worker has already kept its
+  // result (it finished), and answers it itself.
+  bool claim_inline_job();
+  // The idle reader's descriptor changed (its reading became the
+  // worker's): an idle worker looks again.
+  void idle_reader_changed();
 
   // Retires the worker thread and starts a fresh one in the same image
   // (definitions kept).  A job it was running is answered INTERRUPTED and

@@ -68,11 +68,16 @@ std::uint64_t mask_of(const cpu_set_t& set) {
 // for 1.3 and 2.9 s of the run.  With it: no batch over 2.5 s in 20.
 //
 // CALLER: the CPU the caller was last seen on (kNoCpu: not known).
+namespace {
+thread_local int t_placed_caller = kNoCpu;
+thread_local std::uint64_t t_placed_compile = 0;
+}  // namespace
+
 void place_worker(int caller) {
   const cpu_set_t& allowed = process_cpus();
   const std::uint64_t compile = g_impl->compile_cpus.load(std::memory_order_relaxed);
-  thread_local int placed_caller = kNoCpu;
-  thread_local std::uint64_t placed_compile = 0;
+  int& placed_caller = t_placed_caller;
+  std::uint64_t& placed_compile = t_placed_compile;
   if (CPU_COUNT(&allowed) < 2 || (caller == placed_caller && compile == placed_compile)) return;
   if (caller != kNoCpu && !CPU_ISSET(caller, &allowed)) caller = kNoCpu;
   if (caller == kNoCpu && compile == 0) return;
@@ -94,6 +99,23 @@ void place_worker(int caller) {
     placed_caller = caller;
     placed_compile = compile;
   }
+}
+
+// A worker that reads its own input (an idle reader, core/idle_reader.hpp)
+// has no caller to keep off: it may run on any allowed CPU again, else it
+// stays held to the one it was moved to, with a busy process there
+// perhaps, while the other CPU is idle.  (A compile's CPUs it keeps off.)
+void free_worker_from_caller() {
+  if (t_placed_caller == kNoCpu) return;
+  const std::uint64_t compile = g_impl->compile_cpus.load(std::memory_order_relaxed);
+  t_placed_caller = kNoCpu;
+  if (compile != 0) {
+    t_placed_compile = ~compile;  // placed again below, off the compile alone
+    place_worker(kNoCpu);
+    return;
+  }
+  const cpu_set_t& allowed = process_cpus();
+  if (pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed) == 0) t_placed_compile = 0;
 }
 
 namespace {

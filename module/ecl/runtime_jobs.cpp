@@ -77,8 +77,9 @@ void poll_for_job(Runtime::Impl& impl) {
 
 // The next job, taken off the queue and made the running one, once the
 // worker is not held; null when the runtime stops or this thread is no
-// longer the worker.
-std::shared_ptr<Job> take_job(Runtime::Impl& impl, bool& woken_ahead) {
+// longer the worker, or (WOKEN_AHEAD) it was woken to poll, or (INPUT)
+// its idle reader's descriptor is readable.
+std::shared_ptr<Job> take_job(Runtime::Impl& impl, bool& woken_ahead, bool& input) {
   std::shared_ptr<Job> job;
   std::unique_lock lock(impl.mutex);
   for (;;) {
@@ -87,12 +88,21 @@ std::shared_ptr<Job> take_job(Runtime::Impl& impl, bool& woken_ahead) {
       continue;
     }
     if (impl.queue.empty() && !impl.stopping && current_worker()) {
-      impl.worker_sleeping = true;
-      impl.job_cv.wait(lock, [&] {
-        return impl.stopping || !impl.queue.empty() || !current_worker() || impl.hold_requested ||
-               impl.wake_ahead_requested;
-      });
-      impl.worker_sleeping = false;
+      const int fd = impl.idle_reader ? impl.idle_reader->fd() : -1;
+      if (fd >= 0 && !impl.wake_ahead_requested) {
+        // Idle with a reader: its input is the usual next job.
+        if (impl.wait_for_idle_input(lock, fd)) {
+          input = true;
+          return job;
+        }
+      } else {
+        impl.worker_sleeping = true;
+        impl.job_cv.wait(lock, [&] {
+          return impl.stopping || !impl.queue.empty() || !current_worker() || impl.hold_requested ||
+                 impl.wake_ahead_requested || (impl.idle_reader && impl.idle_reader->fd() >= 0);
+        });
+        impl.worker_sleeping = false;
+      }
       if (impl.wake_ahead_requested) {
         // Woken ahead of a call: poll for it (poll_for_job), awake.
         impl.wake_ahead_requested = false;
@@ -119,6 +129,10 @@ std::shared_ptr<Job> take_job(Runtime::Impl& impl, bool& woken_ahead) {
   return job;
 }
 
+// JOB's request as the values %NEXT-JOB returns, after readying the worker
+// for it.  Allocates: call with no locks held.
+cl_object job_values(Runtime::Impl& impl, const std::shared_ptr<Job>& job);
+
 // (%NEXT-JOB) → id tool code package flags output-limit timeout-ms
 // heap-limit arguments interactive-key, or NIL to stop (the runtime stops, or this thread
 // is no longer the worker).  TOOL names the job's handler ("evaluate_lisp"
@@ -128,13 +142,35 @@ std::shared_ptr<Job> take_job(Runtime::Impl& impl, bool& woken_ahead) {
 cl_object next_job() {
   Runtime::Impl& impl = *g_impl;
   std::shared_ptr<Job> job;
-  for (bool woken_ahead = true; woken_ahead;) {
-    woken_ahead = false;
+  for (;;) {
+    bool woken_ahead = false, input = false;
     poll_for_job(impl);
-    job = take_job(impl, woken_ahead);  // null and WOKEN_AHEAD: woken to poll
+    job = take_job(impl, woken_ahead, input);  // null and WOKEN_AHEAD: woken to poll
+    if (input) {
+      impl.run_idle_reader();  // the calls it reads run here, as inline jobs
+      continue;
+    }
+    if (!woken_ahead) break;
   }
   // No locks held from here: allocation may unwind (storage exhaustion).
   if (!job) return one_value(ECL_NIL);
+  return job_values(impl, job);
+}
+
+// (%INLINE-JOB) → what %NEXT-JOB returns, for the job the worker runs for
+// its idle reader (Runtime::Impl::run_inline); NIL when none.
+cl_object inline_job() {
+  Runtime::Impl& impl = *g_impl;
+  std::shared_ptr<Job> job;
+  {
+    std::lock_guard lock(impl.mutex);
+    if (current_worker() && impl.inline_running) job = impl.current;
+  }
+  if (!job) return one_value(ECL_NIL);
+  return job_values(impl, job);
+}
+
+cl_object job_values(Runtime::Impl& impl, const std::shared_ptr<Job>& job) {
   // Woken on a CPU a background compile runs on: off it before the job.
   if (std::uint64_t compile = impl.compile_cpus.load(std::memory_order_relaxed);
       compile != 0 && cpu_in_mask(impl.publish_worker_cpu(), compile))
@@ -347,11 +383,11 @@ cl_object hold_worker(cl_object timeout) {
   outside_lisp([&] {
     std::unique_lock lock(impl.mutex);
     impl.hold_requested = true;
-    impl.job_cv.notify_all();
+    impl.wake_worker();
     held = impl.held_cv.wait_for(lock, wait, [&] { return impl.worker_held || impl.stopping; }) && impl.worker_held;
     if (!held) {
       impl.hold_requested = false;
-      impl.job_cv.notify_all();
+      impl.wake_worker();
     }
   });
   return one_value(held ? ECL_T : ECL_NIL);
@@ -379,7 +415,7 @@ cl_object release_worker() {
   outside_lisp([&] {
     std::lock_guard lock(impl.mutex);
     impl.hold_requested = false;
-    impl.job_cv.notify_all();
+    impl.wake_worker();
   });
   return one_value(ECL_NIL);
 }
@@ -492,6 +528,7 @@ cl_object stream_output(cl_object output, cl_object start, cl_object end) {
 
 void define_job_functions() {
   define_lisp_function("%NEXT-JOB", next_job);
+  define_lisp_function("%INLINE-JOB", inline_job);
   define_lisp_function("%FINISH-JOB", finish_job);
   define_lisp_function("%FINALIZER-BUDGET", finalizer_budget);
   define_lisp_function("%BREAK-TAKEN", break_taken);

@@ -100,7 +100,13 @@ struct Job {
   // Its caller's CallContext::calls_in_bursts: the worker polls for the
   // next job after this one (kWorkerPoll) instead of sleeping at once.
   bool poll_after = false;
+  // A job the worker runs for its idle reader (run_inline): when it
+  // started, for the time limit of the owner that takes it over.
+  Clock::time_point started{};
 };
+
+// Who has the result of the job the worker runs for its idle reader.
+enum class InlineClaim : int { Open, Worker, Owner };
 
 // A request of Lisp code to the host (eval-in-emacs), answered by the job's
 // owner.  Shared: the Lisp side may stop waiting (an interrupt) before the
@@ -243,6 +249,36 @@ struct Runtime::Impl {
   std::atomic<std::int64_t> held_threads{0};  // former workers holding an error (lisp/held-errors.lisp)
   std::atomic<std::int64_t> retired_running{0};  // retired workers still in Lisp
 
+  // --- the idle reader (Runtime::set_idle_reader, core/idle_reader.hpp)
+  IdleReader* idle_reader = nullptr;  // guarded by mutex
+  // Threads inside idle_reader->read() (guarded by mutex): set_idle_reader
+  // waits for none.  A worker retired inside an inline job no longer
+  // counts: it parks for good should the job ever return.
+  int idle_readers = 0;
+  std::condition_variable idle_cv;
+  // The worker runs an inline job (guarded by mutex), and which one.
+  bool inline_running = false;
+  std::shared_ptr<Job> inline_job;
+  std::atomic<InlineClaim> inline_claim{InlineClaim::Open};
+  // An eventfd that wakes the worker waiting on the idle reader's
+  // descriptor (worker_polls_fd) as job_cv wakes it otherwise.
+  int wake_fd = -1;
+  std::atomic<bool> worker_polls_fd{false};
+
+  // Wakes the worker, wherever it waits for work.
+  void wake_worker();
+  // On the worker, with LOCK held and nothing to do: waits until it is
+  // woken (wake_worker) or FD, the idle reader's, is readable (true).
+  bool wait_for_idle_input(std::unique_lock<std::mutex>& lock, int fd);
+  // On the worker: lets its idle reader read (IdleReader::read).
+  void run_idle_reader();
+
+  // On the worker, from its idle reader's read(): runs REQUEST's job on
+  // this thread, nobody waiting (see core/idle_reader.hpp).
+  EvalOutcome run_inline(EvalRequest request, CallContext& context);
+  // The owner's side of a claimed inline job (claim_inline_job).
+  EvalOutcome adopt_inline(CallContext& context);
+
   // Set by set_heap_limit, applied by the worker before its next job.
   std::atomic<std::size_t> pending_heap_limit{0};
 
@@ -364,6 +400,7 @@ struct LispRoots {
   cl_object watchdog_keyword = ECL_NIL;  // :WATCHDOG
   cl_object compiler_keyword = ECL_NIL;  // :COMPILER
   cl_object evaluate_lisp_name = ECL_NIL;  // "evaluate_lisp", the evaluations' handler
+  cl_object run_inline_job = ECL_NIL;      // AGENT-Q::RUN-INLINE-JOB, taken at boot
 };
 extern LispRoots g_roots __attribute__((visibility("hidden")));  // runtime_worker.cpp
 
@@ -376,6 +413,17 @@ extern constinit thread_local std::uint64_t t_worker_generation
 inline bool current_worker() {
   return t_worker_generation != 0 && t_worker_generation == g_impl->worker_generation.load(std::memory_order_acquire);
 }
+
+// True on the worker while its idle reader reads (and so runs calls there).
+extern constinit thread_local bool t_idle_reading
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+// The outcome of a finished JOB, its text moved out (runtime.cpp).
+EvalOutcome finished_outcome(Job& job);
+
+// After a non-local exit escaped a job: its [ERROR] text from the Lisp
+// side, or NIL (runtime_worker.cpp).
+cl_object escaped_job_text(cl_env_ptr env);
 
 // The signal ECL uses to interrupt a thread, named for the interrupt gate.
 extern const int kInterruptSignal;
@@ -420,6 +468,7 @@ void* worker_main(void* generation);
 const cpu_set_t& process_cpus();
 inline bool cpu_in_mask(int cpu, std::uint64_t mask) { return cpu >= 0 && cpu < 64 && ((mask >> cpu) & 1u) != 0; }
 void place_worker(int caller);
+void free_worker_from_caller();
 
 // GC statistics (runtime_stats.cpp): starts keeping the collections' phases.
 void watch_gc_phases();

@@ -54,7 +54,7 @@ bool Runtime::Impl::enqueue(const std::shared_ptr<Job>& job) {
     queued.fetch_add(1, std::memory_order_release);
     wake = worker_sleeping;
   }
-  if (wake) job_cv.notify_one();
+  if (wake) wake_worker();
   round_trip_stamps().stamp(RoundTripStep::Enqueued);
   return wake;
 }
@@ -274,6 +274,10 @@ bool Runtime::Impl::ask_owner(OwnerWork work) {
     std::lock_guard lock(mutex);
     if (!current || current->owner_gone) return false;
     current->requests.push_back(std::move(work));
+    // Asked of nobody yet (an inline job, core/idle_reader.hpp): its
+    // reader's thread takes it over now.
+    if (current == inline_job && idle_reader && inline_claim.load(std::memory_order_acquire) == InlineClaim::Open)
+      idle_reader->owner_needed();
   }
   done_cv.notify_all();
   return true;

@@ -113,7 +113,7 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     ecl_init_module(nullptr, init_agentq_lisp);
     for (cl_object* root : {&g_roots.worker_loop, &g_roots.escaped_job_text, &g_roots.worker, &g_roots.watchdog,
                             &g_roots.compiler, &g_roots.worker_keyword, &g_roots.watchdog_keyword,
-                            &g_roots.compiler_keyword, &g_roots.evaluate_lisp_name})
+                            &g_roots.compiler_keyword, &g_roots.evaluate_lisp_name, &g_roots.run_inline_job})
       ecl_register_root(root);
     g_roots.evaluate_lisp_name = make_lisp_string("evaluate_lisp");
     g_roots.worker_keyword = ecl_make_keyword("WORKER");
@@ -121,23 +121,12 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
     g_roots.compiler_keyword = ecl_make_keyword("COMPILER");
     g_roots.worker_loop = ecl_fdefinition(lisp_symbol("WORKER-LOOP"));
     g_roots.escaped_job_text = ecl_fdefinition(lisp_symbol("ESCAPED-JOB-TEXT"));
+    g_roots.run_inline_job = ecl_fdefinition(lisp_symbol("RUN-INLINE-JOB"));
     failure = cl_funcall(4, lisp_symbol("BOOT"), ecl_make_unsigned_integer(heap_limit),
                          ecl_make_fixnum(kBindingStackEntries), ecl_make_fixnum(kFrameStackEntries));
   }
   ECL_CATCH_ALL_END;
   return failure;
-}
-
-// After a non-local exit escaped WORKER-LOOP: the escaped job's [ERROR]
-// text from the Lisp side, or NIL.  Kept free of C++ objects with
-// destructors, like load_lisp_side.
-cl_object escaped_job_text(cl_env_ptr env) {
-  cl_object text = ECL_NIL;
-  ECL_CATCH_ALL_BEGIN(env) {
-    text = cl_funcall(1, g_roots.escaped_job_text);
-  }
-  ECL_CATCH_ALL_END;
-  return text;
 }
 
 // Returns true when WORKER-LOOP returned normally (stop requested, or this
@@ -231,6 +220,18 @@ void stop_runtime(bool boot_thread) {
 }
 
 }  // namespace
+
+// After a non-local exit escaped WORKER-LOOP: the escaped job's [ERROR]
+// text from the Lisp side, or NIL.  Kept free of C++ objects with
+// destructors, like load_lisp_side.
+cl_object escaped_job_text(cl_env_ptr env) {
+  cl_object text = ECL_NIL;
+  ECL_CATCH_ALL_BEGIN(env) {
+    text = cl_funcall(1, g_roots.escaped_job_text);
+  }
+  ECL_CATCH_ALL_END;
+  return text;
+}
 
 void* worker_main(void* generation) {
   Runtime::Impl& impl = *g_impl;
@@ -359,8 +360,15 @@ void replace_worker(Runtime::Impl& impl, const std::string& text, bool held) {
     retired_tid = __atomic_exchange_n(&impl.worker_tid, 0, __ATOMIC_ACQ_REL);
     (held ? impl.held_threads : impl.retired_running).fetch_add(1);
     add_former_worker(__atomic_load_n(&g_roots.worker, __ATOMIC_ACQUIRE));
+    // Inside its idle reader's read(), in an inline job: it no longer
+    // counts as reading (it parks for good should the job return).
+    if (impl.inline_running) {
+      impl.inline_running = false;
+      --impl.idle_readers;
+    }
   }
-  impl.job_cv.notify_all();  // an idle worker leaves %NEXT-JOB
+  impl.idle_cv.notify_all();
+  impl.wake_worker();  // an idle worker leaves %NEXT-JOB
   if (!held) impl.replaced_workers.fetch_add(1);
   if (retired_tid != 0 && !held) {
     sched_param lowest{};

@@ -82,6 +82,11 @@ class McpCallContext final : public CallContext {
   // Nobody can be asked headless: see headless_code_approval.
   HostAnswer approve_in_host(const std::string& form) override;
   void set_allow_dangerous(bool allow) { allow_dangerous_ = allow; }
+  // The stdio server's thread takes over the evaluation the worker runs
+  // for this call (core/idle_reader.hpp): from now on, the call's
+  // evaluation is that one, waited for here.
+  void adopt_running_job() { adopts_.store(true, std::memory_order_release); }
+  bool adopts_running_job() const override { return adopts_.load(std::memory_order_acquire); }
 
  private:
   bool following() const { return notifier_ && progress_.following(); }
@@ -93,6 +98,7 @@ class McpCallContext final : public CallContext {
   std::mutex mutex_;
   std::optional<std::uint64_t> job_;  // the latest job queued for the call
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> adopts_{false};
   bool allow_dangerous_ = false;
   const ClientLogLevel* log_level_ = nullptr;
   nlohmann::json request_id_;

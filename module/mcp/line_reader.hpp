@@ -27,11 +27,29 @@ class LineReader {
   // of the input (or on a read error, which is the end too).  Blocks.
   std::optional<Line> next();
 
+  // The next line if one is there without waiting: LINE set and Ready::Line;
+  // Ready::Wait when the rest of it has not come yet (what has is kept);
+  // Ready::End at the end of the input.  READABLE: the descriptor was
+  // seen readable, so it is read once (and READABLE cleared) when the
+  // line is not whole yet; else nothing is read (no system call).
+  enum class Ready { Line, Wait, End };
+  Ready try_next(Line& line, bool& readable);
+
+  // A whole line, or the end, is there without reading.
+  bool line_buffered() const;
+
+  int fd() const { return fd_; }
+
   std::size_t max_bytes() const { return max_bytes_; }
 
  private:
   void take(const char* data, std::size_t size);
   Line finish();
+  // Takes what the chunk holds up to a newline: true when a line ended.
+  bool take_buffered();
+  // Reads once into the chunk (EOF_ set at the end, or on an error).
+  // False when nothing was there (EAGAIN).
+  bool fill();
 
   int fd_;
   std::size_t max_bytes_;

@@ -204,6 +204,12 @@ int headless(const Options& options, const ProtocolFds& fds) {
     StdioServer server(services.server, std::move(execution),
                        [&services](std::uint64_t job) { services.lisp.cancel(job); }, out,
                        options.allow_dangerous);
+    if (options.inline_lisp) {
+      app::Lisp& lisp = services.lisp;
+      server.use_inline_lisp({[&lisp](IdleReader* reader) { lisp.set_idle_reader(reader); },
+                              [&lisp] { return lisp.claim_inline_job(); }, [&lisp] { lisp.idle_reader_changed(); },
+                              [&lisp] { return lisp.status().alive; }});
+    }
     server.run(in);
   }
   services.lisp.shutdown();

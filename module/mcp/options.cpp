@@ -100,6 +100,8 @@ CommandLine parse_command_line(std::span<const std::string> args) {
       if (value.empty() || *end != '\0' || us < 0 || (us > 0 && us < 100) || us > 100000)
         return fail("--sched-slice " + value + ": expected 0 or a number of microseconds from 100 to 100000");
       result.options.sched_slice_us = static_cast<int>(us);
+    } else if (name == "--no-inline-lisp" && !has_value) {
+      result.options.inline_lisp = false;
     } else if (name == "--log-level") {
       if (!take_value()) return fail("--log-level needs one of error, warn, info, debug");
       auto level = parse_log_level(value);
@@ -165,6 +167,10 @@ Options:
                        for this process's threads, so that a request may
                        be served sooner when other work keeps the CPUs
                        busy (100 to 100000; default 0: the kernel's)
+  --no-inline-lisp     headless over stdio, hand every call from the thread
+                       that reads it to the Lisp thread, instead of letting
+                       the idle Lisp thread read and run the usual
+                       evaluate_lisp call itself (one thread hop fewer)
   --log-level LEVEL    error, warn (the default), info or debug; the log
                        goes to stderr
   --help               this text

@@ -26,6 +26,10 @@ struct Options {
   // so that a call waking beside a busy CPU's other work may run sooner;
   // 0 (the default) leaves the kernel's.
   int sched_slice_us = 0;
+  // Headless over stdio, the Lisp worker reads the input itself while
+  // idle and runs a plain evaluate_lisp call there (mcp/stdio_server.hpp);
+  // --no-inline-lisp: every call is handed to it by the reading thread.
+  bool inline_lisp = true;
 };
 
 struct CommandLine {

@@ -4,24 +4,13 @@
 #include <utility>
 
 #include "mcp/log.hpp"
+#include "mcp/stdio_pending.hpp"
 #include "core/json_fast.hpp"
 #include "core/json_text.hpp"
 #include "core/mcp_route.hpp"
 #include "core/session_changes.hpp"
 
 namespace agentq::mcp {
-
-struct StdioServer::Pending {
-  Pending(nlohmann::json id, McpCallContext::JobCanceller cancel_job)
-      : id(std::move(id)), context(std::move(cancel_job)) {}
-  nlohmann::json id;  // a string or a number, else not cancellable (a batch)
-  // The whole message; or, for a tools/call read by
-  // parse_simple_tools_call (simple), its arguments, and NAME the tool.
-  nlohmann::json message;
-  std::string name;
-  bool simple = false;
-  McpCallContext context;
-};
 
 namespace {
 
@@ -65,6 +54,7 @@ StdioServer::StdioServer(McpServer& server, ExecutionOptions options, McpCallCon
 StdioServer::~StdioServer() { finish(); }
 
 void StdioServer::finish() {
+  stop_inline();
   {
     std::lock_guard lock(mutex_);
     closed_ = true;
@@ -120,7 +110,15 @@ void StdioServer::serve() {
 
 void StdioServer::read_lines() {
   for (;;) {
-    std::optional<Line> line = in_->next();
+    std::optional<Line> line;
+    {
+      std::lock_guard lock(mutex_);
+      line = std::exchange(handed_line_, std::nullopt);
+    }
+    if (!line) {
+      if (give_reading_to_worker()) return;
+      line = in_->next();
+    }
     if (!line) break;
     if (!handle(*line, in_->max_bytes())) return;  // the other thread reads now
   }
@@ -149,10 +147,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
   if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "<- " + shortened(line.text));
   // The usual tools/call, read without building the envelope's JSON tree.
   if (std::optional<SimpleToolsCall> simple = parse_simple_tools_call(line.text)) {
-    auto pending = std::make_shared<Pending>(std::move(simple->id), cancel_job_);
-    pending->context.set_allow_dangerous(allow_dangerous_);
-    pending->context.set_notifier(line_notifier());
-    pending->context.set_client_log(&log_level_, pending->id);
+    auto pending = new_pending(std::move(simple->id));
     pending->message = std::move(simple->arguments);
     pending->name = std::move(simple->name);
     pending->simple = true;
@@ -162,10 +157,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
   Route route = route_message(line.text);
   switch (route.kind) {
     case Route::Kind::Queue: {
-      auto pending = std::make_shared<Pending>(std::move(route.id), cancel_job_);
-      pending->context.set_allow_dangerous(allow_dangerous_);
-      pending->context.set_notifier(line_notifier());
-      pending->context.set_client_log(&log_level_, pending->id);
+      auto pending = new_pending(std::move(route.id));
       pending->message = std::move(route.message);
       follow_progress(*pending, request_progress_token(pending->message));
       return call(std::move(pending));
@@ -178,6 +170,14 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
       return true;
   }
   return true;
+}
+
+std::shared_ptr<StdioServer::Pending> StdioServer::new_pending(nlohmann::json id) {
+  auto pending = std::make_shared<Pending>(std::move(id), cancel_job_);
+  pending->context.set_allow_dangerous(allow_dangerous_);
+  pending->context.set_notifier(line_notifier());
+  pending->context.set_client_log(&log_level_, pending->id);
+  return pending;
 }
 
 McpCallContext::Notifier StdioServer::line_notifier() {

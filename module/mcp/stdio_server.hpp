@@ -9,11 +9,23 @@
 // time, in order.  notifications/cancelled drops a queued call without a
 // response (MCP: a cancelled request is not answered) and interrupts a
 // running one, which answers its [ERROR] INTERRUPTED result.
+//
+// With inline Lisp (use_inline_lisp), while nothing runs the reading is
+// the Lisp worker's own (core/idle_reader.hpp): it reads the next lines
+// when they come and runs a plain evaluate_lisp call itself, so the usual
+// call costs one wake-up, as in a Lisp REPL.  Anything else it reads
+// (another message, a call with a progressToken) it hands, with the
+// reading, to these threads.  An evaluation that lasts longer than a
+// moment (2 ms) or asks its owner for something is taken over by a third
+// thread, which then waits for it as the calls above are waited for, and
+// the reading is these threads' again until all is quiet.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +33,7 @@
 #include <string>
 #include <thread>
 
+#include "core/idle_reader.hpp"
 #include "core/jsonrpc.hpp"
 #include "core/mcp_logging.hpp"
 #include "mcp/cancellable_call.hpp"
@@ -41,12 +54,42 @@ class StdioServer {
   StdioServer(const StdioServer&) = delete;
   StdioServer& operator=(const StdioServer&) = delete;
 
+  // The Lisp runtime's side of inline Lisp (app::Lisp's functions).
+  struct InlineLisp {
+    std::function<void(IdleReader*)> set_reader;
+    std::function<bool()> claim;
+    std::function<void()> reader_changed;
+    std::function<bool()> alive;
+  };
+  // Before run(): the worker reads and runs the usual calls itself.
+  void use_inline_lisp(InlineLisp lisp);
+
   // Reads IN to its end, then waits until every call read has been
   // answered (or dropped).
   void run(LineReader& in);
 
  private:
   struct Pending;
+  class WorkerReading;
+  friend class WorkerReading;
+
+  // --- inline Lisp (stdio_inline.cpp)
+  // On the worker: reads and runs the lines there are (IdleReader::read).
+  void read_on_worker();
+  // On the worker: runs LINE's call there, or hands it on with the
+  // reading (false: the reading is no longer the worker's).
+  bool run_on_worker(Line line);
+  // PENDING's call with MESSAGE (its arguments, or its whole message).
+  std::optional<std::string> run_call(const Pending& pending, nlohmann::json message, const ExecutionOptions& options);
+  // Hands the reading, and LINE (none: the end) to this object's threads.
+  void pass_reading(std::optional<Line> line);
+  // When nothing runs or waits, nor a line is already there: the reading
+  // becomes the worker's (true).
+  bool give_reading_to_worker();
+  // The third thread's loop: takes over an inline evaluation that lasts.
+  void watch_inline();
+  void take_over_inline(bool asked);
+  void stop_inline();
 
   // Each thread's loop: take the reading when it is free, run queued calls.
   void serve();
@@ -57,6 +100,8 @@ class StdioServer {
   bool handle(const Line& line, std::size_t limit);
   bool call(std::shared_ptr<Pending> pending);
   void hand_off_reading();
+  // A call with request id ID, its context set up for this server.
+  std::shared_ptr<Pending> new_pending(nlohmann::json id);
   // A call's notifier (McpCallContext::notify): a line on out_.
   McpCallContext::Notifier line_notifier();
   void execute(Pending& pending);
@@ -90,6 +135,20 @@ class StdioServer {
   bool input_ended_ = false;
   bool closed_ = false;
   std::thread worker_;
+
+  // --- inline Lisp; guarded by mutex_ unless said
+  std::optional<InlineLisp> inline_lisp_;
+  std::shared_ptr<IdleReader> worker_reading_;  // a WorkerReading
+  std::atomic<int> worker_fd_{-1};  // the reading is the worker's: in_'s descriptor
+  std::optional<Line> handed_line_;  // read by the worker, for these threads
+  std::shared_ptr<Pending> inline_;  // the call the worker runs
+  bool taken_over_ = false;          // ... which the watcher took over
+  std::atomic<std::int64_t> take_over_at_ns_{0};  // steady clock; 0: its evaluation has not started
+  ExecutionOptions worker_options_;  // the worker's calls'
+  int timer_fd_ = -1;  // the watcher's: an inline evaluation's moment passed
+  int owner_fd_ = -1;  // the watcher's: owner_needed, or stop
+  std::atomic<bool> watcher_stop_{false};
+  std::thread watcher_;
 };
 
 }  // namespace agentq::mcp

@@ -280,3 +280,174 @@ TEST(McpBinary, HelpVersionAndBadArguments) {
   EXPECT_EQ(version, "sly-agent-q-mcp " + std::string(agentq::kVersion) + "\n");
   EXPECT_EQ(run({"--no-such-option"}).first, 2);
 }
+
+// --- Inline Lisp: the idle worker reads stdin itself and runs a plain
+// evaluate_lisp call there (mcp/stdio_server.hpp).  The tests above run
+// through it too; these are about the hand-overs.
+
+namespace {
+
+json cancel_request(int id) {
+  return json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", id}}}};
+}
+
+json eval_with(int id, const std::string& code, json more) {
+  json arguments = std::move(more);
+  arguments["code"] = code;
+  return request(id, "tools/call", {{"name", "evaluate_lisp"}, {"arguments", std::move(arguments)}});
+}
+
+// True when the debug log says the worker itself read the call with CODE.
+bool read_on_worker(const std::string& log, const std::string& code) {
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("\"code\":\"" + code + "\"") != std::string::npos && line.ends_with("(on the worker)")) return true;
+  return false;
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+}  // namespace
+
+TEST(McpInline, PlainCallsRunOnTheWorkerAndOtherMessagesHandTheReadingBack) {
+  McpProcess server({"--log-level", "debug"});
+  server.send(eval(1, "(+ 1 2)"));
+  EXPECT_EQ(text_of(server.response()), "=> 3");
+  expect_ping_works(server, 2);  // read by the worker, handed to the reading thread
+  server.send(request(3, "tools/list"));
+  EXPECT_TRUE(server.response()["result"]["tools"].is_array());
+  // With a progressToken: followed by the reading thread, not run inline.
+  server.send(request(4, "tools/call",
+                      {{"name", "evaluate_lisp"}, {"arguments", {{"code", "(* 2 3)"}}}, {"_meta", {{"progressToken", 7}}}}));
+  EXPECT_EQ(text_of(server.response()), "=> 6");
+  server.send(eval(5, "(+ 2 3)"));
+  EXPECT_EQ(text_of(server.response()), "=> 5");
+  server.close_stdin();
+  EXPECT_EQ(server.wait_exit(), 0);
+  const std::string log = server.log();
+  EXPECT_EQ(count_of(log, "(on the worker)"), 2u) << log;  // calls 1 and 5
+  EXPECT_TRUE(read_on_worker(log, "(+ 1 2)")) << log;
+  EXPECT_TRUE(read_on_worker(log, "(+ 2 3)")) << log;
+}
+
+TEST(McpInline, OffWithNoInlineLispAndTheAnswersAreTheSame) {
+  McpProcess server({"--log-level", "debug", "--no-inline-lisp"});
+  server.send(eval(1, "(+ 1 2)"));
+  EXPECT_EQ(text_of(server.response()), "=> 3");
+  server.send(eval(2, "(values 1 2)"));
+  EXPECT_EQ(text_of(server.response()), "=> 1\n=> 2");
+  server.close_stdin();
+  EXPECT_EQ(server.wait_exit(), 0);
+  EXPECT_EQ(server.log().find("(on the worker)"), std::string::npos) << server.log();
+}
+
+// A cancellation sent at once, before the owner has taken the call over:
+// read once it has (within its first moment), and the call is interrupted
+// and not answered.
+TEST(McpInline, CancelSentAtOnceStillInterruptsAndIsNotAnswered) {
+  McpProcess server;
+  for (int round = 0; round < 5; ++round) {
+    const int id = 10 * round + 1;
+    server.send(eval(id, "(loop)"));
+    server.send(cancel_request(id));
+    server.send(eval(id + 1, "(+ 1 1)"));
+    json next = server.response();
+    EXPECT_EQ(next["id"], id + 1) << "request " << id << " was answered after its cancellation: " << next.dump();
+    EXPECT_EQ(text_of(next), "=> 2");
+  }
+  EXPECT_FALSE(server.line(300ms));
+}
+
+// A limit shorter than the moment before the owner takes over: the
+// owner's deadline counts from when the evaluation started.
+TEST(McpInline, TimeLimitShorterThanTheTakeOverMomentStillStopsTheLoop) {
+  McpProcess server({"--log-level", "debug"});
+  for (int id : {1, 2, 3}) {
+    server.send(eval_with(id, "(loop)", {{"timeout", 0.001}}));
+    json answer = server.response();
+    EXPECT_EQ(answer["id"], id);
+    EXPECT_EQ(text_of(answer).rfind("[ERROR] TIMEOUT", 0), 0u) << text_of(answer);
+  }
+  server.send(eval(4, "(+ 1 1)"));
+  EXPECT_EQ(text_of(server.response()), "=> 2");
+  server.close_stdin();
+  EXPECT_EQ(server.wait_exit(), 0);
+  EXPECT_TRUE(read_on_worker(server.log(), "(loop)")) << server.log();  // a float: read whole, run inline
+}
+
+// Code that touches the world asks its owner; run inline, its owner takes
+// it over to ask, and headless nobody can approve: refused, however the
+// call is spelled (computed, in another thread), and nothing ran.
+TEST(McpInline, WorldTouchingCodeRunInlineStillAsksAndIsRefusedHeadless) {
+  char dir_template[] = "/tmp/agentq-inline-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::vector<std::string> attempts = {
+      "(with-open-file (s \"" + dir + "/a\" :direction :output) (write-line \"x\" s))",
+      "(funcall (intern \"RUN-PROGRAM\" \"EXT\") \"/bin/sh\" (list \"-c\" \"touch " + dir + "/b\"))",
+      "(mp:process-join (mp:process-run-function nil (lambda () (ext:run-program \"/bin/sh\" (list \"-c\" "
+      "\"touch " + dir + "/c\")))))",
+  };
+  {
+    McpProcess server;
+    int id = 1;
+    for (const std::string& code : attempts) {
+      server.send(eval(id, code));
+      json answer = server.response();
+      EXPECT_EQ(answer["id"], id);
+      EXPECT_EQ(answer["result"]["isError"], true) << answer.dump();
+      EXPECT_NE(text_of(answer).find("nobody to approve it"), std::string::npos) << text_of(answer);
+      ++id;
+    }
+    server.send(eval(id, "(+ 1 1)"));
+    EXPECT_EQ(text_of(server.response()), "=> 2");
+  }
+  for (const char* name : {"a", "b", "c"})
+    EXPECT_NE(access((dir + "/" + name).c_str(), F_OK), 0) << name << " was made: the refusal did not hold";
+  {
+    McpProcess server({"--allow-dangerous"});
+    server.send(eval(1, attempts[1]));
+    EXPECT_EQ(server.response()["result"]["isError"], false);
+  }
+  EXPECT_EQ(access((dir + "/b").c_str(), F_OK), 0) << "--allow-dangerous did not let it run";
+  std::system(("rm -rf " + dir).c_str());
+}
+
+// An evaluation that will not unwind: its owner takes it over, gives up on
+// it after its grace, and a fresh worker reads and runs the next calls.
+TEST(McpInline, AnEvaluationThatWillNotUnwindIsAbandonedAndAFreshWorkerReadsOn) {
+  McpProcess server({"--log-level", "debug"});
+  server.send(eval(1, "(defun kept () 42)"));
+  server.response();  // resources/list_changed
+  EXPECT_EQ(text_of(server.response()), "=> KEPT");
+  server.send(eval_with(2, "(mp:without-interrupts (loop))", {{"timeout", 0.2}}));
+  json stuck = server.response(30000ms);
+  EXPECT_EQ(stuck["id"], 2);
+  EXPECT_NE(text_of(stuck).find("abandoned"), std::string::npos) << text_of(stuck);
+  for (int id : {3, 4, 5}) {
+    server.send(eval(id, "(kept)"));
+    EXPECT_EQ(text_of(server.response()), "=> 42");
+  }
+  server.close_stdin();
+  EXPECT_EQ(server.wait_exit(), 0);
+  // The fresh worker read some of them itself.
+  EXPECT_TRUE(read_on_worker(server.log(), "(kept)")) << server.log();
+}
+
+// A line that comes in pieces: the worker keeps what came and waits for
+// the rest, and answers it whole.
+TEST(McpInline, ALineInPiecesIsAnsweredWhole) {
+  McpProcess server;
+  const std::string line = eval(1, "(concatenate 'string \"ab\" \"cd\")").dump() + "\n";
+  for (std::size_t at = 0; at < line.size(); at += 7) {
+    server.send_raw(line.substr(at, 7));
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(text_of(server.response()), "=> \"abcd\"");
+  server.send(eval(2, "(+ 1 1)"));
+  EXPECT_EQ(text_of(server.response()), "=> 2");
+}

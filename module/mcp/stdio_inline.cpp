@@ -1,0 +1,279 @@
+// The stdio server's inline Lisp (see stdio_server.hpp and
+// core/idle_reader.hpp): the Lisp worker reads the input while nothing
+// runs, and runs a plain evaluate_lisp call itself; a third thread, the
+// watcher, takes over an evaluation that lasts or asks its owner.
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <utility>
+
+#include "core/json_fast.hpp"
+#include "core/mcp_route.hpp"
+#include "core/session_changes.hpp"
+#include "mcp/log.hpp"
+#include "mcp/stdio_pending.hpp"
+
+namespace agentq::mcp {
+
+namespace {
+
+std::int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void signal_fd(int fd) {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t written = ::write(fd, &one, sizeof one);
+}
+
+void drain_fd(int fd) {
+  std::uint64_t count;
+  [[maybe_unused]] ssize_t got = ::read(fd, &count, sizeof count);
+}
+
+}  // namespace
+
+// What the runtime sees of this server: the worker's side of the reading.
+class StdioServer::WorkerReading final : public IdleReader {
+ public:
+  explicit WorkerReading(StdioServer& server) : server_(server) {}
+  int fd() const override { return server_.worker_fd_.load(std::memory_order_acquire); }
+  void read() override { server_.read_on_worker(); }
+  void job_started(std::chrono::steady_clock::time_point take_over_at) override {
+    const std::int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(take_over_at.time_since_epoch()).count();
+    server_.take_over_at_ns_.store(at, std::memory_order_release);
+    itimerspec when{};
+    when.it_value.tv_sec = at / 1000000000;
+    when.it_value.tv_nsec = at % 1000000000;
+    timerfd_settime(server_.timer_fd_, TFD_TIMER_ABSTIME, &when, nullptr);
+  }
+  void owner_needed() override { signal_fd(server_.owner_fd_); }
+
+ private:
+  StdioServer& server_;
+};
+
+void StdioServer::use_inline_lisp(InlineLisp lisp) {
+  if (inline_lisp_ || !lisp.alive || !lisp.alive()) return;
+  // steady_clock is CLOCK_MONOTONIC on Linux, the timer's clock.
+  timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  owner_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (timer_fd_ < 0 || owner_fd_ < 0) {
+    log(LogLevel::Warn, "inline Lisp is off: no timer or event descriptor");
+    if (timer_fd_ >= 0) ::close(timer_fd_);
+    if (owner_fd_ >= 0) ::close(owner_fd_);
+    timer_fd_ = owner_fd_ = -1;
+    return;
+  }
+  inline_lisp_ = std::move(lisp);
+  worker_options_ = options_;
+  worker_reading_ = std::make_shared<WorkerReading>(*this);
+  inline_lisp_->set_reader(worker_reading_.get());
+  watcher_ = std::thread([this] { watch_inline(); });
+}
+
+void StdioServer::stop_inline() {
+  if (!inline_lisp_) return;
+  worker_fd_.store(-1, std::memory_order_release);
+  // Waits until the worker has left read_on_worker.
+  inline_lisp_->set_reader(nullptr);
+  watcher_stop_.store(true, std::memory_order_release);
+  signal_fd(owner_fd_);
+  if (watcher_.joinable()) watcher_.join();
+  ::close(timer_fd_);
+  ::close(owner_fd_);
+  timer_fd_ = owner_fd_ = -1;
+  inline_lisp_.reset();
+}
+
+bool StdioServer::give_reading_to_worker() {
+  if (!inline_lisp_) return false;
+  {
+    std::lock_guard lock(mutex_);
+    if (executing_ || !queue_.empty() || closed_ || input_ended_ || handed_line_ || in_->line_buffered()) return false;
+    if (!inline_lisp_->alive()) return false;
+    worker_fd_.store(in_->fd(), std::memory_order_release);
+  }
+  inline_lisp_->reader_changed();
+  return true;
+}
+
+void StdioServer::pass_reading(std::optional<Line> line) {
+  {
+    std::lock_guard lock(mutex_);
+    worker_fd_.store(-1, std::memory_order_release);
+    handed_line_ = std::move(line);
+    reading_free_ = true;
+  }
+  wake_.notify_all();
+}
+
+void StdioServer::read_on_worker() {
+  // Called when the descriptor is readable: read once, then only what is
+  // buffered; the worker's wait sees whether more has come.
+  bool readable = true;
+  while (worker_fd_.load(std::memory_order_acquire) >= 0) {
+    Line line;
+    switch (in_->try_next(line, readable)) {
+      case LineReader::Ready::Wait:
+        return;
+      case LineReader::Ready::End:
+        pass_reading(std::nullopt);
+        return;
+      case LineReader::Ready::Line:
+        if (!run_on_worker(std::move(line))) return;
+        break;
+    }
+  }
+}
+
+namespace {
+
+// MESSAGE (a request, parsed) is a tools/call of evaluate_lisp with no
+// progress to follow.
+bool plain_evaluation(const nlohmann::json& message) {
+  if (!message.is_object()) return false;
+  const auto method = message.find("method");
+  const auto params = message.find("params");
+  if (method == message.end() || *method != "tools/call" || params == message.end() || !params->is_object())
+    return false;
+  const auto name = params->find("name");
+  return name != params->end() && *name == "evaluate_lisp" && request_progress_token(message).is_null();
+}
+
+}  // namespace
+
+bool StdioServer::run_on_worker(Line line) {
+  // The usual call alone: a plain evaluate_lisp, no progress to follow.
+  // Read by the fast reader when it can (json_fast), else parsed whole.
+  std::optional<SimpleToolsCall> simple;
+  Route route;
+  bool plain = false;
+  if (!line.too_long) {
+    simple = parse_simple_tools_call(line.text);
+    if (simple) {
+      plain = simple->name == "evaluate_lisp" && simple->progress_token.is_null();
+    } else {
+      route = route_message(line.text);
+      plain = route.kind == Route::Kind::Queue && (route.id.is_string() || route.id.is_number()) &&
+              plain_evaluation(route.message);
+    }
+  }
+  if (!plain) {
+    pass_reading(std::move(line));
+    return false;
+  }
+  if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "<- " + shortened(line.text) + " (on the worker)");
+  std::shared_ptr<Pending> pending;
+  if (simple) {
+    pending = new_pending(std::move(simple->id));
+    pending->name = std::move(simple->name);
+    pending->simple = true;
+    pending->arguments = simple->arguments;
+    pending->message = std::move(simple->arguments);
+  } else {
+    pending = new_pending(std::move(route.id));
+    pending->arguments = route.message;
+    pending->message = std::move(route.message);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    executing_ = true;
+    current_ = pending;
+    inline_ = pending;
+    taken_over_ = false;
+    take_over_at_ns_.store(0, std::memory_order_release);
+  }
+  worker_options_.context = &pending->context;
+  const std::uint64_t definitions = pending->definitions = session_changes().generation();
+  std::optional<std::string> response = run_call(*pending, std::move(pending->message), worker_options_);
+  worker_options_.context = nullptr;
+  // The take-over alarm stays armed: the next call's evaluation sets it
+  // again, and one that goes off after the call only finds it over (a
+  // system call fewer per call).
+  bool taken;
+  {
+    std::lock_guard lock(mutex_);
+    taken = taken_over_;
+    if (!taken) {
+      executing_ = false;
+      current_.reset();
+      inline_.reset();
+    }
+  }
+  // Taken over: the watcher answers it, and the reading is the other
+  // threads' now.
+  if (taken) return false;
+  if (session_changes().generation() != definitions) respond(std::string(kResourcesListChanged));
+  if (pending->context.cancelled()) return true;  // no answer (the spec)
+  respond(response);
+  return true;
+}
+
+std::optional<std::string> StdioServer::run_call(const Pending& pending, nlohmann::json message,
+                                                 const ExecutionOptions& options) {
+  if (pending.simple) return server_.tools_call_text(pending.id, pending.name, std::move(message), options);
+  return server_.handle_json_text(std::move(message), options);
+}
+
+void StdioServer::watch_inline() {
+  pollfd fds[2] = {{timer_fd_, POLLIN, 0}, {owner_fd_, POLLIN, 0}};
+  while (!watcher_stop_.load(std::memory_order_acquire)) {
+    fds[0].revents = fds[1].revents = 0;
+    if (::poll(fds, 2, -1) <= 0) continue;
+    const bool asked = (fds[1].revents & POLLIN) != 0;
+    if (fds[0].revents & POLLIN) drain_fd(timer_fd_);
+    if (asked) drain_fd(owner_fd_);
+    if (watcher_stop_.load(std::memory_order_acquire)) break;
+    take_over_inline(asked);
+  }
+}
+
+void StdioServer::take_over_inline(bool asked) {
+  std::shared_ptr<Pending> pending;
+  {
+    std::lock_guard lock(mutex_);
+    const std::int64_t at = take_over_at_ns_.load(std::memory_order_acquire);
+    // A stale alarm (the call ended), or one of the next call's before
+    // its evaluation started.
+    if (!inline_ || taken_over_ || at == 0 || (!asked && steady_now_ns() < at)) return;
+    // The worker kept the result: it finished, and answers it.
+    if (!inline_lisp_->claim()) return;
+    taken_over_ = true;
+    pending = inline_;
+    // The reading is these threads' while the call runs: a cancellation,
+    // a ping, the next calls (queued) are read meanwhile.
+    worker_fd_.store(-1, std::memory_order_release);
+    reading_free_ = true;
+  }
+  wake_.notify_all();
+  log(LogLevel::Debug, "request " + shortened(pending->id.dump()) + " runs on: its owner takes it over");
+  ExecutionOptions options = options_;
+  options.context = &pending->context;
+  pending->context.adopt_running_job();
+  std::optional<std::string> response = run_call(*pending, nlohmann::json(pending->arguments), options);
+  {
+    std::lock_guard lock(mutex_);
+    if (current_ == pending) current_.reset();  // no more cancellations for it
+  }
+  if (session_changes().generation() != pending->definitions) respond(std::string(kResourcesListChanged));
+  if (pending->context.cancelled())
+    log(LogLevel::Info, "request " + shortened(pending->id.dump()) + " was cancelled: interrupted, not answered");
+  else
+    respond(response);
+  {
+    std::lock_guard lock(mutex_);
+    executing_ = false;
+    inline_.reset();
+  }
+  wake_.notify_all();  // calls queued meanwhile, or the end
+}
+
+}  // namespace agentq::mcp
