@@ -17,6 +17,8 @@
 namespace agentq::ecl {
 
 constinit thread_local bool t_idle_reading = false;
+// The reader generation this thread reads for (Impl::reader_generation).
+thread_local std::uint64_t t_reader_generation = 0;
 
 namespace {
 
@@ -37,9 +39,9 @@ bool run_inline_lisp(cl_env_ptr env) {
   return returned;
 }
 
-// A worker retired while it ran an inline job, which has now returned: the
-// reader's frames below are another thread's business (it answered the
-// call, and may be gone), so this thread never returns into them.
+// A worker retired while it ran an inline job, which has now returned
+// after its reader was replaced (the server stopped): the reader's frames
+// below may be gone, so this thread never returns into them.
 [[noreturn]] void park_retired_thread() {
   (t_holds_error ? g_impl->held_threads : g_impl->retired_running).fetch_sub(1);
   for (;;) pause();
@@ -79,6 +81,7 @@ void Runtime::Impl::run_idle_reader() {
     reader = idle_reader;
     if (!reader || !current_worker()) return;
     ++idle_readers;
+    t_reader_generation = reader_generation;
   }
   t_idle_reading = true;
   try {
@@ -117,13 +120,26 @@ EvalOutcome Runtime::Impl::run_inline(EvalRequest request, CallContext& context)
   t_idle_reading = false;  // inside the job, calls are as anywhere on the worker
   const bool returned = run_inline_lisp(ecl_process_env());
   t_idle_reading = true;
-  bool retired;
   {
-    std::lock_guard lock(mutex);
-    retired = !current_worker();
-    if (!retired) inline_running = false;
+    // Retired meanwhile (abandoned, or it held an error and the error's
+    // restart was chosen since): the owner that took its call over has
+    // answered it, and the inline state is the next calls' now.  It goes
+    // back through its reader, which finds the call no longer its own,
+    // and out of the worker loop, unless its reader is gone.
+    std::unique_lock lock(mutex);
+    if (current_worker()) {
+      inline_running = false;
+    } else {
+      --retired_inline;
+      if (reader_generation != t_reader_generation) {
+        --idle_readers;
+        lock.unlock();
+        idle_cv.notify_all();
+        park_retired_thread();
+      }
+      return EvalOutcome{false, "[ERROR] INTERRUPTED\nThis evaluation's thread was retired; its call was answered."};
+    }
   }
-  if (retired) park_retired_thread();
   if (!returned) {
     std::string text = "[ERROR] CONTROL-ERROR\nA non-local exit escaped the evaluation; the session is still alive.";
     if (cl_object escaped = escaped_job_text(ecl_process_env()); ecl_stringp(escaped))
@@ -171,7 +187,8 @@ void Runtime::set_idle_reader(IdleReader* reader) {
   std::unique_lock lock(impl.mutex);
   if (impl.wake_fd < 0) impl.wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   impl.idle_reader = impl.wake_fd >= 0 ? reader : nullptr;
-  impl.idle_cv.wait(lock, [&] { return impl.idle_readers == 0; });
+  ++impl.reader_generation;
+  impl.idle_cv.wait(lock, [&] { return impl.idle_readers == impl.retired_inline; });
   lock.unlock();
   impl.wake_worker();  // to wait on the new descriptor, or none
 }

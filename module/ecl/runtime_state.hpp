@@ -251,10 +251,14 @@ struct Runtime::Impl {
 
   // --- the idle reader (Runtime::set_idle_reader, core/idle_reader.hpp)
   IdleReader* idle_reader = nullptr;  // guarded by mutex
-  // Threads inside idle_reader->read() (guarded by mutex): set_idle_reader
-  // waits for none.  A worker retired inside an inline job no longer
-  // counts: it parks for good should the job ever return.
+  // Threads inside idle_reader->read() (guarded by mutex), of which
+  // RETIRED_INLINE were retired while inside an inline job's Lisp (stuck,
+  // or holding an error): set_idle_reader waits for the others.  One that
+  // returns after its reader was replaced (READER_GENERATION) parks for
+  // good instead of returning into the reader's frames.
   int idle_readers = 0;
+  int retired_inline = 0;
+  std::uint64_t reader_generation = 0;
   std::condition_variable idle_cv;
   // The worker runs an inline job (guarded by mutex), and which one.
   bool inline_running = false;

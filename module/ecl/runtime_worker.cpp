@@ -360,11 +360,11 @@ void replace_worker(Runtime::Impl& impl, const std::string& text, bool held) {
     retired_tid = __atomic_exchange_n(&impl.worker_tid, 0, __ATOMIC_ACQ_REL);
     (held ? impl.held_threads : impl.retired_running).fetch_add(1);
     add_former_worker(__atomic_load_n(&g_roots.worker, __ATOMIC_ACQUIRE));
-    // Inside its idle reader's read(), in an inline job: it no longer
-    // counts as reading (it parks for good should the job return).
+    // Inside its idle reader's read(), in an inline job: set_idle_reader
+    // no longer waits for it (see Impl::retired_inline).
     if (impl.inline_running) {
       impl.inline_running = false;
-      --impl.idle_readers;
+      ++impl.retired_inline;
     }
   }
   impl.idle_cv.notify_all();

@@ -191,17 +191,21 @@ bool StdioServer::run_on_worker(Line line) {
     taken_over_ = false;
     take_over_at_ns_.store(0, std::memory_order_release);
   }
-  worker_options_.context = &pending->context;
+  // A copy per call (two small functions): a worker retired inside the
+  // call comes back through here while the next worker runs calls.
+  ExecutionOptions options = worker_options_;
+  options.context = &pending->context;
   const std::uint64_t definitions = pending->definitions = session_changes().generation();
-  std::optional<std::string> response = run_call(*pending, std::move(pending->message), worker_options_);
-  worker_options_.context = nullptr;
+  std::optional<std::string> response = run_call(*pending, std::move(pending->message), options);
   // The take-over alarm stays armed: the next call's evaluation sets it
   // again, and one that goes off after the call only finds it over (a
   // system call fewer per call).
   bool taken;
   {
     std::lock_guard lock(mutex_);
-    taken = taken_over_;
+    // Taken over; or so long ago that other calls have run since (this
+    // thread was retired in it and has come back).
+    taken = taken_over_ || inline_ != pending;
     if (!taken) {
       executing_ = false;
       current_.reset();

@@ -451,3 +451,38 @@ TEST(McpInline, ALineInPiecesIsAnsweredWhole) {
   server.send(eval(2, "(+ 1 1)"));
   EXPECT_EQ(text_of(server.response()), "=> 2");
 }
+
+// An error held (debug: true) in a call run inline: its thread stops being
+// the worker and holds it; a fresh worker reads and runs the next calls;
+// when the restart is chosen, the held thread finishes its evaluation and
+// leaves, without answering again or disturbing the calls since.
+TEST(McpInline, AHeldErrorsThreadResumesAndLeavesWithoutDisturbingTheNextCalls) {
+  McpProcess server({"--log-level", "debug"});
+  for (int round = 0; round < 2; ++round) {
+    const int base = 100 * round;
+    server.send(eval_with(base + 1, "(restart-case (error \"held\") (use-it () :report \"Use it\" 1))", {{"debug", true}}));
+    json held = server.response();
+    ASSERT_EQ(held["id"], base + 1) << held.dump();
+    const json condition = held["result"]["structuredContent"]["error"]["condition_id"];
+    ASSERT_TRUE(condition.is_number()) << held.dump();
+    for (int id = base + 2; id < base + 5; ++id) {
+      server.send(eval(id, "(+ 1 1)"));
+      EXPECT_EQ(text_of(server.response()), "=> 2");
+    }
+    server.send(request(base + 5, "tools/call",
+                        {{"name", "invoke_restart"}, {"arguments", {{"condition_id", condition}, {"restart", "0"}}}}));
+    json resumed = server.response();
+    EXPECT_EQ(resumed["id"], base + 5) << resumed.dump();
+    EXPECT_EQ(text_of(resumed), "=> 1");
+    for (int id = base + 6; id < base + 9; ++id) {
+      server.send(eval(id, "(* 3 3)"));
+      json answer = server.response();
+      EXPECT_EQ(answer["id"], id) << answer.dump();
+      EXPECT_EQ(text_of(answer), "=> 9");
+    }
+  }
+  EXPECT_FALSE(server.line(300ms));  // nothing answered twice
+  server.close_stdin();
+  EXPECT_EQ(server.wait_exit(), 0);
+  EXPECT_TRUE(read_on_worker(server.log(), "(* 3 3)")) << server.log();
+}
