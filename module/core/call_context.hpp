@@ -94,6 +94,12 @@ class CallContext {
   // for it as its owner, with its time limit from when it started.
   virtual bool adopts_running_job() const { return false; }
 
+  // The evaluation this thread ran for the call was taken over by another
+  // thread (see adopts_running_job), which reports the call: this thread's
+  // run of it is not counted, nor hooked.  Marked by the runtime.
+  virtual void mark_superseded() {}
+  virtual bool superseded() const { return false; }
+
   // Asks whoever stands behind the call whether an agent's code may touch
   // the world: FORM is the Emacs Lisp approval question
   // (sly-agent-q--approve-agent-code …); the answer's text is what it

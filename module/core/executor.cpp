@@ -314,6 +314,8 @@ ToolResult Executor::run(const ToolCall& call, ToolPtr tool, bool validated, con
     }
 
     result.execution_time_ms = clock.ms();
+    // Taken over by another thread, which counts and hooks the call.
+    if (context.superseded()) return result;
     record(name, result.success, result.execution_time_ms);
     run_hooks(options, context, result.success ? HookPhase::After : HookPhase::Error, name, *args, &result);
     return result;

@@ -137,6 +137,7 @@ EvalOutcome Runtime::Impl::run_inline(EvalRequest request, CallContext& context)
         idle_cv.notify_all();
         park_retired_thread();
       }
+      context.mark_superseded();
       return EvalOutcome{false, "[ERROR] INTERRUPTED\nThis evaluation's thread was retired; its call was answered."};
     }
   }
@@ -155,8 +156,10 @@ EvalOutcome Runtime::Impl::run_inline(EvalRequest request, CallContext& context)
   }
   if (!returned) wake_callers();  // an owner that claimed it meanwhile
   InlineClaim open = InlineClaim::Open;
-  if (!inline_claim.compare_exchange_strong(open, InlineClaim::Worker, std::memory_order_acq_rel))
+  if (!inline_claim.compare_exchange_strong(open, InlineClaim::Worker, std::memory_order_acq_rel)) {
+    context.mark_superseded();
     return EvalOutcome{false, "[ERROR] INTERRUPTED\nThe call's owner took this evaluation over; it answers it."};
+  }
   return finished_outcome(*job);
 }
 

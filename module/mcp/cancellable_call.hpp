@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -87,6 +88,11 @@ class McpCallContext final : public CallContext {
   // evaluation is that one, waited for here.
   void adopt_running_job() { adopts_.store(true, std::memory_order_release); }
   bool adopts_running_job() const override { return adopts_.load(std::memory_order_acquire); }
+  // Per thread: the worker's run is superseded, the taker's is not.
+  void mark_superseded() override { superseded_by_.store(std::this_thread::get_id(), std::memory_order_release); }
+  bool superseded() const override {
+    return superseded_by_.load(std::memory_order_acquire) == std::this_thread::get_id();
+  }
 
  private:
   bool following() const { return notifier_ && progress_.following(); }
@@ -99,6 +105,7 @@ class McpCallContext final : public CallContext {
   std::optional<std::uint64_t> job_;  // the latest job queued for the call
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> adopts_{false};
+  std::atomic<std::thread::id> superseded_by_{};
   bool allow_dangerous_ = false;
   const ClientLogLevel* log_level_ = nullptr;
   nlohmann::json request_id_;

@@ -268,6 +268,36 @@ TEST(McpCallContext, CancelStopsTheQueuedJobAndPolls) {
   EXPECT_EQ(cancelled, (std::vector<std::uint64_t>{42, 43}));
 }
 
+// The worker's run of an inline call that another thread took over is
+// marked superseded on the worker's thread alone: the executor leaves it
+// out of the tool's counts there, and counts the taker's run.
+TEST(McpCallContext, ASupersededRunIsNotCountedAndOnlyOnTheThreadThatWasSuperseded) {
+  Registry registry;
+  Executor executor(registry);
+  Tool tool;
+  tool.name = "taken_over";
+  tool.description = "Marks its run superseded when asked.";
+  tool.parameters = {{"supersede", ParamType::Boolean, "Mark it."}};
+  tool.safety_level = SafetyLevel::Safe;
+  tool.handler = [](const json& args, CallContext& context) {
+    if (args.value("supersede", false)) context.mark_superseded();
+    return ToolOutput{true, "ran"};
+  };
+  registry.register_tool(tool);
+  McpCallContext context(nullptr);
+  ExecutionOptions options;
+  options.context = &context;
+  std::thread worker([&] {
+    EXPECT_TRUE(executor.execute(ToolCall{"1", "taken_over", json{{"supersede", true}}}, options).success);
+    EXPECT_TRUE(context.superseded());
+  });
+  worker.join();
+  EXPECT_FALSE(context.superseded());  // another thread: the taker
+  EXPECT_EQ(executor.stats()["taken_over"].calls, 0u);
+  EXPECT_TRUE(executor.execute(ToolCall{"1", "taken_over", json{{"supersede", false}}}, options).success);
+  EXPECT_EQ(executor.stats()["taken_over"].calls, 1u);
+}
+
 // ------------------------------------------------------------ the server over pipes
 
 namespace {
