@@ -85,6 +85,9 @@ class Lisp {
   bool claim_inline_job();
   // Wakes the idle worker to look at its reader's descriptor again.
   void idle_reader_changed();
+  // The worker runs nothing and has nothing left unwinding
+  // (Runtime::worker_idle).
+  bool worker_idle() const;
   // The background compiler's lines for the log since the last call.
   std::vector<std::string> take_notes();
 

@@ -128,6 +128,9 @@ class Runtime {
   // The idle reader's descriptor changed (its reading became the
   // worker's): an idle worker looks again.
   void idle_reader_changed();
+  // True when the worker runs no job, none is queued and none is left
+  // unwinding: the reading may be given to it.
+  bool worker_idle() const;
 
   // Retires the worker thread and starts a fresh one in the same image
   // (definitions kept).  A job it was running is answered INTERRUPTED and

@@ -191,9 +191,32 @@ void Runtime::set_idle_reader(IdleReader* reader) {
   if (impl.wake_fd < 0) impl.wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   impl.idle_reader = impl.wake_fd >= 0 ? reader : nullptr;
   ++impl.reader_generation;
-  impl.idle_cv.wait(lock, [&] { return impl.idle_readers == impl.retired_inline; });
+  auto reading_done = [&] { return impl.idle_readers == impl.retired_inline; };
+  // The worker still runs an inline job nobody waits for (one a quit left
+  // unwinding, abandoned): it is stopped, and if it will not unwind within
+  // the grace, retired, as the next call would have (settle_abandoned).
+  if (!reading_done() && impl.inline_running && impl.current) {
+    const std::uint64_t running = impl.current->id;
+    const auto give_up = Clock::now() + kInterruptGrace;
+    lock.unlock();
+    impl.request_interrupt(running, Interrupt::Cancel);
+    lock.lock();
+    if (!impl.idle_cv.wait_until(lock, give_up, reading_done) && impl.inline_running) {
+      lock.unlock();
+      replace_worker(impl, "");
+      lock.lock();
+    }
+  }
+  impl.idle_cv.wait(lock, reading_done);
   lock.unlock();
   impl.wake_worker();  // to wait on the new descriptor, or none
+}
+
+bool Runtime::worker_idle() const {
+  Impl& impl = *impl_;
+  std::lock_guard lock(impl.mutex);
+  return !impl.current && impl.queue.empty() &&
+         !(impl.abandoned && impl.abandoned->state.load() != JobState::Done) && impl.alive();
 }
 
 bool Runtime::claim_inline_job() {
@@ -205,6 +228,14 @@ bool Runtime::claim_inline_job() {
 
 namespace agentq::ecl {
 
-void Runtime::idle_reader_changed() { impl_->wake_worker(); }
+void Runtime::idle_reader_changed() {
+  {
+    // The worker tests the reader's descriptor under this lock before it
+    // waits: taking it here means it either saw the new one or waits
+    // already, and is woken.
+    std::lock_guard lock(impl_->mutex);
+  }
+  impl_->wake_worker();
+}
 
 }  // namespace agentq::ecl

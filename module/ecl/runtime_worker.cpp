@@ -365,6 +365,9 @@ void replace_worker(Runtime::Impl& impl, const std::string& text, bool held) {
     if (impl.inline_running) {
       impl.inline_running = false;
       ++impl.retired_inline;
+      // Its call is taken over at once (it was answered with TEXT, or
+      // holds an error): not left for the take-over's moment.
+      if (impl.idle_reader) impl.idle_reader->owner_needed();
     }
   }
   impl.idle_cv.notify_all();

@@ -208,7 +208,7 @@ int headless(const Options& options, const ProtocolFds& fds) {
       app::Lisp& lisp = services.lisp;
       server.use_inline_lisp({[&lisp](IdleReader* reader) { lisp.set_idle_reader(reader); },
                               [&lisp] { return lisp.claim_inline_job(); }, [&lisp] { lisp.idle_reader_changed(); },
-                              [&lisp] { return lisp.status().alive; }});
+                              [&lisp] { return lisp.worker_idle(); }});
     }
     server.run(in);
   }

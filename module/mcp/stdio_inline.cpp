@@ -61,7 +61,7 @@ class StdioServer::WorkerReading final : public IdleReader {
 };
 
 void StdioServer::use_inline_lisp(InlineLisp lisp) {
-  if (inline_lisp_ || !lisp.alive || !lisp.alive()) return;
+  if (inline_lisp_ || !lisp.idle || !lisp.idle()) return;
   // steady_clock is CLOCK_MONOTONIC on Linux, the timer's clock.
   timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
   owner_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -98,7 +98,9 @@ bool StdioServer::give_reading_to_worker() {
   {
     std::lock_guard lock(mutex_);
     if (executing_ || !queue_.empty() || closed_ || input_ended_ || handed_line_ || in_->line_buffered()) return false;
-    if (!inline_lisp_->alive()) return false;
+    // Not to a worker still busy with a job nobody waits for (one a quit
+    // left unwinding): the next call, made here, settles it first.
+    if (!inline_lisp_->idle()) return false;
     worker_fd_.store(in_->fd(), std::memory_order_release);
   }
   inline_lisp_->reader_changed();
@@ -190,6 +192,10 @@ bool StdioServer::run_on_worker(Line line) {
     inline_ = pending;
     taken_over_ = false;
     take_over_at_ns_.store(0, std::memory_order_release);
+    // Not the worker's while its call runs: a worker that replaces this
+    // one meanwhile (it held an error) must not read before the call is
+    // taken over.
+    worker_fd_.store(-1, std::memory_order_release);
   }
   // A copy per call (two small functions): a worker retired inside the
   // call comes back through here while the next worker runs calls.
@@ -207,6 +213,7 @@ bool StdioServer::run_on_worker(Line line) {
     // thread was retired in it and has come back).
     taken = taken_over_ || inline_ != pending;
     if (!taken) {
+      worker_fd_.store(in_->fd(), std::memory_order_release);
       executing_ = false;
       current_.reset();
       inline_.reset();

@@ -59,7 +59,8 @@ class StdioServer {
     std::function<void(IdleReader*)> set_reader;
     std::function<bool()> claim;
     std::function<void()> reader_changed;
-    std::function<bool()> alive;
+    // The worker is alive and idle: nothing runs, is queued or unwinds.
+    std::function<bool()> idle;
   };
   // Before run(): the worker reads and runs the usual calls itself.
   void use_inline_lisp(InlineLisp lisp);

@@ -486,3 +486,28 @@ TEST(McpInline, AHeldErrorsThreadResumesAndLeavesWithoutDisturbingTheNextCalls) 
   EXPECT_EQ(server.wait_exit(), 0);
   EXPECT_TRUE(read_on_worker(server.log(), "(* 3 3)")) << server.log();
 }
+
+// A call that will not unwind, cancelled while its time-out's grace runs
+// (so left unwinding, not yet abandoned): the reading is not given back to
+// the busy worker, so the next call is read and answered once that job is
+// settled; and closing stdin then still ends the process.
+TEST(McpInline, AJobLeftUnwindingKeepsTheReadingAndTheNextCallIsAnswered) {
+  for (bool next_call : {true, false}) {
+    McpProcess server;
+    server.send(eval(1, "(+ 1 1)"));
+    EXPECT_EQ(text_of(server.response()), "=> 2");
+    server.send(eval_with(2, "(mp:without-interrupts (loop))", {{"timeout", 0.2}}));
+    std::this_thread::sleep_for(800ms);  // timed out; its grace runs
+    server.send(cancel_request(2));
+    std::this_thread::sleep_for(300ms);
+    if (next_call) {
+      expect_ping_works(server, 3);
+      server.send(eval(4, "(+ 2 2)"));
+      json answer = server.response(30000ms);
+      EXPECT_EQ(answer["id"], 4) << answer.dump();
+      EXPECT_EQ(text_of(answer), "=> 4");
+    }
+    server.close_stdin();
+    EXPECT_EQ(server.wait_exit(30000ms), 0) << (next_call ? "after the next call" : "with the job unwinding");
+  }
+}
