@@ -207,26 +207,10 @@ EvalOutcome Runtime::evaluate(EvalRequest given, CallContext& context) {
   auto job = impl.make_job(std::move(given));
   job->poll_after = context.calls_in_bursts();
   auto start = Clock::now();
-  auto deadline = Clock::time_point::max();
-  if (job->request.timeout.count() > 0 && job->request.timeout < std::chrono::hours(24 * 365))
-    deadline = start + job->request.timeout;
+  const auto deadline = Impl::deadline_of(*job, start);
   bool woke = impl.enqueue(job);
   context.job_queued(job->id);
-
-  // Whatever the job still asks once this caller stops serving it is refused.
-  struct CloseRequests {
-    Impl& impl;
-    Job& job;
-    ~CloseRequests() { impl.close_requests(job); }
-  } close_requests{impl, *job};
-  // An interactive evaluation's last output reaches its owner before the
-  // result, however the call ends.
-  struct DeliverOutput {
-    Job& job;
-    CallContext& context;
-    ~DeliverOutput() { Impl::deliver_output(job, context); }
-  } deliver_output{*job, context};
-
+  OwnerWait owner_wait(impl, *job, context);
   impl.wait_for_pickup(*job, start, woke);
   if (std::optional<Interrupt> why = impl.serve_until_done(*job, context, deadline))
     if (std::optional<EvalOutcome> ended = impl.escalate(job, *why, context)) return std::move(*ended);

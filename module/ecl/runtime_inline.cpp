@@ -11,7 +11,6 @@
 
 #include <algorithm>
 
-#include "ecl/lisp_string.hpp"
 #include "ecl/runtime_state.hpp"
 
 namespace agentq::ecl {
@@ -141,20 +140,7 @@ EvalOutcome Runtime::Impl::run_inline(EvalRequest request, CallContext& context)
       return EvalOutcome{false, "[ERROR] INTERRUPTED\nThis evaluation's thread was retired; its call was answered."};
     }
   }
-  if (!returned) {
-    std::string text = "[ERROR] CONTROL-ERROR\nA non-local exit escaped the evaluation; the session is still alive.";
-    if (cl_object escaped = escaped_job_text(ecl_process_env()); ecl_stringp(escaped))
-      text = lisp_string_to_utf8(escaped);
-    std::lock_guard lock(mutex);
-    if (current == job) {
-      current.reset();
-      current_id.store(0, std::memory_order_release);
-      job->success = false;
-      job->text = std::move(text);
-      job->state.store(JobState::Done, std::memory_order_release);
-    }
-  }
-  if (!returned) wake_callers();  // an owner that claimed it meanwhile
+  if (!returned) answer_escaped_job(*this, ecl_process_env());
   InlineClaim open = InlineClaim::Open;
   if (!inline_claim.compare_exchange_strong(open, InlineClaim::Worker, std::memory_order_acq_rel)) {
     context.mark_superseded();
@@ -172,14 +158,8 @@ EvalOutcome Runtime::Impl::adopt_inline(CallContext& context) {
   if (!job || inline_claim.load(std::memory_order_acquire) != InlineClaim::Owner)
     return EvalOutcome{false, "[ERROR] INTERNAL\nNo evaluation of the worker's was taken over for this call."};
   context.job_queued(job->id);
-  auto deadline = Clock::time_point::max();
-  if (job->request.timeout.count() > 0 && job->request.timeout < std::chrono::hours(24 * 365))
-    deadline = job->started + job->request.timeout;
-  struct CloseRequests {
-    Impl& impl;
-    Job& job;
-    ~CloseRequests() { impl.close_requests(job); }
-  } close_requests{*this, *job};
+  const auto deadline = deadline_of(*job, job->started);
+  OwnerWait owner_wait(*this, *job, context);
   if (std::optional<Interrupt> why = serve_until_done(*job, context, deadline))
     if (std::optional<EvalOutcome> ended = escalate(job, *why, context)) return std::move(*ended);
   return finished_outcome(*job);
@@ -223,10 +203,6 @@ bool Runtime::claim_inline_job() {
   InlineClaim open = InlineClaim::Open;
   return impl_->inline_claim.compare_exchange_strong(open, InlineClaim::Owner, std::memory_order_acq_rel);
 }
-
-}  // namespace agentq::ecl
-
-namespace agentq::ecl {
 
 void Runtime::idle_reader_changed() {
   {

@@ -373,12 +373,34 @@ struct Runtime::Impl {
   // Hands what JOB wrote since the last time to its owner's context.
   static void deliver_output(Job& job, CallContext& context);
 
+  // When JOB's time limit, counted from START, runs out (max: none).
+  static Clock::time_point deadline_of(const Job& job, Clock::time_point start);
+
   // Sleeps up to SLICE unless JOB finishes or work is posted.
   void sleep_slice(const Job& job, Clock::duration slice);
 
   // Parts of escalate.
   std::optional<EvalOutcome> withdraw_queued(const std::shared_ptr<Job>& job, Interrupt why);
   bool interrupt_within_grace(Job& job, Interrupt why, CallContext& context, Clock::time_point give_up);
+};
+
+// While an owner waits for its job: however the wait ends, what the job
+// still asks is refused, and an interactive evaluation's last output
+// reaches the owner before the result.
+class OwnerWait {
+ public:
+  OwnerWait(Runtime::Impl& impl, Job& job, CallContext& context) : impl_(impl), job_(job), context_(context) {}
+  ~OwnerWait() {
+    impl_.close_requests(job_);
+    Runtime::Impl::deliver_output(job_, context_);
+  }
+  OwnerWait(const OwnerWait&) = delete;
+  OwnerWait& operator=(const OwnerWait&) = delete;
+
+ private:
+  Runtime::Impl& impl_;
+  Job& job_;
+  CallContext& context_;
 };
 
 // The state below is shared by the runtime's files alone: hidden, so that
@@ -425,9 +447,11 @@ extern constinit thread_local bool t_idle_reading
 // The outcome of a finished JOB, its text moved out (runtime.cpp).
 EvalOutcome finished_outcome(Job& job);
 
-// After a non-local exit escaped a job: its [ERROR] text from the Lisp
-// side, or NIL (runtime_worker.cpp).
-cl_object escaped_job_text(cl_env_ptr env);
+// After a non-local exit escaped the job running on this thread, the
+// worker (it should not): the job is answered with the [ERROR] text the
+// Lisp side made of it, and is no longer the running one
+// (runtime_worker.cpp).
+void answer_escaped_job(Runtime::Impl& impl, cl_env_ptr env);
 
 // The signal ECL uses to interrupt a thread, named for the interrupt gate.
 extern const int kInterruptSignal;

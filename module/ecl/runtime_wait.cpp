@@ -38,6 +38,12 @@ bool Runtime::Impl::settle_abandoned(CallContext& context) {
   return true;
 }
 
+Clock::time_point Runtime::Impl::deadline_of(const Job& job, Clock::time_point start) {
+  const auto timeout = job.request.timeout;
+  if (timeout.count() > 0 && timeout < std::chrono::hours(24 * 365)) return start + timeout;
+  return Clock::time_point::max();
+}
+
 std::shared_ptr<Job> Runtime::Impl::make_job(EvalRequest request) {
   auto job = std::make_shared<Job>();
   job->id = next_id.fetch_add(1);

@@ -129,6 +129,41 @@ cl_object load_lisp_side(cl_env_ptr env, std::size_t heap_limit) {
   return failure;
 }
 
+// After a non-local exit escaped a job: its [ERROR] text from the Lisp
+// side, or NIL.  Kept free of C++ objects with destructors, like
+// load_lisp_side.
+cl_object escaped_job_text(cl_env_ptr env) {
+  cl_object text = ECL_NIL;
+  ECL_CATCH_ALL_BEGIN(env) {
+    text = cl_funcall(1, g_roots.escaped_job_text);
+  }
+  ECL_CATCH_ALL_END;
+  return text;
+}
+
+}  // namespace
+
+void answer_escaped_job(Runtime::Impl& impl, cl_env_ptr env) {
+  cl_object escaped = escaped_job_text(env);
+  std::shared_ptr<Job> job;
+  {
+    std::lock_guard lock(impl.mutex);
+    if (current_worker()) {
+      job = std::move(impl.current);
+      impl.current_id.store(0, std::memory_order_release);
+    }
+  }
+  if (!job) return;
+  job->success = false;
+  job->text = ecl_stringp(escaped)
+                  ? lisp_string_to_utf8(escaped)
+                  : "[ERROR] CONTROL-ERROR\nA non-local exit escaped the evaluation; the session is still alive.";
+  job->state.store(JobState::Done, std::memory_order_release);
+  impl.wake_callers();
+}
+
+namespace {
+
 // Returns true when WORKER-LOOP returned normally (stop requested, or this
 // thread was retired), false when a non-local exit escaped it.  FRESH:
 // this thread replaces a retired worker.
@@ -168,20 +203,7 @@ void serve_jobs(cl_env_ptr env, std::uint64_t generation, bool fresh) {
   // interrupted; the loop then starts again.
   while (serving && !run_worker_loop(env, fresh)) {
     fresh = false;
-    cl_object escaped = escaped_job_text(env);
-    std::shared_ptr<Job> job;
-    {
-      std::lock_guard lock(impl.mutex);
-      if (current_worker()) job = std::move(impl.current);
-    }
-    if (job) {
-      job->success = false;
-      job->text = ecl_stringp(escaped)
-                      ? lisp_string_to_utf8(escaped)
-                      : "[ERROR] CONTROL-ERROR\nA non-local exit escaped the evaluation; the session is still alive.";
-      job->state.store(JobState::Done);
-      impl.wake_callers();
-    }
+    answer_escaped_job(impl, env);
   }
   if (!current_worker()) (t_holds_error ? impl.held_threads : impl.retired_running).fetch_sub(1);
 }
@@ -220,18 +242,6 @@ void stop_runtime(bool boot_thread) {
 }
 
 }  // namespace
-
-// After a non-local exit escaped WORKER-LOOP: the escaped job's [ERROR]
-// text from the Lisp side, or NIL.  Kept free of C++ objects with
-// destructors, like load_lisp_side.
-cl_object escaped_job_text(cl_env_ptr env) {
-  cl_object text = ECL_NIL;
-  ECL_CATCH_ALL_BEGIN(env) {
-    text = cl_funcall(1, g_roots.escaped_job_text);
-  }
-  ECL_CATCH_ALL_END;
-  return text;
-}
 
 void* worker_main(void* generation) {
   Runtime::Impl& impl = *g_impl;

@@ -222,16 +222,8 @@ bool StdioServer::run_on_worker(Line line) {
   // Taken over: the watcher answers it, and the reading is the other
   // threads' now.
   if (taken) return false;
-  if (session_changes().generation() != definitions) respond(std::string(kResourcesListChanged));
-  if (pending->context.cancelled()) return true;  // no answer (the spec)
-  respond(response);
+  answer(*pending, definitions, response);
   return true;
-}
-
-std::optional<std::string> StdioServer::run_call(const Pending& pending, nlohmann::json message,
-                                                 const ExecutionOptions& options) {
-  if (pending.simple) return server_.tools_call_text(pending.id, pending.name, std::move(message), options);
-  return server_.handle_json_text(std::move(message), options);
 }
 
 void StdioServer::watch_inline() {
@@ -274,11 +266,7 @@ void StdioServer::take_over_inline(bool asked) {
     std::lock_guard lock(mutex_);
     if (current_ == pending) current_.reset();  // no more cancellations for it
   }
-  if (session_changes().generation() != pending->definitions) respond(std::string(kResourcesListChanged));
-  if (pending->context.cancelled())
-    log(LogLevel::Info, "request " + shortened(pending->id.dump()) + " was cancelled: interrupted, not answered");
-  else
-    respond(response);
+  answer(*pending, pending->definitions, response);
   {
     std::lock_guard lock(mutex_);
     executing_ = false;

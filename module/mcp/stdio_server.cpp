@@ -234,18 +234,27 @@ void StdioServer::execute(Pending& pending) {
   // is the call's.
   options_.context = &pending.context;
   const std::uint64_t definitions = session_changes().generation();
-  std::optional<std::string> response =
-      pending.simple ? server_.tools_call_text(pending.id, pending.name, std::move(pending.message), options_)
-                     : server_.handle_json_text(std::move(pending.message), options_);
+  std::optional<std::string> response = run_call(pending, std::move(pending.message), options_);
   options_.context = nullptr;
   {
     std::lock_guard lock(mutex_);
     if (current_.get() == &pending) current_.reset();  // its owner still holds it
   }
-  // The spec: a cancelled request gets no response (the client has
-  // forgotten its id; an answer would be one "for an unknown request").
+  answer(pending, definitions, response);
+}
+
+std::optional<std::string> StdioServer::run_call(const Pending& pending, nlohmann::json message,
+                                                 const ExecutionOptions& options) {
+  if (pending.simple) return server_.tools_call_text(pending.id, pending.name, std::move(message), options);
+  return server_.handle_json_text(std::move(message), options);
+}
+
+void StdioServer::answer(const Pending& pending, std::uint64_t definitions,
+                         const std::optional<std::string>& response) {
   // One per call at most, a line of its own before the answer.
   if (session_changes().generation() != definitions) respond(std::string(kResourcesListChanged));
+  // The spec: a cancelled request gets no response (the client has
+  // forgotten its id; an answer would be one "for an unknown request").
   if (pending.context.cancelled()) {
     log(LogLevel::Info, "request " + shortened(id_key(pending.id)) + " was cancelled: interrupted, not answered");
     return;

@@ -80,8 +80,6 @@ class StdioServer {
   // On the worker: runs LINE's call there, or hands it on with the
   // reading (false: the reading is no longer the worker's).
   bool run_on_worker(Line line);
-  // PENDING's call with MESSAGE (its arguments, or its whole message).
-  std::optional<std::string> run_call(const Pending& pending, nlohmann::json message, const ExecutionOptions& options);
   // Hands the reading, and LINE (none: the end) to this object's threads.
   void pass_reading(std::optional<Line> line);
   // When nothing runs or waits, nor a line is already there: the reading
@@ -106,6 +104,12 @@ class StdioServer {
   // A call's notifier (McpCallContext::notify): a line on out_.
   McpCallContext::Notifier line_notifier();
   void execute(Pending& pending);
+  // PENDING's call with MESSAGE (its arguments, or its whole message).
+  std::optional<std::string> run_call(const Pending& pending, nlohmann::json message, const ExecutionOptions& options);
+  // Answers PENDING, which started when the session's definitions were at
+  // DEFINITIONS: resources/list_changed first if they changed, then
+  // RESPONSE, unless the call was cancelled (no answer, as the spec says).
+  void answer(const Pending& pending, std::uint64_t definitions, const std::optional<std::string>& response);
   void cancel(const nlohmann::json& request_id);
   // A call that sent a progressToken gets notifications/progress through
   // its notifier (TOKEN null: none was sent).
