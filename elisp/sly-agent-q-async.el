@@ -24,7 +24,8 @@
 (declare-function sly-agent-q--module-submit "sly-agent-q-module"
                   (calls approval hooks &optional with-debugger interactive hold))
 (declare-function sly-agent-q--module-mcp-submit "sly-agent-q-module" (json approval hooks &optional hold))
-(declare-function sly-agent-q--module-mcp-line "sly-agent-q-module" (json approval hooks hold &optional channel))
+(declare-function sly-agent-q--module-mcp-line "sly-agent-q-module"
+                  (json approval hooks hold &optional channel on-worker))
 (declare-function sly-agent-q--module-release "sly-agent-q-module" (job decisions))
 (declare-function sly-agent-q--module-cancel "sly-agent-q-module" (job))
 (declare-function sly-agent-q--module-withdraw "sly-agent-q-module" (job))
@@ -424,7 +425,7 @@ response."
       (puthash job (cons approve origin) sly-agent-q--job-askers)
       job)))
 
-(defun sly-agent-q--mcp-line (line callback &optional answer-channel)
+(defun sly-agent-q--mcp-line (line callback &optional answer-channel on-worker)
   "Handle LINE, one JSON-RPC message of the socket server, in one module call.
 Returns (:answer . RESPONSE) when it was answered at once (RESPONSE the
 JSON text, or nil for a notification), (:cancel . ID) for a cancellation
@@ -434,7 +435,8 @@ CALLBACK getting its response; QUESTIONS, when it waits for the person's
 approval first, are its calls to be asked about, each (TOOL ARGUMENTS).
 ANSWER-CHANNEL, a bridge's (`sly-agent-q--module-open-answer-channel'):
 the runner writes a queued request's answer there itself when it can,
-and CALLBACK then gets nil."
+and CALLBACK then gets nil.  ON-WORKER non-nil: a plain evaluate_lisp
+request may run on the Lisp thread itself (`sly-agent-q-mcp-lisp-on-worker')."
   (sly-agent-q--async-channel)
   (sly-agent-q--lisp-used)
   (let* ((approve sly-agent-q-approval-function)
@@ -444,7 +446,8 @@ and CALLBACK then gets nil."
          (lane (or sly-agent-q-caller (current-buffer)))
          (route (sly-agent-q--calling-module
                   (sly-agent-q--module-mcp-line line (sly-agent-q--async-approval approve origin)
-                                                hooks (sly-agent-q--lane-hold lane) answer-channel))))
+                                                hooks (sly-agent-q--lane-hold lane) answer-channel
+                                                on-worker))))
     (if (not (eq (car route) :queue))
         route
       (let* ((submitted (cddr route))

@@ -80,6 +80,18 @@ nil means build/sly-agent-q-mcp next to the elisp/ directory."
   :type '(choice (const :tag "Found in build/" nil) file)
   :group 'sly-agent-q)
 
+(defcustom sly-agent-q-mcp-lisp-on-worker t
+  "Non-nil: a plain evaluate_lisp request runs on the Lisp thread itself.
+A tools/call of evaluate_lisp with no progress to follow, no entry of
+`sly-agent-q-tool-execution-functions' for it and nothing to ask, that
+finds the Lisp session and the asynchronous runner idle, is run whole by
+the Lisp thread, which writes the answer straight to the bridge.  An
+evaluation that lasts more than 2 ms, or asks for an approval or Emacs,
+is taken over by the runner as any other call.  nil: every request goes
+through the runner (one more hand-off each way)."
+  :type 'boolean
+  :group 'sly-agent-q)
+
 (defvar sly-agent-q-mcp-server-start-on-load nil
   "Obsolete: loading sly-agent-q starts nothing.
 Call `sly-agent-q-mcp-server-start' in the init file instead.")
@@ -511,7 +523,8 @@ going away still drops it."
                     (sly-agent-q--mcp-send client response))
                   (process-put client 'sly-agent-q-mcp-cancelled
                                (delq job (process-get client 'sly-agent-q-mcp-cancelled))))
-                (process-get client 'sly-agent-q-mcp-answer-channel))
+                (process-get client 'sly-agent-q-mcp-answer-channel)
+                sly-agent-q-mcp-lisp-on-worker)
           (`(:answer . ,response)
            (sly-agent-q--mcp-note-log-level client line response)
            (sly-agent-q--mcp-send client response))

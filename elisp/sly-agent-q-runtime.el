@@ -37,7 +37,7 @@
       (match-string 1)))
   "The version of sly-agent-q: the Version header of sly-agent-q.el.")
 
-(defconst sly-agent-q--module-version (concat "sly-agent-q-module " sly-agent-q-version " abi 15")
+(defconst sly-agent-q--module-version (concat "sly-agent-q-module " sly-agent-q-version " abi 16")
   "The module interface this Elisp expects (see module/emacs/module.cpp).")
 
 (defconst sly-agent-q--directory
@@ -285,7 +285,7 @@ loaded, the module shuts the runtime down when Emacs exits, and
     sly-agent-q--module-mcp-line sly-agent-q--module-mcp-submit
     sly-agent-q--module-open-channel sly-agent-q--module-parse-json
     sly-agent-q--module-open-answer-channel sly-agent-q--module-close-answer-channel
-    sly-agent-q--module-answer-counts
+    sly-agent-q--module-answer-counts sly-agent-q--module-inline-counts
     sly-agent-q--module-release sly-agent-q--module-reset-stats
     sly-agent-q--module-restart-worker sly-agent-q--module-run-check
     sly-agent-q--module-run-handler sly-agent-q--module-shutdown

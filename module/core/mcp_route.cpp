@@ -1,5 +1,6 @@
 #include "core/mcp_route.hpp"
 
+#include "core/json_fast.hpp"
 #include "core/json_limits.hpp"
 
 namespace agentq::mcp {
@@ -47,6 +48,17 @@ Route route_message(std::string_view text) {
     route = Route{};
   }
   return route;
+}
+
+bool is_plain_evaluation(const nlohmann::json& message) {
+  if (!message.is_object() || !has_method(message, "tools/call")) return false;
+  const auto id = message.find("id");
+  const auto params = message.find("params");
+  if (id == message.end() || !(id->is_string() || id->is_number()) || params == message.end() ||
+      !params->is_object())
+    return false;
+  const auto name = params->find("name");
+  return name != params->end() && *name == "evaluate_lisp" && request_progress_token(message).is_null();
 }
 
 }  // namespace agentq::mcp

@@ -26,4 +26,9 @@ struct Route {
 // answers the error).
 Route route_message(std::string_view text);
 
+// MESSAGE (a request, parsed) is the usual call: a tools/call of
+// evaluate_lisp with an id and no progress to follow, which the Lisp
+// worker may run itself (core/idle_reader.hpp).
+bool is_plain_evaluation(const nlohmann::json& message);
+
 }  // namespace agentq::mcp

@@ -1,8 +1,11 @@
 #include "emacs/async_calls.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,8 +21,10 @@
 #include <thread>
 
 #include "app/services.hpp"
+#include "core/idle_reader.hpp"
 #include "core/json_fast.hpp"
 #include "core/mcp_logging.hpp"
+#include "core/mcp_route.hpp"
 #include "core/progress_reporter.hpp"
 #include "core/session_changes.hpp"
 #include "sys/answer_fifo.hpp"
@@ -54,6 +59,7 @@ struct Batch {
   // message): then its answer goes that way too, after them.
   std::uint64_t answer_channel = 0;
   std::atomic<bool> spoke_through_emacs{false};
+  std::uint64_t definitions = 0;  // session_changes()'s generation when it started
   // Its dangerous calls settled when it was submitted (used by the runner only).
   std::vector<AheadCall> ahead;
 };
@@ -64,6 +70,13 @@ struct MainWork {
   bool question = false;         // an approval: it asks the person
   bool started = false;          // guarded by State::mutex
   bool done = false;             // guarded by State::mutex
+};
+
+// Where the batch the worker was handed (submit_mcp's INLINE) is.
+enum class InlineStep {
+  Handed,  // waiting for the idle worker to read it
+  Worker,  // the worker runs it
+  Owner,   // the runner took it over (or back, unread)
 };
 
 struct State {
@@ -81,6 +94,14 @@ struct State {
   std::atomic<bool> work_queued{false};  // main_work is not empty
   bool runner_started = false;
   std::uint64_t next_id = 1;
+  // The batch handed to the Lisp worker to run itself (null: none).  While
+  // there is one it is also `running', and the runner starts nothing else:
+  // the runner's own batch, whose first moments run on the worker.
+  std::shared_ptr<Batch> inline_batch;
+  InlineStep inline_step = InlineStep::Handed;
+  bool take_inline = false;  // the runner is to take inline_batch over
+  std::uint64_t inline_runs = 0;  // batches the worker answered itself
+  std::uint64_t taken_over = 0;   // and those the runner took over or back
 };
 
 // Never destroyed: the runner thread may still wait on it at exit.
@@ -114,7 +135,13 @@ ToolResult interrupted_result(const ToolCall& call) {
 // What a call of an asynchronous batch may ask of whoever started it.
 class AsyncCallContext final : public CallContext {
  public:
-  explicit AsyncCallContext(Batch& batch) : batch_(batch) {}
+  // ADOPTS: this run waits for the evaluation the worker started for the
+  // batch (taken over), instead of starting one.
+  explicit AsyncCallContext(Batch& batch, bool adopts = false) : batch_(batch), adopts_(adopts) {}
+  bool adopts_running_job() const override { return adopts_; }
+  // The worker's run of a batch the runner took over: the runner reports it.
+  void mark_superseded() override { superseded_ = true; }
+  bool superseded() const override { return superseded_; }
   bool poll() override {
     if (batch_.progress.following()) hand_over(batch_.progress.tick());
     return batch_.cancelled.load();
@@ -245,6 +272,8 @@ class AsyncCallContext final : public CallContext {
   }
 
   Batch& batch_;
+  const bool adopts_;
+  bool superseded_ = false;
   int logged_ = 0;  // log messages sent
 };
 
@@ -275,8 +304,34 @@ bool write_on_channel(std::uint64_t id, const std::string& text) {
   return true;
 }
 
-void run_batch(const std::shared_ptr<Batch>& batch) {
-  AsyncCallContext context(*batch);
+// The worker has run BATCH, handed to it, to its end (not taken over):
+// it is the runner's no more, so that the next request may be handed to
+// the worker again, or the runner start the next queued one.  Before its
+// answer goes out, since the client's next request may follow at once.
+void release_inline(const std::shared_ptr<Batch>& batch) {
+  State& s = state();
+  bool queued;
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.inline_batch != batch) return;
+    s.inline_batch.reset();
+    s.running.reset();
+    ++s.inline_runs;
+    queued = !s.queue.empty();
+  }
+  if (queued) s.runner_cv.notify_one();
+}
+
+// Who runs a batch: the runner; the Lisp worker itself (a plain
+// evaluation handed to it, submit_mcp's INLINE); or the runner taking the
+// worker's run over (its evaluation lasted, or asks Emacs something).
+enum class RunBy { Runner, Worker, Taker };
+
+// Runs BATCH's calls.  False when this run was superseded (the worker's,
+// taken over): the taker's run reports the batch, and this one left it
+// untouched.
+bool run_batch(const std::shared_ptr<Batch>& batch, RunBy by = RunBy::Runner) {
+  AsyncCallContext context(*batch, by == RunBy::Taker);
   ExecutionOptions options;
   options.context = &context;
   if (!batch->ahead.empty())
@@ -310,13 +365,28 @@ void run_batch(const std::shared_ptr<Batch>& batch) {
     // the client gets its one response.
     McpMessage& message = *batch->mcp_message;
     McpServer& server = app::services_with_tools().server;
-    const std::uint64_t definitions = session_changes().generation();
-    batch->mcp_response = message.parsed ? server.handle_json_text(std::move(*message.parsed), options)
-                                         : server.handle(message.text, options);
+    // Counted from the first run's start: a taker's comes later.
+    if (by != RunBy::Taker) batch->definitions = session_changes().generation();
+    const std::uint64_t definitions = batch->definitions;
+    // The worker's run leaves the message for a taker.
+    std::optional<std::string> response;
+    if (message.simple)
+      response = server.tools_call_text(message.simple->id, message.simple->name,
+                                        by == RunBy::Worker ? json(message.simple->arguments)
+                                                            : std::move(message.simple->arguments),
+                                        options);
+    else if (!message.parsed)
+      response = server.handle(message.text, options);
+    else
+      response = server.handle_json_text(by == RunBy::Worker ? json(*message.parsed) : std::move(*message.parsed),
+                                         options);
+    if (context.superseded()) return false;
+    batch->mcp_response = std::move(response);
     // The definitions changed: notifications/resources/list_changed, a
     // line of its own before the answer (the connection sends the lines).
     if (batch->mcp_response && session_changes().generation() != definitions)
       batch->mcp_response = std::string(kResourcesListChanged) + "\n" + *batch->mcp_response;
+    if (by == RunBy::Worker) release_inline(batch);
     // Straight to the bridge when nothing of it went through Emacs (which
     // would send it later) and it was not cancelled (never answered).
     if (batch->answer_channel && batch->mcp_response) {
@@ -326,7 +396,7 @@ void run_batch(const std::shared_ptr<Batch>& batch) {
       else
         ++channels().through_emacs;
     }
-    return;
+    return true;
   }
   for (PendingCall& pending : batch->calls) {
     if (!pending.call)
@@ -336,33 +406,209 @@ void run_batch(const std::shared_ptr<Batch>& batch) {
     else
       batch->results.push_back(app::services_with_tools().executor.execute(*pending.call, options));
   }
+  return true;
+}
+
+// The batch handed to the worker, when the runner is to take it: back,
+// while the worker has not read it; over, by claiming its evaluation
+// (Runtime::claim_inline_job).  Null when the worker keeps it (its
+// evaluation is not running yet, or has finished: the worker answers it).
+// Called with State::mutex held (LOCK), which it may release.
+std::shared_ptr<Batch> take_inline_batch(State& s, std::unique_lock<std::mutex>& lock, RunBy& by) {
+  s.take_inline = false;
+  std::shared_ptr<Batch> batch = s.inline_batch;
+  if (!batch) return nullptr;
+  if (s.inline_step == InlineStep::Handed) {
+    by = RunBy::Runner;  // not read yet: the runner runs it as any batch
+  } else {
+    if (s.inline_step != InlineStep::Worker) return nullptr;
+    lock.unlock();
+    const bool claimed = app::services().lisp.claim_inline_job();
+    lock.lock();
+    if (!claimed || s.inline_batch != batch) return nullptr;
+    by = RunBy::Taker;
+  }
+  s.inline_step = InlineStep::Owner;
+  ++s.taken_over;
+  return batch;
 }
 
 void runner_main() {
   State& s = state();
   for (;;) {
     std::shared_ptr<Batch> batch;
+    RunBy by = RunBy::Runner;
     {
       std::unique_lock lock(s.mutex);
-      s.runner_cv.wait(lock, [&] { return !s.queue.empty(); });
-      batch = std::move(s.queue.front());
-      s.queue.pop_front();
-      s.running = batch;
+      // While the worker runs a batch handed to it, that batch is the
+      // runner's: nothing else starts before it ends, here or there.
+      s.runner_cv.wait(lock, [&] { return s.take_inline || (!s.inline_batch && !s.queue.empty()); });
+      if (s.take_inline) {
+        batch = take_inline_batch(s, lock, by);
+        if (!batch) continue;
+      } else {
+        batch = std::move(s.queue.front());
+        s.queue.pop_front();
+        s.running = batch;
+      }
     }
     t_batch = batch;
     try {
-      run_batch(batch);
+      run_batch(batch, by);
     } catch (...) {
       // The executor reports every failure as a result; nothing may end the runner.
     }
     t_batch.reset();
     {
       std::lock_guard lock(s.mutex);
+      if (s.inline_batch == batch) s.inline_batch.reset();
       s.running.reset();
       s.finished.push_back(std::move(batch));
     }
     notify_main();
   }
+}
+
+// --- The usual MCP call on the Lisp worker itself (core/idle_reader.hpp)
+//
+// A plain evaluate_lisp request that finds the runner and the worker idle
+// is handed to the worker, which runs the whole call on its own thread
+// and writes the answer on the bridge's channel: the runner's wake-up and
+// the hand-off back to it are saved.  If its evaluation lasts (2 ms, or
+// its time limit if sooner) or asks its owner for something (an approval,
+// Emacs), the watcher thread tells the runner, which claims it and waits
+// for it as its owner: time limits, cancellation, questions as for any
+// batch.  A batch the worker has not read by then the runner takes back.
+class WorkerLane final : public IdleReader {
+ public:
+  // On the main thread: the descriptors, the watcher, and the runtime's
+  // reader set.  False when any is missing (inline calls are then off).
+  bool start() {
+    if (started_) return ok_;
+    started_ = true;
+    hand_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    owner_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    // steady_clock is CLOCK_MONOTONIC on Linux, the timer's clock.
+    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (hand_fd_ < 0 || owner_fd_ < 0 || timer_fd_ < 0) return false;
+    {
+      ThreadStartMask mask;
+      std::thread([this] { watch(); }).detach();
+    }
+    app::services().lisp.set_idle_reader(this);
+    ok_ = true;
+    return true;
+  }
+
+  // On the main thread, with State::mutex held: BATCH to the worker.
+  void hand(State& s, std::shared_ptr<Batch> batch) {
+    s.running = batch;
+    s.inline_batch = std::move(batch);
+    s.inline_step = InlineStep::Handed;
+    // Unread by then (a worker still polling after another caller's job,
+    // or held), the runner takes it back.
+    arm(std::chrono::steady_clock::now() + kUnreadTakeBack);
+    signal(hand_fd_);
+  }
+
+  int fd() const override { return hand_fd_; }
+
+  void read() override {
+    drain(hand_fd_);
+    State& s = state();
+    std::shared_ptr<Batch> batch;
+    {
+      std::lock_guard lock(s.mutex);
+      if (!s.inline_batch || s.inline_step != InlineStep::Handed) return;
+      if (s.inline_batch->cancelled.load()) {
+        // Cancelled before it started: the runner has it answered as
+        // interrupted, without starting its evaluation.
+        s.take_inline = true;
+        s.runner_cv.notify_one();
+        return;
+      }
+      s.inline_step = InlineStep::Worker;
+      batch = s.inline_batch;
+    }
+    t_batch = batch;
+    bool answered = false;
+    try {
+      answered = run_batch(batch, RunBy::Worker);
+    } catch (...) {
+      // As on the runner: the executor reports failures as results.
+      answered = true;
+    }
+    t_batch.reset();
+    if (!answered) return;  // taken over: the runner answers it
+    release_inline(batch);  // if run_batch has not (a call that threw)
+    {
+      std::lock_guard lock(s.mutex);
+      s.finished.push_back(std::move(batch));
+    }
+    notify_main();
+  }
+
+  void job_started(std::chrono::steady_clock::time_point take_over_at) override { arm(take_over_at); }
+
+  void owner_needed() override { signal(owner_fd_); }
+
+ private:
+  static constexpr auto kUnreadTakeBack = std::chrono::milliseconds(5);
+
+  static void signal(int fd) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t written = ::write(fd, &one, sizeof one);
+  }
+  static void drain(int fd) {
+    std::uint64_t count;
+    [[maybe_unused]] ssize_t got = ::read(fd, &count, sizeof count);
+  }
+  static std::int64_t ns(std::chrono::steady_clock::time_point at) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+  }
+
+  // The moment the runner is to take the inline batch: the last one set
+  // counts; an alarm left from an earlier call finds it not come yet.
+  void arm(std::chrono::steady_clock::time_point at) {
+    const std::int64_t when = ns(at);
+    take_at_ns_.store(when, std::memory_order_release);
+    itimerspec spec{};
+    spec.it_value.tv_sec = when / 1000000000;
+    spec.it_value.tv_nsec = when % 1000000000;
+    timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);
+  }
+
+  void watch() {
+    pollfd fds[2] = {{timer_fd_, POLLIN, 0}, {owner_fd_, POLLIN, 0}};
+    for (;;) {
+      fds[0].revents = fds[1].revents = 0;
+      if (::poll(fds, 2, -1) <= 0) continue;
+      const bool asked = (fds[1].revents & POLLIN) != 0;
+      if (fds[0].revents & POLLIN) drain(timer_fd_);
+      if (asked) drain(owner_fd_);
+      State& s = state();
+      {
+        std::lock_guard lock(s.mutex);
+        if (!s.inline_batch || s.inline_step == InlineStep::Owner || s.take_inline) continue;
+        if (!asked && ns(std::chrono::steady_clock::now()) < take_at_ns_.load(std::memory_order_acquire)) continue;
+        s.take_inline = true;
+      }
+      s.runner_cv.notify_one();
+    }
+  }
+
+  bool started_ = false;  // main thread only
+  bool ok_ = false;
+  int hand_fd_ = -1;
+  int owner_fd_ = -1;
+  int timer_fd_ = -1;
+  std::atomic<std::int64_t> take_at_ns_{0};
+};
+
+// Never destroyed: the worker and the watcher may use it at exit.
+WorkerLane& worker_lane() {
+  static WorkerLane& instance = *new WorkerLane;
+  return instance;
 }
 
 }  // namespace
@@ -376,16 +622,21 @@ bool has_channel() { return state().fd.load() >= 0; }
 
 namespace {
 
-// Puts BATCH on the queue, starting the runner the first time.  Called
-// with State::mutex held.
-void enqueue_locked(State& s, std::shared_ptr<Batch> batch) {
-  s.queue.push_back(std::move(batch));
+// Starts the runner the first time.  Called with State::mutex held.
+void start_runner_locked(State& s) {
   if (!s.runner_started) {
     // Async signals stay with Emacs's own threads; its faults are its own.
     ThreadStartMask mask;
     std::thread(runner_main).detach();
     s.runner_started = true;
   }
+}
+
+// Puts BATCH on the queue, starting the runner the first time.  Called
+// with State::mutex held.
+void enqueue_locked(State& s, std::shared_ptr<Batch> batch) {
+  s.queue.push_back(std::move(batch));
+  start_runner_locked(s);
 }
 
 std::uint64_t queue_batch(std::shared_ptr<Batch> batch, emacs_value approval, emacs_value hooks, bool has_hooks,
@@ -420,14 +671,58 @@ std::uint64_t submit(std::vector<PendingCall> calls, emacs_value approval, emacs
   return queue_batch(std::move(batch), approval, hooks, has_hooks, std::move(ahead), hold);
 }
 
+namespace {
+
+// BATCH (a message, parsed) may run on the worker itself: a plain
+// evaluation of the Lisp tool, with nothing for Emacs's thread to do
+// first (no hook, no question).
+bool worker_may_run(const Batch& batch) {
+  if (batch.has_hooks || !batch.ahead.empty() || !batch.mcp_message) return false;
+  const McpMessage& message = *batch.mcp_message;
+  const bool plain = message.simple ? message.simple->name == "evaluate_lisp" && message.simple->progress_token.is_null()
+                                    : message.parsed && mcp::is_plain_evaluation(*message.parsed);
+  if (!plain) return false;
+  ToolPtr tool = app::services_with_tools().registry.resolve("evaluate_lisp");
+  return tool && tool->kind == HandlerKind::Lisp && tool->safety_level != SafetyLevel::Dangerous;
+}
+
+// Hands BATCH to the worker when it and the runner are idle; false when
+// it must be queued.
+bool hand_to_worker(const std::shared_ptr<Batch>& batch) {
+  if (!app::services().lisp.worker_idle() || !worker_lane().start()) return false;
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (s.running || !s.queue.empty() || s.inline_batch || s.take_inline) return false;
+  start_runner_locked(s);  // the batch's taker, should it last
+  batch->id = s.next_id++;
+  worker_lane().hand(s, batch);
+  return true;
+}
+
+}  // namespace
+
 std::uint64_t submit_mcp(McpMessage message, emacs_value approval, emacs_value hooks, bool has_hooks,
-                         std::vector<AheadCall> ahead, bool hold, std::uint64_t answer_channel) {
+                         std::vector<AheadCall> ahead, bool hold, std::uint64_t answer_channel, bool on_worker) {
   auto batch = std::make_shared<Batch>();
   batch->answer_channel = answer_channel;
   if (message.parsed && message.parsed->is_object())
     batch->progress = ProgressReporter(request_progress_token(*message.parsed));
   batch->mcp_message = std::move(message);
+  if (on_worker && !hold) {
+    batch->approval = approval;
+    batch->hooks = hooks;
+    batch->has_hooks = has_hooks;
+    batch->ahead = std::move(ahead);
+    if (worker_may_run(*batch) && hand_to_worker(batch)) return batch->id;
+    ahead = std::move(batch->ahead);
+  }
   return queue_batch(std::move(batch), approval, hooks, has_hooks, std::move(ahead), hold);
+}
+
+InlineCounts inline_counts() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  return {s.inline_runs, s.taken_over};
 }
 
 std::uint64_t open_answer_channel(const std::string& path) {
@@ -506,8 +801,11 @@ bool cancel(std::uint64_t id) {
       s.running->cancelled = true;
       // The runtime stops its job as it stops one for C-g or a timeout.
       if (std::uint64_t job = s.running->lisp_job.load()) app::services().lisp.cancel(job);
+      // Handed to the worker: the runner takes it, to stop it as its owner.
+      if (s.inline_batch == s.running && s.inline_step != InlineStep::Owner) s.take_inline = true;
     }
   }
+  s.runner_cv.notify_one();
   s.done_cv.notify_all();  // the runner may be waiting for the main thread
   return found;
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/executor.hpp"
+#include "core/json_fast.hpp"
 #include "emacs/calls.hpp"
 #include "emacs/env.hpp"
 
@@ -81,6 +82,9 @@ struct McpMessage {
   std::optional<json> parsed;
   std::string text;
   json id;  // the request's id, which its log messages name (null: a batch)
+  // Or, instead of PARSED: a tools/call read by the fast reader
+  // (parse_simple_tools_call), whose envelope was never made a tree.
+  std::optional<SimpleToolsCall> simple;
 };
 
 // Queues MESSAGE to run on the runner through the dispatcher (McpServer)
@@ -88,9 +92,21 @@ struct McpMessage {
 // (ID . RESPONSE-TEXT), RESPONSE-TEXT nil when nothing is to be answered.
 // AHEAD and HOLD as for submit().  ANSWER_CHANNEL (open_answer_channel,
 // 0 for none): the runner writes the response there itself when it can,
-// and serve() then hands back (ID . nil).
+// and serve() then hands back (ID . nil).  ON_WORKER: a plain evaluation
+// (mcp::is_plain_evaluation) with no hook and nothing to ask may run on
+// the Lisp worker itself, when it and the runner are idle (the runner
+// takes it over if it lasts: see WorkerLane in async_calls.cpp).
 std::uint64_t submit_mcp(McpMessage message, emacs_value approval, emacs_value hooks, bool has_hooks,
-                         std::vector<AheadCall> ahead = {}, bool hold = false, std::uint64_t answer_channel = 0);
+                         std::vector<AheadCall> ahead = {}, bool hold = false, std::uint64_t answer_channel = 0,
+                         bool on_worker = false);
+
+// How many batches the worker ran itself (ON_WORKER) and answered, and
+// how many of those handed to it the runner took over (or back, unread).
+struct InlineCounts {
+  std::uint64_t on_worker = 0;
+  std::uint64_t taken_over = 0;
+};
+InlineCounts inline_counts();
 
 // A bridge's answer channel (sys/answer_fifo.hpp): the FIFO at PATH,
 // opened for the runner to write a connection's answers on.  Returns its

@@ -110,7 +110,8 @@ bool holds(const Env& env, emacs_value hold, const std::vector<async::AheadCall>
 // Queues MESSAGE as sly-agent-q--module-mcp-submit does, with the Elisp
 // APPROVAL function and HOOKS; HOLD as for sly-agent-q--module-submit.
 emacs_value submit_message(const Env& env, McpMessage message, emacs_value approval_function,
-                           emacs_value hook_functions, emacs_value hold, std::uint64_t answer_channel = 0) {
+                           emacs_value hook_functions, emacs_value hold, std::uint64_t answer_channel = 0,
+                           bool on_worker = false) {
   if (!async::has_channel()) throw std::runtime_error("no channel for asynchronous calls has been opened");
   std::vector<async::AheadCall> ahead;
   if (!env.is_nil(hold) && message.parsed) ahead = settle_message(env, *message.parsed);
@@ -118,7 +119,8 @@ emacs_value submit_message(const Env& env, McpMessage message, emacs_value appro
   emacs_value approval = env.raw()->make_global_ref(env.raw(), approval_function);
   emacs_value hooks = env.raw()->make_global_ref(env.raw(), hook_functions);
   std::uint64_t id =
-      async::submit_mcp(std::move(message), approval, hooks, !env.is_nil(hook_functions), ahead, held, answer_channel);
+      async::submit_mcp(std::move(message), approval, hooks, !env.is_nil(hook_functions), ahead, held, answer_channel,
+                        on_worker);
   return submitted(env, id, held, ahead);
 }
 
@@ -196,27 +198,44 @@ emacs_value mcp_submit(const Env& env, ptrdiff_t nargs, emacs_value* args) {
 // ID . SUBMITTED) a tools/call request or a batch (ID nil) queued as
 // sly-agent-q--module-mcp-submit queues it, SUBMITTED its answer.
 // ANSWER-CHANNEL (sly-agent-q--module-open-answer-channel, or nil): where
-// the runner may write a queued request's answer itself.
+// the runner may write a queued request's answer itself.  ON-WORKER
+// non-nil: a plain evaluate_lisp request may run on the Lisp worker
+// itself (async::submit_mcp's ON_WORKER).
 emacs_value mcp_line(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   std::string text = env.to_string(args[0]);
-  mcp::Route route = mcp::route_message(text);
   auto tagged = [&](const char* tag, emacs_value rest) {
     emacs_value pair[] = {env.intern(tag), rest};
     return env.call(env.intern("cons"), 2, pair);
   };
   auto id_value = [&](const json& id) { return id.is_null() ? Env::sym().nil : from_json(env, id); };
+  const std::uint64_t channel =
+      nargs > 4 && !env.is_nil(args[4]) ? static_cast<std::uint64_t>(env.to_integer(args[4])) : 0;
+  const bool on_worker = nargs > 5 && !env.is_nil(args[5]);
+  auto queue = [&](McpMessage message) {
+    emacs_value id = id_value(message.id);
+    return tagged(":queue", env.call(env.intern("cons"), {id, submit_message(env, std::move(message), args[1],
+                                                                             args[2], args[3], channel, on_worker)}));
+  };
+  // The usual call, for the Lisp worker, read without a tree of its
+  // envelope (nothing of it to settle: evaluate_lisp asks nothing first).
+  // Not when its lane holds calls already (HOLD t: it waits behind them).
+  if (on_worker && !env.eq(args[3], Env::sym().t))
+    if (std::optional<SimpleToolsCall> simple = parse_simple_tools_call(text);
+        simple && simple->name == "evaluate_lisp" && simple->progress_token.is_null()) {
+      McpMessage message;
+      message.id = simple->id;
+      message.simple = std::move(*simple);
+      return queue(std::move(message));
+    }
+  mcp::Route route = mcp::route_message(text);
   switch (route.kind) {
     case mcp::Route::Kind::Cancel:
       return tagged(":cancel", id_value(route.request_id));
     case mcp::Route::Kind::Queue: {
-      emacs_value id = id_value(route.id);
       McpMessage message;
       message.parsed = std::move(route.message);
       message.id = route.id;
-      const std::uint64_t channel =
-          nargs > 4 && !env.is_nil(args[4]) ? static_cast<std::uint64_t>(env.to_integer(args[4])) : 0;
-      return tagged(":queue", env.call(env.intern("cons"), {id, submit_message(env, std::move(message), args[1],
-                                                                               args[2], args[3], channel)}));
+      return queue(std::move(message));
     }
     case mcp::Route::Kind::Answer:
       break;
@@ -247,6 +266,15 @@ emacs_value answer_counts(const Env& env, ptrdiff_t, emacs_value*) {
   async::AnswerCounts counts = async::answer_counts();
   return env.call(env.intern("cons"), {env.integer(static_cast<std::intmax_t>(counts.direct)),
                                        env.integer(static_cast<std::intmax_t>(counts.through_emacs))});
+}
+
+// (sly-agent-q--module-inline-counts) → (ON-WORKER . TAKEN-OVER): MCP
+// requests the Lisp worker ran and answered itself, and those handed to
+// it that the runner took over (or back).
+emacs_value inline_counts(const Env& env, ptrdiff_t, emacs_value*) {
+  async::InlineCounts counts = async::inline_counts();
+  return env.call(env.intern("cons"), {env.integer(static_cast<std::intmax_t>(counts.on_worker)),
+                                       env.integer(static_cast<std::intmax_t>(counts.taken_over))});
 }
 
 // (sly-agent-q--module-release JOB DECISIONS) → t, or nil when JOB is not

@@ -20,6 +20,7 @@ emacs_value mcp_line(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value open_answer_channel(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value close_answer_channel(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value answer_counts(const Env& env, ptrdiff_t nargs, emacs_value* args);
+emacs_value inline_counts(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value release(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value cancel(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value break_into(const Env& env, ptrdiff_t nargs, emacs_value* args);

@@ -33,7 +33,7 @@ namespace {
 // The abi is bumped when the Elisp ⇄ module interface changes; the Elisp
 // side refuses a module of another version (a stale build).  The version
 // is the package's (CMake reads it from sly-agent-q.el).
-constexpr const char* kModuleVersion = "sly-agent-q-module " AGENTQ_VERSION " abi 15";
+constexpr const char* kModuleVersion = "sly-agent-q-module " AGENTQ_VERSION " abi 16";
 
 // The composition root (app/services.hpp): the registry, the executor, the
 // MCP dispatcher and the session's Lisp (app/lisp.hpp).
@@ -551,12 +551,13 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-mcp-request", 3, 3, entry<mcp_request>,
         "Handle one JSON-RPC message; return the response text or nil.\n\n"
         "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)");
-  defun(raw, "sly-agent-q--module-mcp-line", 4, 5, entry<mcp_line>,
+  defun(raw, "sly-agent-q--module-mcp-line", 4, 6, entry<mcp_line>,
         "Handle one JSON-RPC line of the socket server: (:answer . RESPONSE) answered now,\n"
         "(:cancel . ID), or (:queue ID . SUBMITTED) queued as `sly-agent-q--module-mcp-submit'\n"
         "queues it (ID nil for a batch).  ANSWER-CHANNEL: where the answer may be written\n"
-        "straight to the bridge (then the callback gets nil).\n\n"
-        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS HOLD &optional ANSWER-CHANNEL)");
+        "straight to the bridge (then the callback gets nil).  ON-WORKER: a plain evaluate_lisp\n"
+        "request may run on the Lisp worker itself.\n\n"
+        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS HOLD &optional ANSWER-CHANNEL ON-WORKER)");
   defun(raw, "sly-agent-q--module-open-answer-channel", 1, 1, entry<open_answer_channel>,
         "Open the FIFO at PATH, a bridge's answer channel, for the runner to write answers on.\n"
         "Return its id.  Signal an error unless PATH is a FIFO of the user's own, not a symbolic\n"
@@ -566,6 +567,9 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-answer-counts", 0, 0, entry<answer_counts>,
         "(DIRECT . THROUGH-EMACS): MCP answers written on an answer channel, and those that\n"
         "had one but went through Emacs.");
+  defun(raw, "sly-agent-q--module-inline-counts", 0, 0, entry<inline_counts>,
+        "(ON-WORKER . TAKEN-OVER): MCP requests the Lisp worker ran and answered itself, and\n"
+        "those handed to it that the runner took over (or back).");
   defun(raw, "sly-agent-q--module-configure", 2, 2, entry<configure>,
         "Set a runtime setting: eval-timeout, output-limit, heap-limit or native-tiering.\n\n(fn KEY VALUE)");
   defun(raw, "sly-agent-q--module-take-notes", 0, 0, entry<take_notes>,

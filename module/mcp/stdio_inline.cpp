@@ -136,22 +136,6 @@ void StdioServer::read_on_worker() {
   }
 }
 
-namespace {
-
-// MESSAGE (a request, parsed) is a tools/call of evaluate_lisp with no
-// progress to follow.
-bool plain_evaluation(const nlohmann::json& message) {
-  if (!message.is_object()) return false;
-  const auto method = message.find("method");
-  const auto params = message.find("params");
-  if (method == message.end() || *method != "tools/call" || params == message.end() || !params->is_object())
-    return false;
-  const auto name = params->find("name");
-  return name != params->end() && *name == "evaluate_lisp" && request_progress_token(message).is_null();
-}
-
-}  // namespace
-
 bool StdioServer::run_on_worker(Line line) {
   // The usual call alone: a plain evaluate_lisp, no progress to follow.
   // Read by the fast reader when it can (json_fast), else parsed whole.
@@ -164,8 +148,7 @@ bool StdioServer::run_on_worker(Line line) {
       plain = simple->name == "evaluate_lisp" && simple->progress_token.is_null();
     } else {
       route = route_message(line.text);
-      plain = route.kind == Route::Kind::Queue && (route.id.is_string() || route.id.is_number()) &&
-              plain_evaluation(route.message);
+      plain = route.kind == Route::Kind::Queue && is_plain_evaluation(route.message);
     }
   }
   if (!plain) {

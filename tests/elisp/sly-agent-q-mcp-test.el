@@ -727,6 +727,159 @@ refused with the reason, and the client's calls are answered as before."
           (delete-process client)
           (delete-directory elsewhere t))))))
 
+;;;; A plain evaluation run by the Lisp thread itself
+
+(defun agentq-mcp-test-inline-since (before)
+  "(ON-WORKER TAKEN-OVER) since BEFORE, a `sly-agent-q--module-inline-counts'."
+  (let ((now (sly-agent-q--module-inline-counts)))
+    (list (- (car now) (car before)) (- (cdr now) (cdr before)))))
+
+(defun agentq-mcp-test-ready-lisp (client)
+  "Wait until Lisp answers on CLIENT (the server boots it in the background)."
+  (should (equal (agentq-mcp-test-text
+                  (agentq-mcp-test-call client "ready" "evaluate_lisp" '(:code "(+ 1 2)")))
+                 "=> 3")))
+
+(ert-deftest sly-agent-q-mcp/a-plain-evaluation-runs-whole-on-the-lisp-thread ()
+  "Through the real bridge, a plain evaluate_lisp is run by the Lisp thread
+itself, which writes the answer to the bridge; one that lasts is taken over
+by the runner, and answered once; a request sent while it runs waits its
+turn, and a ping is answered meanwhile."
+  (skip-unless (file-executable-p (expand-file-name "build/sly-agent-q-mcp" agentq-test-root)))
+  (agentq-mcp-test-with-server
+    (let ((bridge (agentq-mcp-test-bridge socket)))
+      (unwind-protect
+          (progn
+            (should (gethash "result" (agentq-mcp-test-request
+                                       bridge 1 "initialize"
+                                       '(:protocolVersion "2025-11-25" :capabilities #s(hash-table)
+                                         :clientInfo (:name "ert" :version "1")))))
+            (agentq-mcp-test-ready-lisp bridge)
+            (let ((before (sly-agent-q--module-inline-counts))
+                  (direct (car (sly-agent-q--module-answer-counts))))
+              (dotimes (i 5)
+                (should (equal (agentq-mcp-test-text
+                                (agentq-mcp-test-call bridge (+ 10 i) "evaluate_lisp"
+                                                      `(:code ,(format "(* %d 2)" i))))
+                               (format "=> %d" (* i 2)))))
+              (should (equal (agentq-mcp-test-inline-since before) '(5 0)))
+              (should (= (car (sly-agent-q--module-answer-counts)) (+ direct 5)))
+              ;; Lasting: taken over, while a ping and the next call come.
+              (agentq-mcp-test-send-call bridge 20 "evaluate_lisp" '(:code "(progn (sleep 0.4) :slept)"))
+              (agentq-mcp-test-send-call bridge 21 "evaluate_lisp" '(:code "(+ 20 1)"))
+              (should (agentq-mcp-test-request bridge "p" "ping"))
+              (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer bridge 20)) "=> :SLEPT"))
+              (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer bridge 21)) "=> 21"))
+              (should (equal (cadr (agentq-mcp-test-inline-since before)) 1))
+              ;; Nothing is answered twice.
+              (accept-process-output nil 0.3)
+              (should-not (cl-find-if (lambda (line) (member (gethash "id" line) '(10 11 12 13 14 20 21)))
+                                      (process-get bridge 'lines)))))
+        (delete-process bridge)))))
+
+(ert-deftest sly-agent-q-mcp/the-lisp-thread-s-evaluation-asks-before-it-touches-the-world ()
+  "World-touching code run by the Lisp thread for an MCP client asks the
+approval function once, as the runner's would (origin MCP); denied, the
+file is untouched and the client is told; approved, it runs.  Every such
+call was taken over: asking is the owner's."
+  (agentq-mcp-test-with-server
+    (let* ((dir (make-temp-file "agentq-mcp-inline-" t))
+           (file (expand-file-name "x" dir))
+           (f (prin1-to-string file))
+           (asked nil)
+           (answer '(:denied "not that"))
+           (sly-agent-q-approval-function
+            (lambda (tool args)
+              (push (list tool sly-agent-q-call-origin (and (hash-table-p args) (gethash "touches" args))) asked)
+              answer))
+           (client (agentq-mcp-test-connect socket))
+           (forms (list (format "(delete-file %s)" f)
+                        (format "(funcall (intern \"DELETE-FILE\") %s)" f)
+                        (format "(ext:run-program \"rm\" '(%s))" f)
+                        (format "(with-open-file (s %s :direction :output :if-exists :supersede) (print 1 s))" f)
+                        (format "(agent-q:eval-in-emacs %s)" (prin1-to-string (format "(delete-file %s)" f)))
+                        (format "(mp:process-join (mp:process-run-function \"t\" (lambda () (delete-file %s))))" f)))
+           (id 0))
+      (unwind-protect
+          (progn
+            (with-temp-file file (insert "hi"))
+            (agentq-mcp-test-ready-lisp client)
+            (dolist (code forms)
+              (let ((before (sly-agent-q--module-inline-counts)))
+                (setq asked nil)
+                (let ((result (agentq-mcp-test-call client (cl-incf id) "evaluate_lisp" `(:code ,code))))
+                  (ert-info ((format "%s: %s" code (agentq-mcp-test-text result)))
+                    (should (= (length asked) 1))
+                    (should (equal (nth 0 (car asked)) "evaluate_lisp"))
+                    (should (equal (nth 1 (car asked)) "MCP"))
+                    (should (eq (agentq-test-get result "result" "isError") t))
+                    (should (string-match-p "DENIED\\|REFUSED" (agentq-mcp-test-text result)))
+                    (should (equal (with-temp-buffer (insert-file-contents file) (buffer-string)) "hi"))
+                    (should (equal (cadr (agentq-mcp-test-inline-since before)) 1))))))
+            (setq answer :approved)
+            (let ((result (agentq-mcp-test-call client (cl-incf id) "evaluate_lisp"
+                                                `(:code ,(format "(progn (delete-file %s) :gone)" f)))))
+              (should (equal (agentq-mcp-test-text result) "=> :GONE"))
+              (should-not (file-exists-p file))))
+        (delete-process client)
+        (delete-directory dir t)))))
+
+(ert-deftest sly-agent-q-mcp/the-lisp-thread-s-evaluation-keeps-its-limits ()
+  "A time limit below the moment of the take-over, a loop that ignores
+interrupts, and a cancelled loop: each ends as on the runner, and the
+next plain call runs on the Lisp thread again."
+  (agentq-mcp-test-with-server
+    (let ((client (agentq-mcp-test-connect socket)))
+      (unwind-protect
+          (progn
+            (agentq-mcp-test-ready-lisp client)
+            (let* ((start (float-time))
+                   (result (agentq-mcp-test-call client 1 "evaluate_lisp" '(:code "(loop)" :timeout 0.001))))
+              (should (eq (agentq-test-get result "result" "isError") t))
+              (should (string-match-p "TIMEOUT\\|timed out\\|time limit" (agentq-mcp-test-text result)))
+              (should (< (- (float-time) start) 5)))
+            (let ((result (agentq-mcp-test-call client 2 "evaluate_lisp"
+                                                '(:code "(mp:without-interrupts (loop))" :timeout 0.3))))
+              (should (eq (agentq-test-get result "result" "isError") t)))
+            (agentq-mcp-test-send-call client 3 "evaluate_lisp" '(:code "(loop)"))
+            (sleep-for 0.1)
+            (agentq-mcp-test-cancel client 3)
+            (let ((before (sly-agent-q--module-inline-counts)))
+              (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 4 "evaluate_lisp" '(:code "(+ 2 2)")))
+                             "=> 4"))
+              (should (agentq-mcp-test-no-answer client 3 0.3))
+              (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 5 "evaluate_lisp" '(:code "(+ 2 3)")))
+                             "=> 5"))
+              (should (>= (car (agentq-mcp-test-inline-since before)) 1))))
+        (delete-process client)))))
+
+(ert-deftest sly-agent-q-mcp/hooks-or-the-option-keep-calls-off-the-lisp-thread ()
+  "With a hook for MCP calls, or `sly-agent-q-mcp-lisp-on-worker' nil, a plain
+evaluation goes through the runner: the hook runs on Emacs's thread."
+  (agentq-mcp-test-with-server
+    (let ((client (agentq-mcp-test-connect socket))
+          (phases nil))
+      (unwind-protect
+          (progn
+            (agentq-mcp-test-ready-lisp client)
+            (let ((before (sly-agent-q--module-inline-counts))
+                  (sly-agent-q-tool-execution-functions
+                   (list (lambda (phase name _args _result) (push (list phase name) phases)))))
+              (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 1 "evaluate_lisp" '(:code "(+ 1 1)")))
+                             "=> 2"))
+              (should (equal (reverse phases) '((:before "evaluate_lisp") (:after "evaluate_lisp"))))
+              (should (equal (agentq-mcp-test-inline-since before) '(0 0))))
+            (let ((before (sly-agent-q--module-inline-counts))
+                  (sly-agent-q-mcp-lisp-on-worker nil))
+              (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 2 "evaluate_lisp" '(:code "(+ 1 2)")))
+                             "=> 3"))
+              (should (equal (agentq-mcp-test-inline-since before) '(0 0))))
+            (let ((before (sly-agent-q--module-inline-counts)))
+              (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 3 "evaluate_lisp" '(:code "(+ 1 3)")))
+                             "=> 4"))
+              (should (equal (agentq-mcp-test-inline-since before) '(1 0)))))
+        (delete-process client)))))
+
 (provide 'sly-agent-q-mcp-test)
 
 ;;; sly-agent-q-mcp-test.el ends here
