@@ -52,6 +52,9 @@
 (declare-function sly-agent-q--module-start-boot "sly-agent-q-module" ())
 (declare-function sly-agent-q--module-open-answer-channel "sly-agent-q-module" (path))
 (declare-function sly-agent-q--module-close-answer-channel "sly-agent-q-module" (channel))
+(declare-function sly-agent-q--module-open-request-channel "sly-agent-q-module" (path channel))
+(declare-function sly-agent-q--module-allow-direct-requests "sly-agent-q-module" (flag))
+(declare-function sly-agent-q--module-global-options "sly-agent-q-module" (&rest values))
 
 (defcustom sly-agent-q-mcp-socket "sly-agent-q/mcp.sock"
   "The local socket `sly-agent-q-mcp-server-start' listens on.
@@ -85,10 +88,15 @@ nil means build/sly-agent-q-mcp next to the elisp/ directory."
 A tools/call of evaluate_lisp with no progress to follow, no entry of
 `sly-agent-q-tool-execution-functions' for it and nothing to ask, that
 finds the Lisp session and the asynchronous runner idle, is run whole by
-the Lisp thread, which writes the answer straight to the bridge.  An
-evaluation that lasts more than 2 ms, or asks for an approval or Emacs,
-is taken over by the runner as any other call.  nil: every request goes
-through the runner (one more hand-off each way)."
+the Lisp thread, which writes the answer straight to the bridge.  From
+`sly-agent-q-mcp --emacs', such a request comes on a FIFO of its own that
+the idle Lisp thread reads itself, so Emacs's own thread is not woken for
+it at all.  An evaluation that lasts more than 2 ms, or asks for an
+approval or Emacs, is taken over by the runner as any other call.  nil:
+every request goes through Emacs's thread and the runner (two more
+hand-offs each way).  Set it with `setq' or `customize' at any time; a
+buffer-local hook turns the FIFO off until the hook's global value is
+set again."
   :type 'boolean
   :group 'sly-agent-q)
 
@@ -471,16 +479,25 @@ The answer (or the reason it was refused) goes back to CLIENT."
          (path (and (hash-table-p params) (gethash "path" params)))
          (server-file (and sly-agent-q--mcp-server
                            (process-get sly-agent-q--mcp-server 'sly-agent-q-mcp-file)))
+         (requests (and (hash-table-p params) (gethash "requests" params)))
+         (in-directory (lambda (file)
+                         (and server-file (stringp file) (file-name-absolute-p file)
+                              (equal (file-name-directory (expand-file-name file))
+                                     (file-name-directory server-file)))))
+         (direct nil)
          (refused
           (cond ((not (stringp path)) "params.path must be a string")
-                ((not (and server-file (file-name-absolute-p path)
-                           (equal (file-name-directory (expand-file-name path))
-                                  (file-name-directory server-file))))
+                ((not (funcall in-directory path))
                  "the answer channel must be in the socket's directory")
                 (t (condition-case err
                        (let ((channel (sly-agent-q--module-open-answer-channel path)))
                          (sly-agent-q--mcp-close-answer-channel client)
                          (process-put client 'sly-agent-q-mcp-answer-channel channel)
+                         ;; The request FIFO beside it, when asked for and
+                         ;; in the same directory (else just not opened).
+                         (when (funcall in-directory requests)
+                           (sly-agent-q--async-channel)
+                           (setq direct (sly-agent-q--mcp-open-request-channel channel requests)))
                          nil)
                      (error (error-message-string err)))))))
     (when id
@@ -488,8 +505,101 @@ The answer (or the reason it was refused) goes back to CLIENT."
        client
        (if refused
            (sly-agent-q--mcp-error id -32602 (concat "Invalid params: " refused))
-         (sly-agent-q--module-json-text
-          `(("jsonrpc" . "2.0") ("id" . ,id) ("result" . ,(make-hash-table)))))))))
+         (let ((result (make-hash-table :test #'equal)))
+           (when direct (puthash "requests" t result))
+           (sly-agent-q--module-json-text
+            `(("jsonrpc" . "2.0") ("id" . ,id) ("result" . ,result)))))))))
+
+(defun sly-agent-q--mcp-client-of-channel (channel)
+  "The connected client whose answer channel is CHANNEL, or nil."
+  (cl-find channel sly-agent-q--mcp-clients
+           :key (lambda (client) (process-get client 'sly-agent-q-mcp-answer-channel))))
+
+(defun sly-agent-q--mcp-direct-line (channel line)
+  "Handle LINE, which the Lisp thread read on CHANNEL's request FIFO.
+It runs as if its client had sent it on the socket (Lisp was busy, or it
+was not a plain evaluation).  Dropped when the client has gone."
+  (let ((client (sly-agent-q--mcp-client-of-channel channel)))
+    (when (process-live-p client)
+      (sly-agent-q--mcp-handle client line))))
+
+(defun sly-agent-q--mcp-direct-answer (channel text)
+  "Send TEXT, the answer to a request read on CHANNEL's FIFO, to its client."
+  (sly-agent-q--mcp-send (sly-agent-q--mcp-client-of-channel channel) text))
+
+(defun sly-agent-q--mcp-direct-log (channel level text)
+  "Send TEXT, a log message at LEVEL about a request read on CHANNEL's FIFO.
+Only when its client chose LEVEL or lower."
+  (let ((client (sly-agent-q--mcp-client-of-channel channel)))
+    (when (and client (sly-agent-q--mcp-log-wanted-p client level))
+      (sly-agent-q--mcp-send client text))))
+
+(defun sly-agent-q--mcp-direct-approve (name args)
+  "Ask `sly-agent-q-approval-function' about NAME ARGS of a FIFO's request.
+As an MCP client's call is asked (`sly-agent-q-call-origin' \"MCP\")."
+  (funcall (or (sly-agent-q--async-approval sly-agent-q-approval-function "MCP")
+               (lambda (_name _args) '(:denied "no approval function")))
+           name args))
+
+(defun sly-agent-q--mcp-direct-approve-agent-code (name json)
+  "`sly-agent-q--approve-agent-code' for NAME JSON of a request read on a FIFO."
+  (let ((sly-agent-q-call-origin "MCP"))
+    (sly-agent-q--approve-agent-code name json)))
+
+(defun sly-agent-q--mcp-direct-allowed-p (&optional symbol value)
+  "Whether requests read on a FIFO may run without Emacs's thread.
+SYMBOL, when given, is about to become VALUE."
+  (let ((on (if (eq symbol 'sly-agent-q-mcp-lisp-on-worker) value sly-agent-q-mcp-lisp-on-worker))
+        (hooks (if (eq symbol 'sly-agent-q-tool-execution-functions)
+                   value
+                 sly-agent-q-tool-execution-functions)))
+    (and on (null hooks))))
+
+(defun sly-agent-q--mcp-direct-watch (symbol value operation where)
+  "Tell the module whether FIFO requests may skip Emacs: SYMBOL becomes VALUE.
+OPERATION and WHERE as for `add-variable-watcher': a buffer-local hook
+turns it off until a global value is set."
+  (when (and sly-agent-q--module-ready (memq operation '(set let unlet makunbound)))
+    (sly-agent-q--module-allow-direct-requests
+     (if where
+         (and (not (and value (eq symbol 'sly-agent-q-tool-execution-functions)))
+              (not (and (null value) (eq symbol 'sly-agent-q-mcp-lisp-on-worker)))
+              (sly-agent-q--mcp-direct-allowed-p))
+       (sly-agent-q--mcp-direct-allowed-p symbol (unless (eq operation 'makunbound) value))))))
+
+(defun sly-agent-q--mcp-give-global-options (&optional symbol value)
+  "Tell the module the global values of `sly-agent-q--module-options'.
+SYMBOL, when given, is about to become VALUE.  A request read from a
+bridge's FIFO runs only while Lisp was last given these (no caller's
+let-binding): the others are handed to Emacs's thread, which gives them."
+  (apply #'sly-agent-q--module-global-options
+         (mapcar (lambda (option)
+                   (cond ((eq (car option) symbol) value)
+                         ((default-boundp (car option)) (default-value (car option)))))
+                 sly-agent-q--module-options)))
+
+(defun sly-agent-q--mcp-options-watch (symbol value operation where)
+  "Give the module SYMBOL's new global VALUE (see `add-variable-watcher').
+OPERATION and WHERE: only a global `set' or `makunbound' changes it."
+  (when (and sly-agent-q--module-ready (null where) (memq operation '(set makunbound)))
+    (sly-agent-q--mcp-give-global-options symbol (and (eq operation 'set) value))))
+
+(defun sly-agent-q--mcp-open-request-channel (channel path)
+  "Open PATH, a bridge's request FIFO beside answer CHANNEL; t when opened.
+Not when `sly-agent-q-mcp-lisp-on-worker' is nil; a refusal is logged."
+  (when sly-agent-q-mcp-lisp-on-worker
+    (condition-case err
+        (progn
+          (sly-agent-q--module-open-request-channel path channel)
+          (dolist (variable '(sly-agent-q-mcp-lisp-on-worker sly-agent-q-tool-execution-functions))
+            (add-variable-watcher variable #'sly-agent-q--mcp-direct-watch))
+          (dolist (option sly-agent-q--module-options)
+            (add-variable-watcher (car option) #'sly-agent-q--mcp-options-watch))
+          (sly-agent-q--mcp-give-global-options)
+          (sly-agent-q--module-allow-direct-requests (sly-agent-q--mcp-direct-allowed-p))
+          t)
+      (error (message "sly-agent-q: no request channel (%s)" (error-message-string err))
+             nil))))
 
 (defun sly-agent-q--mcp-answer-channel-request (line)
   "LINE parsed when it is a request for an answer channel, else nil."

@@ -4,12 +4,14 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -60,6 +62,10 @@ struct Batch {
   std::uint64_t answer_channel = 0;
   std::atomic<bool> spoke_through_emacs{false};
   std::uint64_t definitions = 0;  // session_changes()'s generation when it started
+  // Read by the worker from a bridge's request channel (answer_channel's
+  // twin): no Elisp job stands for it; its answer goes on the channel, or
+  // to the client's connection through sly-agent-q--mcp-direct-answer.
+  bool direct = false;
   // Its dangerous calls settled when it was submitted (used by the runner only).
   std::vector<AheadCall> ahead;
 };
@@ -102,6 +108,12 @@ struct State {
   bool take_inline = false;  // the runner is to take inline_batch over
   std::uint64_t inline_runs = 0;  // batches the worker answered itself
   std::uint64_t taken_over = 0;   // and those the runner took over or back
+  std::uint64_t direct_runs = 0;  // requests the worker read from a bridge itself
+  std::uint64_t declined = 0;     // and those it handed to Emacs's thread instead
+  // Elisp allows requests read from a bridge to run without Emacs's thread
+  // (sly-agent-q-mcp-lisp-on-worker, and no hook for the calls).
+  std::atomic<bool> direct_allowed{false};
+  std::atomic<bool> options_global{false};  // set_options_global
 };
 
 // Never destroyed: the runner thread may still wait on it at exit.
@@ -181,9 +193,10 @@ class AsyncCallContext final : public CallContext {
     try {
       run_on_main([&](const Env& env) {
         try {
-          env.call(env.intern("sly-agent-q--mcp-job-log"),
-                   {env.integer(static_cast<std::intmax_t>(batch_.id)), env.str(mcp_log_level_name(level)),
-                    env.str(text)});
+          // A direct request's client is found by its channel.
+          env.call(env.intern(batch_.direct ? "sly-agent-q--mcp-direct-log" : "sly-agent-q--mcp-job-log"),
+                   {env.integer(static_cast<std::intmax_t>(batch_.direct ? batch_.answer_channel : batch_.id)),
+                    env.str(mcp_log_level_name(level)), env.str(text)});
         } catch (const NonLocalExit&) {
           env.raw()->non_local_exit_clear(env.raw());  // a log message never stops the call
         }
@@ -201,7 +214,9 @@ class AsyncCallContext final : public CallContext {
     if (form.rfind(head, 0) != 0) return eval_in_host(form);
     static const std::string what = "code that touches the world outside the Lisp session";
     log_to_client(McpLogLevel::Info, what + " waits for the person's approval in Emacs", std::string());
-    HostAnswer answer = eval_in_host("(sly-agent-q--approve-agent-code-of-job " + std::to_string(batch_.id) + " " +
+    HostAnswer answer = eval_in_host((batch_.direct ? std::string("(sly-agent-q--mcp-direct-approve-agent-code ")
+                                                    : "(sly-agent-q--approve-agent-code-of-job " +
+                                                          std::to_string(batch_.id) + " ") +
                                      form.substr(head.size()));
     if (std::optional<std::string> reason = denial_reason(answer))
       log_to_client(McpLogLevel::Notice, what + " was denied in Emacs" + (reason->empty() ? "" : ": " + *reason),
@@ -277,10 +292,20 @@ class AsyncCallContext final : public CallContext {
   int logged_ = 0;  // log messages sent
 };
 
-// The answer channels of MCP connections (open_answer_channel).
+// A bridge's request channel (open_request_channel): what the worker has
+// read of it and not yet run, up to the next newline.
+struct RequestChannel {
+  int fd = -1;
+  std::string pending;
+  bool ended = false;  // its bridge is gone: not waited on any more
+};
+
+// The answer channels of MCP connections (open_answer_channel), and the
+// request channels beside some of them, under the same ids.
 struct Channels {
-  std::mutex mutex;  // also held while writing: a channel is not closed under a write
+  std::mutex mutex;  // also held while writing or reading: a channel is not closed under it
   std::map<std::uint64_t, int> fds;
+  std::map<std::uint64_t, RequestChannel> requests;
   std::uint64_t next_id = 1;
   std::atomic<std::uint64_t> direct{0};
   std::atomic<std::uint64_t> through_emacs{0};
@@ -348,7 +373,13 @@ bool run_batch(const std::shared_ptr<Batch>& batch, RunBy by = RunBy::Runner) {
   options.approve = [batch](const Tool& tool, const json& args) {
     ApprovalDecision decision{ApprovalKind::Denied, {}};
     try {
-      run_on_main([&](const Env& env) { decision = elisp_approval(env, batch->approval)(tool, args); }, true);
+      run_on_main(
+          [&](const Env& env) {
+            // A direct request has no job's function: the connection's.
+            emacs_value approve = batch->approval ? batch->approval : env.intern("sly-agent-q--mcp-direct-approve");
+            decision = elisp_approval(env, approve)(tool, args);
+          },
+          true);
     } catch (const NotServed&) {
     }
     return decision;
@@ -409,6 +440,42 @@ bool run_batch(const std::shared_ptr<Batch>& batch, RunBy by = RunBy::Runner) {
   return true;
 }
 
+// WORK for the main thread, run by serve() later; nobody waits for it.
+void post_to_main(std::function<void(const Env&)> work) {
+  State& s = state();
+  auto item = std::make_shared<MainWork>();
+  item->work = std::move(work);
+  {
+    std::lock_guard lock(s.mutex);
+    s.main_work.push_back(std::move(item));
+    s.work_queued = true;
+  }
+  notify_main();
+}
+
+// Emacs's side of a batch that has run: its callback, through serve()'s
+// finished batches; for a direct request (no Elisp job), only its answer,
+// when it could not go on the channel and was not cancelled.
+void hand_back(std::shared_ptr<Batch> batch) {
+  if (!batch->direct) {
+    {
+      std::lock_guard lock(state().mutex);
+      state().finished.push_back(std::move(batch));
+    }
+    notify_main();
+    return;
+  }
+  // It defined something: the log collects the runtime's notes meanwhile
+  // (a background compile's), as after any call of Emacs's into Lisp.
+  if (session_changes().generation() != batch->definitions)
+    post_to_main([](const Env& env) { env.call(env.intern("sly-agent-q--lisp-used"), {}); });
+  if (!batch->mcp_response || batch->cancelled.load()) return;
+  post_to_main([channel = batch->answer_channel, text = std::move(*batch->mcp_response)](const Env& env) {
+    env.call(env.intern("sly-agent-q--mcp-direct-answer"),
+             {env.integer(static_cast<std::intmax_t>(channel)), env.str(text)});
+  });
+}
+
 // The batch handed to the worker, when the runner is to take it: back,
 // while the worker has not read it; over, by claiming its evaluation
 // (Runtime::claim_inline_job).  Null when the worker keeps it (its
@@ -463,9 +530,8 @@ void runner_main() {
       std::lock_guard lock(s.mutex);
       if (s.inline_batch == batch) s.inline_batch.reset();
       s.running.reset();
-      s.finished.push_back(std::move(batch));
     }
-    notify_main();
+    hand_back(std::move(batch));
   }
 }
 
@@ -479,6 +545,15 @@ void runner_main() {
 // Emacs), the watcher thread tells the runner, which claims it and waits
 // for it as its owner: time limits, cancellation, questions as for any
 // batch.  A batch the worker has not read by then the runner takes back.
+void start_runner_locked(State& s);
+
+// The Lisp tool of evaluate_lisp is the one registered (not an Elisp
+// tool of that name), and asks nothing before it runs.
+bool lisp_tool_runs_here() {
+  ToolPtr tool = app::services_with_tools().registry.resolve("evaluate_lisp");
+  return tool && tool->kind == HandlerKind::Lisp && tool->safety_level != SafetyLevel::Dangerous;
+}
+
 class WorkerLane final : public IdleReader {
  public:
   // On the main thread: the descriptors, the watcher, and the runtime's
@@ -490,7 +565,14 @@ class WorkerLane final : public IdleReader {
     owner_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     // steady_clock is CLOCK_MONOTONIC on Linux, the timer's clock.
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (hand_fd_ < 0 || owner_fd_ < 0 || timer_fd_ < 0) return false;
+    // What the worker waits on: the hand-over (key 0) and each bridge's
+    // request channel (key: its id).
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (hand_fd_ < 0 || owner_fd_ < 0 || timer_fd_ < 0 || epoll_fd_ < 0) return false;
+    epoll_event hand{};
+    hand.events = EPOLLIN;
+    hand.data.u64 = 0;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, hand_fd_, &hand) < 0) return false;
     {
       ThreadStartMask mask;
       std::thread([this] { watch(); }).detach();
@@ -511,9 +593,35 @@ class WorkerLane final : public IdleReader {
     signal(hand_fd_);
   }
 
-  int fd() const override { return hand_fd_; }
+  int fd() const override { return epoll_fd_; }
+
+  // The request channel ID (its descriptor FD) is waited on too; with
+  // Channels::mutex held.
+  bool watch_requests(std::uint64_t id, int fd) {
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.u64 = id;
+    return epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) == 0;
+  }
+  void unwatch_requests(int fd) { epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr); }
 
   void read() override {
+    epoll_event events[16];
+    const int ready = epoll_wait(epoll_fd_, events, 16, 0);
+    bool handed = false;
+    // A bridge's requests first: one sent before a request that was handed
+    // (read from the socket after it) runs first.
+    for (int i = 0; i < ready; ++i) {
+      if (events[i].data.u64 == 0)
+        handed = true;
+      else
+        read_requests(events[i].data.u64);
+    }
+    if (handed) run_handed();
+  }
+
+ private:
+  void run_handed() {
     drain(hand_fd_);
     State& s = state();
     std::shared_ptr<Batch> batch;
@@ -541,18 +649,101 @@ class WorkerLane final : public IdleReader {
     t_batch.reset();
     if (!answered) return;  // taken over: the runner answers it
     release_inline(batch);  // if run_batch has not (a call that threw)
-    {
-      std::lock_guard lock(s.mutex);
-      s.finished.push_back(std::move(batch));
-    }
-    notify_main();
+    hand_back(std::move(batch));
   }
 
+  // Reads what the request channel ID has; runs each whole line.
+  void read_requests(std::uint64_t id) {
+    std::vector<std::string> lines;
+    {
+      Channels& c = channels();
+      std::lock_guard lock(c.mutex);
+      auto it = c.requests.find(id);
+      if (it == c.requests.end()) return;
+      RequestChannel& channel = it->second;
+      char chunk[8192];
+      for (;;) {
+        ssize_t n = ::read(channel.fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0 && !channel.ended) {
+          // No writer left (the bridge went away; Emacs closes the channel
+          // when it sees the connection end): an end stays readable, so it
+          // is not waited on.
+          channel.ended = true;
+          unwatch_requests(channel.fd);
+        }
+        if (n <= 0) break;
+        channel.pending.append(chunk, static_cast<std::size_t>(n));
+      }
+      std::size_t start = 0;
+      for (std::size_t newline; (newline = channel.pending.find('\n', start)) != std::string::npos;
+           start = newline + 1)
+        lines.emplace_back(channel.pending, start, newline - start);
+      channel.pending.erase(0, start);
+      // The bridge writes lines of at most PIPE_BUF bytes: more is not its.
+      if (channel.pending.size() > kMaxPendingRequest) channel.pending.clear();
+    }
+    for (std::string& line : lines) run_direct(id, std::move(line));
+  }
+
+  // LINE, read from the bridge of request channel CHANNEL: run here as a
+  // batch handed over would be, when the call is plain and nothing else
+  // runs or waits; else handed to Emacs's thread as if it had come on the
+  // socket (sly-agent-q--mcp-direct-line), which queues it as usual.
+  void run_direct(std::uint64_t channel, std::string line) {
+    State& s = state();
+    std::shared_ptr<Batch> batch;
+    std::optional<SimpleToolsCall> call = parse_simple_tools_call(line);
+    if (call && call->name == "evaluate_lisp" && call->progress_token.is_null() && lisp_tool_runs_here()) {
+      std::lock_guard lock(s.mutex);
+      if (s.direct_allowed.load() && s.options_global.load() && !s.running && s.queue.empty() && s.held.empty() && !s.inline_batch &&
+          !s.take_inline && has_channel()) {
+        batch = std::make_shared<Batch>();
+        batch->id = s.next_id++;
+        batch->direct = true;
+        batch->answer_channel = channel;
+        McpMessage message;
+        message.id = call->id;
+        message.simple = std::move(*call);
+        batch->mcp_message = std::move(message);
+        s.running = batch;
+        s.inline_batch = batch;
+        s.inline_step = InlineStep::Worker;
+        ++s.direct_runs;
+        start_runner_locked(s);  // the batch's taker, should it last
+      }
+    }
+    if (!batch) {
+      {
+        std::lock_guard lock(s.mutex);
+        ++s.declined;
+      }
+      post_to_main([channel, text = std::move(line)](const Env& env) {
+        env.call(env.intern("sly-agent-q--mcp-direct-line"),
+                 {env.integer(static_cast<std::intmax_t>(channel)), env.str(text)});
+      });
+      return;
+    }
+    t_batch = batch;
+    bool answered = false;
+    try {
+      answered = run_batch(batch, RunBy::Worker);
+    } catch (...) {
+      answered = true;
+    }
+    t_batch.reset();
+    if (!answered) return;  // taken over: the runner answers it
+    release_inline(batch);
+    hand_back(std::move(batch));
+  }
+
+ public:
   void job_started(std::chrono::steady_clock::time_point take_over_at) override { arm(take_over_at); }
 
   void owner_needed() override { signal(owner_fd_); }
 
  private:
+  static constexpr std::size_t kMaxPendingRequest = 1 << 16;
   static constexpr auto kUnreadTakeBack = std::chrono::milliseconds(5);
 
   static void signal(int fd) {
@@ -602,6 +793,7 @@ class WorkerLane final : public IdleReader {
   int hand_fd_ = -1;
   int owner_fd_ = -1;
   int timer_fd_ = -1;
+  int epoll_fd_ = -1;
   std::atomic<std::int64_t> take_at_ns_{0};
 };
 
@@ -681,9 +873,7 @@ bool worker_may_run(const Batch& batch) {
   const McpMessage& message = *batch.mcp_message;
   const bool plain = message.simple ? message.simple->name == "evaluate_lisp" && message.simple->progress_token.is_null()
                                     : message.parsed && mcp::is_plain_evaluation(*message.parsed);
-  if (!plain) return false;
-  ToolPtr tool = app::services_with_tools().registry.resolve("evaluate_lisp");
-  return tool && tool->kind == HandlerKind::Lisp && tool->safety_level != SafetyLevel::Dangerous;
+  return plain && lisp_tool_runs_here();
 }
 
 // Hands BATCH to the worker when it and the runner are idle; false when
@@ -722,7 +912,7 @@ std::uint64_t submit_mcp(McpMessage message, emacs_value approval, emacs_value h
 InlineCounts inline_counts() {
   State& s = state();
   std::lock_guard lock(s.mutex);
-  return {s.inline_runs, s.taken_over};
+  return {s.inline_runs, s.taken_over, s.direct_runs, s.declined};
 }
 
 std::uint64_t open_answer_channel(const std::string& path) {
@@ -736,13 +926,75 @@ std::uint64_t open_answer_channel(const std::string& path) {
   return id;
 }
 
+namespace {
+
+// Cancels the direct request of channel CHANNEL running now (ID, or any
+// when null), as cancel() does a job; false when there is none.
+bool cancel_direct_locked(State& s, std::uint64_t channel, const json* id) {
+  const std::shared_ptr<Batch>& batch = s.running;
+  if (!batch || !batch->direct || batch->answer_channel != channel || (id && batch->mcp_message->id != *id))
+    return false;
+  batch->cancelled = true;
+  if (std::uint64_t job = batch->lisp_job.load()) app::services().lisp.cancel(job);
+  if (s.inline_batch == batch && s.inline_step != InlineStep::Owner) s.take_inline = true;
+  return true;
+}
+
+}  // namespace
+
 void close_answer_channel(std::uint64_t id) {
+  {
+    Channels& c = channels();
+    std::lock_guard lock(c.mutex);
+    if (auto it = c.requests.find(id); it != c.requests.end()) {
+      worker_lane().unwatch_requests(it->second.fd);
+      ::close(it->second.fd);
+      c.requests.erase(it);
+    }
+    auto it = c.fds.find(id);
+    if (it == c.fds.end()) return;
+    ::close(it->second);
+    c.fds.erase(it);
+  }
+  // Its client is gone: so is the request it was running.
+  State& s = state();
+  {
+    std::lock_guard lock(s.mutex);
+    if (!cancel_direct_locked(s, id, nullptr)) return;
+  }
+  s.runner_cv.notify_one();
+}
+
+void open_request_channel(const std::string& path, std::uint64_t channel) {
+  std::string why;
+  if (!worker_lane().start()) throw std::runtime_error("the Lisp thread cannot wait on a request channel here");
+  int fd = open_request_fifo(path, why);
+  if (fd < 0) throw std::runtime_error(why);
   Channels& c = channels();
   std::lock_guard lock(c.mutex);
-  auto it = c.fds.find(id);
-  if (it == c.fds.end()) return;
-  ::close(it->second);
-  c.fds.erase(it);
+  if (!c.fds.contains(channel) || c.requests.contains(channel)) {
+    ::close(fd);
+    throw std::runtime_error("no answer channel " + std::to_string(channel) + " to read requests beside");
+  }
+  if (!worker_lane().watch_requests(channel, fd)) {
+    ::close(fd);
+    throw std::runtime_error(std::string("the Lisp thread cannot wait on ") + path);
+  }
+  c.requests.emplace(channel, RequestChannel{fd, {}});
+}
+
+void allow_direct_requests(bool allowed) { state().direct_allowed.store(allowed); }
+
+void set_options_global(bool global) { state().options_global.store(global); }
+
+bool cancel_direct(std::uint64_t channel, const json& id) {
+  State& s = state();
+  {
+    std::lock_guard lock(s.mutex);
+    if (!cancel_direct_locked(s, channel, &id)) return false;
+  }
+  s.runner_cv.notify_one();
+  return true;
 }
 
 AnswerCounts answer_counts() { return {channels().direct.load(), channels().through_emacs.load()}; }

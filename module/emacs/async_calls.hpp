@@ -100,11 +100,15 @@ std::uint64_t submit_mcp(McpMessage message, emacs_value approval, emacs_value h
                          std::vector<AheadCall> ahead = {}, bool hold = false, std::uint64_t answer_channel = 0,
                          bool on_worker = false);
 
-// How many batches the worker ran itself (ON_WORKER) and answered, and
-// how many of those handed to it the runner took over (or back, unread).
+// How many batches the worker ran itself (ON_WORKER, or read from a
+// bridge) and answered, how many of those the runner took over (or back,
+// unread); how many requests it read from a bridge's request channel and
+// ran (DIRECT), and how many of those it handed to Emacs's thread instead.
 struct InlineCounts {
   std::uint64_t on_worker = 0;
   std::uint64_t taken_over = 0;
+  std::uint64_t direct = 0;
+  std::uint64_t declined = 0;
 };
 InlineCounts inline_counts();
 
@@ -112,8 +116,30 @@ InlineCounts inline_counts();
 // opened for the runner to write a connection's answers on.  Returns its
 // id; throws std::runtime_error saying why it cannot be opened.
 std::uint64_t open_answer_channel(const std::string& path);
-// Closes channel ID (its connection ended); unknown ids are ignored.
+// Closes channel ID (its connection ended), and its request channel,
+// cancelling the request read there that runs; unknown ids are ignored.
 void close_answer_channel(std::uint64_t id);
+
+// The bridge's request channel beside answer channel CHANNEL: the FIFO at
+// PATH (checked as the answer channel is, opened for reading), which the
+// idle Lisp worker reads itself: a plain evaluate_lisp request there runs
+// on the worker with nothing of Emacs's (no Elisp job, no hook) when
+// allow_direct_requests() said so and nothing else runs or waits; any
+// other, or then, is handed to Emacs's thread as if it came on the socket
+// (sly-agent-q--mcp-direct-line).  Throws std::runtime_error saying why
+// it cannot be opened.
+void open_request_channel(const std::string& path, std::uint64_t channel);
+
+// Whether requests read from a bridge may run without Emacs's thread
+// (Elisp: sly-agent-q-mcp-lisp-on-worker, and no tool-call hook).
+void allow_direct_requests(bool allowed);
+// And whether the runtime runs with the options' global values
+// (given_options.hpp); both must hold.
+void set_options_global(bool global);
+
+// Cancels the request ID read from channel CHANNEL's bridge, if it runs
+// now: it is interrupted and never answered.  False when it does not.
+bool cancel_direct(std::uint64_t channel, const json& id);
 // How many answers went out on a channel, and how many were handed back
 // to Emacs instead (a channel given, but the answer could not go on it).
 struct AnswerCounts {

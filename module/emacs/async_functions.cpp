@@ -230,6 +230,9 @@ emacs_value mcp_line(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   mcp::Route route = mcp::route_message(text);
   switch (route.kind) {
     case mcp::Route::Kind::Cancel:
+      // A request of the bridge's that the worker read itself: nothing of
+      // it is Emacs's to drop.
+      if (channel && async::cancel_direct(channel, route.request_id)) return tagged(":answer", Env::sym().nil);
       return tagged(":cancel", id_value(route.request_id));
     case mcp::Route::Kind::Queue: {
       McpMessage message;
@@ -268,13 +271,30 @@ emacs_value answer_counts(const Env& env, ptrdiff_t, emacs_value*) {
                                        env.integer(static_cast<std::intmax_t>(counts.through_emacs))});
 }
 
-// (sly-agent-q--module-inline-counts) → (ON-WORKER . TAKEN-OVER): MCP
-// requests the Lisp worker ran and answered itself, and those handed to
-// it that the runner took over (or back).
+// (sly-agent-q--module-inline-counts) → (ON-WORKER TAKEN-OVER DIRECT
+// DECLINED): MCP requests the Lisp worker ran and answered itself, those
+// the runner took over (or back); requests it read from a bridge's
+// request channel and ran, and those it handed to Emacs's thread.
 emacs_value inline_counts(const Env& env, ptrdiff_t, emacs_value*) {
   async::InlineCounts counts = async::inline_counts();
-  return env.call(env.intern("cons"), {env.integer(static_cast<std::intmax_t>(counts.on_worker)),
-                                       env.integer(static_cast<std::intmax_t>(counts.taken_over))});
+  return env.call(Env::sym().list, {env.integer(static_cast<std::intmax_t>(counts.on_worker)),
+                                    env.integer(static_cast<std::intmax_t>(counts.taken_over)),
+                                    env.integer(static_cast<std::intmax_t>(counts.direct)),
+                                    env.integer(static_cast<std::intmax_t>(counts.declined))});
+}
+
+// (sly-agent-q--module-open-request-channel PATH CHANNEL) → t: the
+// bridge's request channel beside answer channel CHANNEL
+// (async::open_request_channel); signals why it cannot be opened.
+emacs_value open_request_channel(const Env& env, ptrdiff_t, emacs_value* args) {
+  async::open_request_channel(env.to_string(args[0]), static_cast<std::uint64_t>(env.to_integer(args[1])));
+  return Env::sym().t;
+}
+
+// (sly-agent-q--module-allow-direct-requests FLAG) → nil.
+emacs_value allow_direct_requests(const Env& env, ptrdiff_t, emacs_value* args) {
+  async::allow_direct_requests(!env.is_nil(args[0]));
+  return Env::sym().nil;
 }
 
 // (sly-agent-q--module-release JOB DECISIONS) → t, or nil when JOB is not

@@ -21,6 +21,8 @@ emacs_value open_answer_channel(const Env& env, ptrdiff_t nargs, emacs_value* ar
 emacs_value close_answer_channel(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value answer_counts(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value inline_counts(const Env& env, ptrdiff_t nargs, emacs_value* args);
+emacs_value open_request_channel(const Env& env, ptrdiff_t nargs, emacs_value* args);
+emacs_value allow_direct_requests(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value release(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value cancel(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value break_into(const Env& env, ptrdiff_t nargs, emacs_value* args);

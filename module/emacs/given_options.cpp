@@ -3,6 +3,7 @@
 #include <string>
 
 #include "app/services.hpp"
+#include "emacs/async_calls.hpp"
 #include "emacs/convert.hpp"
 
 namespace agentq::emacs {
@@ -12,6 +13,34 @@ namespace {
 // The last value given for each of kOptionKeys (global references), or
 // null before the first.  Only the main thread, in module calls, uses them.
 std::array<emacs_value, kOptionKeys.size()> given{};
+// The global values, as Elisp last told them (set_global_options).
+std::array<emacs_value, kOptionKeys.size()> global{};
+
+bool same(const Env& env, emacs_value a, emacs_value b) {
+  static emacs_value eql = nullptr;
+  if (env.eq(a, b)) return true;
+  if (!eql) {
+    eql = env.raw()->make_global_ref(env.raw(), env.intern("eql"));
+    env.check();
+  }
+  return !env.is_nil(env.call(eql, {a, b}));  // an equal float, say
+}
+
+// Whether the runtime runs with the global values now.
+void recompute_global(const Env& env) {
+  bool all = true;
+  for (std::size_t i = 0; i < kOptionKeys.size() && all; ++i)
+    all = given[i] && global[i] && same(env, given[i], global[i]);
+  async::set_options_global(all);
+}
+
+void keep(const Env& env, emacs_value& slot, emacs_value value) {
+  emacs_env* raw = env.raw();
+  emacs_value kept = raw->make_global_ref(raw, value);
+  env.check();
+  if (slot) raw->free_global_ref(raw, slot);
+  slot = kept;
+}
 
 std::size_t option_index(std::string_view key) {
   for (std::size_t i = 0; i < kOptionKeys.size(); ++i)
@@ -53,11 +82,8 @@ void give(const Env& env, std::size_t index, emacs_value value) {
       lisp.set_ask_before_agent_code(flag());
       break;
   }
-  emacs_env* raw = env.raw();
-  emacs_value kept = raw->make_global_ref(raw, value);
-  env.check();
-  if (given[index]) raw->free_global_ref(raw, given[index]);
-  given[index] = kept;
+  keep(env, given[index], value);
+  recompute_global(env);
 }
 
 }  // namespace
@@ -67,18 +93,15 @@ void configure_option(const Env& env, std::string_view key, emacs_value value) {
 }
 
 void sync_options(const Env& env, const emacs_value* values, std::size_t count) {
-  static emacs_value eql = nullptr;
   for (std::size_t i = 0; i < count && i < kOptionKeys.size(); ++i) {
-    if (given[i] && env.eq(values[i], given[i])) continue;
-    if (given[i]) {
-      if (!eql) {
-        eql = env.raw()->make_global_ref(env.raw(), env.intern("eql"));
-        env.check();
-      }
-      if (!env.is_nil(env.call(eql, {values[i], given[i]}))) continue;  // an equal float, say
-    }
+    if (given[i] && same(env, values[i], given[i])) continue;
     give(env, i, values[i]);
   }
+}
+
+void set_global_options(const Env& env, const emacs_value* values, std::size_t count) {
+  for (std::size_t i = 0; i < count && i < kOptionKeys.size(); ++i) keep(env, global[i], values[i]);
+  recompute_global(env);
 }
 
 }  // namespace agentq::emacs

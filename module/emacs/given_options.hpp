@@ -29,4 +29,11 @@ void configure_option(const Env& env, std::string_view key, emacs_value value);
 // gives the runtime those that are not eql to what it was last given.
 void sync_options(const Env& env, const emacs_value* values, std::size_t count);
 
+// VALUES (every option, in kOptionKeys order) are the options' global
+// values now (Elisp's variable watchers tell).  A request the Lisp worker
+// reads from a bridge runs with no call of Emacs's to bring its values:
+// it may only while the runtime was last given exactly these
+// (async::set_options_global), not a let-binding of some caller's.
+void set_global_options(const Env& env, const emacs_value* values, std::size_t count);
+
 }  // namespace agentq::emacs

@@ -348,6 +348,12 @@ emacs_value sync(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   return Env::sym().nil;
 }
 
+// (sly-agent-q--module-global-options &rest VALUES)
+emacs_value global_options(const Env& env, ptrdiff_t nargs, emacs_value* args) {
+  set_global_options(env, args, static_cast<std::size_t>(nargs));
+  return Env::sym().nil;
+}
+
 emacs_value option_keys(const Env& env, ptrdiff_t, emacs_value*) {
   std::vector<emacs_value> keys;
   for (std::string_view key : kOptionKeys) keys.push_back(env.str(key));
@@ -485,6 +491,10 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-sync-options", 0, emacs_variadic_function, entry<sync>,
         "Give the runtime the VALUES of `sly-agent-q--module-options' (in order) that changed.\n\n"
         "(fn &rest VALUES)");
+  defun(raw, "sly-agent-q--module-global-options", 0, emacs_variadic_function, entry<global_options>,
+        "The global VALUES of `sly-agent-q--module-options' (in order): a request the Lisp thread\n"
+        "reads from a bridge runs only while the runtime was last given these.\n\n"
+        "(fn &rest VALUES)");
   defun(raw, "sly-agent-q--module-option-keys", 0, 0, entry<option_keys>,
         "The module's names of `sly-agent-q--module-options', in the order it takes their values.");
   defun(raw, "sly-agent-q--module-wake-ahead", 2, 2, entry<wake_ahead>,
@@ -568,8 +578,17 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
         "(DIRECT . THROUGH-EMACS): MCP answers written on an answer channel, and those that\n"
         "had one but went through Emacs.");
   defun(raw, "sly-agent-q--module-inline-counts", 0, 0, entry<inline_counts>,
-        "(ON-WORKER . TAKEN-OVER): MCP requests the Lisp worker ran and answered itself, and\n"
-        "those handed to it that the runner took over (or back).");
+        "(ON-WORKER TAKEN-OVER DIRECT DECLINED): MCP requests the Lisp worker ran and answered\n"
+        "itself, those the runner took over (or back); requests it read from a bridge's request\n"
+        "channel and ran, and those it handed to Emacs's thread instead.");
+  defun(raw, "sly-agent-q--module-open-request-channel", 2, 2, entry<open_request_channel>,
+        "Open the FIFO at PATH, a bridge's request channel beside answer channel CHANNEL, for\n"
+        "the idle Lisp thread to read plain evaluations from.  Signal an error unless PATH is a\n"
+        "FIFO of the user's own, not a symbolic link, that only the user may open.\n\n"
+        "(fn PATH CHANNEL)");
+  defun(raw, "sly-agent-q--module-allow-direct-requests", 1, 1, entry<allow_direct_requests>,
+        "Whether requests read from a bridge's request channel may run without Emacs's thread.\n\n"
+        "(fn FLAG)");
   defun(raw, "sly-agent-q--module-configure", 2, 2, entry<configure>,
         "Set a runtime setting: eval-timeout, output-limit, heap-limit or native-tiering.\n\n(fn KEY VALUE)");
   defun(raw, "sly-agent-q--module-take-notes", 0, 0, entry<take_notes>,

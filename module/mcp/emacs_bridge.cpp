@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "core/json_envelope.hpp"
 #include "core/json_limits.hpp"
 #include "core/jsonrpc.hpp"
+#include "core/json_fast.hpp"
 #include "mcp/emacs_socket.hpp"
 #include "mcp/log.hpp"
 
@@ -184,7 +186,8 @@ void EmacsBridge::open_answer_channel() {
   // Unique in this process, whose HTTP sessions each have a bridge.
   static std::atomic<std::uint64_t> channels_made{0};
   const std::uint64_t number = ++channels_made;
-  std::string path = directory + "/answers-" + std::to_string(::getpid()) + "-" + std::to_string(number);
+  const std::string suffix = std::to_string(::getpid()) + "-" + std::to_string(number);
+  std::string path = directory + "/answers-" + suffix;
   // A name left by an earlier bridge of this pid: ours to replace (the
   // directory is the user's own, which Emacs checked).
   ::unlink(path.c_str());
@@ -204,10 +207,27 @@ void EmacsBridge::open_answer_channel() {
   }
   answers_kept_open_.reset(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   from_answers_.clear();
+  json params = {{"path", path}};
+  // The request channel, the same way (no name: no direct requests).
+  std::string requests = directory + "/requests-" + suffix;
+  ::unlink(requests.c_str());
+  if (::mkfifo(requests.c_str(), 0600) == 0) {
+    requests_path_ = requests;
+    requests_.reset(::open(requests.c_str(), O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+    struct stat fifo {};
+    if (requests_ && ::fstat(requests_.get(), &fifo) == 0 && S_ISFIFO(fifo.st_mode) && fifo.st_uid == ::geteuid() &&
+        ::fchmod(requests_.get(), 0600) == 0) {
+      params["requests"] = requests;
+    } else {
+      requests_.reset();
+      ::unlink(requests.c_str());
+      requests_path_.clear();
+    }
+  }
   json request = {{"jsonrpc", "2.0"},
                   {"id", std::string(kChannelPrefix) + std::to_string(number)},
                   {"method", std::string(kAnswerChannelMethod)},
-                  {"params", {{"path", path}}}};
+                  {"params", std::move(params)}};
   to_emacs_ += request.dump(-1, ' ', false, json::error_handler_t::replace);
   to_emacs_ += '\n';
 }
@@ -215,6 +235,8 @@ void EmacsBridge::open_answer_channel() {
 void EmacsBridge::remove_answers_name() {
   if (!answers_path_.empty()) ::unlink(answers_path_.c_str());
   answers_path_.clear();
+  if (!requests_path_.empty()) ::unlink(requests_path_.c_str());
+  requests_path_.clear();
 }
 
 void EmacsBridge::close_answer_channel() {
@@ -222,11 +244,37 @@ void EmacsBridge::close_answer_channel() {
   answers_.reset();
   answers_kept_open_.reset();
   from_answers_.clear();
+  requests_.reset();
+  direct_ = false;
+}
+
+bool EmacsBridge::send_direct(const Line& line, const std::string& method,
+                              const std::vector<std::pair<json, std::string>>& ids) {
+  // One at a time, and only when nothing else is outstanding: then it
+  // cannot overtake anything of this client's.
+  if (!direct_ || !requests_ || direct_key_ || !outstanding_.empty() || method != "tools/call" || ids.size() != 1 ||
+      line.text.size() + 1 > PIPE_BUF)
+    return false;
+  std::optional<SimpleToolsCall> call = parse_simple_tools_call(line.text);
+  if (!call || call->name != "evaluate_lisp" || !call->progress_token.is_null()) return false;
+  std::string framed = line.text;
+  framed += '\n';
+  // At most PIPE_BUF bytes: written whole or not at all.
+  if (::write(requests_.get(), framed.data(), framed.size()) != static_cast<ssize_t>(framed.size())) return false;
+  outstanding_.insert_or_assign(ids[0].second, Outstanding{ids[0].first, Clock::now()});
+  direct_key_ = ids[0].second;
+  return true;
+}
+
+void EmacsBridge::release_held_back() {
+  std::deque<Line> waiting = std::exchange(held_back_, {});
+  for (const Line& line : waiting) on_client_line(line);
 }
 
 void EmacsBridge::lost(const std::string& why) {
   log(LogLevel::Warn, not_serving(why));
   emacs_.reset();
+  direct_key_.reset();
   close_answer_channel();
   to_emacs_.clear();
   from_emacs_.clear();
@@ -271,8 +319,21 @@ void EmacsBridge::on_client_line(const Line& line) {
     if (outstanding_.erase(*message.request_key) > 0) {
       cancelled_.push_back(*message.request_key);
       if (cancelled_.size() > kMaxCancelled) cancelled_.pop_front();
+      if (direct_key_ == *message.request_key) direct_key_.reset();
     }
+    // One still waiting here is dropped: never sent, never answered.
+    std::erase_if(held_back_, [&](const Line& waiting) {
+      ClientMessage held = read_client_message(waiting.text);
+      return held.ids.size() == 1 && held.ids[0].second == *message.request_key;
+    });
   }
+  if (direct_key_ && !ids.empty() &&
+      (method == "tools/call" || method == "resources/read" || method == "prompts/get" || method.empty())) {
+    // After the direct request, in the order sent (emacs_bridge.hpp).
+    held_back_.push_back(line);
+    return;
+  }
+  if (send_direct(line, method, ids)) return;
   const Clock::time_point now = Clock::now();
   for (const auto& [id, key] : ids) outstanding_.insert_or_assign(key, Outstanding{id, now});
   to_emacs_.append(line.text);
@@ -298,15 +359,24 @@ void EmacsBridge::on_emacs_line(const Line& line) {
       return false;
     }
     if (is_channel_answer(*id)) {
-      // Emacs opened the FIFO (or could not): its name has done its work.
+      // Emacs opened the FIFOs (or could not): their names have done their work.
       remove_answers_name();
       if (line.text.find("\"error\"") != std::string::npos) {
         log(LogLevel::Info, "Emacs did not open the answer channel (answers come through it): " + shortened(line.text));
         close_answer_channel();
+      } else {
+        // An Emacs that reads the request channel says so.
+        direct_ = requests_ && line.text.find("\"requests\":true") != std::string::npos;
+        if (!direct_) requests_.reset();
+        log(LogLevel::Info, direct_ ? "Emacs reads plain evaluations on the request channel"
+                                    : "no request channel: every request goes through Emacs's socket");
       }
       return false;
     }
-    if (outstanding_.erase(key) > 0) return true;
+    if (outstanding_.erase(key) > 0) {
+      if (direct_key_ == key) direct_key_.reset();
+      return true;
+    }
     if (auto it = std::find(cancelled_.begin(), cancelled_.end(), key); it != cancelled_.end()) {
       // A cancelled call that was running, interrupted: the spec says a
       // cancelled request gets no response (Emacs sends none; an older one may).
@@ -423,6 +493,7 @@ void EmacsBridge::expire(Clock::time_point now) {
     respond_error(it->second.id, bridge_error::kTimeout,
                   std::string("Emacs did not answer within ") + bound +
                       " s (it is busy or stuck; see --emacs-timeout): the request was abandoned");
+    if (direct_key_ == it->first) direct_key_.reset();
     it = outstanding_.erase(it);
   }
 }
@@ -454,11 +525,12 @@ EmacsBridge::Clock::time_point EmacsBridge::next_wakeup(Clock::time_point now) c
 }
 
 void EmacsBridge::run() {
-  while (client_open_ || !outstanding_.empty()) {
+  while (client_open_ || !outstanding_.empty() || !held_back_.empty()) {
     Clock::time_point now = Clock::now();
     expire(now);
     ping(now);
-    if (!client_open_ && outstanding_.empty()) break;
+    if (!direct_key_ && !held_back_.empty()) release_held_back();
+    if (!client_open_ && outstanding_.empty() && held_back_.empty()) break;
     pollfd fds[3];
     nfds_t count = 0;
     int client_index = -1, emacs_index = -1, answers_index = -1;
@@ -489,6 +561,7 @@ void EmacsBridge::run() {
     }
     if (answers_index >= 0 && answers_ && (fds[answers_index].revents & (POLLIN | POLLHUP | POLLERR))) read_answers();
     if (client_index >= 0 && (fds[client_index].revents & (POLLIN | POLLHUP | POLLERR))) read_client();
+    if (!direct_key_ && !held_back_.empty()) release_held_back();
   }
   close_answer_channel();
   // Requests left after a poll failure still get their one answer.

@@ -25,6 +25,17 @@
 // message).  Its name is removed once Emacs answered.  Lines from the
 // FIFO are read as lines from the socket.
 //
+// With the answer channel, the bridge asks for a request channel too (a
+// second FIFO, "requests" in the same request): when Emacs accepts it,
+// a plain evaluate_lisp request sent while nothing else is outstanding
+// goes there instead of to the socket, and Emacs's idle Lisp thread reads
+// and runs it itself, answering on the answer channel (Emacs's thread is
+// not woken at all; if Lisp is not idle, the request is handed on to
+// Emacs's thread as if it had come on the socket).  While such a request
+// is outstanding, the client's further calls (tools/call, resources/read,
+// prompts/get, batches) wait here, so that they reach Emacs after it, in
+// the order sent; the rest (cancellations, pings, lists) goes on at once.
+//
 // The bridge answers ping itself (the client asks whether its server
 // lives), and initialize when Emacs is not there, so that an agent started
 // before Emacs still connects: with the core's dispatcher, over no tools.
@@ -34,8 +45,10 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -85,6 +98,10 @@ class EmacsBridge {
   void open_answer_channel();
   void close_answer_channel();
   void remove_answers_name();
+  // LINE sent on the request channel, when it may go there (see above).
+  bool send_direct(const Line& line, const std::string& method, const std::vector<std::pair<nlohmann::json, std::string>>& ids);
+  // The calls that waited for the direct request, sent on now.
+  void release_held_back();
   void flush_emacs();
   void on_client_line(const Line& line);
   void on_emacs_line(const Line& line);
@@ -116,6 +133,16 @@ class EmacsBridge {
   UniqueFd answers_kept_open_;
   std::string answers_path_;
   LineSplitter from_answers_;
+  // The request channel: the FIFO Emacs's Lisp thread reads (a write end
+  // opened read-write, so that a write never fails for want of a reader),
+  // its name until Emacs answered, and whether Emacs accepted it.
+  UniqueFd requests_;
+  std::string requests_path_;
+  bool direct_ = false;
+  // The request sent on it, outstanding (its key), and the client's
+  // lines that wait for its answer, in order.
+  std::optional<std::string> direct_key_;
+  std::deque<Line> held_back_;
   std::string to_emacs_;  // bytes not written yet
   std::string connect_error_;  // why the last connection failed
   std::map<std::string, Outstanding> outstanding_;  // by the id's JSON text

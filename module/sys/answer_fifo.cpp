@@ -12,9 +12,13 @@
 
 namespace agentq {
 
-int open_answer_fifo(const std::string& path, std::string& why) {
+namespace {
+
+// PATH opened with FLAGS once it is checked to be a FIFO of the user's own
+// that no other user may open (WHAT names it in WHY).
+int open_private_fifo(const std::string& path, int flags, const char* what, std::string& why) {
   auto refuse = [&](const std::string& reason) {
-    why = "the answer channel " + path + " " + reason;
+    why = std::string(what) + " " + path + " " + reason;
     return -1;
   };
   struct stat named {};
@@ -31,7 +35,7 @@ int open_answer_fifo(const std::string& path, std::string& why) {
   }
   int fd;
   do {
-    fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    fd = ::open(path.c_str(), flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return refuse(errno == ENXIO ? "has no reader" : std::string("cannot be opened: ") + std::strerror(errno));
   struct stat opened {};
@@ -42,6 +46,16 @@ int open_answer_fifo(const std::string& path, std::string& why) {
     return refuse("changed while it was opened");
   }
   return fd;
+}
+
+}  // namespace
+
+int open_answer_fifo(const std::string& path, std::string& why) {
+  return open_private_fifo(path, O_WRONLY, "the answer channel", why);
+}
+
+int open_request_fifo(const std::string& path, std::string& why) {
+  return open_private_fifo(path, O_RDONLY, "the request channel", why);
 }
 
 bool write_answer_line(int fd, std::string_view text) {

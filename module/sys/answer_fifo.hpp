@@ -28,6 +28,11 @@ inline constexpr std::size_t kAnswerFifoAtomicBytes = PIPE_BUF;
 // a FIFO of the user's own that only the user may open, or has no reader.
 int open_answer_fifo(const std::string& path, std::string& why);
 
+// The way there: the FIFO at PATH, checked the same way, opened for
+// reading (nonblocking, close-on-exec), from which the Lisp worker reads
+// a bridge's plain evaluations itself.  -1 with WHY when refused.
+int open_request_fifo(const std::string& path, std::string& why);
+
 // Writes TEXT and a newline to FD in one atomic write.  False when it is
 // longer than kAnswerFifoAtomicBytes, the FIFO is full, or its reader is
 // gone (no SIGPIPE is left pending on the calling thread).

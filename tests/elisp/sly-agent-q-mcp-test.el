@@ -730,9 +730,9 @@ refused with the reason, and the client's calls are answered as before."
 ;;;; A plain evaluation run by the Lisp thread itself
 
 (defun agentq-mcp-test-inline-since (before)
-  "(ON-WORKER TAKEN-OVER) since BEFORE, a `sly-agent-q--module-inline-counts'."
-  (let ((now (sly-agent-q--module-inline-counts)))
-    (list (- (car now) (car before)) (- (cdr now) (cdr before)))))
+  "(ON-WORKER TAKEN-OVER DIRECT DECLINED) since BEFORE.
+BEFORE is a `sly-agent-q--module-inline-counts'."
+  (cl-mapcar #'- (sly-agent-q--module-inline-counts) before))
 
 (defun agentq-mcp-test-ready-lisp (client)
   "Wait until Lisp answers on CLIENT (the server boots it in the background)."
@@ -762,7 +762,8 @@ turn, and a ping is answered meanwhile."
                                 (agentq-mcp-test-call bridge (+ 10 i) "evaluate_lisp"
                                                       `(:code ,(format "(* %d 2)" i))))
                                (format "=> %d" (* i 2)))))
-              (should (equal (agentq-mcp-test-inline-since before) '(5 0)))
+              ;; Read from the bridge's request FIFO by the Lisp thread.
+              (should (equal (agentq-mcp-test-inline-since before) '(5 0 5 0)))
               (should (= (car (sly-agent-q--module-answer-counts)) (+ direct 5)))
               ;; Lasting: taken over, while a ping and the next call come.
               (agentq-mcp-test-send-call bridge 20 "evaluate_lisp" '(:code "(progn (sleep 0.4) :slept)"))
@@ -868,17 +869,256 @@ evaluation goes through the runner: the hook runs on Emacs's thread."
               (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 1 "evaluate_lisp" '(:code "(+ 1 1)")))
                              "=> 2"))
               (should (equal (reverse phases) '((:before "evaluate_lisp") (:after "evaluate_lisp"))))
-              (should (equal (agentq-mcp-test-inline-since before) '(0 0))))
+              (should (equal (agentq-mcp-test-inline-since before) '(0 0 0 0))))
             (let ((before (sly-agent-q--module-inline-counts))
                   (sly-agent-q-mcp-lisp-on-worker nil))
               (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 2 "evaluate_lisp" '(:code "(+ 1 2)")))
                              "=> 3"))
-              (should (equal (agentq-mcp-test-inline-since before) '(0 0))))
+              (should (equal (agentq-mcp-test-inline-since before) '(0 0 0 0))))
             (let ((before (sly-agent-q--module-inline-counts)))
               (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 3 "evaluate_lisp" '(:code "(+ 1 3)")))
                              "=> 4"))
-              (should (equal (agentq-mcp-test-inline-since before) '(1 0)))))
+              (should (equal (agentq-mcp-test-inline-since before) '(1 0 0 0)))))
         (delete-process client)))))
+
+;;;; Requests the Lisp thread reads from the bridge itself
+
+(defmacro agentq-mcp-test-with-bridge (&rest body)
+  "Run BODY with `bridge', the real bridge to a fresh server, initialized.
+Lisp has answered one call when BODY starts."
+  (declare (indent 0))
+  `(progn
+     (skip-unless (file-executable-p (expand-file-name "build/sly-agent-q-mcp" agentq-test-root)))
+     (agentq-mcp-test-with-server
+       (let ((bridge (agentq-mcp-test-bridge socket)))
+         (unwind-protect
+             (progn
+               (should (gethash "result" (agentq-mcp-test-request
+                                          bridge 1 "initialize"
+                                          '(:protocolVersion "2025-11-25" :capabilities #s(hash-table)
+                                            :clientInfo (:name "ert" :version "1")))))
+               (agentq-mcp-test-ready-lisp bridge)
+               ,@body)
+           (when (process-live-p bridge) (delete-process bridge)))))))
+
+(ert-deftest sly-agent-q-mcp/the-bridge-s-request-fifo-asks-before-it-touches-the-world ()
+  "A plain evaluation the Lisp thread read from the bridge's FIFO asks the
+approval function (origin MCP) before it touches a file, as Emacs's own
+path does: denied, the file is untouched; approved, it runs."
+  (agentq-mcp-test-with-bridge
+    (let* ((dir (make-temp-file "agentq-mcp-fifo-" t))
+           (file (expand-file-name "x" dir))
+           (f (prin1-to-string file))
+           (asked nil)
+           (answer '(:denied "not that"))
+           (sly-agent-q-approval-function
+            (lambda (tool _args) (push (list tool sly-agent-q-call-origin) asked) answer))
+           (id 100))
+      (unwind-protect
+          (progn
+            (with-temp-file file (insert "hi"))
+            (dolist (code (list (format "(delete-file %s)" f)
+                                (format "(funcall (intern \"DELETE-FILE\") %s)" f)
+                                (format "(with-open-file (s %s :direction :output :if-exists :supersede) (print 1 s))" f)
+                                (format "(agent-q:eval-in-emacs %s)" (prin1-to-string (format "(delete-file %s)" f)))
+                                (format "(mp:process-join (mp:process-run-function \"t\" (lambda () (delete-file %s))))" f)))
+              (let ((before (sly-agent-q--module-inline-counts)))
+                (setq asked nil)
+                (let ((result (agentq-mcp-test-call bridge (cl-incf id) "evaluate_lisp" `(:code ,code))))
+                  (ert-info ((format "%s: %s" code (agentq-mcp-test-text result)))
+                    (should (equal asked '(("evaluate_lisp" "MCP"))))
+                    (should (eq (agentq-test-get result "result" "isError") t))
+                    (should (string-match-p "DENIED\\|REFUSED" (agentq-mcp-test-text result)))
+                    (should (equal (with-temp-buffer (insert-file-contents file) (buffer-string)) "hi"))
+                    ;; Read from the FIFO, taken over to ask.
+                    (should (equal (agentq-mcp-test-inline-since before) '(0 1 1 0)))))))
+            (setq answer :approved)
+            (should (equal (agentq-mcp-test-text
+                            (agentq-mcp-test-call bridge (cl-incf id) "evaluate_lisp"
+                                                  `(:code ,(format "(progn (delete-file %s) :gone)" f))))
+                           "=> :GONE"))
+            (should-not (file-exists-p file)))
+        (delete-directory dir t)))))
+
+(ert-deftest sly-agent-q-mcp/the-bridge-s-direct-request-keeps-order-cancel-and-limits ()
+  "While a request read from the FIFO runs, the client's next calls wait in
+the bridge and run after it, in order; a ping is answered meanwhile.  A
+cancelled one is interrupted and not answered; a loop that ignores
+interrupts is abandoned at its limit; each time the next call runs."
+  (agentq-mcp-test-with-bridge
+    (let ((flag (intern (format "*%s*" (agentq-test-fresh-name "agentq-fifo")))))
+      (agentq-mcp-test-send-call bridge 10 "evaluate_lisp"
+                                 `(:code ,(format "(progn (sleep 0.3) (defparameter %s :first) :slept)" flag)))
+      (agentq-mcp-test-send-call bridge 11 "evaluate_lisp" `(:code ,(format "(symbol-value '%s)" flag)))
+      (agentq-mcp-test-send-call bridge 12 "read_buffer" '(:buffer "*scratch*"))
+      (should (agentq-mcp-test-request bridge "p" "ping"))
+      (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer bridge 10)) "=> :SLEPT"))
+      (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer bridge 11)) "=> :FIRST"))
+      (should (agentq-mcp-test-answer bridge 12))
+      ;; Cancelled while it runs: interrupted, never answered.
+      (let ((start (float-time)))
+        (agentq-mcp-test-send-call bridge 20 "evaluate_lisp" '(:code "(loop)"))
+        (sleep-for 0.2)
+        (agentq-mcp-test-cancel bridge 20)
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 21 "evaluate_lisp" '(:code "(+ 20 1)")))
+                       "=> 21"))
+        (should (< (- (float-time) start) 10))
+        (should (agentq-mcp-test-no-answer bridge 20 0.3)))
+      ;; A cancelled request still waiting in the bridge is never sent.
+      (agentq-mcp-test-send-call bridge 30 "evaluate_lisp" '(:code "(progn (sleep 0.3) :a)"))
+      (agentq-mcp-test-send-call bridge 31 "evaluate_lisp" `(:code ,(format "(defparameter %s :never)" flag)))
+      (agentq-mcp-test-cancel bridge 31)
+      (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer bridge 30)) "=> :A"))
+      (should (agentq-mcp-test-no-answer bridge 31 0.3))
+      (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 32 "evaluate_lisp"
+                                                                 `(:code ,(format "(symbol-value '%s)" flag))))
+                     "=> :FIRST"))
+      (let ((stuck (agentq-mcp-test-call bridge 40 "evaluate_lisp"
+                                         '(:code "(mp:without-interrupts (loop))" :timeout 0.3))))
+        (should (eq (agentq-test-get stuck "result" "isError") t)))
+      (let ((before (sly-agent-q--module-inline-counts)))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 41 "evaluate_lisp" '(:code "(+ 40 1)")))
+                       "=> 41"))
+        (should (equal (nth 2 (agentq-mcp-test-inline-since before)) 1))))))
+
+(ert-deftest sly-agent-q-mcp/the-bridge-s-fifo-hands-on-what-emacs-must-see ()
+  "A request read from the FIFO goes to Emacs's thread, as if sent on the
+socket, while a hook for tool calls is set, or another client's call is
+held for its question; once the hook is gone it is read directly again."
+  (agentq-mcp-test-with-bridge
+    (let ((phases nil))
+      (let ((before (sly-agent-q--module-inline-counts))
+            (sly-agent-q-tool-execution-functions
+             (list (lambda (phase name _args _result) (push (list phase name) phases)))))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 2 "evaluate_lisp" '(:code "(+ 1 1)")))
+                       "=> 2"))
+        (should (equal (reverse phases) '((:before "evaluate_lisp") (:after "evaluate_lisp"))))
+        ;; Read, and handed to Emacs's thread, which ran it with its hook.
+        (should (equal (agentq-mcp-test-inline-since before) '(0 0 0 1))))
+      (let ((before (sly-agent-q--module-inline-counts)))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 3 "evaluate_lisp" '(:code "(+ 1 2)")))
+                       "=> 3"))
+        (should (equal (agentq-mcp-test-inline-since before) '(1 0 1 0)))))
+    (agentq-mcp-test-with-person
+      (let ((other (agentq-mcp-test-connect socket))
+            (during nil))
+        (setq agentq-mcp-test--scripts
+              `(("/held" . ,(lambda ()
+                              (let ((before (sly-agent-q--module-inline-counts)))
+                                (setq during (list (agentq-mcp-test-text
+                                                    (agentq-mcp-test-call bridge 4 "evaluate_lisp" '(:code "(+ 2 2)")))
+                                                   (agentq-mcp-test-inline-since before))))
+                              :approved))))
+        (unwind-protect
+            (progn
+              (agentq-mcp-test-send-call other 1 name '(:path "/held"))
+              (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer other 1)) "ran /held"))
+              (should (equal (car during) "=> 4"))
+              ;; Declined by the Lisp thread, run by Emacs's way.
+              (should (equal (nthcdr 2 (cadr during)) '(0 1))))
+          (delete-process other))))))
+
+(ert-deftest sly-agent-q-mcp/a-gone-bridge-s-direct-request-is-stopped ()
+  "A bridge that goes away while the Lisp thread runs its request: the
+request is interrupted, and another client's call runs at once."
+  (agentq-mcp-test-with-bridge
+    (agentq-mcp-test-send-call bridge 5 "evaluate_lisp" '(:code "(loop)"))
+    (sleep-for 0.2)
+    (delete-process bridge)
+    (let ((other (agentq-mcp-test-connect socket))
+          (start (float-time)))
+      (unwind-protect
+          (progn
+            (should (equal (agentq-mcp-test-text (agentq-mcp-test-call other 1 "evaluate_lisp" '(:code "(+ 3 4)")))
+                           "=> 7"))
+            (should (< (- (float-time) start) 10)))
+        (delete-process other)))))
+
+(ert-deftest sly-agent-q-mcp/a-request-fifo-is-only-a-private-fifo-beside-the-socket ()
+  "A request channel asked for elsewhere, as a symbolic link, or when
+`sly-agent-q-mcp-lisp-on-worker' is nil is not opened: the answer channel
+is, and the result does not say \"requests\"."
+  (agentq-mcp-test-with-server
+    (let* ((dir (file-name-directory socket))
+           (client (agentq-mcp-test-connect socket))
+           (elsewhere (make-temp-file "agentq-elsewhere-" t))
+           (readers nil)
+           (id 0))
+      (cl-labels ((fifo (path)
+                    (should (zerop (call-process "mkfifo" nil nil nil "-m" "600" path)))
+                    path)
+                  (answer-reader (path)
+                    (push (make-process :name "agentq-fifo-reader" :command (list "cat" path)
+                                        :noquery t :buffer nil)
+                          readers)
+                    (accept-process-output nil 0.1)
+                    path)
+                  (ask (answers requests)
+                    (agentq-mcp-test-request client (cl-incf id) "sly-agent-q/answer-channel"
+                                             `(:path ,answers :requests ,requests))))
+        (unwind-protect
+            (let ((target (fifo (expand-file-name "real-requests" dir))))
+              (make-symbolic-link target (expand-file-name "link-requests" dir))
+              (fifo (expand-file-name "far-requests" elsewhere))
+              (dolist (requests (list (expand-file-name "link-requests" dir)
+                                      (expand-file-name "far-requests" elsewhere)))
+                (let ((result (agentq-test-get (ask (answer-reader (fifo (expand-file-name (format "a%d" id) dir)))
+                                                    requests)
+                                               "result")))
+                  (should (hash-table-p result))
+                  (should-not (gethash "requests" result))))
+              (let ((sly-agent-q-mcp-lisp-on-worker nil))
+                (should-not (gethash "requests" (agentq-test-get
+                                                 (ask (answer-reader (fifo (expand-file-name "b" dir))) target)
+                                                 "result"))))
+              (should (eq (gethash "requests" (agentq-test-get
+                                              (ask (answer-reader (fifo (expand-file-name "c" dir))) target)
+                                              "result"))
+                          t)))
+          (dolist (reader readers) (delete-process reader))
+          (delete-process client)
+          (delete-directory elsewhere t))))))
+
+(ert-deftest sly-agent-q-mcp/the-bridge-s-fifo-runs-with-the-options-as-set-now ()
+  "Options set with `setq' hold for the next requests read from the FIFO
+(asking before every agent evaluation, the time limit), and a caller's
+let-binding, given to Lisp by its own call, does not leak into them."
+  (agentq-mcp-test-with-bridge
+    (let* ((asked nil)
+           (timeout sly-agent-q-eval-timeout)
+           (sly-agent-q-approval-function (lambda (tool _args) (push tool asked) '(:denied "asked"))))
+      (unwind-protect
+          (progn
+            (setq sly-agent-q-ask-before-agent-code t)
+            (dotimes (i 2)
+              (setq asked nil)
+              (let ((result (agentq-mcp-test-call bridge (+ 10 i) "evaluate_lisp" '(:code "(+ 1 2)"))))
+                (should (equal asked '("evaluate_lisp")))
+                (should (eq (agentq-test-get result "result" "isError") t)))))
+        (setq sly-agent-q-ask-before-agent-code nil))
+      (setq asked nil)
+      (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 20 "evaluate_lisp" '(:code "(+ 1 2)")))
+                     "=> 3"))
+      (should-not asked)
+      (let ((sly-agent-q-eval-timeout 0.2))
+        (sly-agent-q-execute-tool-calls (list (list :id "s" :name "evaluate_lisp" :arguments '(:code "(+ 1 1)")))))
+      (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 30 "evaluate_lisp"
+                                                                 '(:code "(progn (sleep 0.5) :slept)")))
+                     "=> :SLEPT"))
+      (unwind-protect
+          (progn
+            (setq sly-agent-q-eval-timeout 0.2)
+            (dotimes (i 2)
+              (let ((result (agentq-mcp-test-call bridge (+ 40 i) "evaluate_lisp" '(:code "(progn (sleep 3) :slept)"))))
+                (should (eq (agentq-test-get result "result" "isError") t)))))
+        (setq sly-agent-q-eval-timeout timeout))
+      (let ((before (sly-agent-q--module-inline-counts)))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 50 "evaluate_lisp" '(:code "(+ 2 3)")))
+                       "=> 5"))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 51 "evaluate_lisp" '(:code "(+ 2 4)")))
+                       "=> 6"))
+        ;; Back on the FIFO once Lisp was given the global values again.
+        (should (>= (nth 2 (agentq-mcp-test-inline-since before)) 1))))))
 
 (provide 'sly-agent-q-mcp-test)
 
