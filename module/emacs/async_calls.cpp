@@ -638,6 +638,12 @@ class WorkerLane final : public IdleReader {
       s.inline_step = InlineStep::Worker;
       batch = s.inline_batch;
     }
+    run_here(std::move(batch));
+  }
+
+  // BATCH, the runner's now, run on this thread (the worker); handed back
+  // unless the runner took it over (then the runner does).
+  static void run_here(std::shared_ptr<Batch> batch) {
     t_batch = batch;
     bool answered = false;
     try {
@@ -724,17 +730,7 @@ class WorkerLane final : public IdleReader {
       });
       return;
     }
-    t_batch = batch;
-    bool answered = false;
-    try {
-      answered = run_batch(batch, RunBy::Worker);
-    } catch (...) {
-      answered = true;
-    }
-    t_batch.reset();
-    if (!answered) return;  // taken over: the runner answers it
-    release_inline(batch);
-    hand_back(std::move(batch));
+    run_here(std::move(batch));
   }
 
  public:

@@ -636,43 +636,57 @@ stopping the server ends the program and removes the token file."
    :stderr (get-buffer-create " *agentq-mcp-test-bridge-stderr*")
    :coding 'utf-8-unix :filter #'agentq-mcp-test-collect-lines))
 
+(defun agentq-mcp-test-ready-lisp (client)
+  "Wait until Lisp answers on CLIENT (the server boots it in the background)."
+  (should (equal (agentq-mcp-test-text
+                  (agentq-mcp-test-call client "ready" "evaluate_lisp" '(:code "(+ 1 2)")))
+                 "=> 3")))
+
+(defmacro agentq-mcp-test-with-bridge (&rest body)
+  "Run BODY with `bridge', the real bridge to a fresh server, initialized.
+Lisp has answered one call when BODY starts."
+  (declare (indent 0))
+  `(progn
+     (skip-unless (file-executable-p (expand-file-name "build/sly-agent-q-mcp" agentq-test-root)))
+     (agentq-mcp-test-with-server
+       (let ((bridge (agentq-mcp-test-bridge socket)))
+         (unwind-protect
+             (progn
+               (should (gethash "result" (agentq-mcp-test-request
+                                          bridge 1 "initialize"
+                                          '(:protocolVersion "2025-11-25" :capabilities #s(hash-table)
+                                            :clientInfo (:name "ert" :version "1")))))
+               (agentq-mcp-test-ready-lisp bridge)
+               ,@body)
+           (when (process-live-p bridge) (delete-process bridge)))))))
+
 (ert-deftest sly-agent-q-mcp/a-bridge-s-answers-skip-emacs-s-thread ()
   "Through the real bridge, a call's answer is written by the runner on the
 bridge's answer channel; one that sent progress first goes through Emacs,
 after its progress; both reach the client once, and no FIFO is left."
-  (skip-unless (file-executable-p (expand-file-name "build/sly-agent-q-mcp" agentq-test-root)))
-  (agentq-mcp-test-with-server
-    (let* ((bridge (agentq-mcp-test-bridge socket))
-           (before (sly-agent-q--module-answer-counts)))
-      (unwind-protect
-          (progn
-            (should (gethash "result" (agentq-mcp-test-request
-                                       bridge 1 "initialize"
-                                       '(:protocolVersion "2025-11-25" :capabilities #s(hash-table)
-                                         :clientInfo (:name "ert" :version "1")))))
-            (should (equal (agentq-mcp-test-text
-                            (agentq-mcp-test-call bridge 2 "evaluate_lisp" '(:code "(+ 1 2)")))
-                           "=> 3"))
-            (let ((after (sly-agent-q--module-answer-counts)))
-              (should (= (car after) (1+ (car before))))
-              (should (= (cdr after) (cdr before))))
-            ;; Progress went through Emacs: so does the answer, after it.
-            (let ((answer (agentq-mcp-test-request
-                           bridge 3 "tools/call"
-                           '(:name "evaluate_lisp"
-                             :arguments (:code "(progn (print 1) (finish-output) (sleep 0.3) :done)")
-                             :_meta (:progressToken "t3")))))
-              (should (string-suffix-p "=> :DONE" (agentq-mcp-test-text answer)))
-              (should (cl-some (lambda (line) (equal (gethash "method" line) "notifications/progress"))
-                               (process-get bridge 'lines)))
-              (should (= (cdr (sly-agent-q--module-answer-counts)) (1+ (cdr before)))))
-            ;; No second answer comes for either.
-            (accept-process-output nil 0.3)
-            (should-not (cl-find-if (lambda (line) (member (gethash "id" line) '(2 3)))
-                                    (process-get bridge 'lines)))
-            (should-not (directory-files (file-name-directory socket) nil "\\`answers-")))
-        (delete-process bridge)))))
-
+  (agentq-mcp-test-with-bridge
+    (let ((before (sly-agent-q--module-answer-counts)))
+      (should (equal (agentq-mcp-test-text
+                      (agentq-mcp-test-call bridge 2 "evaluate_lisp" '(:code "(+ 1 2)")))
+                     "=> 3"))
+      (let ((after (sly-agent-q--module-answer-counts)))
+        (should (= (car after) (1+ (car before))))
+        (should (= (cdr after) (cdr before))))
+      ;; Progress went through Emacs: so does the answer, after it.
+      (let ((answer (agentq-mcp-test-request
+                     bridge 3 "tools/call"
+                     '(:name "evaluate_lisp"
+                       :arguments (:code "(progn (print 1) (finish-output) (sleep 0.3) :done)")
+                       :_meta (:progressToken "t3")))))
+        (should (string-suffix-p "=> :DONE" (agentq-mcp-test-text answer)))
+        (should (cl-some (lambda (line) (equal (gethash "method" line) "notifications/progress"))
+                         (process-get bridge 'lines)))
+        (should (= (cdr (sly-agent-q--module-answer-counts)) (1+ (cdr before)))))
+      ;; No second answer comes for either.
+      (accept-process-output nil 0.3)
+      (should-not (cl-find-if (lambda (line) (member (gethash "id" line) '(2 3)))
+                              (process-get bridge 'lines)))
+      (should-not (directory-files (file-name-directory socket) nil "\\`\\(?:answers\\|requests\\)-")))))
 (ert-deftest sly-agent-q-mcp/an-answer-channel-is-only-a-private-fifo-beside-the-socket ()
   "A client that asks for an answer channel itself gets it only for a FIFO
 of the user's own, mode 0600, in the socket's directory; a symbolic link,
@@ -734,96 +748,87 @@ refused with the reason, and the client's calls are answered as before."
 BEFORE is a `sly-agent-q--module-inline-counts'."
   (cl-mapcar #'- (sly-agent-q--module-inline-counts) before))
 
-(defun agentq-mcp-test-ready-lisp (client)
-  "Wait until Lisp answers on CLIENT (the server boots it in the background)."
-  (should (equal (agentq-mcp-test-text
-                  (agentq-mcp-test-call client "ready" "evaluate_lisp" '(:code "(+ 1 2)")))
-                 "=> 3")))
+(defun agentq-mcp-test-world-touching-forms (file)
+  "Forms that touch FILE, each another way: directly, computed, a program,
+a stream, Emacs, another thread."
+  (let ((f (prin1-to-string file)))
+    (list (format "(delete-file %s)" f)
+          (format "(funcall (intern \"DELETE-FILE\") %s)" f)
+          (format "(ext:run-program \"rm\" '(%s))" f)
+          (format "(with-open-file (s %s :direction :output :if-exists :supersede) (print 1 s))" f)
+          (format "(agent-q:eval-in-emacs %s)" (prin1-to-string (format "(delete-file %s)" f)))
+          (format "(mp:process-join (mp:process-run-function \"t\" (lambda () (delete-file %s))))" f))))
 
 (ert-deftest sly-agent-q-mcp/a-plain-evaluation-runs-whole-on-the-lisp-thread ()
   "Through the real bridge, a plain evaluate_lisp is run by the Lisp thread
 itself, which writes the answer to the bridge; one that lasts is taken over
 by the runner, and answered once; a request sent while it runs waits its
 turn, and a ping is answered meanwhile."
-  (skip-unless (file-executable-p (expand-file-name "build/sly-agent-q-mcp" agentq-test-root)))
-  (agentq-mcp-test-with-server
-    (let ((bridge (agentq-mcp-test-bridge socket)))
-      (unwind-protect
-          (progn
-            (should (gethash "result" (agentq-mcp-test-request
-                                       bridge 1 "initialize"
-                                       '(:protocolVersion "2025-11-25" :capabilities #s(hash-table)
-                                         :clientInfo (:name "ert" :version "1")))))
-            (agentq-mcp-test-ready-lisp bridge)
-            (let ((before (sly-agent-q--module-inline-counts))
-                  (direct (car (sly-agent-q--module-answer-counts))))
-              (dotimes (i 5)
-                (should (equal (agentq-mcp-test-text
-                                (agentq-mcp-test-call bridge (+ 10 i) "evaluate_lisp"
-                                                      `(:code ,(format "(* %d 2)" i))))
-                               (format "=> %d" (* i 2)))))
-              ;; Read from the bridge's request FIFO by the Lisp thread.
-              (should (equal (agentq-mcp-test-inline-since before) '(5 0 5 0)))
-              (should (= (car (sly-agent-q--module-answer-counts)) (+ direct 5)))
-              ;; Lasting: taken over, while a ping and the next call come.
-              (agentq-mcp-test-send-call bridge 20 "evaluate_lisp" '(:code "(progn (sleep 0.4) :slept)"))
-              (agentq-mcp-test-send-call bridge 21 "evaluate_lisp" '(:code "(+ 20 1)"))
-              (should (agentq-mcp-test-request bridge "p" "ping"))
-              (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer bridge 20)) "=> :SLEPT"))
-              (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer bridge 21)) "=> 21"))
-              (should (equal (cadr (agentq-mcp-test-inline-since before)) 1))
-              ;; Nothing is answered twice.
-              (accept-process-output nil 0.3)
-              (should-not (cl-find-if (lambda (line) (member (gethash "id" line) '(10 11 12 13 14 20 21)))
-                                      (process-get bridge 'lines)))))
-        (delete-process bridge)))))
+  (agentq-mcp-test-with-bridge
+    (let ((before (sly-agent-q--module-inline-counts))
+          (direct (car (sly-agent-q--module-answer-counts))))
+      (dotimes (i 5)
+        (should (equal (agentq-mcp-test-text
+                        (agentq-mcp-test-call bridge (+ 10 i) "evaluate_lisp" `(:code ,(format "(* %d 2)" i))))
+                       (format "=> %d" (* i 2)))))
+      ;; Read from the bridge's request FIFO by the Lisp thread.
+      (should (equal (agentq-mcp-test-inline-since before) '(5 0 5 0)))
+      (should (= (car (sly-agent-q--module-answer-counts)) (+ direct 5)))
+      ;; Lasting: taken over, while a ping and the next call come.
+      (agentq-mcp-test-send-call bridge 20 "evaluate_lisp" '(:code "(progn (sleep 0.4) :slept)"))
+      (agentq-mcp-test-send-call bridge 21 "evaluate_lisp" '(:code "(+ 20 1)"))
+      (should (agentq-mcp-test-request bridge "p" "ping"))
+      (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer bridge 20)) "=> :SLEPT"))
+      (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer bridge 21)) "=> 21"))
+      (should (equal (cadr (agentq-mcp-test-inline-since before)) 1))
+      ;; Nothing is answered twice.
+      (accept-process-output nil 0.3)
+      (should-not (cl-find-if (lambda (line) (member (gethash "id" line) '(10 11 12 13 14 20 21)))
+                              (process-get bridge 'lines))))))
+
+(defun agentq-mcp-test-asks-before-touching (client counts)
+  "Check that CLIENT's world-touching evaluations ask first (origin MCP).
+Denied, the file is untouched and the client told; approved, it runs.
+COUNTS is what `agentq-mcp-test-inline-since' says of each denied one."
+  (let* ((dir (make-temp-file "agentq-mcp-asks-" t))
+         (file (expand-file-name "x" dir))
+         (asked nil)
+         (answer '(:denied "not that"))
+         (sly-agent-q-approval-function
+          (lambda (tool _args) (push (list tool sly-agent-q-call-origin) asked) answer))
+         (id 100))
+    (unwind-protect
+        (progn
+          (with-temp-file file (insert "hi"))
+          (dolist (code (agentq-mcp-test-world-touching-forms file))
+            (let ((before (sly-agent-q--module-inline-counts)))
+              (setq asked nil)
+              (let ((result (agentq-mcp-test-call client (cl-incf id) "evaluate_lisp" `(:code ,code))))
+                (ert-info ((format "%s: %s" code (agentq-mcp-test-text result)))
+                  (should (equal asked '(("evaluate_lisp" "MCP"))))
+                  (should (eq (agentq-test-get result "result" "isError") t))
+                  (should (string-match-p "DENIED\\|REFUSED" (agentq-mcp-test-text result)))
+                  (should (equal (with-temp-buffer (insert-file-contents file) (buffer-string)) "hi"))
+                  (should (equal (agentq-mcp-test-inline-since before) counts))))))
+          (setq answer :approved)
+          (should (equal (agentq-mcp-test-text
+                          (agentq-mcp-test-call client (cl-incf id) "evaluate_lisp"
+                                                `(:code ,(format "(progn (delete-file %S) :gone)" file))))
+                         "=> :GONE"))
+          (should-not (file-exists-p file)))
+      (delete-directory dir t))))
 
 (ert-deftest sly-agent-q-mcp/the-lisp-thread-s-evaluation-asks-before-it-touches-the-world ()
-  "World-touching code run by the Lisp thread for an MCP client asks the
-approval function once, as the runner's would (origin MCP); denied, the
-file is untouched and the client is told; approved, it runs.  Every such
-call was taken over: asking is the owner's."
+  "World-touching code the Lisp thread runs for an MCP client (handed by
+Emacs's thread) asks the approval function once, as the runner's would.
+Every such call was taken over: asking is the owner's."
   (agentq-mcp-test-with-server
-    (let* ((dir (make-temp-file "agentq-mcp-inline-" t))
-           (file (expand-file-name "x" dir))
-           (f (prin1-to-string file))
-           (asked nil)
-           (answer '(:denied "not that"))
-           (sly-agent-q-approval-function
-            (lambda (tool args)
-              (push (list tool sly-agent-q-call-origin (and (hash-table-p args) (gethash "touches" args))) asked)
-              answer))
-           (client (agentq-mcp-test-connect socket))
-           (forms (list (format "(delete-file %s)" f)
-                        (format "(funcall (intern \"DELETE-FILE\") %s)" f)
-                        (format "(ext:run-program \"rm\" '(%s))" f)
-                        (format "(with-open-file (s %s :direction :output :if-exists :supersede) (print 1 s))" f)
-                        (format "(agent-q:eval-in-emacs %s)" (prin1-to-string (format "(delete-file %s)" f)))
-                        (format "(mp:process-join (mp:process-run-function \"t\" (lambda () (delete-file %s))))" f)))
-           (id 0))
+    (let ((client (agentq-mcp-test-connect socket)))
       (unwind-protect
           (progn
-            (with-temp-file file (insert "hi"))
             (agentq-mcp-test-ready-lisp client)
-            (dolist (code forms)
-              (let ((before (sly-agent-q--module-inline-counts)))
-                (setq asked nil)
-                (let ((result (agentq-mcp-test-call client (cl-incf id) "evaluate_lisp" `(:code ,code))))
-                  (ert-info ((format "%s: %s" code (agentq-mcp-test-text result)))
-                    (should (= (length asked) 1))
-                    (should (equal (nth 0 (car asked)) "evaluate_lisp"))
-                    (should (equal (nth 1 (car asked)) "MCP"))
-                    (should (eq (agentq-test-get result "result" "isError") t))
-                    (should (string-match-p "DENIED\\|REFUSED" (agentq-mcp-test-text result)))
-                    (should (equal (with-temp-buffer (insert-file-contents file) (buffer-string)) "hi"))
-                    (should (equal (cadr (agentq-mcp-test-inline-since before)) 1))))))
-            (setq answer :approved)
-            (let ((result (agentq-mcp-test-call client (cl-incf id) "evaluate_lisp"
-                                                `(:code ,(format "(progn (delete-file %s) :gone)" f)))))
-              (should (equal (agentq-mcp-test-text result) "=> :GONE"))
-              (should-not (file-exists-p file))))
-        (delete-process client)
-        (delete-directory dir t)))))
+            (agentq-mcp-test-asks-before-touching client '(0 1 0 0)))
+        (delete-process client)))))
 
 (ert-deftest sly-agent-q-mcp/the-lisp-thread-s-evaluation-keeps-its-limits ()
   "A time limit below the moment of the take-over, a loop that ignores
@@ -854,22 +859,27 @@ next plain call runs on the Lisp thread again."
               (should (>= (car (agentq-mcp-test-inline-since before)) 1))))
         (delete-process client)))))
 
+(defun agentq-mcp-test-hooked-call (client id counts)
+  "With a tool-call hook set, CLIENT's plain evaluation ID runs with it.
+COUNTS is what `agentq-mcp-test-inline-since' says of the call."
+  (let* ((phases nil)
+         (before (sly-agent-q--module-inline-counts))
+         (sly-agent-q-tool-execution-functions
+          (list (lambda (phase name _args _result) (push (list phase name) phases)))))
+    (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client id "evaluate_lisp" '(:code "(+ 1 1)")))
+                   "=> 2"))
+    (should (equal (reverse phases) '((:before "evaluate_lisp") (:after "evaluate_lisp"))))
+    (should (equal (agentq-mcp-test-inline-since before) counts))))
+
 (ert-deftest sly-agent-q-mcp/hooks-or-the-option-keep-calls-off-the-lisp-thread ()
   "With a hook for MCP calls, or `sly-agent-q-mcp-lisp-on-worker' nil, a plain
 evaluation goes through the runner: the hook runs on Emacs's thread."
   (agentq-mcp-test-with-server
-    (let ((client (agentq-mcp-test-connect socket))
-          (phases nil))
+    (let ((client (agentq-mcp-test-connect socket)))
       (unwind-protect
           (progn
             (agentq-mcp-test-ready-lisp client)
-            (let ((before (sly-agent-q--module-inline-counts))
-                  (sly-agent-q-tool-execution-functions
-                   (list (lambda (phase name _args _result) (push (list phase name) phases)))))
-              (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 1 "evaluate_lisp" '(:code "(+ 1 1)")))
-                             "=> 2"))
-              (should (equal (reverse phases) '((:before "evaluate_lisp") (:after "evaluate_lisp"))))
-              (should (equal (agentq-mcp-test-inline-since before) '(0 0 0 0))))
+            (agentq-mcp-test-hooked-call client 1 '(0 0 0 0))
             (let ((before (sly-agent-q--module-inline-counts))
                   (sly-agent-q-mcp-lisp-on-worker nil))
               (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 2 "evaluate_lisp" '(:code "(+ 1 2)")))
@@ -883,62 +893,12 @@ evaluation goes through the runner: the hook runs on Emacs's thread."
 
 ;;;; Requests the Lisp thread reads from the bridge itself
 
-(defmacro agentq-mcp-test-with-bridge (&rest body)
-  "Run BODY with `bridge', the real bridge to a fresh server, initialized.
-Lisp has answered one call when BODY starts."
-  (declare (indent 0))
-  `(progn
-     (skip-unless (file-executable-p (expand-file-name "build/sly-agent-q-mcp" agentq-test-root)))
-     (agentq-mcp-test-with-server
-       (let ((bridge (agentq-mcp-test-bridge socket)))
-         (unwind-protect
-             (progn
-               (should (gethash "result" (agentq-mcp-test-request
-                                          bridge 1 "initialize"
-                                          '(:protocolVersion "2025-11-25" :capabilities #s(hash-table)
-                                            :clientInfo (:name "ert" :version "1")))))
-               (agentq-mcp-test-ready-lisp bridge)
-               ,@body)
-           (when (process-live-p bridge) (delete-process bridge)))))))
-
 (ert-deftest sly-agent-q-mcp/the-bridge-s-request-fifo-asks-before-it-touches-the-world ()
   "A plain evaluation the Lisp thread read from the bridge's FIFO asks the
 approval function (origin MCP) before it touches a file, as Emacs's own
-path does: denied, the file is untouched; approved, it runs."
+path does; it was read from the FIFO, and taken over to ask."
   (agentq-mcp-test-with-bridge
-    (let* ((dir (make-temp-file "agentq-mcp-fifo-" t))
-           (file (expand-file-name "x" dir))
-           (f (prin1-to-string file))
-           (asked nil)
-           (answer '(:denied "not that"))
-           (sly-agent-q-approval-function
-            (lambda (tool _args) (push (list tool sly-agent-q-call-origin) asked) answer))
-           (id 100))
-      (unwind-protect
-          (progn
-            (with-temp-file file (insert "hi"))
-            (dolist (code (list (format "(delete-file %s)" f)
-                                (format "(funcall (intern \"DELETE-FILE\") %s)" f)
-                                (format "(with-open-file (s %s :direction :output :if-exists :supersede) (print 1 s))" f)
-                                (format "(agent-q:eval-in-emacs %s)" (prin1-to-string (format "(delete-file %s)" f)))
-                                (format "(mp:process-join (mp:process-run-function \"t\" (lambda () (delete-file %s))))" f)))
-              (let ((before (sly-agent-q--module-inline-counts)))
-                (setq asked nil)
-                (let ((result (agentq-mcp-test-call bridge (cl-incf id) "evaluate_lisp" `(:code ,code))))
-                  (ert-info ((format "%s: %s" code (agentq-mcp-test-text result)))
-                    (should (equal asked '(("evaluate_lisp" "MCP"))))
-                    (should (eq (agentq-test-get result "result" "isError") t))
-                    (should (string-match-p "DENIED\\|REFUSED" (agentq-mcp-test-text result)))
-                    (should (equal (with-temp-buffer (insert-file-contents file) (buffer-string)) "hi"))
-                    ;; Read from the FIFO, taken over to ask.
-                    (should (equal (agentq-mcp-test-inline-since before) '(0 1 1 0)))))))
-            (setq answer :approved)
-            (should (equal (agentq-mcp-test-text
-                            (agentq-mcp-test-call bridge (cl-incf id) "evaluate_lisp"
-                                                  `(:code ,(format "(progn (delete-file %s) :gone)" f))))
-                           "=> :GONE"))
-            (should-not (file-exists-p file)))
-        (delete-directory dir t)))))
+    (agentq-mcp-test-asks-before-touching bridge '(0 1 1 0))))
 
 (ert-deftest sly-agent-q-mcp/the-bridge-s-direct-request-keeps-order-cancel-and-limits ()
   "While a request read from the FIFO runs, the client's next calls wait in
@@ -986,15 +946,9 @@ interrupts is abandoned at its limit; each time the next call runs."
 socket, while a hook for tool calls is set, or another client's call is
 held for its question; once the hook is gone it is read directly again."
   (agentq-mcp-test-with-bridge
-    (let ((phases nil))
-      (let ((before (sly-agent-q--module-inline-counts))
-            (sly-agent-q-tool-execution-functions
-             (list (lambda (phase name _args _result) (push (list phase name) phases)))))
-        (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 2 "evaluate_lisp" '(:code "(+ 1 1)")))
-                       "=> 2"))
-        (should (equal (reverse phases) '((:before "evaluate_lisp") (:after "evaluate_lisp"))))
-        ;; Read, and handed to Emacs's thread, which ran it with its hook.
-        (should (equal (agentq-mcp-test-inline-since before) '(0 0 0 1))))
+    (progn
+      ;; Read, and handed to Emacs's thread, which ran it with its hook.
+      (agentq-mcp-test-hooked-call bridge 2 '(0 0 0 1))
       (let ((before (sly-agent-q--module-inline-counts)))
         (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 3 "evaluate_lisp" '(:code "(+ 1 2)")))
                        "=> 3"))
