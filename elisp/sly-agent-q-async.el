@@ -30,6 +30,7 @@
 (declare-function sly-agent-q--module-cancel "sly-agent-q-module" (job))
 (declare-function sly-agent-q--module-withdraw "sly-agent-q-module" (job))
 (declare-function sly-agent-q--module-async-serve "sly-agent-q-module" (&optional no-questions))
+(declare-function sly-agent-q--module-direct-request-running-p "sly-agent-q-module" ())
 
 
 ;;;; The door and approval function of each job
@@ -59,9 +60,12 @@ an MCP client's), not those in force when Lisp asks."
   "Non-nil while an asynchronous call (an evaluation, the REPL) has Lisp.
 What asks Lisp synchronously then (completion, eldoc, \\[xref-find-definitions])
 would wait behind it: such callers answer nothing, or say Lisp is busy.
-A job held back while the person is asked about it holds nothing."
-  (> (hash-table-count sly-agent-q--async-callbacks)
-     (hash-table-count sly-agent-q--held-jobs)))
+A job held back while the person is asked about it holds nothing.  An MCP
+request the Lisp thread read from a bridge itself (no job of Elisp's)
+holds Lisp too."
+  (or (> (hash-table-count sly-agent-q--async-callbacks)
+         (hash-table-count sly-agent-q--held-jobs))
+      (and sly-agent-q--module-ready (sly-agent-q--module-direct-request-running-p))))
 
 (defvar sly-agent-q--async-output-functions (make-hash-table)
   "The ON-OUTPUT functions of the interactive jobs not finished yet, by job id.")

@@ -510,6 +510,16 @@ The answer (or the reason it was refused) goes back to CLIENT."
            (sly-agent-q--module-json-text
             `(("jsonrpc" . "2.0") ("id" . ,id) ("result" . ,result)))))))))
 
+(defvar sly-agent-q--mcp-globals nil
+  "What the FIFO's requests run with: (SYMBOL DEPTH . GLOBAL-VALUE) entries.
+For `sly-agent-q-approval-function', the hook, `sly-agent-q-mcp-lisp-on-worker'
+and the module's options: the global value (set outside any `let'), and
+how many `let' bindings of the variable are active now.  A request read
+from a bridge's FIFO has no caller whose bindings count, so it runs with
+the global values, and only while none of them is let-bound; variable
+watchers (`sly-agent-q--mcp-global-watch') keep this current.")
+
+
 (defun sly-agent-q--mcp-client-of-channel (channel)
   "The connected client whose answer channel is CHANNEL, or nil."
   (cl-find channel sly-agent-q--mcp-clients
@@ -520,6 +530,8 @@ The answer (or the reason it was refused) goes back to CLIENT."
 It runs as if its client had sent it on the socket (Lisp was busy, or it
 was not a plain evaluation).  Dropped when the client has gone."
   (let ((client (sly-agent-q--mcp-client-of-channel channel)))
+    ;; From the async filter, as a socket line from the connection's
+    ;; (never inside a synchronous call's wait: the module sees to it).
     (when (process-live-p client)
       (sly-agent-q--mcp-handle client line))))
 
@@ -534,55 +546,82 @@ Only when its client chose LEVEL or lower."
     (when (and client (sly-agent-q--mcp-log-wanted-p client level))
       (sly-agent-q--mcp-send client text))))
 
+(defun sly-agent-q--mcp-global-symbols ()
+  "The variables whose global values the FIFO's requests run with."
+  (append '(sly-agent-q-approval-function sly-agent-q-tool-execution-functions
+            sly-agent-q-mcp-lisp-on-worker)
+          (mapcar #'car sly-agent-q--module-options)))
+
+(defun sly-agent-q--mcp-global (symbol)
+  "SYMBOL's global value, as `sly-agent-q--mcp-globals' recorded it."
+  (cddr (assq symbol sly-agent-q--mcp-globals)))
+
+(defun sly-agent-q--mcp-direct-allowed-p ()
+  "Whether a request read from a FIFO may run without Emacs's thread.
+`sly-agent-q-mcp-lisp-on-worker' on, no tool-call hook, and nothing it
+depends on let-bound (or buffer-local, for the hook) anywhere now."
+  (and (sly-agent-q--mcp-global 'sly-agent-q-mcp-lisp-on-worker)
+       (null (sly-agent-q--mcp-global 'sly-agent-q-tool-execution-functions))
+       (cl-every (lambda (entry) (zerop (cadr entry))) sly-agent-q--mcp-globals)))
+
+(defun sly-agent-q--mcp-tell-module ()
+  "Give the module the global options and whether FIFO requests may run."
+  (apply #'sly-agent-q--module-global-options
+         (mapcar (lambda (option) (sly-agent-q--mcp-global (car option))) sly-agent-q--module-options))
+  (sly-agent-q--module-allow-direct-requests (sly-agent-q--mcp-direct-allowed-p)))
+
+(defun sly-agent-q--mcp-global-watch (symbol value operation where)
+  "Record SYMBOL becoming VALUE by OPERATION (see `add-variable-watcher').
+A `let' counts up, its end down; a `set' outside any `let' is the new
+global value.  A buffer-local hook counts as a binding while it is set.
+The module then hears of it."
+  (let ((entry (assq symbol sly-agent-q--mcp-globals)))
+    (when entry
+      (pcase operation
+        ('let (setcar (cdr entry) (1+ (cadr entry))))
+        ('unlet
+         (if (zerop (cadr entry))
+             ;; A binding made before recording began ends: VALUE is the
+             ;; global one it hid.
+             (setcdr (cdr entry) value)
+           (setcar (cdr entry) (1- (cadr entry)))))
+        ((or 'set 'makunbound)
+         (cond (where
+                ;; A buffer-local value: a hook there is one more binding
+                ;; to respect until its global value is set again.
+                (when (and value (eq symbol 'sly-agent-q-tool-execution-functions))
+                  (setcar (cdr entry) (1+ (cadr entry)))))
+               ((zerop (cadr entry))
+                (setcdr (cdr entry) (and (eq operation 'set) value))))))
+      (when sly-agent-q--module-ready
+        (sly-agent-q--mcp-tell-module)))))
+
+(defun sly-agent-q--mcp-watch-globals ()
+  "Start recording the global values FIFO requests run with, once.
+Called outside any `let' of them (opening a bridge's channel, from the
+connection's filter)."
+  (unless sly-agent-q--mcp-globals
+    (dolist (symbol (sly-agent-q--mcp-global-symbols))
+      (push (cons symbol (cons 0 (and (default-boundp symbol) (default-value symbol))))
+            sly-agent-q--mcp-globals)
+      (add-variable-watcher symbol #'sly-agent-q--mcp-global-watch))))
+
 (defun sly-agent-q--mcp-direct-approve (name args)
-  "Ask `sly-agent-q-approval-function' about NAME ARGS of a FIFO's request.
-As an MCP client's call is asked (`sly-agent-q-call-origin' \"MCP\")."
-  (funcall (or (sly-agent-q--async-approval sly-agent-q-approval-function "MCP")
-               (lambda (_name _args) '(:denied "no approval function")))
-           name args))
+  "Ask the global approval function about NAME ARGS of a FIFO's request.
+As an MCP client's call is asked (`sly-agent-q-call-origin' \"MCP\"); a
+`let' binding of `sly-agent-q-approval-function' active at this moment
+is some other caller's, not this request's."
+  (let ((approve (sly-agent-q--mcp-global 'sly-agent-q-approval-function)))
+    (funcall (or (sly-agent-q--async-approval approve "MCP")
+                 (lambda (_name _args) '(:denied "no approval function")))
+             name args)))
 
 (defun sly-agent-q--mcp-direct-approve-agent-code (name json)
-  "`sly-agent-q--approve-agent-code' for NAME JSON of a request read on a FIFO."
-  (let ((sly-agent-q-call-origin "MCP"))
+  "`sly-agent-q--approve-agent-code' for NAME JSON of a request read on a FIFO.
+With the global approval function, as `sly-agent-q--mcp-direct-approve'."
+  (let ((sly-agent-q-approval-function (sly-agent-q--mcp-global 'sly-agent-q-approval-function))
+        (sly-agent-q-call-origin "MCP"))
     (sly-agent-q--approve-agent-code name json)))
-
-(defun sly-agent-q--mcp-direct-allowed-p (&optional symbol value)
-  "Whether requests read on a FIFO may run without Emacs's thread.
-SYMBOL, when given, is about to become VALUE."
-  (let ((on (if (eq symbol 'sly-agent-q-mcp-lisp-on-worker) value sly-agent-q-mcp-lisp-on-worker))
-        (hooks (if (eq symbol 'sly-agent-q-tool-execution-functions)
-                   value
-                 sly-agent-q-tool-execution-functions)))
-    (and on (null hooks))))
-
-(defun sly-agent-q--mcp-direct-watch (symbol value operation where)
-  "Tell the module whether FIFO requests may skip Emacs: SYMBOL becomes VALUE.
-OPERATION and WHERE as for `add-variable-watcher': a buffer-local hook
-turns it off until a global value is set."
-  (when (and sly-agent-q--module-ready (memq operation '(set let unlet makunbound)))
-    (sly-agent-q--module-allow-direct-requests
-     (if where
-         (and (not (and value (eq symbol 'sly-agent-q-tool-execution-functions)))
-              (not (and (null value) (eq symbol 'sly-agent-q-mcp-lisp-on-worker)))
-              (sly-agent-q--mcp-direct-allowed-p))
-       (sly-agent-q--mcp-direct-allowed-p symbol (unless (eq operation 'makunbound) value))))))
-
-(defun sly-agent-q--mcp-give-global-options (&optional symbol value)
-  "Tell the module the global values of `sly-agent-q--module-options'.
-SYMBOL, when given, is about to become VALUE.  A request read from a
-bridge's FIFO runs only while Lisp was last given these (no caller's
-let-binding): the others are handed to Emacs's thread, which gives them."
-  (apply #'sly-agent-q--module-global-options
-         (mapcar (lambda (option)
-                   (cond ((eq (car option) symbol) value)
-                         ((default-boundp (car option)) (default-value (car option)))))
-                 sly-agent-q--module-options)))
-
-(defun sly-agent-q--mcp-options-watch (symbol value operation where)
-  "Give the module SYMBOL's new global VALUE (see `add-variable-watcher').
-OPERATION and WHERE: only a global `set' or `makunbound' changes it."
-  (when (and sly-agent-q--module-ready (null where) (memq operation '(set makunbound)))
-    (sly-agent-q--mcp-give-global-options symbol (and (eq operation 'set) value))))
 
 (defun sly-agent-q--mcp-open-request-channel (channel path)
   "Open PATH, a bridge's request FIFO beside answer CHANNEL; t when opened.
@@ -591,12 +630,8 @@ Not when `sly-agent-q-mcp-lisp-on-worker' is nil; a refusal is logged."
     (condition-case err
         (progn
           (sly-agent-q--module-open-request-channel path channel)
-          (dolist (variable '(sly-agent-q-mcp-lisp-on-worker sly-agent-q-tool-execution-functions))
-            (add-variable-watcher variable #'sly-agent-q--mcp-direct-watch))
-          (dolist (option sly-agent-q--module-options)
-            (add-variable-watcher (car option) #'sly-agent-q--mcp-options-watch))
-          (sly-agent-q--mcp-give-global-options)
-          (sly-agent-q--module-allow-direct-requests (sly-agent-q--mcp-direct-allowed-p))
+          (sly-agent-q--mcp-watch-globals)
+          (sly-agent-q--mcp-tell-module)
           t)
       (error (message "sly-agent-q: no request channel (%s)" (error-message-string err))
              nil))))

@@ -287,7 +287,7 @@ loaded, the module shuts the runtime down when Emacs exits, and
     sly-agent-q--module-open-answer-channel sly-agent-q--module-close-answer-channel
     sly-agent-q--module-answer-counts sly-agent-q--module-inline-counts
     sly-agent-q--module-open-request-channel sly-agent-q--module-allow-direct-requests
-    sly-agent-q--module-global-options
+    sly-agent-q--module-global-options sly-agent-q--module-direct-request-running-p
     sly-agent-q--module-release sly-agent-q--module-reset-stats
     sly-agent-q--module-restart-worker sly-agent-q--module-run-check
     sly-agent-q--module-run-handler sly-agent-q--module-shutdown

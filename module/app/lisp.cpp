@@ -65,6 +65,8 @@ void Lisp::idle_reader_changed() { runtime_.idle_reader_changed(); }
 
 bool Lisp::worker_idle() const { return runtime_.worker_idle(); }
 
+bool Lisp::on_worker_thread() const { return runtime_.on_worker_thread(); }
+
 bool Lisp::wake_ahead(std::chrono::milliseconds window, bool warm) { return runtime_.wake_ahead(window, warm); }
 
 std::vector<std::string> Lisp::take_notes() { return ecl::take_runtime_notes(); }

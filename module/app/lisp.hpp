@@ -88,6 +88,8 @@ class Lisp {
   // The worker runs nothing and has nothing left unwinding
   // (Runtime::worker_idle).
   bool worker_idle() const;
+  // (Runtime::on_worker_thread).
+  bool on_worker_thread() const;
   // The background compiler's lines for the log since the last call.
   std::vector<std::string> take_notes();
 

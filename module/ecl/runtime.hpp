@@ -132,6 +132,9 @@ class Runtime {
   // unwinding: the reading may be given to it.
   bool worker_idle() const;
 
+  // True on the Lisp worker thread (not one retired since).
+  bool on_worker_thread() const;
+
   // Retires the worker thread and starts a fresh one in the same image
   // (definitions kept).  A job it was running is answered INTERRUPTED and
   // left to run on at the lowest priority.

@@ -199,6 +199,8 @@ bool Runtime::worker_idle() const {
          !(impl.abandoned && impl.abandoned->state.load() != JobState::Done) && impl.alive();
 }
 
+bool Runtime::on_worker_thread() const { return current_worker(); }
+
 bool Runtime::claim_inline_job() {
   InlineClaim open = InlineClaim::Open;
   return impl_->inline_claim.compare_exchange_strong(open, InlineClaim::Owner, std::memory_order_acq_rel);

@@ -74,6 +74,9 @@ struct MainWork {
   std::function<void(const Env&)> work;
   std::shared_ptr<Batch> batch;  // may be null
   bool question = false;         // an approval: it asks the person
+  // Not inside a synchronous call's wait (serve_work_while_waiting), whose
+  // caller's let-bindings are not its own: a request line handed on.
+  bool not_while_waiting = false;
   bool started = false;          // guarded by State::mutex
   bool done = false;             // guarded by State::mutex
 };
@@ -341,6 +344,7 @@ void release_inline(const std::shared_ptr<Batch>& batch) {
     if (s.inline_batch != batch) return;
     s.inline_batch.reset();
     s.running.reset();
+    s.take_inline = false;  // an alarm that lost the race: nothing to take
     ++s.inline_runs;
     queued = !s.queue.empty();
   }
@@ -441,10 +445,12 @@ bool run_batch(const std::shared_ptr<Batch>& batch, RunBy by = RunBy::Runner) {
 }
 
 // WORK for the main thread, run by serve() later; nobody waits for it.
-void post_to_main(std::function<void(const Env&)> work) {
+// NOT_WHILE_WAITING: see MainWork.
+void post_to_main(std::function<void(const Env&)> work, bool not_while_waiting = false) {
   State& s = state();
   auto item = std::make_shared<MainWork>();
   item->work = std::move(work);
+  item->not_while_waiting = not_while_waiting;
   {
     std::lock_guard lock(s.mutex);
     s.main_work.push_back(std::move(item));
@@ -612,12 +618,15 @@ class WorkerLane final : public IdleReader {
     // A bridge's requests first: one sent before a request that was handed
     // (read from the socket after it) runs first.
     for (int i = 0; i < ready; ++i) {
+      // A worker retired inside a call (taken over, then abandoned) reads
+      // no more: its successor does.
+      if (!app::services().lisp.on_worker_thread()) return;
       if (events[i].data.u64 == 0)
         handed = true;
       else
         read_requests(events[i].data.u64);
     }
-    if (handed) run_handed();
+    if (handed && app::services().lisp.on_worker_thread()) run_handed();
   }
 
  private:
@@ -649,8 +658,10 @@ class WorkerLane final : public IdleReader {
     try {
       answered = run_batch(batch, RunBy::Worker);
     } catch (...) {
-      // As on the runner: the executor reports failures as results.
-      answered = true;
+      // As on the runner: the executor reports failures as results.  Ours
+      // to answer unless the runner took it over meanwhile.
+      std::lock_guard lock(state().mutex);
+      answered = state().inline_step != InlineStep::Owner || state().inline_batch != batch;
     }
     t_batch.reset();
     if (!answered) return;  // taken over: the runner answers it
@@ -658,14 +669,21 @@ class WorkerLane final : public IdleReader {
     hand_back(std::move(batch));
   }
 
-  // Reads what the request channel ID has; runs each whole line.
+  // Reads what the request channel ID has; runs each whole line, until
+  // no whole line is left (running one may read the next: cancel_waiting).
   void read_requests(std::uint64_t id) {
+    while (read_lines(id)) {
+    }
+  }
+
+  // One pass of read_requests; false when it found no whole line.
+  bool read_lines(std::uint64_t id) {
     std::vector<std::string> lines;
     {
       Channels& c = channels();
       std::lock_guard lock(c.mutex);
       auto it = c.requests.find(id);
-      if (it == c.requests.end()) return;
+      if (it == c.requests.end()) return false;
       RequestChannel& channel = it->second;
       char chunk[8192];
       for (;;) {
@@ -689,7 +707,57 @@ class WorkerLane final : public IdleReader {
       // The bridge writes lines of at most PIPE_BUF bytes: more is not its.
       if (channel.pending.size() > kMaxPendingRequest) channel.pending.clear();
     }
-    for (std::string& line : lines) run_direct(id, std::move(line));
+    if (lines.empty()) return false;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (!app::services().lisp.on_worker_thread()) {
+        // Retired inside a call: what is left goes to Emacs's thread.
+        for (std::size_t j = i; j < lines.size(); ++j) decline(id, std::move(lines[j]));
+        return false;
+      }
+      // The bridge's copy of a cancellation (the socket has the other):
+      // its request, read with it, never runs; one already running was
+      // stopped through the socket.
+      if (cancelled_request(lines[i])) continue;
+      bool cancelled_later = false;
+      if (std::optional<json> request_id = request_id_of(lines[i]))
+        for (std::size_t j = i + 1; j < lines.size() && !cancelled_later; ++j)
+          cancelled_later = cancelled_request(lines[j]) == request_id;
+      if (!cancelled_later) run_direct(id, std::move(lines[i]));
+    }
+    return true;
+  }
+
+  // LINE's params.requestId when it is a notifications/cancelled.
+  static std::optional<json> cancelled_request(const std::string& line) {
+    if (line.find("notifications/cancelled") == std::string::npos) return std::nullopt;
+    mcp::Route route = mcp::route_message(line);
+    if (route.kind != mcp::Route::Kind::Cancel) return std::nullopt;
+    return route.request_id;
+  }
+
+  // LINE's id when it is a tools/call the fast reader reads.
+  static std::optional<json> request_id_of(const std::string& line) {
+    std::optional<SimpleToolsCall> call = parse_simple_tools_call(line);
+    if (!call) return std::nullopt;
+    return std::move(call->id);
+  }
+
+  // Whether the bridge's copy of a cancellation of request ID has come on
+  // channel CHANNEL (read now, kept unread): the socket's copy may have
+  // come before this request ran, and found nothing to stop.
+  bool cancel_waiting(std::uint64_t channel, const json& id) {
+    Channels& c = channels();
+    std::lock_guard lock(c.mutex);
+    auto it = c.requests.find(channel);
+    if (it == c.requests.end()) return false;
+    RequestChannel& waiting = it->second;
+    char chunk[8192];
+    for (ssize_t n; (n = ::read(waiting.fd, chunk, sizeof chunk)) > 0;)
+      waiting.pending.append(chunk, static_cast<std::size_t>(n));
+    for (std::size_t start = 0, newline; (newline = waiting.pending.find('\n', start)) != std::string::npos;
+         start = newline + 1)
+      if (cancelled_request(waiting.pending.substr(start, newline - start)) == id) return true;
+    return false;
   }
 
   // LINE, read from the bridge of request channel CHANNEL: run here as a
@@ -719,18 +787,28 @@ class WorkerLane final : public IdleReader {
         start_runner_locked(s);  // the batch's taker, should it last
       }
     }
-    if (!batch) {
-      {
-        std::lock_guard lock(s.mutex);
-        ++s.declined;
-      }
-      post_to_main([channel, text = std::move(line)](const Env& env) {
-        env.call(env.intern("sly-agent-q--mcp-direct-line"),
-                 {env.integer(static_cast<std::intmax_t>(channel)), env.str(text)});
-      });
+    if (batch && cancel_waiting(channel, batch->mcp_message->id)) {
+      // Cancelled before it started: never run, never answered.
+      batch->cancelled = true;
+      release_inline(batch);
       return;
     }
+    if (!batch) return decline(channel, std::move(line));
     run_here(std::move(batch));
+  }
+
+  // LINE, read on CHANNEL, to Emacs's thread as if it came on the socket.
+  static void decline(std::uint64_t channel, std::string line) {
+    {
+      std::lock_guard lock(state().mutex);
+      ++state().declined;
+    }
+    post_to_main(
+        [channel, text = std::move(line)](const Env& env) {
+          env.call(env.intern("sly-agent-q--mcp-direct-line"),
+                   {env.integer(static_cast<std::intmax_t>(channel)), env.str(text)});
+        },
+        true);
   }
 
  public:
@@ -963,6 +1041,9 @@ void close_answer_channel(std::uint64_t id) {
 
 void open_request_channel(const std::string& path, std::uint64_t channel) {
   std::string why;
+  // Nobody else would read what comes there: no request channel without
+  // a Lisp to read it.
+  if (!app::services_with_tools().lisp.status().alive) throw std::runtime_error("the Lisp session is not running");
   if (!worker_lane().start()) throw std::runtime_error("the Lisp thread cannot wait on a request channel here");
   int fd = open_request_fifo(path, why);
   if (fd < 0) throw std::runtime_error(why);
@@ -980,6 +1061,12 @@ void open_request_channel(const std::string& path, std::uint64_t channel) {
 }
 
 void allow_direct_requests(bool allowed) { state().direct_allowed.store(allowed); }
+
+bool direct_request_running() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  return s.running && s.running->direct;
+}
 
 void set_options_global(bool global) { state().options_global.store(global); }
 
@@ -1164,9 +1251,11 @@ emacs_value serve_queues(const Env& env, bool finished_too, bool no_questions) {
     std::shared_ptr<Batch> batch;
     {
       std::lock_guard lock(s.mutex);
-      auto next = no_questions ? std::find_if(s.main_work.begin(), s.main_work.end(),
-                                              [](const auto& work) { return !work->question; })
-                               : s.main_work.begin();
+      // Inside a synchronous call's wait (FINISHED_TOO false), not the
+      // lines handed on: they run as the socket's do, from the filter.
+      auto next = std::find_if(s.main_work.begin(), s.main_work.end(), [&](const auto& work) {
+        return !(no_questions && work->question) && !(!finished_too && work->not_while_waiting);
+      });
       if (next != s.main_work.end()) {
         item = std::move(*next);
         s.main_work.erase(next);

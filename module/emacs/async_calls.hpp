@@ -137,6 +137,10 @@ void allow_direct_requests(bool allowed);
 // (given_options.hpp); both must hold.
 void set_options_global(bool global);
 
+// A request read from a bridge runs now (Elisp has no job for it: what
+// asks Lisp synchronously would wait behind it).
+bool direct_request_running();
+
 // Cancels the request ID read from channel CHANNEL's bridge, if it runs
 // now: it is interrupted and never answered.  False when it does not.
 bool cancel_direct(std::uint64_t channel, const json& id);

@@ -291,6 +291,12 @@ emacs_value open_request_channel(const Env& env, ptrdiff_t, emacs_value* args) {
   return Env::sym().t;
 }
 
+// (sly-agent-q--module-direct-request-running-p) → t while the Lisp worker
+// runs a request it read from a bridge (no Elisp job stands for it).
+emacs_value direct_request_running(const Env&, ptrdiff_t, emacs_value*) {
+  return async::direct_request_running() ? Env::sym().t : Env::sym().nil;
+}
+
 // (sly-agent-q--module-allow-direct-requests FLAG) → nil.
 emacs_value allow_direct_requests(const Env& env, ptrdiff_t, emacs_value* args) {
   async::allow_direct_requests(!env.is_nil(args[0]));

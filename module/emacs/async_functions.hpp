@@ -23,6 +23,7 @@ emacs_value answer_counts(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value inline_counts(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value open_request_channel(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value allow_direct_requests(const Env& env, ptrdiff_t nargs, emacs_value* args);
+emacs_value direct_request_running(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value release(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value cancel(const Env& env, ptrdiff_t nargs, emacs_value* args);
 emacs_value break_into(const Env& env, ptrdiff_t nargs, emacs_value* args);

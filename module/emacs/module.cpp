@@ -586,6 +586,8 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
         "the idle Lisp thread to read plain evaluations from.  Signal an error unless PATH is a\n"
         "FIFO of the user's own, not a symbolic link, that only the user may open.\n\n"
         "(fn PATH CHANNEL)");
+  defun(raw, "sly-agent-q--module-direct-request-running-p", 0, 0, entry<direct_request_running>,
+        "Non-nil while the Lisp thread runs a request it read from a bridge's request channel.");
   defun(raw, "sly-agent-q--module-allow-direct-requests", 1, 1, entry<allow_direct_requests>,
         "Whether requests read from a bridge's request channel may run without Emacs's thread.\n\n"
         "(fn FLAG)");

@@ -319,7 +319,16 @@ void EmacsBridge::on_client_line(const Line& line) {
     if (outstanding_.erase(*message.request_key) > 0) {
       cancelled_.push_back(*message.request_key);
       if (cancelled_.size() > kMaxCancelled) cancelled_.pop_front();
-      if (direct_key_ == *message.request_key) direct_key_.reset();
+      if (direct_key_ == *message.request_key) {
+        // A copy after the request on its FIFO: the Lisp thread, which may
+        // not have read the request yet, then never runs it (the socket's
+        // copy stops it if it runs).
+        std::string framed = line.text;
+        framed += '\n';
+        if (requests_ && framed.size() <= PIPE_BUF)
+          [[maybe_unused]] ssize_t n = ::write(requests_.get(), framed.data(), framed.size());
+        direct_key_.reset();
+      }
     }
     // One still waiting here is dropped: never sent, never answered.
     std::erase_if(held_back_, [&](const Line& waiting) {

@@ -35,6 +35,8 @@
 // is outstanding, the client's further calls (tools/call, resources/read,
 // prompts/get, batches) wait here, so that they reach Emacs after it, in
 // the order sent; the rest (cancellations, pings, lists) goes on at once.
+// Its cancellation goes both ways: on the socket (to stop it running) and
+// after it on the FIFO (so that, not read yet, it never runs).
 //
 // The bridge answers ping itself (the client asks whether its server
 // lives), and initialize when Emacs is not there, so that an agent started

@@ -786,6 +786,19 @@ turn, and a ping is answered meanwhile."
       (should-not (cl-find-if (lambda (line) (member (gethash "id" line) '(10 11 12 13 14 20 21)))
                               (process-get bridge 'lines))))))
 
+(defun agentq-mcp-test-busy-wait (seconds)
+  "Spin SECONDS without serving any process (no filter runs meanwhile)."
+  (let ((end (+ (float-time) seconds)))
+    (while (< (float-time) end))))
+
+(defmacro agentq-mcp-test-with-global (symbol value &rest body)
+  "Run BODY with SYMBOL's global value VALUE (set, not let-bound), then restore it."
+  (declare (indent 2))
+  (let ((old (make-symbol "old")))
+    `(let ((,old (default-value ',symbol)))
+       (unwind-protect (progn (setq-default ,symbol ,value) ,@body)
+         (setq-default ,symbol ,old)))))
+
 (defun agentq-mcp-test-asks-before-touching (client counts)
   "Check that CLIENT's world-touching evaluations ask first (origin MCP).
 Denied, the file is untouched and the client told; approved, it runs.
@@ -794,11 +807,11 @@ COUNTS is what `agentq-mcp-test-inline-since' says of each denied one."
          (file (expand-file-name "x" dir))
          (asked nil)
          (answer '(:denied "not that"))
-         (sly-agent-q-approval-function
-          (lambda (tool _args) (push (list tool sly-agent-q-call-origin) asked) answer))
          (id 100))
+    ;; Set, not let-bound: a FIFO's request asks the global function.
     (unwind-protect
-        (progn
+        (agentq-mcp-test-with-global sly-agent-q-approval-function
+            (lambda (tool _args) (push (list tool sly-agent-q-call-origin) asked) answer)
           (with-temp-file file (insert "hi"))
           (dolist (code (agentq-mcp-test-world-touching-forms file))
             (let ((before (sly-agent-q--module-inline-counts)))
@@ -1039,8 +1052,9 @@ is, and the result does not say \"requests\"."
 let-binding, given to Lisp by its own call, does not leak into them."
   (agentq-mcp-test-with-bridge
     (let* ((asked nil)
-           (timeout sly-agent-q-eval-timeout)
-           (sly-agent-q-approval-function (lambda (tool _args) (push tool asked) '(:denied "asked"))))
+           (timeout sly-agent-q-eval-timeout))
+     (agentq-mcp-test-with-global sly-agent-q-approval-function
+         (lambda (tool _args) (push tool asked) '(:denied "asked"))
       (unwind-protect
           (progn
             (setq sly-agent-q-ask-before-agent-code t)
@@ -1072,7 +1086,88 @@ let-binding, given to Lisp by its own call, does not leak into them."
         (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 51 "evaluate_lisp" '(:code "(+ 2 4)")))
                        "=> 6"))
         ;; Back on the FIFO once Lisp was given the global values again.
-        (should (>= (nth 2 (agentq-mcp-test-inline-since before)) 1))))))
+        (should (>= (nth 2 (agentq-mcp-test-inline-since before)) 1)))))))
+
+(ert-deftest sly-agent-q-mcp/a-fifo-request-s-question-is-the-global-approval-function-s ()
+  "The question of a request read from the FIFO goes to the global approval
+function, even when it is served inside someone's synchronous call that
+let-binds another (one that approves everything)."
+  (let* ((dir (make-temp-file "agentq-mcp-global-" t))
+         (file (expand-file-name "x" dir))
+         (asked nil))
+    (unwind-protect
+        (agentq-mcp-test-with-global sly-agent-q-approval-function
+            (lambda (tool _args) (push (list 'global tool) asked) '(:denied "the global one says no"))
+          (agentq-mcp-test-with-bridge
+            (with-temp-file file (insert "hi"))
+            (let ((before (sly-agent-q--module-inline-counts)))
+              (agentq-mcp-test-send-call bridge 20 "evaluate_lisp"
+                                         `(:code ,(format "(progn (delete-file %S) :deleted)" file)))
+              (agentq-mcp-test-busy-wait 0.5)
+              (let ((sly-agent-q-approval-function
+                     (lambda (tool _args) (push (list 'let-bound tool) asked) :approved)))
+                (sly-agent-q-execute-tool-calls
+                 (list (list :id "s" :name "evaluate_lisp" :arguments '(:code "(+ 1 1)")))))
+              (let ((answer (agentq-mcp-test-answer bridge 20)))
+                (should (string-match-p "DENIED\\|REFUSED" (agentq-mcp-test-text answer)))
+                (should (file-exists-p file))
+                (should (equal asked '((global "evaluate_lisp"))))
+                (should (equal (nth 2 (agentq-mcp-test-inline-since before)) 1))))))
+      (delete-directory dir t))))
+
+(ert-deftest sly-agent-q-mcp/a-let-bound-option-is-never-a-fifo-request-s ()
+  "An option let-bound by some caller (while another is set) is not taken
+for its global value: with `sly-agent-q-ask-before-agent-code' t globally,
+a request read from the FIFO asks, before and after such a binding."
+  (let ((asked nil))
+    (agentq-mcp-test-with-bridge
+      (agentq-mcp-test-with-global sly-agent-q-approval-function
+          (lambda (tool _args) (push tool asked) '(:denied "asked"))
+        (agentq-mcp-test-with-global sly-agent-q-ask-before-agent-code t
+          (dolist (id '(50 51))
+            (setq asked nil)
+            (should (eq (agentq-test-get (agentq-mcp-test-call bridge id "evaluate_lisp" '(:code "(+ 1 2)"))
+                                         "result" "isError")
+                        t))
+            (should (equal asked '("evaluate_lisp"))))
+          (let ((sly-agent-q-ask-before-agent-code nil))
+            (setq sly-agent-q-output-limit sly-agent-q-output-limit)
+            (sly-agent-q-execute-tool-calls
+             (list (list :id "s" :name "evaluate_lisp" :arguments '(:code "(+ 1 1)")))))
+          (dolist (id '(52 53))
+            (setq asked nil)
+            (should (eq (agentq-test-get (agentq-mcp-test-call bridge id "evaluate_lisp" '(:code "(+ 1 2)"))
+                                         "result" "isError")
+                        t))
+            (should (equal asked '("evaluate_lisp")))))))))
+
+(ert-deftest sly-agent-q-mcp/a-fifo-request-cancelled-before-it-was-read-never-runs ()
+  "A request the Lisp thread had not read yet (Lisp was busy) that the
+client cancels never runs, and is never answered."
+  (agentq-mcp-test-with-bridge
+    (let ((flag (intern (format "*%s*" (agentq-test-fresh-name "agentq-unread")))))
+      (sly-agent-q-execute-tool-calls-async
+       (list (list :id "a" :name "evaluate_lisp" :arguments '(:code "(progn (sleep 0.6) :a)")))
+       #'ignore)
+      (agentq-mcp-test-busy-wait 0.1)
+      (agentq-mcp-test-send-call bridge 30 "evaluate_lisp" `(:code ,(format "(progn (defparameter %s :ran) :ran)" flag)))
+      (agentq-mcp-test-busy-wait 0.1)
+      (agentq-mcp-test-cancel bridge 30)
+      (should (agentq-mcp-test-no-answer bridge 30 1.5))
+      (should (equal (agentq-mcp-test-text
+                      (agentq-mcp-test-call bridge 31 "evaluate_lisp" `(:code ,(format "(boundp '%s)" flag))))
+                     "=> NIL")))))
+
+(ert-deftest sly-agent-q-mcp/a-fifo-request-holds-lisp-for-emacs-s-own-calls ()
+  "While the Lisp thread runs a request it read from a bridge, Emacs's
+synchronous callers (completion, eldoc) see Lisp busy, as for any job."
+  (agentq-mcp-test-with-bridge
+    (agentq-mcp-test-send-call bridge 10 "evaluate_lisp" '(:code "(progn (sleep 1) :done)"))
+    (agentq-mcp-test-busy-wait 0.3)
+    (should (sly-agent-q--lisp-busy-p))
+    (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer bridge 10)) "=> :DONE"))
+    (agentq-mcp-test-wait 0.5 (lambda () (not (sly-agent-q--lisp-busy-p))))
+    (should-not (sly-agent-q--lisp-busy-p))))
 
 (provide 'sly-agent-q-mcp-test)
 
