@@ -669,6 +669,25 @@ class WorkerLane final : public IdleReader {
     hand_back(std::move(batch));
   }
 
+  // Appends what CHANNEL's FIFO has now to its unread text; with
+  // Channels::mutex held.
+  void fill(RequestChannel& channel) {
+    char chunk[8192];
+    for (;;) {
+      ssize_t n = ::read(channel.fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0 && !channel.ended) {
+        // No writer left (the bridge went away; Emacs closes the channel
+        // when it sees the connection end): an end stays readable, so it
+        // is not waited on.
+        channel.ended = true;
+        unwatch_requests(channel.fd);
+      }
+      if (n <= 0) return;
+      channel.pending.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+
   // Reads what the request channel ID has; runs each whole line, until
   // no whole line is left (running one may read the next: cancel_waiting).
   void read_requests(std::uint64_t id) {
@@ -685,20 +704,7 @@ class WorkerLane final : public IdleReader {
       auto it = c.requests.find(id);
       if (it == c.requests.end()) return false;
       RequestChannel& channel = it->second;
-      char chunk[8192];
-      for (;;) {
-        ssize_t n = ::read(channel.fd, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n == 0 && !channel.ended) {
-          // No writer left (the bridge went away; Emacs closes the channel
-          // when it sees the connection end): an end stays readable, so it
-          // is not waited on.
-          channel.ended = true;
-          unwatch_requests(channel.fd);
-        }
-        if (n <= 0) break;
-        channel.pending.append(chunk, static_cast<std::size_t>(n));
-      }
+      fill(channel);
       std::size_t start = 0;
       for (std::size_t newline; (newline = channel.pending.find('\n', start)) != std::string::npos;
            start = newline + 1)
@@ -751,9 +757,7 @@ class WorkerLane final : public IdleReader {
     auto it = c.requests.find(channel);
     if (it == c.requests.end()) return false;
     RequestChannel& waiting = it->second;
-    char chunk[8192];
-    for (ssize_t n; (n = ::read(waiting.fd, chunk, sizeof chunk)) > 0;)
-      waiting.pending.append(chunk, static_cast<std::size_t>(n));
+    fill(waiting);
     for (std::size_t start = 0, newline; (newline = waiting.pending.find('\n', start)) != std::string::npos;
          start = newline + 1)
       if (cancelled_request(waiting.pending.substr(start, newline - start)) == id) return true;
