@@ -573,8 +573,9 @@ depends on let-bound (or buffer-local, for the hook) anywhere now."
 (defun sly-agent-q--mcp-global-watch (symbol value operation where)
   "Record SYMBOL becoming VALUE by OPERATION (see `add-variable-watcher').
 A `let' counts up, its end down; a `set' outside any `let' is the new
-global value.  A buffer-local hook counts as a binding while it is set.
-The module then hears of it."
+global value.  WHERE, a buffer, says the value is buffer-local there: a
+buffer-local hook counts as a binding while it is set.  The module then
+hears of it."
   (let ((entry (assq symbol sly-agent-q--mcp-globals)))
     (when entry
       (pcase operation
