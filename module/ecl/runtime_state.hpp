@@ -166,12 +166,6 @@ constexpr auto kPickupSpin = std::chrono::microseconds(20);
 // taking the CPU back: 9-12 us of evaluation instead of 4.5).  12-13 us.
 // And the worker then moves off the caller's CPU: see place_worker.
 constexpr int kNoCpu = -1;
-// A woken worker still waiting to run on another CPU after this long is
-// waiting behind another process there; the scheduler will not move a
-// thread that ran in the last 0.5 ms (sched_migration_cost) to the idle
-// CPU, so it would wait out that process's slice (2-4 ms).  The caller
-// moves it to its own CPU instead and sleeps (pull_worker_here).
-constexpr auto kPullAfter = std::chrono::microseconds(100);
 constexpr auto kPollSlice = std::chrono::milliseconds(5);
 constexpr auto kInterruptGrace = std::chrono::seconds(3);
 constexpr auto kInterruptRepeat = std::chrono::milliseconds(500);
@@ -251,9 +245,6 @@ struct Runtime::Impl {
   // its t_worker_generation is worker_generation.
   std::atomic<std::uint64_t> worker_generation{1};
   pid_t worker_tid = 0;
-  // A caller moved the worker to its CPU (pull_worker_here): the worker
-  // lets itself run anywhere again when it starts the job.
-  std::atomic<bool> worker_pulled{false};
   std::atomic<std::uint64_t> replaced_workers{0};
   std::atomic<std::int64_t> held_threads{0};  // former workers holding an error (lisp/held-errors.lisp)
   std::atomic<std::int64_t> retired_running{0};  // retired workers still in Lisp
@@ -505,11 +496,7 @@ void* worker_main(void* generation);
 const cpu_set_t& process_cpus();
 inline bool cpu_in_mask(int cpu, std::uint64_t mask) { return cpu >= 0 && cpu < 64 && ((mask >> cpu) & 1u) != 0; }
 void place_worker(int caller);
-// FORCE: even when the worker did not place itself (a caller pulled it).
-void free_worker_from_caller(bool force = false);
-// On a caller's thread: the worker (thread TID), waiting to run elsewhere,
-// may run only on this thread's CPU.  False when it could not be moved.
-bool pull_worker_here(pid_t tid);
+void free_worker_from_caller();
 
 // GC statistics (runtime_stats.cpp): starts keeping the collections' phases.
 void watch_gc_phases();
