@@ -105,8 +105,8 @@ void place_worker(int caller) {
 // has no caller to keep off: it may run on any allowed CPU again, else it
 // stays held to the one it was moved to, with a busy process there
 // perhaps, while the other CPU is idle.  (A compile's CPUs it keeps off.)
-void free_worker_from_caller() {
-  if (t_placed_caller == kNoCpu) return;
+void free_worker_from_caller(bool force) {
+  if (t_placed_caller == kNoCpu && !force) return;
   const std::uint64_t compile = g_impl->compile_cpus.load(std::memory_order_relaxed);
   t_placed_caller = kNoCpu;
   if (compile != 0) {
@@ -116,6 +116,15 @@ void free_worker_from_caller() {
   }
   const cpu_set_t& allowed = process_cpus();
   if (pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed) == 0) t_placed_compile = 0;
+}
+
+bool pull_worker_here(pid_t tid) {
+  const int here = sched_getcpu();
+  if (tid <= 0 || here < 0 || !CPU_ISSET(here, &process_cpus())) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(here, &set);
+  return sched_setaffinity(tid, sizeof set, &set) == 0;
 }
 
 namespace {

@@ -58,7 +58,7 @@ void Runtime::Impl::wake_worker() {
 
 bool Runtime::Impl::wait_for_idle_input(std::unique_lock<std::mutex>& lock, int fd) {
   free_worker_from_caller();
-  worker_sleeping = true;
+  worker_falls_asleep();
   worker_polls_fd.store(true, std::memory_order_release);
   lock.unlock();
   pollfd fds[2] = {{wake_fd, POLLIN, 0}, {fd, POLLIN, 0}};

@@ -96,7 +96,7 @@ std::shared_ptr<Job> take_job(Runtime::Impl& impl, bool& woken_ahead, bool& inpu
           return job;
         }
       } else {
-        impl.worker_sleeping = true;
+        impl.worker_falls_asleep();
         impl.job_cv.wait(lock, [&] {
           return impl.stopping || !impl.queue.empty() || !current_worker() || impl.hold_requested ||
                  impl.wake_ahead_requested || (impl.idle_reader && impl.idle_reader->fd() >= 0);
@@ -175,6 +175,8 @@ cl_object job_values(Runtime::Impl& impl, const std::shared_ptr<Job>& job) {
   if (std::uint64_t compile = impl.compile_cpus.load(std::memory_order_relaxed);
       compile != 0 && cpu_in_mask(impl.publish_worker_cpu(), compile))
     place_worker(impl.caller_cpu.load(std::memory_order_relaxed));
+  // Pulled to a caller's CPU to start this job: free to run anywhere again.
+  if (impl.worker_pulled.exchange(false, std::memory_order_acq_rel)) free_worker_from_caller(true);
   rearm_stack_guard();  // what an overflow in the last job opened
   // ECL takes a fault at the address of the last one for a fault in its
   // handling, which it does not signal: a job's first is signalled.

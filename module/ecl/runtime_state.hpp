@@ -166,6 +166,17 @@ constexpr auto kPickupSpin = std::chrono::microseconds(20);
 // taking the CPU back: 9-12 us of evaluation instead of 4.5).  12-13 us.
 // And the worker then moves off the caller's CPU: see place_worker.
 constexpr int kNoCpu = -1;
+// A woken worker still waiting to run on another CPU after kPullAfter,
+// which went to sleep less than kWorkerHotFor before, waits behind another
+// process there: the scheduler does not move a thread that ran in the last
+// 0.5 ms (sched_migration_cost) to the idle CPU, so it would wait out that
+// process's slice (2-4 ms).  The caller moves it to its own CPU instead
+// and sleeps (pull_worker_here).  A worker asleep for longer the scheduler
+// moves itself when the caller's CPU idles; one slow to start then is
+// waking an idle CPU (over 100 us on a VM), and moving it would only cost
+// (Emacs's call after 10 ms idle: 190-205 us median, 246-292 when pulled).
+constexpr auto kPullAfter = std::chrono::microseconds(100);
+constexpr auto kWorkerHotFor = std::chrono::milliseconds(1);
 constexpr auto kPollSlice = std::chrono::milliseconds(5);
 constexpr auto kInterruptGrace = std::chrono::seconds(3);
 constexpr auto kInterruptRepeat = std::chrono::milliseconds(500);
@@ -245,6 +256,11 @@ struct Runtime::Impl {
   // its t_worker_generation is worker_generation.
   std::atomic<std::uint64_t> worker_generation{1};
   pid_t worker_tid = 0;
+  // A caller moved the worker to its CPU (pull_worker_here): the worker
+  // lets itself run anywhere again when it starts the job.
+  std::atomic<bool> worker_pulled{false};
+  // When the worker last went to sleep (steady_ns): see kWorkerHotFor.
+  std::atomic<std::int64_t> worker_slept_ns{0};
   std::atomic<std::uint64_t> replaced_workers{0};
   std::atomic<std::int64_t> held_threads{0};  // former workers holding an error (lisp/held-errors.lisp)
   std::atomic<std::int64_t> retired_running{0};  // retired workers still in Lisp
@@ -324,6 +340,16 @@ struct Runtime::Impl {
     int cpu = sched_getcpu();
     if (caller_cpu.load(std::memory_order_relaxed) != cpu) caller_cpu.store(cpu, std::memory_order_relaxed);
     return cpu == worker_cpu.load(std::memory_order_relaxed);
+  }
+  // On the worker, with mutex held: it goes to sleep (worker_sleeping).
+  void worker_falls_asleep() {
+    worker_sleeping = true;
+    worker_slept_ns.store(steady_ns(), std::memory_order_relaxed);
+  }
+  // The worker went to sleep less than kWorkerHotFor ago.
+  bool worker_still_hot() const {
+    return steady_ns() - worker_slept_ns.load(std::memory_order_relaxed) <
+           std::chrono::duration_cast<std::chrono::nanoseconds>(kWorkerHotFor).count();
   }
 
   // The caller's side of a job (runtime_wait.cpp), in the order
@@ -496,7 +522,11 @@ void* worker_main(void* generation);
 const cpu_set_t& process_cpus();
 inline bool cpu_in_mask(int cpu, std::uint64_t mask) { return cpu >= 0 && cpu < 64 && ((mask >> cpu) & 1u) != 0; }
 void place_worker(int caller);
-void free_worker_from_caller();
+// FORCE: even when the worker did not place itself (a caller pulled it).
+void free_worker_from_caller(bool force = false);
+// On a caller's thread: the worker (thread TID), waiting to run elsewhere,
+// may run only on this thread's CPU.  False when it could not be moved.
+bool pull_worker_here(pid_t tid);
 
 // GC statistics (runtime_stats.cpp): starts keeping the collections' phases.
 void watch_gc_phases();

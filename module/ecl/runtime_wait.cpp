@@ -93,6 +93,12 @@ void Runtime::Impl::wait_for_pickup(Job& job, Clock::time_point started, bool wo
     auto now = Clock::now();
     if (now >= spin_until) break;
     bool running = job.state.load(std::memory_order_relaxed) == JobState::Running;
+    if (spin && woke && !running && elsewhere && now >= started + kPullAfter && worker_still_hot()) {
+      // Behind another process on its CPU: here, while this thread sleeps.
+      if (pull_worker_here(__atomic_load_n(&worker_tid, __ATOMIC_ACQUIRE)))
+        worker_pulled.store(true, std::memory_order_release);
+      break;
+    }
     bool shared = spin && caller_shares_worker_cpu();
     if (spin && woke && !running && now >= next_look) {
       // First where it took its last job (free), then, if it has not
