@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +29,7 @@
 #include "core/progress_reporter.hpp"
 #include "core/session_changes.hpp"
 #include "sys/answer_fifo.hpp"
+#include "sys/take_over_alarm.hpp"
 #include "sys/thread_signals.hpp"
 #include "emacs/calls.hpp"
 
@@ -568,13 +568,10 @@ class WorkerLane final : public IdleReader {
     if (started_) return ok_;
     started_ = true;
     hand_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    owner_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    // steady_clock is CLOCK_MONOTONIC on Linux, the timer's clock.
-    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     // What the worker waits on: the hand-over (key 0) and each bridge's
     // request channel (key: its id).
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-    if (hand_fd_ < 0 || owner_fd_ < 0 || timer_fd_ < 0 || epoll_fd_ < 0) return false;
+    if (hand_fd_ < 0 || !alarm_.ok() || epoll_fd_ < 0) return false;
     epoll_event hand{};
     hand.events = EPOLLIN;
     hand.data.u64 = 0;
@@ -595,7 +592,7 @@ class WorkerLane final : public IdleReader {
     s.inline_step = InlineStep::Handed;
     // Unread by then (a worker still polling after another caller's job,
     // or held), the runner takes it back.
-    arm(std::chrono::steady_clock::now() + kUnreadTakeBack);
+    alarm_.arm(std::chrono::steady_clock::now() + kUnreadTakeBack);
     signal(hand_fd_);
   }
 
@@ -816,9 +813,9 @@ class WorkerLane final : public IdleReader {
   }
 
  public:
-  void job_started(std::chrono::steady_clock::time_point take_over_at) override { arm(take_over_at); }
+  void job_started(std::chrono::steady_clock::time_point take_over_at) override { alarm_.arm(take_over_at); }
 
-  void owner_needed() override { signal(owner_fd_); }
+  void owner_needed() override { alarm_.ask(); }
 
  private:
   static constexpr std::size_t kMaxPendingRequest = 1 << 16;
@@ -832,34 +829,15 @@ class WorkerLane final : public IdleReader {
     std::uint64_t count;
     [[maybe_unused]] ssize_t got = ::read(fd, &count, sizeof count);
   }
-  static std::int64_t ns(std::chrono::steady_clock::time_point at) {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
-  }
-
-  // The moment the runner is to take the inline batch: the last one set
-  // counts; an alarm left from an earlier call finds it not come yet.
-  void arm(std::chrono::steady_clock::time_point at) {
-    const std::int64_t when = ns(at);
-    take_at_ns_.store(when, std::memory_order_release);
-    itimerspec spec{};
-    spec.it_value.tv_sec = when / 1000000000;
-    spec.it_value.tv_nsec = when % 1000000000;
-    timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);
-  }
-
+  // The moment the runner is to take the inline batch (alarm_): a hand
+  // that was not read, or an evaluation that lasts or asks its owner.
   void watch() {
-    pollfd fds[2] = {{timer_fd_, POLLIN, 0}, {owner_fd_, POLLIN, 0}};
     for (;;) {
-      fds[0].revents = fds[1].revents = 0;
-      if (::poll(fds, 2, -1) <= 0) continue;
-      const bool asked = (fds[1].revents & POLLIN) != 0;
-      if (fds[0].revents & POLLIN) drain(timer_fd_);
-      if (asked) drain(owner_fd_);
+      alarm_.wait();  // never stopped: the lane lives as long as Emacs
       State& s = state();
       {
         std::lock_guard lock(s.mutex);
         if (!s.inline_batch || s.inline_step == InlineStep::Owner || s.take_inline) continue;
-        if (!asked && ns(std::chrono::steady_clock::now()) < take_at_ns_.load(std::memory_order_acquire)) continue;
         s.take_inline = true;
       }
       s.runner_cv.notify_one();
@@ -869,10 +847,8 @@ class WorkerLane final : public IdleReader {
   bool started_ = false;  // main thread only
   bool ok_ = false;
   int hand_fd_ = -1;
-  int owner_fd_ = -1;
-  int timer_fd_ = -1;
   int epoll_fd_ = -1;
-  std::atomic<std::int64_t> take_at_ns_{0};
+  sys::TakeOverAlarm alarm_;
 };
 
 // Never destroyed: the worker and the watcher may use it at exit.

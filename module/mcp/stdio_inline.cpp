@@ -3,11 +3,6 @@
 // runs, and runs a plain evaluate_lisp call itself; a third thread, the
 // watcher, takes over an evaluation that lasts or asks its owner.
 
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/timerfd.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -21,40 +16,14 @@
 
 namespace agentq::mcp {
 
-namespace {
-
-std::int64_t steady_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-void signal_fd(int fd) {
-  const std::uint64_t one = 1;
-  [[maybe_unused]] ssize_t written = ::write(fd, &one, sizeof one);
-}
-
-void drain_fd(int fd) {
-  std::uint64_t count;
-  [[maybe_unused]] ssize_t got = ::read(fd, &count, sizeof count);
-}
-
-}  // namespace
-
 // What the runtime sees of this server: the worker's side of the reading.
 class StdioServer::WorkerReading final : public IdleReader {
  public:
   explicit WorkerReading(StdioServer& server) : server_(server) {}
   int fd() const override { return server_.worker_fd_.load(std::memory_order_acquire); }
   void read() override { server_.read_on_worker(); }
-  void job_started(std::chrono::steady_clock::time_point take_over_at) override {
-    const std::int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(take_over_at.time_since_epoch()).count();
-    server_.take_over_at_ns_.store(at, std::memory_order_release);
-    itimerspec when{};
-    when.it_value.tv_sec = at / 1000000000;
-    when.it_value.tv_nsec = at % 1000000000;
-    timerfd_settime(server_.timer_fd_, TFD_TIMER_ABSTIME, &when, nullptr);
-  }
-  void owner_needed() override { signal_fd(server_.owner_fd_); }
+  void job_started(std::chrono::steady_clock::time_point take_over_at) override { server_.alarm_->arm(take_over_at); }
+  void owner_needed() override { server_.alarm_->ask(); }
 
  private:
   StdioServer& server_;
@@ -62,14 +31,10 @@ class StdioServer::WorkerReading final : public IdleReader {
 
 void StdioServer::use_inline_lisp(InlineLisp lisp) {
   if (inline_lisp_ || !lisp.idle || !lisp.idle()) return;
-  // steady_clock is CLOCK_MONOTONIC on Linux, the timer's clock.
-  timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-  owner_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (timer_fd_ < 0 || owner_fd_ < 0) {
+  alarm_ = std::make_unique<sys::TakeOverAlarm>();
+  if (!alarm_->ok()) {
     log(LogLevel::Warn, "inline Lisp is off: no timer or event descriptor");
-    if (timer_fd_ >= 0) ::close(timer_fd_);
-    if (owner_fd_ >= 0) ::close(owner_fd_);
-    timer_fd_ = owner_fd_ = -1;
+    alarm_.reset();
     return;
   }
   inline_lisp_ = std::move(lisp);
@@ -84,12 +49,9 @@ void StdioServer::stop_inline() {
   worker_fd_.store(-1, std::memory_order_release);
   // Waits until the worker has left read_on_worker.
   inline_lisp_->set_reader(nullptr);
-  watcher_stop_.store(true, std::memory_order_release);
-  signal_fd(owner_fd_);
+  alarm_->stop();
   if (watcher_.joinable()) watcher_.join();
-  ::close(timer_fd_);
-  ::close(owner_fd_);
-  timer_fd_ = owner_fd_ = -1;
+  alarm_.reset();
   inline_lisp_.reset();
 }
 
@@ -174,7 +136,7 @@ bool StdioServer::run_on_worker(Line line) {
     current_ = pending;
     inline_ = pending;
     taken_over_ = false;
-    take_over_at_ns_.store(0, std::memory_order_release);
+    alarm_->clear();
     // Not the worker's while its call runs: a worker that replaces this
     // one meanwhile (it held an error) must not read before the call is
     // taken over.
@@ -210,26 +172,20 @@ bool StdioServer::run_on_worker(Line line) {
 }
 
 void StdioServer::watch_inline() {
-  pollfd fds[2] = {{timer_fd_, POLLIN, 0}, {owner_fd_, POLLIN, 0}};
-  while (!watcher_stop_.load(std::memory_order_acquire)) {
-    fds[0].revents = fds[1].revents = 0;
-    if (::poll(fds, 2, -1) <= 0) continue;
-    const bool asked = (fds[1].revents & POLLIN) != 0;
-    if (fds[0].revents & POLLIN) drain_fd(timer_fd_);
-    if (asked) drain_fd(owner_fd_);
-    if (watcher_stop_.load(std::memory_order_acquire)) break;
-    take_over_inline(asked);
+  for (;;) {
+    const auto ring = alarm_->wait();
+    if (ring == sys::TakeOverAlarm::Ring::Stop) break;
+    take_over_inline();
   }
 }
 
-void StdioServer::take_over_inline(bool asked) {
+void StdioServer::take_over_inline() {
   std::shared_ptr<Pending> pending;
   {
     std::lock_guard lock(mutex_);
-    const std::int64_t at = take_over_at_ns_.load(std::memory_order_acquire);
     // A stale alarm (the call ended), or one of the next call's before
     // its evaluation started.
-    if (!inline_ || taken_over_ || at == 0 || (!asked && steady_now_ns() < at)) return;
+    if (!inline_ || taken_over_ || alarm_->due_ns() == 0) return;
     // The worker kept the result: it finished, and answers it.
     if (!inline_lisp_->claim()) return;
     taken_over_ = true;

@@ -37,8 +37,10 @@
 #include "core/jsonrpc.hpp"
 #include "core/mcp_logging.hpp"
 #include "mcp/cancellable_call.hpp"
+#include "mcp/inline_lisp.hpp"
 #include "mcp/line_reader.hpp"
 #include "mcp/line_writer.hpp"
+#include "sys/take_over_alarm.hpp"
 
 namespace agentq::mcp {
 
@@ -54,14 +56,7 @@ class StdioServer {
   StdioServer(const StdioServer&) = delete;
   StdioServer& operator=(const StdioServer&) = delete;
 
-  // The Lisp runtime's side of inline Lisp (app::Lisp's functions).
-  struct InlineLisp {
-    std::function<void(IdleReader*)> set_reader;
-    std::function<bool()> claim;
-    std::function<void()> reader_changed;
-    // The worker is alive and idle: nothing runs, is queued or unwinds.
-    std::function<bool()> idle;
-  };
+  using InlineLisp = mcp::InlineLisp;
   // Before run(): the worker reads and runs the usual calls itself.
   void use_inline_lisp(InlineLisp lisp);
 
@@ -87,7 +82,7 @@ class StdioServer {
   bool give_reading_to_worker();
   // The third thread's loop: takes over an inline evaluation that lasts.
   void watch_inline();
-  void take_over_inline(bool asked);
+  void take_over_inline();
   void stop_inline();
 
   // Each thread's loop: take the reading when it is free, run queued calls.
@@ -148,11 +143,10 @@ class StdioServer {
   std::optional<Line> handed_line_;  // read by the worker, for these threads
   std::shared_ptr<Pending> inline_;  // the call the worker runs
   bool taken_over_ = false;          // ... which the watcher took over
-  std::atomic<std::int64_t> take_over_at_ns_{0};  // steady clock; 0: its evaluation has not started
   ExecutionOptions worker_options_;  // the worker's calls'
-  int timer_fd_ = -1;  // the watcher's: an inline evaluation's moment passed
-  int owner_fd_ = -1;  // the watcher's: owner_needed, or stop
-  std::atomic<bool> watcher_stop_{false};
+  // The watcher's: an inline evaluation's moment passed, or it asks its
+  // owner (cleared: its evaluation has not started).
+  std::unique_ptr<sys::TakeOverAlarm> alarm_;
   std::thread watcher_;
 };
 
