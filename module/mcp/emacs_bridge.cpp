@@ -21,6 +21,7 @@
 #include "core/json_fast.hpp"
 #include "mcp/emacs_socket.hpp"
 #include "mcp/log.hpp"
+#include "sys/answer_fifo.hpp"
 
 namespace agentq::mcp {
 
@@ -188,41 +189,24 @@ void EmacsBridge::open_answer_channel() {
   const std::uint64_t number = ++channels_made;
   const std::string suffix = std::to_string(::getpid()) + "-" + std::to_string(number);
   std::string path = directory + "/answers-" + suffix;
-  // A name left by an earlier bridge of this pid: ours to replace (the
+  std::string why;
+  // A name left by an earlier bridge of this pid is ours to replace (the
   // directory is the user's own, which Emacs checked).
-  ::unlink(path.c_str());
-  if (::mkfifo(path.c_str(), 0600) < 0) {
-    log(LogLevel::Info, "no answer channel (answers come through Emacs): mkfifo " + path + ": " + std::strerror(errno));
+  answers_.reset(make_private_fifo(path, O_RDONLY, why));
+  if (!answers_) {
+    log(LogLevel::Info, "no answer channel (answers come through Emacs): " + why);
     return;
   }
   answers_path_ = path;
-  answers_.reset(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
-  struct stat made {};
-  // Our FIFO, 0600 whatever the umask did.
-  if (!answers_ || ::fstat(answers_.get(), &made) < 0 || !S_ISFIFO(made.st_mode) || made.st_uid != ::geteuid() ||
-      ::fchmod(answers_.get(), 0600) < 0) {
-    log(LogLevel::Info, "no answer channel (answers come through Emacs): " + path + " could not be opened");
-    close_answer_channel();
-    return;
-  }
   answers_kept_open_.reset(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   from_answers_.clear();
   json params = {{"path", path}};
   // The request channel, the same way (no name: no direct requests).
   std::string requests = directory + "/requests-" + suffix;
-  ::unlink(requests.c_str());
-  if (::mkfifo(requests.c_str(), 0600) == 0) {
+  requests_.reset(make_private_fifo(requests, O_RDWR, why));
+  if (requests_) {
     requests_path_ = requests;
-    requests_.reset(::open(requests.c_str(), O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
-    struct stat fifo {};
-    if (requests_ && ::fstat(requests_.get(), &fifo) == 0 && S_ISFIFO(fifo.st_mode) && fifo.st_uid == ::geteuid() &&
-        ::fchmod(requests_.get(), 0600) == 0) {
-      params["requests"] = requests;
-    } else {
-      requests_.reset();
-      ::unlink(requests.c_str());
-      requests_path_.clear();
-    }
+    params["requests"] = requests;
   }
   json request = {{"jsonrpc", "2.0"},
                   {"id", std::string(kChannelPrefix) + std::to_string(number)},
@@ -253,14 +237,11 @@ bool EmacsBridge::send_direct(const Line& line, const std::string& method,
   // One at a time, and only when nothing else is outstanding: then it
   // cannot overtake anything of this client's.
   if (!direct_ || !requests_ || direct_key_ || !outstanding_.empty() || method != "tools/call" || ids.size() != 1 ||
-      line.text.size() + 1 > PIPE_BUF)
+      line.text.size() + 1 > kAnswerFifoAtomicBytes)
     return false;
   std::optional<SimpleToolsCall> call = parse_simple_tools_call(line.text);
   if (!call || call->name != "evaluate_lisp" || !call->progress_token.is_null()) return false;
-  std::string framed = line.text;
-  framed += '\n';
-  // At most PIPE_BUF bytes: written whole or not at all.
-  if (::write(requests_.get(), framed.data(), framed.size()) != static_cast<ssize_t>(framed.size())) return false;
+  if (!write_line_whole(requests_.get(), line.text)) return false;
   outstanding_.insert_or_assign(ids[0].second, Outstanding{ids[0].first, Clock::now()});
   direct_key_ = ids[0].second;
   return true;
@@ -323,10 +304,7 @@ void EmacsBridge::on_client_line(const Line& line) {
         // A copy after the request on its FIFO: the Lisp thread, which may
         // not have read the request yet, then never runs it (the socket's
         // copy stops it if it runs).
-        std::string framed = line.text;
-        framed += '\n';
-        if (requests_ && framed.size() <= PIPE_BUF)
-          [[maybe_unused]] ssize_t n = ::write(requests_.get(), framed.data(), framed.size());
+        if (requests_) write_line_whole(requests_.get(), line.text);
         direct_key_.reset();
       }
     }

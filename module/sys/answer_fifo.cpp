@@ -58,6 +58,45 @@ int open_request_fifo(const std::string& path, std::string& why) {
   return open_private_fifo(path, O_RDONLY, "the request channel", why);
 }
 
+int make_private_fifo(const std::string& path, int flags, std::string& why) {
+  ::unlink(path.c_str());
+  if (::mkfifo(path.c_str(), 0600) < 0) {
+    why = "mkfifo " + path + ": " + std::strerror(errno);
+    return -1;
+  }
+  const int fd = ::open(path.c_str(), flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  struct stat made {};
+  if (fd < 0 || ::fstat(fd, &made) < 0 || !S_ISFIFO(made.st_mode) || made.st_uid != ::geteuid() ||
+      ::fchmod(fd, 0600) < 0) {
+    why = path + " could not be opened";
+    if (fd >= 0) ::close(fd);
+    ::unlink(path.c_str());
+    return -1;
+  }
+  return fd;
+}
+
+namespace {
+
+// LINE, of LENGTH bytes with its newline, in one write.
+ssize_t write_once(int fd, const char* line, std::size_t length) {
+  ssize_t written;
+  do {
+    written = ::write(fd, line, length);
+  } while (written < 0 && errno == EINTR);
+  return written;
+}
+
+}  // namespace
+
+bool write_line_whole(int fd, std::string_view text) {
+  if (fd < 0 || text.size() + 1 > kAnswerFifoAtomicBytes) return false;
+  char line[kAnswerFifoAtomicBytes];
+  std::memcpy(line, text.data(), text.size());
+  line[text.size()] = '\n';
+  return write_once(fd, line, text.size() + 1) == static_cast<ssize_t>(text.size() + 1);
+}
+
 bool write_answer_line(int fd, std::string_view text) {
   if (fd < 0 || text.size() + 1 > kAnswerFifoAtomicBytes) return false;
   char line[kAnswerFifoAtomicBytes];
@@ -72,10 +111,7 @@ bool write_answer_line(int fd, std::string_view text) {
   sigset_t pending;
   sigpending(&pending);
   const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
-  ssize_t written;
-  do {
-    written = ::write(fd, line, text.size() + 1);
-  } while (written < 0 && errno == EINTR);
+  const ssize_t written = write_once(fd, line, text.size() + 1);
   if (written < 0 && errno == EPIPE && !was_pending) {
     const timespec none{0, 0};
     while (sigtimedwait(&pipe_only, nullptr, &none) < 0 && errno == EINTR) {

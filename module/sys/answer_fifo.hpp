@@ -33,6 +33,17 @@ int open_answer_fifo(const std::string& path, std::string& why);
 // a bridge's plain evaluations itself.  -1 with WHY when refused.
 int open_request_fifo(const std::string& path, std::string& why);
 
+// The bridge's side: makes a FIFO at PATH (replacing a name left there),
+// mode 0600 whatever the umask, and opens it with FLAGS (O_RDONLY or
+// O_RDWR; nonblocking, close-on-exec).  Returns the descriptor, or -1
+// with WHY, the FIFO's name then removed.
+int make_private_fifo(const std::string& path, int flags, std::string& why);
+
+// Writes TEXT and a newline to FD in one write, whole or not at all (at
+// most kAnswerFifoAtomicBytes).  For a caller that holds SIGPIPE off
+// already (the bridge blocks it for the whole process).
+bool write_line_whole(int fd, std::string_view text);
+
 // Writes TEXT and a newline to FD in one atomic write.  False when it is
 // longer than kAnswerFifoAtomicBytes, the FIFO is full, or its reader is
 // gone (no SIGPIPE is left pending on the calling thread).
