@@ -29,6 +29,19 @@
   "Wait for the background compiler to be idle (Lisp waits, at most 60 s)."
   (should (equal (agentq-test-eval-ok "(agent-q::wait-for-native-compiles 60)") "=> T")))
 
+(defmacro agentq-tiering-holding (&rest body)
+  "Run BODY while the background compiler waits for a long quiet moment.
+What BODY sees of a definition before its compile is then not raced by
+the compile, which a loaded machine could otherwise finish first."
+  (declare (indent 0))
+  `(progn
+     (agentq-test-eval-ok "(progn (defparameter cl-user::*agentq-test-tiering-waits*
+                                    (list agent-q::*tiering-quiet-ms* agent-q::*tiering-longest-wait-ms*))
+                                  (setf agent-q::*tiering-quiet-ms* 5000 agent-q::*tiering-longest-wait-ms* 5000))")
+     (unwind-protect (progn ,@body)
+       (agentq-test-eval-ok "(setf agent-q::*tiering-quiet-ms* (first cl-user::*agentq-test-tiering-waits*)
+                                  agent-q::*tiering-longest-wait-ms* (second cl-user::*agentq-test-tiering-waits*))"))))
+
 (defun agentq-tiering-describe (name)
   "describe_symbol's text for NAME."
   (plist-get (agentq-test-call "describe_symbol" (list :symbol name)) :content))
@@ -39,15 +52,14 @@
   (let ((batches-before (agentq-test-eval-ok "(getf (agent-q::tiering-status) :batches)")))
     (let* ((code (mapconcat (lambda (i) (format "(defun agentq-tier-%d (x) (+ x %d))" i i))
                             (number-sequence 1 20) "\n"))
-           (start (float-time))
-           (result (agentq-test-eval (concat code "\n(agentq-tier-7 1)")))
-           (elapsed (- (float-time) start)))
-      (should (equal (plist-get result :content) "=> 8"))
-      ;; The call came back with the bytecodes in place: gcc had not run yet.
-      (should (equal (agentq-tiering-kind "agentq-tier-7") "BYTECODES"))
-      (should (string-match-p "Runs as: bytecodes, waiting for the native compiler"
-                              (agentq-tiering-describe "agentq-tier-7")))
-      (ignore elapsed))
+           (result nil))
+      (agentq-tiering-holding
+        (setq result (agentq-test-eval (concat code "\n(agentq-tier-7 1)")))
+        (should (equal (plist-get result :content) "=> 8"))
+        ;; The call came back with the bytecodes in place: gcc had not run yet.
+        (should (equal (agentq-tiering-kind "agentq-tier-7") "BYTECODES"))
+        (should (string-match-p "Runs as: bytecodes, waiting for the native compiler"
+                                (agentq-tiering-describe "agentq-tier-7")))))
     (agentq-tiering-wait)
     (dolist (i '(1 7 20))
       (should (equal (agentq-tiering-kind (format "agentq-tier-%d" i)) "NATIVE")))
@@ -291,14 +303,15 @@ gcc's, where a 5 ms evaluation then waited for a CPU 4 ms of its 9."
 
 (ert-deftest sly-agent-q-tiering/progn-of-defuns-becomes-native ()
   (skip-unless (agentq-tiering-gcc-p))
-  (should (equal (agentq-test-eval-ok "(progn (defun agentq-tier-p1 (x) (+ x 1))
+  (agentq-tiering-holding
+    (should (equal (agentq-test-eval-ok "(progn (defun agentq-tier-p1 (x) (+ x 1))
        (defun agentq-tier-p2 (x) (* x 2))
        (agentq-tier-p2 (agentq-tier-p1 2)))")
-                 "=> 6"))
-  ;; The call came back with the bytecodes in place.
-  (should (equal (agentq-tiering-kind "agentq-tier-p1") "BYTECODES"))
-  (should (string-match-p "Runs as: bytecodes, waiting for the native compiler"
-                          (agentq-tiering-describe "agentq-tier-p2")))
+                   "=> 6"))
+    ;; The call came back with the bytecodes in place.
+    (should (equal (agentq-tiering-kind "agentq-tier-p1") "BYTECODES"))
+    (should (string-match-p "Runs as: bytecodes, waiting for the native compiler"
+                            (agentq-tiering-describe "agentq-tier-p2"))))
   (agentq-tiering-wait)
   (should (equal (agentq-tiering-kind "agentq-tier-p1") "NATIVE"))
   (should (equal (agentq-tiering-kind "agentq-tier-p2") "NATIVE"))
@@ -329,13 +342,14 @@ gcc's, where a 5 ms evaluation then waited for a CPU 4 ms of its 9."
 
 (ert-deftest sly-agent-q-tiering/eval-when-defuns-become-native ()
   (skip-unless (agentq-tiering-gcc-p))
-  (agentq-test-eval-ok "(eval-when (:compile-toplevel :load-toplevel :execute)
+  (agentq-tiering-holding
+    (agentq-test-eval-ok "(eval-when (:compile-toplevel :load-toplevel :execute)
   (defun agentq-tier-ew1 (x) (list :ew1 x)))
 (eval-when (:execute)
   (progn (defun agentq-tier-ew2 (x) (list :ew2 x))))
 (locally (declare (optimize (debug 1)))
   (defun agentq-tier-loc (x) (list :loc x)))")
-  (should (equal (agentq-tiering-kind "agentq-tier-ew1") "BYTECODES"))
+    (should (equal (agentq-tiering-kind "agentq-tier-ew1") "BYTECODES")))
   (agentq-tiering-wait)
   (should (equal (agentq-tiering-kind "agentq-tier-ew1") "NATIVE"))
   (should (equal (agentq-tiering-kind "agentq-tier-ew2") "NATIVE"))
