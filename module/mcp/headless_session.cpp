@@ -1,6 +1,7 @@
 #include "mcp/headless_session.hpp"
 
 #include "core/json_fast.hpp"
+#include "core/json_limits.hpp"
 #include "core/json_text.hpp"
 #include "core/mcp_route.hpp"
 #include "core/session_changes.hpp"
@@ -15,6 +16,117 @@ HeadlessSession::HeadlessSession(McpServer& server, ExecutionOptions options, Mc
   options_.log_level = &log_level_;
 }
 
+// A call in running_ while it lives: a cancellation of its id finds it.
+class HeadlessSession::Running {
+ public:
+  Running(HeadlessSession& session, std::string key, McpCallContext& context) : session_(session) {
+    std::lock_guard lock(session_.mutex_);
+    if (session_.ended_) context.cancel();
+    entry_ = session_.running_.emplace(std::move(key), &context);
+  }
+  ~Running() {
+    std::lock_guard lock(session_.mutex_);
+    session_.running_.erase(entry_);
+  }
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+
+ private:
+  HeadlessSession& session_;
+  std::multimap<std::string, McpCallContext*>::iterator entry_;
+};
+
+namespace {
+
+// The arguments of BODY, a plain evaluate_lisp call.
+nlohmann::json arguments_of(std::string_view body) {
+  if (std::optional<SimpleToolsCall> call = parse_simple_tools_call(body)) return std::move(call->arguments);
+  std::optional<nlohmann::json> message = parse_json_bounded(body);
+  if (!message) return nullptr;
+  return std::move((*message)["params"]["arguments"]);
+}
+
+}  // namespace
+
+// A plain evaluate_lisp call the worker runs (McpSession::InlineCall).
+// The taker reads the arguments again from BODY: the worker's run
+// consumes its own, and most calls are never taken over.
+class HeadlessSession::Inline final : public McpSession::InlineCall {
+ public:
+  Inline(HeadlessSession& session, SimpleToolsCall call, std::string_view body)
+      : session_(session),
+        id_(std::move(call.id)),
+        key_(json_scalar_text(id_)),
+        arguments_(std::move(call.arguments)),
+        body_(body),
+        context_(session.cancel_job_),
+        running_(session, key_, context_) {
+    session.prepare(context_, id_, [](std::string_view) { return false; }, nullptr);
+  }
+
+  std::optional<std::string> run() override {
+    ExecutionOptions options = session_.options_;
+    options.context = &context_;
+    std::optional<std::string> response =
+        session_.server_.tools_call_text(id_, "evaluate_lisp", std::move(arguments_), options);
+    if (context_.superseded()) return std::nullopt;  // taken over: the taker answers
+    return unless_cancelled(context_, key_, std::move(response));
+  }
+
+  std::optional<std::string> take_over(Link& link) override {
+    link.set_canceller([this] { context_.cancel(); });
+    context_.adopt_running_job();
+    ExecutionOptions options = session_.options_;
+    options.context = &context_;
+    std::optional<std::string> response =
+        session_.server_.tools_call_text(id_, "evaluate_lisp", arguments_of(body_), options);
+    link.set_canceller(nullptr);
+    return unless_cancelled(context_, key_, std::move(response));
+  }
+
+ private:
+  HeadlessSession& session_;
+  const nlohmann::json id_;
+  const std::string key_;
+  nlohmann::json arguments_;
+  const std::string body_;
+  McpCallContext context_;
+  Running running_;
+};
+
+void HeadlessSession::prepare(McpCallContext& context, const nlohmann::json& id, Notify notify, nlohmann::json token) {
+  context.set_allow_dangerous(allow_dangerous_);
+  context.set_notifier(std::move(notify));
+  context.set_progress_token(std::move(token));
+  context.set_client_log(&log_level_, id);
+}
+
+std::optional<std::string> HeadlessSession::unless_cancelled(const McpCallContext& context, const std::string& key,
+                                                             std::optional<std::string> response) {
+  // The spec: a cancelled request gets no response (as over stdio); its
+  // stream ends without one.
+  if (context.cancelled()) {
+    log(LogLevel::Info, "request " + shortened(key) + " was cancelled: interrupted, not answered");
+    return std::nullopt;
+  }
+  return response;
+}
+
+std::unique_ptr<McpSession::InlineCall> HeadlessSession::inline_call(std::string_view body) {
+  if (log_level_.chosen()) return nullptr;  // its log messages come on a stream
+  // Read by the fast reader when it can (json_fast), else parsed whole.
+  std::optional<SimpleToolsCall> call = parse_simple_tools_call(body);
+  if (!call) {
+    std::optional<nlohmann::json> message = parse_json_bounded(body);
+    if (!message || !is_plain_evaluation(*message)) return nullptr;
+    nlohmann::json& params = (*message)["params"];
+    call = SimpleToolsCall{std::move((*message)["id"]), "evaluate_lisp",
+                           params.contains("arguments") ? std::move(params["arguments"]) : nlohmann::json(), nullptr};
+  }
+  if (call->name != "evaluate_lisp" || !call->progress_token.is_null()) return nullptr;
+  return std::make_unique<Inline>(*this, std::move(*call), body);
+}
+
 std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann::json message, Link& link) {
   // The same routing as stdio's, on the message already parsed.
   Route route;
@@ -23,17 +135,10 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
   const bool is_call = id != message.end() && method != message.end() && *method == "tools/call";
   if (is_call) {
     McpCallContext context(cancel_job_);
-    context.set_allow_dangerous(allow_dangerous_);
-    context.set_notifier(link.notify);
-    context.set_progress_token(request_progress_token(message));
-    context.set_client_log(&log_level_, *id);
+    prepare(context, *id, link.notify, request_progress_token(message));
+    if (link.on_wait) context.set_on_wait(link.on_wait);
     const std::string key = id->is_string() || id->is_number() ? json_scalar_text(*id) : std::string();
-    std::multimap<std::string, McpCallContext*>::iterator entry;
-    {
-      std::lock_guard lock(mutex_);
-      if (ended_) context.cancel();
-      entry = running_.emplace(key, &context);
-    }
+    Running running(*this, key, context);
     link.set_canceller([&context] { context.cancel(); });
     ExecutionOptions options = options_;
     options.context = &context;
@@ -42,17 +147,7 @@ std::optional<std::string> HeadlessSession::post(std::string_view text, nlohmann
     // Before the answer, on its stream (dropped for a JSON answer).
     if (session_changes().generation() != definitions) link.notify(kResourcesListChanged);
     link.set_canceller(nullptr);
-    {
-      std::lock_guard lock(mutex_);
-      running_.erase(entry);
-    }
-    // The spec: a cancelled request gets no response (as over stdio); its
-    // stream ends without one.
-    if (context.cancelled()) {
-      log(LogLevel::Info, "request " + shortened(key) + " was cancelled: interrupted, not answered");
-      return std::nullopt;
-    }
-    return response;
+    return unless_cancelled(context, key, std::move(response));
   }
   route = route_message(text);
   if (route.kind == Route::Kind::Cancel) {

@@ -29,8 +29,19 @@ class HeadlessSession final : public McpSession {
   std::optional<std::string> post(std::string_view text, nlohmann::json message, Link& link) override;
   void end() override;
   bool streams_logs(const nlohmann::json& message) const override;
+  std::unique_ptr<InlineCall> inline_call(std::string_view body) override;
 
  private:
+  class Running;
+  class Inline;
+  // CONTEXT set up for a call with request ID: this session's allowance,
+  // NOTIFY for its notifications, TOKEN (null: none) for its progress.
+  void prepare(McpCallContext& context, const nlohmann::json& id, Notify notify, nlohmann::json token);
+  // RESPONSE, unless CONTEXT's call (request KEY) was cancelled: the spec
+  // says a cancelled request gets no response.
+  static std::optional<std::string> unless_cancelled(const McpCallContext& context, const std::string& key,
+                                                     std::optional<std::string> response);
+
   McpServer& server_;
   ClientLogLevel log_level_;  // the session's logging/setLevel
   ExecutionOptions options_;

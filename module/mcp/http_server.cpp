@@ -18,28 +18,15 @@
 #include "core/json_limits.hpp"
 #include "core/jsonrpc.hpp"
 #include "mcp/hangup_watch.hpp"
+#include "mcp/http_connection.hpp"
 #include "mcp/http_request.hpp"
+#include "mcp/http_wire.hpp"
 #include "mcp/log.hpp"
 #include "mcp/unique_fd.hpp"
 
 namespace agentq::mcp {
 
 namespace {
-
-constexpr std::array<std::string_view, 5> kProtocolVersions = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
-                                                               "2024-10-07"};
-
-// Writes all of DATA; false when the peer is gone or takes nothing for
-// the send timeout (SO_SNDTIMEO).
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
 
 // Reads what has come into BUFFER, waiting until DEADLINE; false at the
 // end of the input, an error or the deadline.
@@ -60,28 +47,10 @@ bool read_more(int fd, std::string& buffer, std::chrono::steady_clock::time_poin
   }
 }
 
-std::string response_head(int status, std::string_view content_type, std::size_t length, bool keep_alive,
-                           std::string_view extra = {}) {
-  std::string head = "HTTP/1.1 " + std::to_string(status) + " " + std::string(status_reason(status)) + "\r\n";
-  if (!content_type.empty()) head += "Content-Type: " + std::string(content_type) + "\r\n";
-  head += "Content-Length: " + std::to_string(length) + "\r\n";
-  head += extra;
-  head += keep_alive ? "" : "Connection: close\r\n";
-  head += "\r\n";
-  return head;
-}
-
 // A JSON-RPC error object with id null, the body of a refused POST.
 std::string rpc_error(int code, const std::string& message) {
   nlohmann::json error = {{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", {{"code", code}, {"message", message}}}};
   return error.dump();
-}
-
-bool header_lists(std::optional<std::string_view> header, std::string_view item) {
-  if (!header) return false;
-  std::string lowered(*header);
-  std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return std::tolower(c); });
-  return lowered.find(item) != std::string::npos;
 }
 
 // SESSION's answer to a request, while WATCH sees whether the client
@@ -111,6 +80,7 @@ void drain_and_close(int fd) {
 
 struct HttpServer::Exchange {
   HangupWatch* watch = nullptr;  // the connection's
+  ThreadServes* serving = nullptr;  // begun when a call waits (inline Lisp)
   HttpRequest request;
   std::string body;
   bool keep_alive = true;
@@ -155,6 +125,7 @@ void HttpServer::stop() {
   }
   if (acceptor_.joinable()) acceptor_.join();
   for (auto& [id, session] : sessions_.take_all()) session->end();
+  stop_inline();
   std::unique_lock lock(mutex_);
   idle_.wait(lock, [this] { return threads_ == 0; });
 }
@@ -214,14 +185,23 @@ void HttpServer::accept_loop() {
 }
 
 void HttpServer::serve_connection(int fd) {
-  HangupWatch watch(fd);
-  std::string buffer;
+  Connection connection(fd);
+  HangupWatch& watch = connection.watch;
+  std::string& buffer = connection.buffer;
   auto refuse = [fd](int status, std::string_view why, std::string_view extra = {}) {
     std::string body = std::string(why) + "\n";
     write_all(fd, response_head(status, "text/plain", body.size(), false, extra) + body);
     drain_and_close(fd);
   };
   for (;;) {
+    // Between requests, the worker waits for the next one (inline Lisp).
+    if (inline_lisp_ && buffer.empty()) {
+      if (park(connection) == Parked::Closed) return;
+      if (!connection.unsent.empty()) {
+        if (!write_all(fd, connection.unsent)) return;
+        connection.unsent.clear();
+      }
+    }
     // A request has read_timeout to arrive whole (and an idle connection
     // as long to send its next one): a half request held open costs only
     // its own thread, and not for ever.
@@ -264,9 +244,9 @@ void HttpServer::serve_connection(int fd) {
       if (!read_more(fd, buffer, deadline)) return;
     exchange.body = buffer.substr(0, body_bytes);
     buffer.erase(0, body_bytes);
-    auto connection = exchange.request.header("connection");
-    exchange.keep_alive = exchange.request.minor_version >= 1 ? !header_lists(connection, "close")
-                                                              : header_lists(connection, "keep-alive");
+    exchange.keep_alive = keeps_alive(exchange.request);
+    ThreadServes serving(*this);
+    exchange.serving = &serving;
     if (!handle(fd, exchange) || !exchange.keep_alive) return;
   }
 }
@@ -281,8 +261,7 @@ bool HttpServer::handle(int fd, Exchange& exchange) {
   std::string_view path = request.target;
   path = path.substr(0, path.find('?'));
   if (path != "/mcp") return plain(404, "not found: the MCP endpoint is /mcp");
-  if (auto version = request.header("mcp-protocol-version");
-      version && std::find(kProtocolVersions.begin(), kProtocolVersions.end(), *version) == kProtocolVersions.end())
+  if (auto version = request.header("mcp-protocol-version"); version && !protocol_version_supported(*version))
     return plain(400, "unsupported MCP-Protocol-Version");
   if (request.method == "POST") return post(fd, exchange);
   if (request.method == "DELETE") return remove_session(fd, exchange);
@@ -375,8 +354,10 @@ bool HttpServer::post(int fd, Exchange& exchange) {
       wants_stream = meta->contains("progressToken");
   // And one whose client asked for log messages: they come on its stream.
   if (!wants_stream) wants_stream = session->streams_logs(message);
+  auto on_wait = [&exchange] { exchange.serving->begin(); };
   if (!wants_stream || !accepts_sse) {
     McpSession::Link link(drop);
+    link.on_wait = on_wait;
     std::optional<std::string> response = post_watched(*exchange.watch, *session, exchange.body, std::move(*parsed), link);
     return response ? answer(200, *response) : answer(202, "");
   }
@@ -397,6 +378,7 @@ bool HttpServer::post(int fd, Exchange& exchange) {
     return open;
   };
   McpSession::Link link(event);
+  link.on_wait = on_wait;
   std::optional<std::string> response = post_watched(*exchange.watch, *session, exchange.body, std::move(*parsed), link);
   if (response) event(*response);
   std::lock_guard lock(write_mutex);

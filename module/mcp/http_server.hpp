@@ -13,6 +13,18 @@
 // max_connections, further ones get 503), keep-alive, Content-Length
 // bodies (chunked ones get 411), bounded heads (431) and bodies (413), and
 // a request that does not arrive whole within read_timeout is dropped.
+//
+// With inline Lisp (use_inline_lisp), a connection waiting for its next
+// request is handed to the Lisp worker while it is idle (parked): the
+// worker waits on every parked connection (core/idle_reader.hpp), reads
+// the request itself and runs a plain evaluate_lisp POST there and then,
+// answering it as JSON, so the usual call costs no thread hop (as over
+// stdio).  Anything else it hands back, with what it read, to the
+// connection's thread.  An evaluation that lasts (2 ms) or asks its owner
+// is taken over by a watcher thread, which waits for it as a connection's
+// thread waits for a call; meanwhile, and while any connection's thread
+// serves a request itself, every connection is its own thread's again
+// (http_inline.cpp).
 #pragma once
 
 #include <atomic>
@@ -27,8 +39,10 @@
 #include <thread>
 
 #include "mcp/http_sessions.hpp"
+#include "mcp/inline_lisp.hpp"
 #include "mcp/mcp_session.hpp"
 #include "mcp/unique_fd.hpp"
+#include "sys/take_over_alarm.hpp"
 
 namespace agentq::mcp {
 
@@ -53,6 +67,8 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   int port() const { return port_; }
+  // Before start(): the Lisp worker serves the usual calls itself.
+  void use_inline_lisp(InlineLisp lisp);
   // Accepts connections on a thread of its own until stop().
   void start();
   // Stops accepting, ends every session (cancelling its calls), closes
@@ -61,11 +77,53 @@ class HttpServer {
 
  private:
   struct Exchange;
+  struct Connection;
+  class WorkerReading;
+  friend class WorkerReading;
   void accept_loop();
   void serve_connection(int fd);
   bool handle(int fd, Exchange& exchange);
   bool post(int fd, Exchange& exchange);
   bool remove_session(int fd, Exchange& exchange);
+
+  // --- inline Lisp (http_inline.cpp); guarded by inline_mutex_ unless said
+  enum class Parked { No, Back, Closed };
+  // On CONNECTION's thread, between requests, when nothing is buffered:
+  // the connection is the worker's until it hands it back (Back: its
+  // buffer holds what the worker read), the connection idles past
+  // read_timeout or the server stops (Closed), or it could not be parked
+  // (No).
+  Parked park(Connection& connection);
+  // While one lives, a connection's thread serves a request itself: no
+  // connection is the worker's.
+  class ThreadServes;
+  void hand_back_locked(Connection& connection);
+  void hand_back_all_locked();
+  // On the worker (IdleReader::read): serves the parked connections that
+  // have input.
+  void read_on_worker();
+  enum class Served { Keep, Back, TakenOver };
+  Served serve_on_worker(Connection& connection);
+  // The plain call at the head of CONNECTION's buffer, or null.
+  struct PlainPost;
+  std::optional<PlainPost> plain_post(const Connection& connection);
+  // The watcher's loop: takes over an inline evaluation that lasts.
+  void watch_inline();
+  void take_over_inline();
+  void stop_inline();
+
+  std::optional<InlineLisp> inline_lisp_;  // set before start()
+  std::shared_ptr<IdleReader> worker_reading_;
+  UniqueFd epoll_;  // the parked connections: what the worker waits on
+  std::unique_ptr<sys::TakeOverAlarm> alarm_;
+  std::thread watcher_;
+  std::mutex inline_mutex_;
+  std::set<Connection*> parked_;  // in epoll_ (not the one the worker serves)
+  int threads_serving_ = 0;       // ThreadServes alive
+  bool inline_stopping_ = false;
+  struct InlineRun;
+  std::unique_ptr<InlineRun> inline_run_;  // the worker's call, while it runs
+  bool taken_over_ = false;                // ... which the watcher took over
 
   HttpServerOptions options_;
   SessionFactory make_session_;

@@ -94,7 +94,8 @@ void write_token_file(const std::string& file, const std::string& token) {
 // Serves MCP over HTTP, each session made by MAKE_SESSION, until a stop
 // signal, or the end of stdin when it is a pipe or a socket (the process
 // that started this one went away).
-int serve_http(const Options& options, const ProtocolFds& fds, HttpServer::SessionFactory make_session) {
+int serve_http(const Options& options, const ProtocolFds& fds, HttpServer::SessionFactory make_session,
+               std::optional<InlineLisp> inline_lisp = std::nullopt) {
   HttpServerOptions http;
   http.port = *options.http_port;
   std::unique_ptr<HttpServer> server;
@@ -117,6 +118,7 @@ int serve_http(const Options& options, const ProtocolFds& fds, HttpServer::Sessi
                "sly-agent-q-mcp: claude mcp add --transport http sly-agent-q %s --header \"Authorization: Bearer %s\"\n",
                url.c_str(), token_file.c_str(), url.c_str(), http.token.c_str());
   std::fflush(stderr);
+  if (inline_lisp) server->use_inline_lisp(std::move(*inline_lisp));
   server->start();
 
   sigset_t signals = stop_signals();
@@ -188,12 +190,19 @@ int headless(const Options& options, const ProtocolFds& fds) {
 
   ExecutionOptions execution;
   execution.approve = headless_approval(options.allow_dangerous);
+  app::Lisp& lisp = services.lisp;
+  const InlineLisp inline_lisp{[&lisp](IdleReader* reader) { lisp.set_idle_reader(reader); },
+                               [&lisp] { return lisp.claim_inline_job(); }, [&lisp] { lisp.idle_reader_changed(); },
+                               [&lisp] { return lisp.worker_idle(); }};
   if (options.http_port) {
-    int status = serve_http(options, fds, [&services, execution, &options]() -> std::unique_ptr<McpSession> {
-      return std::make_unique<HeadlessSession>(services.server, execution,
-                                               [&services](std::uint64_t job) { services.lisp.cancel(job); },
-                                               options.allow_dangerous);
-    });
+    int status = serve_http(
+        options, fds,
+        [&services, execution, &options]() -> std::unique_ptr<McpSession> {
+          return std::make_unique<HeadlessSession>(services.server, execution,
+                                                   [&services](std::uint64_t job) { services.lisp.cancel(job); },
+                                                   options.allow_dangerous);
+        },
+        options.inline_lisp ? std::optional<InlineLisp>(inline_lisp) : std::nullopt);
     services.lisp.shutdown();
     log(LogLevel::Info, "done");
     return status;
@@ -204,12 +213,7 @@ int headless(const Options& options, const ProtocolFds& fds) {
     StdioServer server(services.server, std::move(execution),
                        [&services](std::uint64_t job) { services.lisp.cancel(job); }, out,
                        options.allow_dangerous);
-    if (options.inline_lisp) {
-      app::Lisp& lisp = services.lisp;
-      server.use_inline_lisp({[&lisp](IdleReader* reader) { lisp.set_idle_reader(reader); },
-                              [&lisp] { return lisp.claim_inline_job(); }, [&lisp] { lisp.idle_reader_changed(); },
-                              [&lisp] { return lisp.worker_idle(); }});
-    }
+    if (options.inline_lisp) server.use_inline_lisp(inline_lisp);
     server.run(in);
   }
   services.lisp.shutdown();

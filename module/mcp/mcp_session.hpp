@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -26,6 +27,10 @@ class McpSession {
    public:
     explicit Link(Notify notify) : notify(std::move(notify)) {}
     const Notify notify;
+    // Set by the transport before post(): runs once, on the posting
+    // thread, when the call waits for its Lisp job longer than a moment
+    // (McpCallContext::set_on_wait).
+    std::function<void()> on_wait;
     // The session, around a call: what stops it (empty: nothing runs).
     void set_canceller(std::function<void()> cancel) {
       std::lock_guard lock(mutex_);
@@ -61,6 +66,29 @@ class McpSession {
   // LINK.notify sends this request's notifications.  Returns the response text, or nullopt when nothing is to be answered
   // (a notification, a response, a request cancelled before it ran).
   virtual std::optional<std::string> post(std::string_view text, nlohmann::json message, Link& link) = 0;
+
+  // A call the Lisp worker runs on its own thread (the HTTP server's
+  // inline Lisp, core/idle_reader.hpp), answered as JSON.
+  class InlineCall {
+   public:
+    virtual ~InlineCall() = default;
+    // On the worker: runs the call.  Its response, or nullopt when there
+    // is none (cancelled) or the call was taken over (the taker answers).
+    virtual std::optional<std::string> run() = 0;
+    // On the thread that claimed the worker's evaluation
+    // (Runtime::claim_inline_job): waits for it as its owner (time limit,
+    // cancellation, LINK's client gone) and returns the response, or
+    // nullopt when cancelled.
+    virtual std::optional<std::string> take_over(Link& link) = 0;
+  };
+
+  // BODY's call when the worker may run it: a tools/call of evaluate_lisp
+  // with no progressToken, whose client streams no log messages.  Null
+  // otherwise: BODY is posted as usual.
+  virtual std::unique_ptr<InlineCall> inline_call(std::string_view body) {
+    (void)body;
+    return nullptr;
+  }
 
   // The session ends (DELETE, the server stops): its calls are cancelled.
   // Later posts are not made.  Returns at once.

@@ -167,9 +167,9 @@ Options:
                        for this process's threads, so that a request may
                        be served sooner when other work keeps the CPUs
                        busy (100 to 100000; default 0: the kernel's)
-  --no-inline-lisp     headless over stdio, hand every call from the thread
-                       that reads it to the Lisp thread, instead of letting
-                       the idle Lisp thread read and run the usual
+  --no-inline-lisp     headless (stdio or HTTP), hand every call from the
+                       thread that reads it to the Lisp thread, instead of
+                       letting the idle Lisp thread read and run the usual
                        evaluate_lisp call itself (one thread hop fewer)
   --log-level LEVEL    error, warn (the default), info or debug; the log
                        goes to stderr
