@@ -833,11 +833,13 @@ class WorkerLane final : public IdleReader {
   // that was not read, or an evaluation that lasts or asks its owner.
   void watch() {
     for (;;) {
-      alarm_.wait();  // never stopped: the lane lives as long as Emacs
+      // Never stopped: the lane lives as long as Emacs.
+      const bool asked = alarm_.wait() == sys::TakeOverAlarm::Ring::Asked;
       State& s = state();
       {
         std::lock_guard lock(s.mutex);
         if (!s.inline_batch || s.inline_step == InlineStep::Owner || s.take_inline) continue;
+        if (!asked && !alarm_.due_now()) continue;
         s.take_inline = true;
       }
       s.runner_cv.notify_one();

@@ -36,39 +36,42 @@ class HeadlessSession::Running {
   std::multimap<std::string, McpCallContext*>::iterator entry_;
 };
 
-namespace {
-
-// The arguments of BODY, a plain evaluate_lisp call.
-nlohmann::json arguments_of(std::string_view body) {
-  if (std::optional<SimpleToolsCall> call = parse_simple_tools_call(body)) return std::move(call->arguments);
-  std::optional<nlohmann::json> message = parse_json_bounded(body);
-  if (!message) return nullptr;
-  return std::move((*message)["params"]["arguments"]);
-}
-
-}  // namespace
-
 // A plain evaluate_lisp call the worker runs (McpSession::InlineCall).
-// The taker reads the arguments again from BODY: the worker's run
-// consumes its own, and most calls are never taken over.
+// Read by the fast reader (its arguments) or parsed whole (its message,
+// which then goes through the dispatcher, envelope checks and all, as the
+// connection's thread would send it).  The taker reads BODY again: the
+// worker's run consumes its own, and most calls are never taken over.
 class HeadlessSession::Inline final : public McpSession::InlineCall {
  public:
-  Inline(HeadlessSession& session, SimpleToolsCall call, std::string_view body)
+  struct Read {
+    nlohmann::json id;
+    nlohmann::json message;  // the arguments when SIMPLE, else the whole message
+    bool simple = false;
+  };
+  // BODY read: nullopt when it is not a plain evaluate_lisp call.
+  static std::optional<Read> read(std::string_view body) {
+    if (std::optional<SimpleToolsCall> call = parse_simple_tools_call(body)) {
+      if (call->name != "evaluate_lisp" || !call->progress_token.is_null()) return std::nullopt;
+      return Read{std::move(call->id), std::move(call->arguments), true};
+    }
+    std::optional<nlohmann::json> message = parse_json_bounded(body);
+    if (!message || !is_plain_evaluation(*message)) return std::nullopt;
+    nlohmann::json id = (*message)["id"];
+    return Read{std::move(id), std::move(*message), false};
+  }
+
+  Inline(HeadlessSession& session, Read call, std::string_view body)
       : session_(session),
-        id_(std::move(call.id)),
-        key_(json_scalar_text(id_)),
-        arguments_(std::move(call.arguments)),
+        call_(std::move(call)),
+        key_(json_scalar_text(call_.id)),
         body_(body),
         context_(session.cancel_job_),
         running_(session, key_, context_) {
-    session.prepare(context_, id_, [](std::string_view) { return false; }, nullptr);
+    session.prepare(context_, call_.id, [](std::string_view) { return false; }, nullptr);
   }
 
   std::optional<std::string> run() override {
-    ExecutionOptions options = session_.options_;
-    options.context = &context_;
-    std::optional<std::string> response =
-        session_.server_.tools_call_text(id_, "evaluate_lisp", std::move(arguments_), options);
+    std::optional<std::string> response = dispatch(std::move(call_));
     if (context_.superseded()) return std::nullopt;  // taken over: the taker answers
     return unless_cancelled(context_, key_, std::move(response));
   }
@@ -76,19 +79,23 @@ class HeadlessSession::Inline final : public McpSession::InlineCall {
   std::optional<std::string> take_over(Link& link) override {
     link.set_canceller([this] { context_.cancel(); });
     context_.adopt_running_job();
-    ExecutionOptions options = session_.options_;
-    options.context = &context_;
-    std::optional<std::string> response =
-        session_.server_.tools_call_text(id_, "evaluate_lisp", arguments_of(body_), options);
+    std::optional<Read> again = read(body_);
+    std::optional<std::string> response = again ? dispatch(std::move(*again)) : std::nullopt;
     link.set_canceller(nullptr);
     return unless_cancelled(context_, key_, std::move(response));
   }
 
  private:
+  std::optional<std::string> dispatch(Read call) {
+    ExecutionOptions options = session_.options_;
+    options.context = &context_;
+    if (call.simple) return session_.server_.tools_call_text(call.id, "evaluate_lisp", std::move(call.message), options);
+    return session_.server_.handle_json_text(std::move(call.message), options);
+  }
+
   HeadlessSession& session_;
-  const nlohmann::json id_;
+  Read call_;
   const std::string key_;
-  nlohmann::json arguments_;
   const std::string body_;
   McpCallContext context_;
   Running running_;
@@ -114,16 +121,8 @@ std::optional<std::string> HeadlessSession::unless_cancelled(const McpCallContex
 
 std::unique_ptr<McpSession::InlineCall> HeadlessSession::inline_call(std::string_view body) {
   if (log_level_.chosen()) return nullptr;  // its log messages come on a stream
-  // Read by the fast reader when it can (json_fast), else parsed whole.
-  std::optional<SimpleToolsCall> call = parse_simple_tools_call(body);
-  if (!call) {
-    std::optional<nlohmann::json> message = parse_json_bounded(body);
-    if (!message || !is_plain_evaluation(*message)) return nullptr;
-    nlohmann::json& params = (*message)["params"];
-    call = SimpleToolsCall{std::move((*message)["id"]), "evaluate_lisp",
-                           params.contains("arguments") ? std::move(params["arguments"]) : nlohmann::json(), nullptr};
-  }
-  if (call->name != "evaluate_lisp" || !call->progress_token.is_null()) return nullptr;
+  std::optional<Inline::Read> call = Inline::read(body);
+  if (!call) return nullptr;
   return std::make_unique<Inline>(*this, std::move(*call), body);
 }
 

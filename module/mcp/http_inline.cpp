@@ -21,7 +21,9 @@ class HttpServer::WorkerReading final : public IdleReader {
  public:
   explicit WorkerReading(HttpServer& server) : server_(server) {}
   // The parked connections' set: readable when one of them is.
-  int fd() const override { return server_.epoll_.get(); }
+  int fd() const override {
+    return server_.worker_reads_.load(std::memory_order_acquire) ? server_.epoll_.get() : -1;
+  }
   void read() override { server_.read_on_worker(); }
   void job_started(std::chrono::steady_clock::time_point take_over_at) override { server_.alarm_->arm(take_over_at); }
   void owner_needed() override { server_.alarm_->ask(); }
@@ -141,7 +143,19 @@ void HttpServer::read_on_worker() {
       if (!parked_.contains(connection) || connection->reader != Connection::Reader::Parked) continue;
       connection->reader = Connection::Reader::Worker;
     }
-    const Served served = serve_on_worker(*connection);
+    Served served;
+    try {
+      served = serve_on_worker(*connection);
+    } catch (...) {
+      // Its thread's again, unless the watcher has its call.
+      std::lock_guard lock(inline_mutex_);
+      if (inline_run_ && inline_run_->connection == connection) {
+        if (taken_over_) return;
+        inline_run_.reset();
+      }
+      worker_reads_.store(true, std::memory_order_release);
+      served = Served::Back;
+    }
     // Its call taken over: the connection is the watcher's, and every
     // other one its thread's.
     if (served == Served::TakenOver) return;
@@ -171,6 +185,11 @@ HttpServer::Served HttpServer::serve_on_worker(Connection& connection) {
     return Served::Back;  // the end, or an error: its thread sees it
   }
   while (!connection.buffer.empty()) {
+    {
+      // The next of pipelined calls, not while another thread's call waits.
+      std::lock_guard lock(inline_mutex_);
+      if (threads_serving_ > 0 || inline_stopping_) return Served::Back;
+    }
     std::optional<PlainPost> post = plain_post(connection);
     if (!post) return Served::Back;  // anything else is the thread's
     if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "<- " + shortened(post->body) + " (on the worker)");
@@ -180,6 +199,7 @@ HttpServer::Served HttpServer::serve_on_worker(Connection& connection) {
       inline_run_ = std::make_unique<InlineRun>(InlineRun{&connection, post->session, call});
       taken_over_ = false;
       alarm_->clear();
+      worker_reads_.store(false, std::memory_order_release);
     }
     connection.buffer.erase(0, post->length);
     std::optional<std::string> response = call->run();
@@ -189,9 +209,9 @@ HttpServer::Served HttpServer::serve_on_worker(Connection& connection) {
       std::lock_guard lock(inline_mutex_);
       if (taken_over_ || !inline_run_ || inline_run_->call != call) return Served::TakenOver;
       inline_run_.reset();
+      worker_reads_.store(true, std::memory_order_release);
     }
-    const std::string answer = response ? response_head(200, "application/json", response->size(), true) + *response
-                                        : response_head(202, "", 0, true);
+    const std::string answer = json_answer(response, true);
     // Not waiting on a client that does not read: what does not fit now
     // its thread writes.
     std::string_view left = answer;
@@ -250,16 +270,20 @@ std::optional<HttpServer::PlainPost> HttpServer::plain_post(const Connection& co
 }
 
 void HttpServer::watch_inline() {
-  while (alarm_->wait() != sys::TakeOverAlarm::Ring::Stop) take_over_inline();
+  for (;;) {
+    const auto ring = alarm_->wait();
+    if (ring == sys::TakeOverAlarm::Ring::Stop) break;
+    take_over_inline(ring == sys::TakeOverAlarm::Ring::Asked);
+  }
 }
 
-void HttpServer::take_over_inline() {
+void HttpServer::take_over_inline(bool asked) {
   InlineRun run;
   {
     std::lock_guard lock(inline_mutex_);
     // A stale alarm (the call ended), or one of the next call's before
     // its evaluation started.
-    if (!inline_run_ || taken_over_ || alarm_->due_ns() == 0) return;
+    if (!inline_run_ || taken_over_ || alarm_->due_ns() == 0 || (!asked && !alarm_->due_now())) return;
     // The worker kept the result: it finished, and answers it.
     if (!inline_lisp_->claim()) return;
     taken_over_ = true;
@@ -279,12 +303,16 @@ void HttpServer::take_over_inline() {
     response = run.call->take_over(link);
   }
   // The thread waits in park(): this is the connection's only writer.
-  write_all(run.connection->fd, response ? response_head(200, "application/json", response->size(), true) + *response
-                                         : response_head(202, "", 0, true));
-  std::lock_guard lock(inline_mutex_);
-  if (inline_run_ && inline_run_->call == run.call) inline_run_.reset();
-  --threads_serving_;
-  hand_back_locked(*run.connection);
+  write_all(run.connection->fd, json_answer(response, true));
+  {
+    std::lock_guard lock(inline_mutex_);
+    if (inline_run_ && inline_run_->call == run.call) inline_run_.reset();
+    --threads_serving_;
+    hand_back_locked(*run.connection);
+    worker_reads_.store(true, std::memory_order_release);
+  }
+  // The worker (or the one that replaced it) waits on the connections again.
+  inline_lisp_->reader_changed();
 }
 
 }  // namespace agentq::mcp

@@ -359,7 +359,7 @@ bool HttpServer::post(int fd, Exchange& exchange) {
     McpSession::Link link(drop);
     link.on_wait = on_wait;
     std::optional<std::string> response = post_watched(*exchange.watch, *session, exchange.body, std::move(*parsed), link);
-    return response ? answer(200, *response) : answer(202, "");
+    return write_all(fd, json_answer(response, exchange.keep_alive));
   }
 
   // SSE, chunked, so the connection lives on after the stream.

@@ -109,7 +109,7 @@ class HttpServer {
   std::optional<PlainPost> plain_post(const Connection& connection);
   // The watcher's loop: takes over an inline evaluation that lasts.
   void watch_inline();
-  void take_over_inline();
+  void take_over_inline(bool asked);
   void stop_inline();
 
   std::optional<InlineLisp> inline_lisp_;  // set before start()
@@ -124,6 +124,11 @@ class HttpServer {
   struct InlineRun;
   std::unique_ptr<InlineRun> inline_run_;  // the worker's call, while it runs
   bool taken_over_ = false;                // ... which the watcher took over
+  // The worker waits on epoll_; not while its call runs until the watcher
+  // has taken it over and let it go: a worker that replaces this one
+  // meanwhile (the first held an error) must not serve other connections
+  // before the call is taken over (the take-over state is the call's).
+  std::atomic<bool> worker_reads_{true};
 
   HttpServerOptions options_;
   SessionFactory make_session_;

@@ -37,6 +37,11 @@ std::string response_head(int status, std::string_view content_type, std::size_t
   return head;
 }
 
+std::string json_answer(const std::optional<std::string>& response, bool keep_alive) {
+  if (!response) return response_head(202, "", 0, keep_alive);
+  return response_head(200, "application/json", response->size(), keep_alive) + *response;
+}
+
 bool header_lists(std::optional<std::string_view> header, std::string_view item) {
   if (!header) return false;
   std::string lowered(*header);

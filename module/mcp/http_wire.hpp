@@ -20,6 +20,10 @@ bool write_all(int fd, std::string_view data);
 std::string response_head(int status, std::string_view content_type, std::size_t length, bool keep_alive,
                           std::string_view extra = {});
 
+// The answer to a POST as JSON: 200 with RESPONSE, or 202 with no body
+// when there is none (a notification, a cancelled request).
+std::string json_answer(const std::optional<std::string>& response, bool keep_alive);
+
 // True when the header's value lists ITEM (lowercase), case-insensitively.
 bool header_lists(std::optional<std::string_view> header, std::string_view item);
 

@@ -175,17 +175,17 @@ void StdioServer::watch_inline() {
   for (;;) {
     const auto ring = alarm_->wait();
     if (ring == sys::TakeOverAlarm::Ring::Stop) break;
-    take_over_inline();
+    take_over_inline(ring == sys::TakeOverAlarm::Ring::Asked);
   }
 }
 
-void StdioServer::take_over_inline() {
+void StdioServer::take_over_inline(bool asked) {
   std::shared_ptr<Pending> pending;
   {
     std::lock_guard lock(mutex_);
     // A stale alarm (the call ended), or one of the next call's before
     // its evaluation started.
-    if (!inline_ || taken_over_ || alarm_->due_ns() == 0) return;
+    if (!inline_ || taken_over_ || alarm_->due_ns() == 0 || (!asked && !alarm_->due_now())) return;
     // The worker kept the result: it finished, and answers it.
     if (!inline_lisp_->claim()) return;
     taken_over_ = true;

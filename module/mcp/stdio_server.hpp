@@ -82,7 +82,7 @@ class StdioServer {
   bool give_reading_to_worker();
   // The third thread's loop: takes over an inline evaluation that lasts.
   void watch_inline();
-  void take_over_inline();
+  void take_over_inline(bool asked);
   void stop_inline();
 
   // Each thread's loop: take the reading when it is free, run queued calls.

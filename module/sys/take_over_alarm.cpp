@@ -59,8 +59,7 @@ TakeOverAlarm::Ring TakeOverAlarm::wait() {
     if (asked) drain(owner_fd_);
     if (stopping_.load(std::memory_order_acquire)) return Ring::Stop;
     if (asked) return Ring::Asked;
-    const std::int64_t due = due_ns();
-    if (due != 0 && steady_ns_of(std::chrono::steady_clock::now()) >= due) return Ring::Due;
+    if (due_now()) return Ring::Due;
   }
 }
 

@@ -12,6 +12,11 @@
 
 namespace agentq::sys {
 
+// The steady clock's time point AT in ns (CLOCK_MONOTONIC on Linux).
+inline std::int64_t steady_ns_of(std::chrono::steady_clock::time_point at) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+}
+
 class TakeOverAlarm {
  public:
   // ok() is false when a descriptor could not be made (inline calls off).
@@ -30,6 +35,13 @@ class TakeOverAlarm {
   void clear() { due_ns_.store(0, std::memory_order_release); }
   // The moment set, in steady-clock ns; 0 when cleared.
   std::int64_t due_ns() const { return due_ns_.load(std::memory_order_acquire); }
+  // The moment set has come (false when cleared).  The watcher asks again
+  // under its own lock: a ring of the last evaluation's timer may come
+  // just after the next one armed it anew.
+  bool due_now() const {
+    const std::int64_t due = due_ns();
+    return due != 0 && steady_ns_of(std::chrono::steady_clock::now()) >= due;
+  }
   // Any thread: take over now.
   void ask();
   // Any thread: wait() returns Stop from now on.
@@ -46,10 +58,5 @@ class TakeOverAlarm {
   std::atomic<std::int64_t> due_ns_{0};
   std::atomic<bool> stopping_{false};
 };
-
-// The steady clock's time point AT in ns (CLOCK_MONOTONIC on Linux).
-inline std::int64_t steady_ns_of(std::chrono::steady_clock::time_point at) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
-}
 
 }  // namespace agentq::sys

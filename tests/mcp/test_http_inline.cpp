@@ -387,3 +387,62 @@ TEST_F(HttpInline, AClientGoneMidCallStopsItsCall) {
   EXPECT_EQ(answer.text(), "=> 2");
   EXPECT_EQ(b->call(eval(4, "(+ 2 2)")).text(), "=> 4");
 }
+
+// An error held for the debugger (debug: true) keeps its thread, and a
+// fresh worker serves the next calls, on this connection and on others
+// that were parked, once the held call has been taken over (not before:
+// the take-over is that call's); the restart chosen later resumes it
+// without answering twice.
+TEST_F(HttpInline, AHeldErrorsCallIsTakenOverBeforeTheFreshWorkerServesTheOthers) {
+  start();
+  auto a = client();
+  auto b = client();
+  EXPECT_EQ(a->call(eval(1, "(+ 1 2)")).text(), "=> 3");
+  EXPECT_EQ(b->call(eval(2, "(+ 1 2)")).text(), "=> 3");
+  for (int round = 0; round < 2; ++round) {
+    const int base = 100 * round;
+    // B's request comes at once, while A's error is being held.
+    a->send(eval(base + 1, "(restart-case (error \"held\") (use-it () :report \"Use it\" 1))", {{"debug", true}}));
+    b->send(eval(base + 2, "(+ 2 2)"));
+    HttpAnswer held = a->answer();
+    ASSERT_EQ(held.message()["id"], base + 1) << held.body;
+    const json condition = held.message()["result"]["structuredContent"]["error"]["condition_id"];
+    ASSERT_TRUE(condition.is_number()) << held.body;
+    EXPECT_EQ(b->answer().text(), "=> 4");
+    for (int id = base + 3; id < base + 6; ++id) EXPECT_EQ(b->call(eval(id, "(* 3 3)")).text(), "=> 9");
+    HttpAnswer resumed = a->call(request(
+        base + 6, "tools/call", {{"name", "invoke_restart"}, {"arguments", {{"condition_id", condition}, {"restart", "0"}}}}));
+    EXPECT_EQ(resumed.text(), "=> 1") << resumed.body;
+    for (int id = base + 7; id < base + 9; ++id) EXPECT_EQ(a->call(eval(id, "(+ 5 5)")).text(), "=> 10");
+  }
+  EXPECT_TRUE(read_on_worker(log(), "(+ 5 5)")) << log();
+}
+
+// An evaluation that will not unwind: taken over, abandoned after its
+// grace, and a fresh worker serves the next calls.
+TEST_F(HttpInline, AnEvaluationThatWillNotUnwindIsAbandonedAndAFreshWorkerServesOn) {
+  start();
+  auto c = client();
+  EXPECT_EQ(c->call(eval(1, "(+ 1 2)")).text(), "=> 3");
+  HttpAnswer stuck = c->call(eval(2, "(mp:without-interrupts (loop))", {{"timeout", 0.2}}));
+  EXPECT_NE(stuck.text().find("abandoned"), std::string::npos) << stuck.body;
+  for (int id : {3, 4, 5, 6}) {
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(c->call(eval(id, "(+ 20 1)")).text(), "=> 21");
+  }
+  EXPECT_TRUE(read_on_worker(log(), "(+ 20 1)")) << log();
+}
+
+// What the worker reads whole (not the fast reader's shape) still goes
+// through the envelope's checks: a call without "jsonrpc":"2.0" is an
+// Invalid Request, as from the connection's thread, and not evaluated.
+TEST_F(HttpInline, AMessageWithoutTheJsonRpcVersionIsRefusedNotEvaluated) {
+  start();
+  auto c = client();
+  EXPECT_EQ(c->call(eval(1, "(+ 1 2)")).text(), "=> 3");
+  json bad = eval(2, "(defvar cl-user::*agentq-ran* t)");
+  bad.erase("jsonrpc");
+  HttpAnswer refused = c->call(bad);
+  EXPECT_EQ(refused.message()["error"]["code"], -32600) << refused.body;
+  EXPECT_EQ(c->call(eval(3, "(boundp 'cl-user::*agentq-ran*)")).text(), "=> NIL");
+}
