@@ -123,13 +123,12 @@ bool StdioServer::run_on_worker(Line line) {
     pending = new_pending(std::move(simple->id));
     pending->name = std::move(simple->name);
     pending->simple = true;
-    pending->arguments = simple->arguments;
     pending->message = std::move(simple->arguments);
   } else {
     pending = new_pending(std::move(route.id));
-    pending->arguments = route.message;
     pending->message = std::move(route.message);
   }
+  pending->text = std::move(line.text);
   {
     std::lock_guard lock(mutex_);
     executing_ = true;
@@ -200,7 +199,15 @@ void StdioServer::take_over_inline(bool asked) {
   ExecutionOptions options = options_;
   options.context = &pending->context;
   pending->context.adopt_running_job();
-  std::optional<std::string> response = run_call(*pending, nlohmann::json(pending->arguments), options);
+  // The message again, as the worker read it (see Pending::text).
+  nlohmann::json message;
+  if (pending->simple) {
+    if (std::optional<SimpleToolsCall> call = parse_simple_tools_call(pending->text))
+      message = std::move(call->arguments);
+  } else {
+    message = route_message(pending->text).message;
+  }
+  std::optional<std::string> response = run_call(*pending, std::move(message), options);
   {
     std::lock_guard lock(mutex_);
     if (current_ == pending) current_.reset();  // no more cancellations for it

@@ -22,9 +22,11 @@ struct StdioServer::Pending {
   nlohmann::json message;
   std::string name;
   bool simple = false;
-  // A call the worker runs inline: its arguments again, for the thread
-  // that may take it over (the worker's call consumes MESSAGE).
-  nlohmann::json arguments;
+  // A call the worker runs inline: its line, which the thread that may
+  // take it over reads again (the worker's call consumes MESSAGE; a copy
+  // of the text costs less than one of the parsed message, and most calls
+  // are never taken over).
+  std::string text;
   std::uint64_t definitions = 0;  // session_changes() when it started
   McpCallContext context;
 };
