@@ -328,6 +328,8 @@ The clients' pending calls are cancelled."
   (process-put client 'sly-agent-q-mcp-partial nil)
   ;; Running calls the client cancelled: their answers are not sent.
   (process-put client 'sly-agent-q-mcp-cancelled nil)
+  ;; Cancellations that found no call: (KEY . TIME), newest first.
+  (process-put client 'sly-agent-q-mcp-unmatched-cancels nil)
   ;; Quitting Emacs does not ask about an agent's connection.
   (set-process-query-on-exit-flag client nil)
   (push client sly-agent-q--mcp-clients))
@@ -525,14 +527,43 @@ watchers (`sly-agent-q--mcp-global-watch') keep this current.")
   (cl-find channel sly-agent-q--mcp-clients
            :key (lambda (client) (process-get client 'sly-agent-q-mcp-answer-channel))))
 
+(defconst sly-agent-q--mcp-unmatched-cancel-seconds 5
+  "How long a cancellation that found no call still drops a FIFO request.")
+
+(defun sly-agent-q--mcp-note-unmatched-cancel (client key)
+  "Remember that CLIENT cancelled request KEY, which was not found.
+A request the Lisp thread read from the FIFO and handed to this thread
+may come after its cancellation (`sly-agent-q--mcp-direct-line')."
+  (let ((now (float-time))
+        (kept nil))
+    (dolist (entry (process-get client 'sly-agent-q-mcp-unmatched-cancels))
+      (when (and (< (length kept) 15)
+                 (< (- now (cdr entry)) sly-agent-q--mcp-unmatched-cancel-seconds))
+        (push entry kept)))
+    (process-put client 'sly-agent-q-mcp-unmatched-cancels (cons (cons key now) (nreverse kept)))))
+
+(defun sly-agent-q--mcp-cancelled-before-p (client line)
+  "Non-nil when CLIENT cancelled LINE's request before it came here.
+The cancellation is then forgotten."
+  (let* ((entries (process-get client 'sly-agent-q-mcp-unmatched-cancels))
+         (id (and entries
+                  (ignore-errors (gethash "id" (json-parse-string line :null-object nil)))))
+         (entry (and id (assoc (sly-agent-q--mcp-id-key id) entries))))
+    (when (and entry (< (- (float-time) (cdr entry)) sly-agent-q--mcp-unmatched-cancel-seconds))
+      (process-put client 'sly-agent-q-mcp-unmatched-cancels (delq entry entries))
+      t)))
+
 (defun sly-agent-q--mcp-direct-line (channel line)
   "Handle LINE, which the Lisp thread read on CHANNEL's request FIFO.
 It runs as if its client had sent it on the socket (Lisp was busy, or it
-was not a plain evaluation).  Dropped when the client has gone."
+was not a plain evaluation).  Dropped when the client has gone, or has
+cancelled it already: the cancellation came on the socket while the
+line was on its way here, and found nothing to stop."
   (let ((client (sly-agent-q--mcp-client-of-channel channel)))
     ;; From the async filter, as a socket line from the connection's
     ;; (never inside a synchronous call's wait: the module sees to it).
-    (when (process-live-p client)
+    (when (and (process-live-p client)
+               (not (sly-agent-q--mcp-cancelled-before-p client line)))
       (sly-agent-q--mcp-handle client line))))
 
 (defun sly-agent-q--mcp-direct-answer (channel text)
@@ -677,6 +708,8 @@ going away still drops it."
           (`(:cancel . ,id)
            (let* ((cancelled (sly-agent-q--mcp-id-key id))
                   (running (gethash cancelled jobs)))
+             (unless running
+               (sly-agent-q--mcp-note-unmatched-cancel client cancelled))
              (when running
                (remhash cancelled jobs)
                (unless (sly-agent-q--mcp-stop-job

@@ -385,6 +385,38 @@ The tool records the paths it ran with in `ran'."
       (should (= (hash-table-count (process-get (car sly-agent-q--mcp-clients) 'sly-agent-q-mcp-jobs)) 0))
       (delete-process client))))
 
+(ert-deftest sly-agent-q-mcp/a-fifo-request-cancelled-before-it-reached-emacs-is-dropped ()
+  ;; A request the Lisp thread read from a bridge's FIFO and handed to
+  ;; Emacs's thread (Lisp was busy) can come after its cancellation, which
+  ;; came on the socket and found nothing to stop: it is then not run.
+  (agentq-mcp-test-with-server
+    (let ((client (agentq-mcp-test-connect socket))
+          (flag (intern (format "*%s*" (agentq-test-fresh-name "agentq-mcp-late")))))
+      (should (agentq-mcp-test-request client 1 "ping"))
+      (let ((served (car sly-agent-q--mcp-clients))
+            (direct (lambda (id code)
+                      (sly-agent-q--mcp-direct-line
+                       4242 (json-serialize `(:jsonrpc "2.0" :id ,id :method "tools/call"
+                                                       :params (:name "evaluate_lisp" :arguments (:code ,code))))))))
+        (process-put served 'sly-agent-q-mcp-answer-channel 4242)
+        (unwind-protect
+            (progn
+              (agentq-mcp-test-cancel client "late")
+              (agentq-mcp-test-wait 5 (lambda () (process-get served 'sly-agent-q-mcp-unmatched-cancels)))
+              (funcall direct "late" (format "(defparameter %s t)" flag))
+              (funcall direct "other" "(+ 1 2)")
+              (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client "other")) "=> 3"))
+              (should (agentq-mcp-test-no-answer client "late" 0.3))
+              (should (equal (agentq-mcp-test-text
+                              (agentq-mcp-test-call client 2 "evaluate_lisp" `(:code ,(format "(boundp '%s)" flag))))
+                             "=> NIL"))
+              ;; Forgotten once used: the same id later runs (ids are not
+              ;; to be reused, but a client that does is not refused for ever).
+              (funcall direct "late" "(+ 2 2)")
+              (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client "late")) "=> 4")))
+          (process-put served 'sly-agent-q-mcp-answer-channel nil))
+        (delete-process client)))))
+
 (ert-deftest sly-agent-q-mcp/a-client-s-safe-call-runs-while-another-s-question-waits ()
   (agentq-mcp-test-with-server
     (agentq-mcp-test-with-person
