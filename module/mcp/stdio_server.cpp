@@ -100,7 +100,8 @@ void StdioServer::serve() {
       execute(*pending);
       lock.lock();
       executing_ = false;
-      if (input_ended_) wake_.notify_all();  // the thread waiting for the end
+      // The thread waiting for the end, or for this call to be over.
+      if (input_ended_ || settle_waiters_ > 0) wake_.notify_all();
       continue;
     }
     // The input ended and every call read has been answered, or closing.
@@ -192,7 +193,19 @@ McpCallContext::Notifier StdioServer::line_notifier() {
 bool StdioServer::call(std::shared_ptr<Pending> pending) {
   const bool batch = !pending->simple && pending->message.is_array();
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    // The call before has ended (current_ is reset before its answer is
+    // written) on a thread that has not yet said so: a client that sends
+    // the next call as soon as it has the answer is that fast.  Queued,
+    // this call would run on that thread while this one reads, and the
+    // reading, being here, could not go back to the worker: the two
+    // threads then kept those roles call after call (two thread hops more
+    // each).  So wait that moment out, and run the call here.
+    if (executing_ && !current_ && queue_.empty()) {
+      ++settle_waiters_;
+      wake_.wait(lock, [this] { return !executing_ || current_ || !queue_.empty() || closed_; });
+      --settle_waiters_;
+    }
     if (executing_ || !queue_.empty()) {
       if (cancellable(pending->id)) in_flight_.insert_or_assign(id_key(pending->id), pending);
       queue_.push_back(std::move(pending));
@@ -214,7 +227,7 @@ bool StdioServer::call(std::shared_ptr<Pending> pending) {
     keep_reading = !handed_off_;
     // Calls queued meanwhile, or the end, are for the other thread; waking
     // it after every call for nothing would cost each call a system call.
-    wake = !queue_.empty() || input_ended_;
+    wake = !queue_.empty() || input_ended_ || settle_waiters_ > 0;
   }
   if (wake) wake_.notify_all();
   return keep_reading;

@@ -132,6 +132,7 @@ class StdioServer {
   bool reading_free_ = false;  // nobody reads: the next idle thread takes it
   bool handed_off_ = false;    // the call running where the reading was has handed it on
   bool executing_ = false;     // a call runs (one at a time)
+  int settle_waiters_ = 0;     // threads in call() waiting for an ended call's thread (see call)
   bool input_ended_ = false;
   bool closed_ = false;
   std::thread worker_;
