@@ -48,12 +48,4 @@ class HttpServer::ThreadServes {
   bool begun_ = false;
 };
 
-// The call the worker runs, for the watcher that may take it over.
-struct HttpServer::InlineRun {
-  // Its thread waits in park() until the connection is handed back.
-  Connection* connection = nullptr;
-  std::shared_ptr<McpSession> session;  // outlives CALL, which refers to it
-  std::shared_ptr<McpSession::InlineCall> call;
-};
-
 }  // namespace agentq::mcp

@@ -67,7 +67,7 @@ void HttpServer::use_inline_lisp(InlineLisp lisp) {
   inline_lisp_ = std::move(lisp);
   worker_reading_ = std::make_shared<WorkerReading>(*this);
   inline_lisp_->set_reader(worker_reading_.get());
-  watcher_ = std::thread([this] { watch_inline(); });
+  watcher_ = std::thread([this] { alarm_->watch([this](bool asked) { take_over_inline(asked); }); });
 }
 
 void HttpServer::stop_inline() {
@@ -185,22 +185,19 @@ HttpServer::Served HttpServer::serve_on_worker(Connection& connection) {
     return Served::Back;  // the end, or an error: its thread sees it
   }
   while (!connection.buffer.empty()) {
-    {
-      // The next of pipelined calls, not while another thread's call waits.
-      std::lock_guard lock(inline_mutex_);
-      if (threads_serving_ > 0 || inline_stopping_) return Served::Back;
-    }
     std::optional<PlainPost> post = plain_post(connection);
     if (!post) return Served::Back;  // anything else is the thread's
-    if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "<- " + shortened(post->body) + " (on the worker)");
     std::shared_ptr<McpSession::InlineCall> call = std::move(post->call);
     {
       std::lock_guard lock(inline_mutex_);
-      inline_run_ = std::make_unique<InlineRun>(InlineRun{&connection, post->session, call});
+      // The next of pipelined calls, not while another thread's call waits.
+      if (threads_serving_ > 0 || inline_stopping_) return Served::Back;
+      inline_run_ = InlineRun{&connection, post->session, call};
       taken_over_ = false;
       alarm_->clear();
       worker_reads_.store(false, std::memory_order_release);
     }
+    if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "<- " + shortened(post->body) + " (on the worker)");
     connection.buffer.erase(0, post->length);
     std::optional<std::string> response = call->run();
     {
@@ -267,14 +264,6 @@ std::optional<HttpServer::PlainPost> HttpServer::plain_post(const Connection& co
   post.call = post.session->inline_call(post.body);
   if (!post.call) return std::nullopt;
   return post;
-}
-
-void HttpServer::watch_inline() {
-  for (;;) {
-    const auto ring = alarm_->wait();
-    if (ring == sys::TakeOverAlarm::Ring::Stop) break;
-    take_over_inline(ring == sys::TakeOverAlarm::Ring::Asked);
-  }
 }
 
 void HttpServer::take_over_inline(bool asked) {

@@ -34,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -107,8 +108,8 @@ class HttpServer {
   // The plain call at the head of CONNECTION's buffer, or null.
   struct PlainPost;
   std::optional<PlainPost> plain_post(const Connection& connection);
-  // The watcher's loop: takes over an inline evaluation that lasts.
-  void watch_inline();
+  // The watcher's, at each ring of alarm_: takes over an inline
+  // evaluation that lasts or asks its owner.
   void take_over_inline(bool asked);
   void stop_inline();
 
@@ -121,8 +122,14 @@ class HttpServer {
   std::set<Connection*> parked_;  // in epoll_ (not the one the worker serves)
   int threads_serving_ = 0;       // ThreadServes alive
   bool inline_stopping_ = false;
-  struct InlineRun;
-  std::unique_ptr<InlineRun> inline_run_;  // the worker's call, while it runs
+  // The call the worker runs, for the watcher that may take it over.
+  struct InlineRun {
+    // Its thread waits in park() until the connection is handed back.
+    Connection* connection = nullptr;
+    std::shared_ptr<McpSession> session;  // outlives CALL, which refers to it
+    std::shared_ptr<McpSession::InlineCall> call;
+  };
+  std::optional<InlineRun> inline_run_;  // the worker's call, while it runs
   bool taken_over_ = false;                // ... which the watcher took over
   // The worker waits on epoll_; not while its call runs until the watcher
   // has taken it over and let it go: a worker that replaces this one
