@@ -666,6 +666,15 @@ class WorkerLane final : public IdleReader {
     hand_back(std::move(batch));
   }
 
+  // Request channel ID with what its FIFO has now appended to its unread
+  // text, or null when it is closed; with Channels::mutex held.
+  RequestChannel* filled(Channels& c, std::uint64_t id) {
+    auto it = c.requests.find(id);
+    if (it == c.requests.end()) return nullptr;
+    fill(it->second);
+    return &it->second;
+  }
+
   // Appends what CHANNEL's FIFO has now to its unread text; with
   // Channels::mutex held.
   void fill(RequestChannel& channel) {
@@ -698,17 +707,15 @@ class WorkerLane final : public IdleReader {
     {
       Channels& c = channels();
       std::lock_guard lock(c.mutex);
-      auto it = c.requests.find(id);
-      if (it == c.requests.end()) return false;
-      RequestChannel& channel = it->second;
-      fill(channel);
+      RequestChannel* channel = filled(c, id);
+      if (!channel) return false;
       std::size_t start = 0;
-      for (std::size_t newline; (newline = channel.pending.find('\n', start)) != std::string::npos;
+      for (std::size_t newline; (newline = channel->pending.find('\n', start)) != std::string::npos;
            start = newline + 1)
-        lines.emplace_back(channel.pending, start, newline - start);
-      channel.pending.erase(0, start);
+        lines.emplace_back(channel->pending, start, newline - start);
+      channel->pending.erase(0, start);
       // The bridge writes lines of at most PIPE_BUF bytes: more is not its.
-      if (channel.pending.size() > kMaxPendingRequest) channel.pending.clear();
+      if (channel->pending.size() > kMaxPendingRequest) channel->pending.clear();
     }
     if (lines.empty()) return false;
     for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -751,13 +758,11 @@ class WorkerLane final : public IdleReader {
   bool cancel_waiting(std::uint64_t channel, const json& id) {
     Channels& c = channels();
     std::lock_guard lock(c.mutex);
-    auto it = c.requests.find(channel);
-    if (it == c.requests.end()) return false;
-    RequestChannel& waiting = it->second;
-    fill(waiting);
-    for (std::size_t start = 0, newline; (newline = waiting.pending.find('\n', start)) != std::string::npos;
+    RequestChannel* waiting = filled(c, channel);
+    if (!waiting) return false;
+    for (std::size_t start = 0, newline; (newline = waiting->pending.find('\n', start)) != std::string::npos;
          start = newline + 1)
-      if (cancelled_request(waiting.pending.substr(start, newline - start)) == id) return true;
+      if (cancelled_request(waiting->pending.substr(start, newline - start)) == id) return true;
     return false;
   }
 
@@ -832,18 +837,17 @@ class WorkerLane final : public IdleReader {
   // The moment the runner is to take the inline batch (alarm_): a hand
   // that was not read, or an evaluation that lasts or asks its owner.
   void watch() {
-    for (;;) {
-      // Never stopped: the lane lives as long as Emacs.
-      const bool asked = alarm_.wait() == sys::TakeOverAlarm::Ring::Asked;
+    // Never stopped: the lane lives as long as Emacs.
+    alarm_.watch([this](bool asked) {
       State& s = state();
       {
         std::lock_guard lock(s.mutex);
-        if (!s.inline_batch || s.inline_step == InlineStep::Owner || s.take_inline) continue;
-        if (!asked && !alarm_.due_now()) continue;
+        if (!s.inline_batch || s.inline_step == InlineStep::Owner || s.take_inline) return;
+        if (!asked && !alarm_.due_now()) return;
         s.take_inline = true;
       }
       s.runner_cv.notify_one();
-    }
+    });
   }
 
   bool started_ = false;  // main thread only

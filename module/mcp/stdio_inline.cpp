@@ -41,7 +41,7 @@ void StdioServer::use_inline_lisp(InlineLisp lisp) {
   worker_options_ = options_;
   worker_reading_ = std::make_shared<WorkerReading>(*this);
   inline_lisp_->set_reader(worker_reading_.get());
-  watcher_ = std::thread([this] { watch_inline(); });
+  watcher_ = std::thread([this] { alarm_->watch([this](bool asked) { take_over_inline(asked); }); });
 }
 
 void StdioServer::stop_inline() {
@@ -168,14 +168,6 @@ bool StdioServer::run_on_worker(Line line) {
   if (taken) return false;
   answer(*pending, definitions, response);
   return true;
-}
-
-void StdioServer::watch_inline() {
-  for (;;) {
-    const auto ring = alarm_->wait();
-    if (ring == sys::TakeOverAlarm::Ring::Stop) break;
-    take_over_inline(ring == sys::TakeOverAlarm::Ring::Asked);
-  }
 }
 
 void StdioServer::take_over_inline(bool asked) {

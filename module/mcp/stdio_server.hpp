@@ -80,8 +80,8 @@ class StdioServer {
   // When nothing runs or waits, nor a line is already there: the reading
   // becomes the worker's (true).
   bool give_reading_to_worker();
-  // The third thread's loop: takes over an inline evaluation that lasts.
-  void watch_inline();
+  // The third thread's, at each ring of alarm_: takes over an inline
+  // evaluation that lasts or asks its owner.
   void take_over_inline(bool asked);
   void stop_inline();
 

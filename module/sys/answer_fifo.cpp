@@ -76,32 +76,21 @@ int make_private_fifo(const std::string& path, int flags, std::string& why) {
   return fd;
 }
 
-namespace {
-
-// LINE, of LENGTH bytes with its newline, in one write.
-ssize_t write_once(int fd, const char* line, std::size_t length) {
-  ssize_t written;
-  do {
-    written = ::write(fd, line, length);
-  } while (written < 0 && errno == EINTR);
-  return written;
-}
-
-}  // namespace
-
 bool write_line_whole(int fd, std::string_view text) {
   if (fd < 0 || text.size() + 1 > kAnswerFifoAtomicBytes) return false;
   char line[kAnswerFifoAtomicBytes];
   std::memcpy(line, text.data(), text.size());
   line[text.size()] = '\n';
-  return write_once(fd, line, text.size() + 1) == static_cast<ssize_t>(text.size() + 1);
+  ssize_t written;
+  do {
+    written = ::write(fd, line, text.size() + 1);
+  } while (written < 0 && errno == EINTR);
+  // Atomic: all of it or nothing (a full FIFO says EAGAIN).
+  return written == static_cast<ssize_t>(text.size() + 1);
 }
 
 bool write_answer_line(int fd, std::string_view text) {
   if (fd < 0 || text.size() + 1 > kAnswerFifoAtomicBytes) return false;
-  char line[kAnswerFifoAtomicBytes];
-  std::memcpy(line, text.data(), text.size());
-  line[text.size()] = '\n';
   // A reader gone raises SIGPIPE: held off for this write, and taken
   // back if it came, so neither Emacs nor a later unblock sees it.
   sigset_t pipe_only, old;
@@ -111,15 +100,14 @@ bool write_answer_line(int fd, std::string_view text) {
   sigset_t pending;
   sigpending(&pending);
   const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
-  const ssize_t written = write_once(fd, line, text.size() + 1);
-  if (written < 0 && errno == EPIPE && !was_pending) {
+  const bool whole = write_line_whole(fd, text);
+  if (!whole && errno == EPIPE && !was_pending) {
     const timespec none{0, 0};
     while (sigtimedwait(&pipe_only, nullptr, &none) < 0 && errno == EINTR) {
     }
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  // Atomic: all of it or nothing (a full FIFO says EAGAIN).
-  return written == static_cast<ssize_t>(text.size() + 1);
+  return whole;
 }
 
 }  // namespace agentq

@@ -63,4 +63,8 @@ TakeOverAlarm::Ring TakeOverAlarm::wait() {
   }
 }
 
+void TakeOverAlarm::watch(const std::function<void(bool asked)>& on_ring) {
+  for (Ring ring; (ring = wait()) != Ring::Stop;) on_ring(ring == Ring::Asked);
+}
+
 }  // namespace agentq::sys

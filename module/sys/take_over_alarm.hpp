@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 
 namespace agentq::sys {
 
@@ -51,6 +52,8 @@ class TakeOverAlarm {
   // The watcher: blocks until the moment has come (Due), an ask (Asked:
   // whatever the moment) or stop().  A stale ring is not returned.
   Ring wait();
+  // The watcher's loop: ON_RING(asked) at each ring, until stop().
+  void watch(const std::function<void(bool asked)>& on_ring);
 
  private:
   int timer_fd_ = -1;
