@@ -61,4 +61,19 @@ bool is_plain_evaluation(const nlohmann::json& message) {
   return name != params->end() && *name == "evaluate_lisp" && request_progress_token(message).is_null();
 }
 
+std::optional<PlainEvaluation> read_plain_evaluation(std::string_view text) {
+  if (std::optional<SimpleToolsCall> call = parse_simple_tools_call(text)) {
+    if (call->name != "evaluate_lisp" || !call->progress_token.is_null()) return std::nullopt;
+    return PlainEvaluation{std::move(call->id), std::move(call->arguments), true};
+  }
+  try {
+    std::optional<nlohmann::json> message = parse_json_bounded(text);
+    if (!message || !is_plain_evaluation(*message)) return std::nullopt;
+    nlohmann::json id = (*message)["id"];
+    return PlainEvaluation{std::move(id), std::move(*message), false};
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace agentq::mcp

@@ -4,6 +4,7 @@
 // socket server in Emacs (sly-agent-q--module-mcp-route).
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -30,5 +31,16 @@ Route route_message(std::string_view text);
 // evaluate_lisp with an id and no progress to follow, which the Lisp
 // worker may run itself (core/idle_reader.hpp).
 bool is_plain_evaluation(const nlohmann::json& message);
+
+// TEXT read as that usual call: by the fast reader when it can (json_fast:
+// only its id and arguments are built), else parsed whole; nullopt when it
+// is not one.  The inline readers (stdio, HTTP) and their takers, which
+// read a call's text again, share it.
+struct PlainEvaluation {
+  nlohmann::json id;
+  nlohmann::json message;  // the call's arguments when SIMPLE, else the whole message
+  bool simple = false;
+};
+std::optional<PlainEvaluation> read_plain_evaluation(std::string_view text);
 
 }  // namespace agentq::mcp

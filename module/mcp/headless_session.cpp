@@ -1,7 +1,6 @@
 #include "mcp/headless_session.hpp"
 
 #include "core/json_fast.hpp"
-#include "core/json_limits.hpp"
 #include "core/json_text.hpp"
 #include "core/mcp_route.hpp"
 #include "core/session_changes.hpp"
@@ -43,24 +42,7 @@ class HeadlessSession::Running {
 // worker's run consumes its own, and most calls are never taken over.
 class HeadlessSession::Inline final : public McpSession::InlineCall {
  public:
-  struct Read {
-    nlohmann::json id;
-    nlohmann::json message;  // the arguments when SIMPLE, else the whole message
-    bool simple = false;
-  };
-  // BODY read: nullopt when it is not a plain evaluate_lisp call.
-  static std::optional<Read> read(std::string_view body) {
-    if (std::optional<SimpleToolsCall> call = parse_simple_tools_call(body)) {
-      if (call->name != "evaluate_lisp" || !call->progress_token.is_null()) return std::nullopt;
-      return Read{std::move(call->id), std::move(call->arguments), true};
-    }
-    std::optional<nlohmann::json> message = parse_json_bounded(body);
-    if (!message || !is_plain_evaluation(*message)) return std::nullopt;
-    nlohmann::json id = (*message)["id"];
-    return Read{std::move(id), std::move(*message), false};
-  }
-
-  Inline(HeadlessSession& session, Read call, std::string_view body)
+  Inline(HeadlessSession& session, PlainEvaluation call, std::string_view body)
       : session_(session),
         call_(std::move(call)),
         key_(json_scalar_text(call_.id)),
@@ -79,14 +61,14 @@ class HeadlessSession::Inline final : public McpSession::InlineCall {
   std::optional<std::string> take_over(Link& link) override {
     link.set_canceller([this] { context_.cancel(); });
     context_.adopt_running_job();
-    std::optional<Read> again = read(body_);
+    std::optional<PlainEvaluation> again = read_plain_evaluation(body_);
     std::optional<std::string> response = again ? dispatch(std::move(*again)) : std::nullopt;
     link.set_canceller(nullptr);
     return unless_cancelled(context_, key_, std::move(response));
   }
 
  private:
-  std::optional<std::string> dispatch(Read call) {
+  std::optional<std::string> dispatch(PlainEvaluation call) {
     ExecutionOptions options = session_.options_;
     options.context = &context_;
     if (call.simple) return session_.server_.tools_call_text(call.id, "evaluate_lisp", std::move(call.message), options);
@@ -94,7 +76,7 @@ class HeadlessSession::Inline final : public McpSession::InlineCall {
   }
 
   HeadlessSession& session_;
-  Read call_;
+  PlainEvaluation call_;
   const std::string key_;
   const std::string body_;
   McpCallContext context_;
@@ -121,7 +103,7 @@ std::optional<std::string> HeadlessSession::unless_cancelled(const McpCallContex
 
 std::unique_ptr<McpSession::InlineCall> HeadlessSession::inline_call(std::string_view body) {
   if (log_level_.chosen()) return nullptr;  // its log messages come on a stream
-  std::optional<Inline::Read> call = Inline::read(body);
+  std::optional<PlainEvaluation> call = read_plain_evaluation(body);
   if (!call) return nullptr;
   return std::make_unique<Inline>(*this, std::move(*call), body);
 }

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <utility>
 
-#include "core/json_fast.hpp"
 #include "core/mcp_route.hpp"
 #include "core/session_changes.hpp"
 #include "mcp/log.hpp"
@@ -100,34 +99,17 @@ void StdioServer::read_on_worker() {
 
 bool StdioServer::run_on_worker(Line line) {
   // The usual call alone: a plain evaluate_lisp, no progress to follow.
-  // Read by the fast reader when it can (json_fast), else parsed whole.
-  std::optional<SimpleToolsCall> simple;
-  Route route;
-  bool plain = false;
-  if (!line.too_long) {
-    simple = parse_simple_tools_call(line.text);
-    if (simple) {
-      plain = simple->name == "evaluate_lisp" && simple->progress_token.is_null();
-    } else {
-      route = route_message(line.text);
-      plain = route.kind == Route::Kind::Queue && is_plain_evaluation(route.message);
-    }
-  }
-  if (!plain) {
+  std::optional<PlainEvaluation> call;
+  if (!line.too_long) call = read_plain_evaluation(line.text);
+  if (!call) {
     pass_reading(std::move(line));
     return false;
   }
   if (log_enabled(LogLevel::Debug)) log(LogLevel::Debug, "<- " + shortened(line.text) + " (on the worker)");
-  std::shared_ptr<Pending> pending;
-  if (simple) {
-    pending = new_pending(std::move(simple->id));
-    pending->name = std::move(simple->name);
-    pending->simple = true;
-    pending->message = std::move(simple->arguments);
-  } else {
-    pending = new_pending(std::move(route.id));
-    pending->message = std::move(route.message);
-  }
+  std::shared_ptr<Pending> pending = new_pending(std::move(call->id));
+  pending->simple = call->simple;
+  if (call->simple) pending->name = "evaluate_lisp";
+  pending->message = std::move(call->message);
   pending->text = std::move(line.text);
   {
     std::lock_guard lock(mutex_);
@@ -193,12 +175,7 @@ void StdioServer::take_over_inline(bool asked) {
   pending->context.adopt_running_job();
   // The message again, as the worker read it (see Pending::text).
   nlohmann::json message;
-  if (pending->simple) {
-    if (std::optional<SimpleToolsCall> call = parse_simple_tools_call(pending->text))
-      message = std::move(call->arguments);
-  } else {
-    message = route_message(pending->text).message;
-  }
+  if (std::optional<PlainEvaluation> call = read_plain_evaluation(pending->text)) message = std::move(call->message);
   std::optional<std::string> response = run_call(*pending, std::move(message), options);
   {
     std::lock_guard lock(mutex_);

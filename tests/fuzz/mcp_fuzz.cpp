@@ -196,6 +196,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   if (std::optional<std::string> response = world.server.handle(text, world.options)) check_response(*response);
   (void)mcp::route_message(text);
+  if (std::optional<mcp::PlainEvaluation> call = mcp::read_plain_evaluation(text)) {
+    if (!(call->id.is_string() || call->id.is_number())) broken("a plain evaluation without a usable id", text);
+  }
   check_fast_parser(text);
   check_envelope(text);
   check_simple_tools_call(world, text);

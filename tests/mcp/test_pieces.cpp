@@ -200,6 +200,46 @@ TEST(Route, CancelledNotificationsNameTheirRequest) {
   EXPECT_EQ(text.request_id, "x");
 }
 
+TEST(Route, PlainEvaluationsAreReadByEitherReader) {
+  // The fast reader's shape: only the id and the arguments are built.
+  std::optional<PlainEvaluation> fast = read_plain_evaluation(
+      R"j({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"evaluate_lisp","arguments":{"code":"(+ 1 2)"}}})j");
+  ASSERT_TRUE(fast);
+  EXPECT_TRUE(fast->simple);
+  EXPECT_EQ(fast->id, 4);
+  EXPECT_EQ(fast->message["code"], "(+ 1 2)");
+  // What the fast reader leaves (a \u escape, a fraction): parsed whole,
+  // the whole message kept (the dispatcher then checks its envelope).
+  std::optional<PlainEvaluation> whole = read_plain_evaluation(
+      R"({"params":{"name":"evaluate_lisp","arguments":{"code":"\u0031"}},"method":"tools/call","id":"k","jsonrpc":"2.0","x":[1.5,{}]})");
+  ASSERT_TRUE(whole);
+  EXPECT_FALSE(whole->simple);
+  EXPECT_EQ(whole->id, "k");
+  EXPECT_EQ(whole->message["method"], "tools/call");
+  EXPECT_EQ(whole->message["params"]["arguments"]["code"], "1");
+  // A message without "jsonrpc" is still read (the dispatcher refuses it).
+  std::optional<PlainEvaluation> bare =
+      read_plain_evaluation(R"({"id":5,"method":"tools/call","params":{"name":"evaluate_lisp","arguments":{}}})");
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->id, 5);
+}
+
+TEST(Route, OtherMessagesAreNotPlainEvaluations) {
+  for (const char* text : {
+           R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"describe_symbol","arguments":{}}})",
+           R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"evaluate_lisp","arguments":{},"_meta":{"progressToken":"p"}}})",
+           R"({"_meta":{"progressToken":2},"name":"evaluate_lisp"})",
+           R"({"jsonrpc":"2.0","method":"tools/call","params":{"name":"evaluate_lisp","arguments":{}}})",  // no id
+           R"({"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"evaluate_lisp"}})",
+           R"({"jsonrpc":"2.0","id":[1],"method":"tools/call","params":{"name":"evaluate_lisp"}})",
+           R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":"evaluate_lisp"})",
+           R"([{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"evaluate_lisp","arguments":{}}}])",
+           R"({"jsonrpc":"2.0","id":1,"method":"ping"})", "{not json", "\"\xff\"", ""}) {
+    EXPECT_FALSE(read_plain_evaluation(text)) << text;
+  }
+  EXPECT_FALSE(read_plain_evaluation(std::string(100000, '[') + std::string(100000, ']')));
+}
+
 // ------------------------------------------------------------ command line
 
 TEST(CommandLine, Defaults) {
