@@ -25,7 +25,7 @@
                   (calls approval hooks &optional with-debugger interactive hold))
 (declare-function sly-agent-q--module-mcp-submit "sly-agent-q-module" (json approval hooks &optional hold))
 (declare-function sly-agent-q--module-mcp-line "sly-agent-q-module"
-                  (json approval hooks hold &optional channel on-worker))
+                  (json approval hooks hold &optional channel on-worker refusal))
 (declare-function sly-agent-q--module-release "sly-agent-q-module" (job decisions))
 (declare-function sly-agent-q--module-cancel "sly-agent-q-module" (job))
 (declare-function sly-agent-q--module-withdraw "sly-agent-q-module" (job))
@@ -429,7 +429,7 @@ response."
       (puthash job (cons approve origin) sly-agent-q--job-askers)
       job)))
 
-(defun sly-agent-q--mcp-line (line callback &optional answer-channel on-worker)
+(defun sly-agent-q--mcp-line (line callback &optional answer-channel on-worker refusal)
   "Handle LINE, one JSON-RPC message of the socket server, in one module call.
 Returns (:answer . RESPONSE) when it was answered at once (RESPONSE the
 JSON text, or nil for a notification), (:cancel . ID) for a cancellation
@@ -440,7 +440,9 @@ approval first, are its calls to be asked about, each (TOOL ARGUMENTS).
 ANSWER-CHANNEL, a bridge's (`sly-agent-q--module-open-answer-channel'):
 the runner writes a queued request's answer there itself when it can,
 and CALLBACK then gets nil.  ON-WORKER non-nil: a plain evaluate_lisp
-request may run on the Lisp thread itself (`sly-agent-q-mcp-lisp-on-worker')."
+request may run on the Lisp thread itself (`sly-agent-q-mcp-lisp-on-worker').
+REFUSAL, a string: a request that would be queued is answered at once
+with error -32029 and this message instead."
   (sly-agent-q--async-channel)
   (sly-agent-q--lisp-used)
   (let* ((approve sly-agent-q-approval-function)
@@ -451,7 +453,7 @@ request may run on the Lisp thread itself (`sly-agent-q-mcp-lisp-on-worker')."
          (route (sly-agent-q--calling-module
                   (sly-agent-q--module-mcp-line line (sly-agent-q--async-approval approve origin)
                                                 hooks (sly-agent-q--lane-hold lane) answer-channel
-                                                on-worker))))
+                                                on-worker refusal))))
     (if (not (eq (car route) :queue))
         route
       (let* ((submitted (cddr route))

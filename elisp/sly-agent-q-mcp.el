@@ -83,6 +83,25 @@ nil means build/sly-agent-q-mcp next to the elisp/ directory."
   :type '(choice (const :tag "Found in build/" nil) file)
   :group 'sly-agent-q)
 
+(defcustom sly-agent-q-mcp-max-message-bytes (* 16 1024 1024)
+  "The longest JSON-RPC message, in bytes, the MCP socket server reads.
+A longer line is not kept: its pieces are counted and dropped as they
+come, and the client gets a parse error (id null) when it ends, as from
+the headless server, whose limit is the same.  A client cannot fill
+Emacs's memory with a line that never ends."
+  :type 'natnum
+  :group 'sly-agent-q)
+
+(defcustom sly-agent-q-mcp-max-queued-requests 64
+  "How many requests of one MCP client may wait or run at once.
+One request more (a tools/call, resources/read, prompts/get or a batch)
+is answered at once with error -32029 instead of queued: a client that
+floods the socket cannot fill Emacs's memory, and the person's approval
+questions do not pile up.  Pings, cancellations and the quick methods
+are answered as always."
+  :type 'natnum
+  :group 'sly-agent-q)
+
 (defcustom sly-agent-q-mcp-lisp-on-worker t
   "Non-nil: a plain evaluate_lisp request runs on the Lisp thread itself.
 A tools/call of evaluate_lisp with no progress to follow, no entry of
@@ -361,29 +380,71 @@ answered (the caller forgets it).  Non-nil when it was dropped."
     (sly-agent-q--mcp-forget process)))
 
 (defun sly-agent-q--mcp-filter (client output)
-  "Handle each complete line of OUTPUT from CLIENT."
-  (if (not (string-search "\n" output))
-      ;; Pieces of a long line are kept as a list: joined once, when it ends.
-      (push output (process-get client 'sly-agent-q-mcp-partial))
-    (let* ((pieces (process-get client 'sly-agent-q-mcp-partial))
-           (text (if pieces (apply #'concat (nreverse (cons output pieces))) output))
-           (start 0)
-           newline)
-      (process-put client 'sly-agent-q-mcp-partial nil)
-      (while (setq newline (string-search "\n" text start))
-        (let ((end (if (and (> newline start) (eq (aref text (1- newline)) ?\r)) (1- newline) newline)))
-          (when (> end start)
-            (let ((line (substring text start end)))
-              ;; A message starts with { or [: only other lines need the blank test.
-              (when (or (memq (aref line 0) '(?{ ?\[))
-                        (not (string-blank-p line)))
-                (let ((channel-request (sly-agent-q--mcp-answer-channel-request line)))
-                  (if channel-request
-                      (sly-agent-q--mcp-open-answer-channel client channel-request)
-                    (sly-agent-q--mcp-handle client line)))))))
+  "Handle each complete line of OUTPUT from CLIENT.
+A line longer than `sly-agent-q-mcp-max-message-bytes' is not kept: its
+pieces are counted, not stored, and it is answered with a parse error."
+  (let ((newline (string-search "\n" output))
+        (skipped (process-get client 'sly-agent-q-mcp-skipped))
+        (start 0))
+    (cond
+     ((not newline)
+      (if skipped
+          (process-put client 'sly-agent-q-mcp-skipped (+ skipped (string-bytes output)))
+        (sly-agent-q--mcp-keep-partial client output)))
+     (t
+      (when skipped
+        ;; The end of a line too long to keep.
+        (process-put client 'sly-agent-q-mcp-skipped nil)
+        (sly-agent-q--mcp-refuse-long-line
+         client (+ skipped (string-bytes (substring output 0 newline))))
         (setq start (1+ newline)))
-      (when (< start (length text))
-        (process-put client 'sly-agent-q-mcp-partial (list (substring text start)))))))
+      (let* ((pieces (process-get client 'sly-agent-q-mcp-partial))
+             (text (if pieces (apply #'concat (nreverse (cons output pieces))) output)))
+        (process-put client 'sly-agent-q-mcp-partial nil)
+        (process-put client 'sly-agent-q-mcp-partial-bytes 0)
+        (while (setq newline (string-search "\n" text start))
+          (let ((end (if (and (> newline start) (eq (aref text (1- newline)) ?\r)) (1- newline) newline)))
+            (when (> end start)
+              (let ((line (substring text start end)))
+                (cond
+                 ((> (string-bytes line) sly-agent-q-mcp-max-message-bytes)
+                  (sly-agent-q--mcp-refuse-long-line client (string-bytes line)))
+                 ;; A message starts with { or [: only other lines need the blank test.
+                 ((or (memq (aref line 0) '(?{ ?\[))
+                      (not (string-blank-p line)))
+                  (let ((channel-request (sly-agent-q--mcp-answer-channel-request line)))
+                    (if channel-request
+                        (sly-agent-q--mcp-open-answer-channel client channel-request)
+                      (sly-agent-q--mcp-handle client line))))))))
+          (setq start (1+ newline)))
+        (when (< start (length text))
+          (sly-agent-q--mcp-keep-partial client (substring text start))))))))
+
+(defun sly-agent-q--mcp-keep-partial (client piece)
+  "Keep PIECE, the start of CLIENT's next line, unless the line is too long.
+Pieces are kept as a list, joined once when the line ends; once they
+pass `sly-agent-q-mcp-max-message-bytes', they are dropped and only
+counted (`sly-agent-q--mcp-filter' answers the line when it ends)."
+  (let ((bytes (+ (or (process-get client 'sly-agent-q-mcp-partial-bytes) 0) (string-bytes piece))))
+    (if (> bytes sly-agent-q-mcp-max-message-bytes)
+        (progn
+          (process-put client 'sly-agent-q-mcp-partial nil)
+          (process-put client 'sly-agent-q-mcp-partial-bytes 0)
+          (process-put client 'sly-agent-q-mcp-skipped bytes))
+      (process-put client 'sly-agent-q-mcp-partial
+                   (cons piece (process-get client 'sly-agent-q-mcp-partial)))
+      (process-put client 'sly-agent-q-mcp-partial-bytes bytes))))
+
+(defun sly-agent-q--mcp-refuse-long-line (client bytes)
+  "Tell CLIENT its message of BYTES bytes was too long, and skipped."
+  (message "sly-agent-q: skipped an MCP message of %d bytes (`sly-agent-q-mcp-max-message-bytes' is %d)"
+           bytes sly-agent-q-mcp-max-message-bytes)
+  (sly-agent-q--mcp-send
+   client
+   (sly-agent-q--mcp-error
+    :null -32700
+    (format "Parse error: the message is %d bytes long, more than the %d bytes this server reads; it was skipped"
+            bytes sly-agent-q-mcp-max-message-bytes))))
 
 (defun sly-agent-q--mcp-send (client response)
   "Send RESPONSE, a JSON text or nil, to CLIENT if it is still connected."
@@ -701,7 +762,12 @@ going away still drops it."
                   (process-put client 'sly-agent-q-mcp-cancelled
                                (delq job (process-get client 'sly-agent-q-mcp-cancelled))))
                 (process-get client 'sly-agent-q-mcp-answer-channel)
-                sly-agent-q-mcp-lisp-on-worker)
+                sly-agent-q-mcp-lisp-on-worker
+                (let ((waiting (hash-table-count jobs)))
+                  (and (>= waiting sly-agent-q-mcp-max-queued-requests)
+                       (format "Too many requests: %d of this client's wait or run already (the most \
+`sly-agent-q-mcp-max-queued-requests' allows); send it again when one is answered"
+                               waiting))))
           (`(:answer . ,response)
            (sly-agent-q--mcp-note-log-level client line response)
            (sly-agent-q--mcp-send client response))

@@ -21,6 +21,9 @@ inline constexpr int kMethodNotFound = -32601;
 inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
 inline constexpr int kResourceNotFound = -32002;  // MCP's
+// Ours (the server-defined range; 429 as HTTP's Too Many Requests): a
+// client has as many requests waiting as it may (Emacs's socket server).
+inline constexpr int kTooManyRequests = -32029;
 }  // namespace jsonrpc_error
 
 struct ServerInfo {

@@ -1,7 +1,7 @@
 // Where an MCP message goes: answered at once by whoever reads it, queued
 // for a worker (tools/call, batches: they may run for long), or a
 // cancellation.  Shared by the headless server's reading thread and the
-// socket server in Emacs (sly-agent-q--module-mcp-route).
+// socket server in Emacs (sly-agent-q--module-mcp-line).
 #pragma once
 
 #include <optional>

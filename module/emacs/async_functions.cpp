@@ -200,7 +200,9 @@ emacs_value mcp_submit(const Env& env, ptrdiff_t nargs, emacs_value* args) {
 // ANSWER-CHANNEL (sly-agent-q--module-open-answer-channel, or nil): where
 // the runner may write a queued request's answer itself.  ON-WORKER
 // non-nil: a plain evaluate_lisp request may run on the Lisp worker
-// itself (async::submit_mcp's ON_WORKER).
+// itself (async::submit_mcp's ON_WORKER).  REFUSAL, a string: what would
+// be queued is answered at once with that error instead (a client with as
+// many requests waiting as sly-agent-q-mcp-max-queued-requests).
 emacs_value mcp_line(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   std::string text = env.to_string(args[0]);
   auto tagged = [&](const char* tag, emacs_value rest) {
@@ -211,7 +213,14 @@ emacs_value mcp_line(const Env& env, ptrdiff_t nargs, emacs_value* args) {
   const std::uint64_t channel =
       nargs > 4 && !env.is_nil(args[4]) ? static_cast<std::uint64_t>(env.to_integer(args[4])) : 0;
   const bool on_worker = nargs > 5 && !env.is_nil(args[5]);
+  const std::optional<std::string> refusal =
+      nargs > 6 && !env.is_nil(args[6]) ? std::optional<std::string>(env.to_string(args[6])) : std::nullopt;
   auto queue = [&](McpMessage message) {
+    if (refusal) {
+      json error = {{"code", jsonrpc_error::kTooManyRequests}, {"message", *refusal}};
+      json response = {{"jsonrpc", "2.0"}, {"id", message.id}, {"error", std::move(error)}};
+      return tagged(":answer", env.str(response.dump()));
+    }
     emacs_value id = id_value(message.id);
     return tagged(":queue", env.call(env.intern("cons"), {id, submit_message(env, std::move(message), args[1],
                                                                              args[2], args[3], channel, on_worker)}));

@@ -561,13 +561,15 @@ extern "C" __attribute__((visibility("default"))) int sly_agent_q_core_init(stru
   defun(raw, "sly-agent-q--module-mcp-request", 3, 3, entry<mcp_request>,
         "Handle one JSON-RPC message; return the response text or nil.\n\n"
         "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS)");
-  defun(raw, "sly-agent-q--module-mcp-line", 4, 6, entry<mcp_line>,
+  defun(raw, "sly-agent-q--module-mcp-line", 4, 7, entry<mcp_line>,
         "Handle one JSON-RPC line of the socket server: (:answer . RESPONSE) answered now,\n"
         "(:cancel . ID), or (:queue ID . SUBMITTED) queued as `sly-agent-q--module-mcp-submit'\n"
         "queues it (ID nil for a batch).  ANSWER-CHANNEL: where the answer may be written\n"
         "straight to the bridge (then the callback gets nil).  ON-WORKER: a plain evaluate_lisp\n"
-        "request may run on the Lisp worker itself.\n\n"
-        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS HOLD &optional ANSWER-CHANNEL ON-WORKER)");
+        "request may run on the Lisp worker itself.  REFUSAL, a string: what would be queued\n"
+        "is answered at once with error -32029 and this message instead (the client has\n"
+        "as many requests waiting as it may).\n\n"
+        "(fn JSON-STRING APPROVAL-FUNCTION HOOK-FUNCTIONS HOLD &optional ANSWER-CHANNEL ON-WORKER REFUSAL)");
   defun(raw, "sly-agent-q--module-open-answer-channel", 1, 1, entry<open_answer_channel>,
         "Open the FIFO at PATH, a bridge's answer channel, for the runner to write answers on.\n"
         "Return its id.  Signal an error unless PATH is a FIFO of the user's own, not a symbolic\n"

@@ -521,7 +521,7 @@ void EmacsBridge::run() {
     pollfd fds[3];
     nfds_t count = 0;
     int client_index = -1, emacs_index = -1, answers_index = -1;
-    if (client_open_) {
+    if (client_open_ && !client_waits()) {
       client_index = static_cast<int>(count);
       fds[count++] = {in_fd_, POLLIN, 0};
     }

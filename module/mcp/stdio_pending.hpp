@@ -28,6 +28,7 @@ struct StdioServer::Pending {
   // are never taken over).
   std::string text;
   std::uint64_t definitions = 0;  // session_changes() when it started
+  std::size_t bytes = 0;          // the message's length, as read
   McpCallContext context;
 };
 

@@ -90,6 +90,7 @@ void StdioServer::serve() {
     if (!executing_ && !queue_.empty()) {
       std::shared_ptr<Pending> pending = std::move(queue_.front());
       queue_.pop_front();
+      dequeued(*pending);
       if (cancellable(pending->id)) {
         auto it = in_flight_.find(id_key(pending->id));
         if (it != in_flight_.end() && it->second == pending) in_flight_.erase(it);
@@ -149,6 +150,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
   // The usual tools/call, read without building the envelope's JSON tree.
   if (std::optional<SimpleToolsCall> simple = parse_simple_tools_call(line.text)) {
     auto pending = new_pending(std::move(simple->id));
+    pending->bytes = line.bytes;
     pending->message = std::move(simple->arguments);
     pending->name = std::move(simple->name);
     pending->simple = true;
@@ -159,6 +161,7 @@ bool StdioServer::handle(const Line& line, std::size_t limit) {
   switch (route.kind) {
     case Route::Kind::Queue: {
       auto pending = new_pending(std::move(route.id));
+      pending->bytes = line.bytes;
       pending->message = std::move(route.message);
       follow_progress(*pending, request_progress_token(pending->message));
       return call(std::move(pending));
@@ -206,8 +209,16 @@ bool StdioServer::call(std::shared_ptr<Pending> pending) {
       wake_.wait(lock, [this] { return !executing_ || current_ || !queue_.empty() || closed_; });
       --settle_waiters_;
     }
+    if ((executing_ || !queue_.empty()) && queue_full()) {
+      // Read no more until there is room (the thread running calls wakes
+      // this one after each); then queue it, or run it here if all ran.
+      ++settle_waiters_;
+      wake_.wait(lock, [this] { return !queue_full() || closed_; });
+      --settle_waiters_;
+    }
     if (executing_ || !queue_.empty()) {
       if (cancellable(pending->id)) in_flight_.insert_or_assign(id_key(pending->id), pending);
+      queued_bytes_ += pending->bytes;
       queue_.push_back(std::move(pending));
       return true;  // the thread running a call takes it next
     }
@@ -232,6 +243,8 @@ bool StdioServer::call(std::shared_ptr<Pending> pending) {
   if (wake) wake_.notify_all();
   return keep_reading;
 }
+
+void StdioServer::dequeued(const Pending& pending) { queued_bytes_ -= pending.bytes; }
 
 void StdioServer::hand_off_reading() {
   {
@@ -288,7 +301,7 @@ void StdioServer::cancel(const nlohmann::json& request_id) {
     // The latest call with that id: a queued one, else the one running.
     auto it = in_flight_.find(key);
     if (it != in_flight_.end()) {
-      std::erase(queue_, it->second);
+      if (std::erase(queue_, it->second) > 0) dequeued(*it->second);
       in_flight_.erase(it);
       log(LogLevel::Info, "request " + shortened(key) + " cancelled before it ran: dropped, not answered");
       return;

@@ -125,6 +125,14 @@ class StdioServer {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Pending>> queue_;
+  // The queue's calls' message bytes.  The reading waits while the queue
+  // is full (kMaxQueuedCalls calls or kMaxQueuedBytes): a client that
+  // floods fills its pipe, not this process's memory.
+  std::size_t queued_bytes_ = 0;
+  static constexpr std::size_t kMaxQueuedCalls = 256;
+  static constexpr std::size_t kMaxQueuedBytes = std::size_t{64} << 20;
+  bool queue_full() const { return queue_.size() >= kMaxQueuedCalls || queued_bytes_ >= kMaxQueuedBytes; }
+  void dequeued(const Pending& pending);
   // The queued calls by the request id's JSON text (the latest of each
   // id), and the call running; cancellations look for them.
   std::map<std::string, std::shared_ptr<Pending>> in_flight_;
@@ -132,7 +140,7 @@ class StdioServer {
   bool reading_free_ = false;  // nobody reads: the next idle thread takes it
   bool handed_off_ = false;    // the call running where the reading was has handed it on
   bool executing_ = false;     // a call runs (one at a time)
-  int settle_waiters_ = 0;     // threads in call() waiting for an ended call's thread (see call)
+  int settle_waiters_ = 0;     // threads in call() waiting for an ended call's thread, or for room (see call)
   bool input_ended_ = false;
   bool closed_ = false;
   std::thread worker_;

@@ -170,6 +170,14 @@ class ChildProcess {
     return 0;
   }
 
+  // The child's resident memory in kB, from /proc (0 when unknown).
+  long long rss_kb() const {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string text; std::getline(status, text);)
+      if (text.rfind("VmRSS:", 0) == 0) return std::stoll(text.substr(6));
+    return 0;
+  }
+
   // Every stdout line read so far is kept, for lines().
   void keep_lines() { keep_lines_ = true; }
   const std::vector<std::string>& lines() const { return lines_; }

@@ -368,6 +368,80 @@ The tool records the paths it ran with in `ran'."
   (agentq-mcp-test-send client `(:jsonrpc "2.0" :method "notifications/cancelled"
                                           :params (:requestId ,id :reason "test"))))
 
+;;;; Limits: a client cannot fill Emacs's memory
+
+(ert-deftest sly-agent-q-mcp/a-line-too-long-is-counted-not-kept ()
+  (agentq-mcp-test-with-server
+    (let* ((sly-agent-q-mcp-max-message-bytes 1000)
+           (inhibit-message t)
+           (client (agentq-mcp-test-connect socket))
+           (served nil))
+      (should (agentq-mcp-test-request client 1 "ping"))
+      (setq served (car sly-agent-q--mcp-clients))
+      ;; 5,000 bytes in pieces, no newline yet: what Emacs keeps stays
+      ;; under the limit however long the line grows.
+      (dotimes (_ 10)
+        (process-send-string client (make-string 500 ?a))
+        (accept-process-output nil 0.02))
+      (agentq-mcp-test-wait 5 (lambda () (process-get served 'sly-agent-q-mcp-skipped)))
+      (should (>= (process-get served 'sly-agent-q-mcp-skipped) 1000))
+      (should-not (process-get served 'sly-agent-q-mcp-partial))
+      (should (<= (or (process-get served 'sly-agent-q-mcp-partial-bytes) 0) 1000))
+      ;; Its end: one parse error that says how long it was; the
+      ;; connection goes on.
+      (process-send-string client "aaa\n")
+      (let ((error (agentq-test-get (agentq-mcp-test-answer client :null) "error")))
+        (should (equal (gethash "code" error) -32700))
+        (should (string-match-p "5003 bytes long, more than the 1000" (gethash "message" error))))
+      (should (agentq-mcp-test-request client 2 "ping"))
+      ;; A long line and a short one in one piece: the long refused, the
+      ;; short answered.
+      (process-send-string client (concat (make-string 1500 ?b) "\n"
+                                          "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n"))
+      (should (equal (agentq-test-get (agentq-mcp-test-answer client :null) "error" "code") -32700))
+      (should (agentq-mcp-test-answer client 3))
+      ;; A message of exactly the limit is read.
+      (let* ((head "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{\"pad\":\"")
+             (tail "\"}}")
+             (line (concat head (make-string (- 1000 (length head) (length tail)) ?c) tail)))
+        (should (= (string-bytes line) 1000))
+        (agentq-mcp-test-send client line)
+        (should (gethash "result" (agentq-mcp-test-answer client 4))))
+      (should-not (process-get served 'sly-agent-q-mcp-skipped))
+      (delete-process client))))
+
+(ert-deftest sly-agent-q-mcp/a-client-s-requests-past-the-limit-are-refused-at-once ()
+  (agentq-mcp-test-with-server
+    (let* ((sly-agent-q-mcp-max-queued-requests 3)
+           (flag (intern (format "*%s*" (agentq-test-fresh-name "agentq-mcp-flood")))))
+      (let ((client (agentq-mcp-test-connect socket))
+            (other (agentq-mcp-test-connect socket)))
+        (agentq-mcp-test-send-call client 1 "evaluate_lisp" '(:code "(progn (sleep 1) :first)"))
+        (agentq-mcp-test-send-call client 2 "evaluate_lisp" '(:code "(+ 1 1)"))
+        (agentq-mcp-test-send-call client 3 "evaluate_lisp" '(:code "(+ 1 2)"))
+        ;; The fourth waits for nothing: an error now, and it never runs.
+        (agentq-mcp-test-send-call client 4 "evaluate_lisp" `(:code ,(format "(defparameter %s t)" flag)))
+        (let ((start (float-time))
+              (refused (agentq-mcp-test-answer client 4)))
+          (should (< (- (float-time) start) 0.8))
+          (should (equal (agentq-test-get refused "error" "code") -32029))
+          (should (string-match-p "Too many requests: 3 " (agentq-test-get refused "error" "message"))))
+        ;; A batch is refused too; pings and another client are served.
+        (agentq-mcp-test-send client "[{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"tools/call\",\"params\":{\"name\":\"evaluate_lisp\",\"arguments\":{\"code\":\"1\"}}}]")
+        (should (equal (agentq-test-get (agentq-mcp-test-answer client :null) "error" "code") -32029))
+        (should (agentq-mcp-test-request client 5 "ping"))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-call other 1 "evaluate_lisp" '(:code "(+ 2 2)")))
+                       "=> 4"))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client 1)) "=> :FIRST"))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client 2)) "=> 2"))
+        (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client 3)) "=> 3"))
+        ;; Answered, they make room again; the refused one never ran.
+        (should (equal (agentq-mcp-test-text
+                        (agentq-mcp-test-call client 6 "evaluate_lisp" `(:code ,(format "(boundp '%s)" flag))))
+                       "=> NIL"))
+        (delete-process client)
+        (delete-process other)))))
+
 (ert-deftest sly-agent-q-mcp/a-queued-call-cancelled-is-dropped-unanswered ()
   ;; As the headless server: tests/mcp/test_binary.cpp CancellingAQueuedCallDropsIt.
   (agentq-mcp-test-with-server

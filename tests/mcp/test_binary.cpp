@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -46,6 +47,9 @@ class McpProcess {
   void send(const char* line) { send(std::string(line)); }
   void send(const json& message) { send(message.dump()); }
   void close_stdin() { process_.close_stdin(); }
+  // TEXT written whole (waiting while the pipe is full); false when it cannot be.
+  bool write(std::string_view text) { return process_.write_all(text); }
+  long long rss_kb() const { return process_.rss_kb(); }
 
   // The next stdout line, or nullopt after TIMEOUT or at the end.
   std::optional<std::string> line(std::chrono::milliseconds timeout = 20000ms) { return process_.line(timeout); }
@@ -229,6 +233,54 @@ TEST(McpBinary, CancellingAQueuedCallDropsIt) {
   EXPECT_EQ(third["id"], 3);
   EXPECT_EQ(text_of(third), "=> NIL");  // request 2 never ran
   EXPECT_FALSE(server.line(300ms));     // and is not answered
+}
+
+// A client that floods the server while a call runs: once 256 calls (or
+// 64 MB) wait in the queue, the server reads no more and the client's
+// writes wait, instead of the server keeping all it is sent; every call is
+// answered, in order, when the running one ends.
+TEST(McpBinary, AFloodWaitsInTheClientsPipeNotInTheServersMemory) {
+  McpProcess server;
+  server.send(eval(1, "(+ 1 2)"));
+  EXPECT_EQ(text_of(server.response()), "=> 3");
+  const long long rss_before = server.rss_kb();
+  server.send(eval(2, "(progn (sleep 4) :slept)"));
+  // 2,000 calls of 100 KB each (200 MB), each refused when it runs (an
+  // unknown argument), so that running them costs little.
+  constexpr int kCalls = 2000;
+  const std::string padding(100000, 'x');
+  std::atomic<long long> written{0};
+  std::atomic<int> sent{0};
+  std::thread writer([&] {
+    for (int i = 0; i < kCalls; ++i) {
+      json call = request(100 + i, "tools/call",
+                          {{"name", "evaluate_lisp"}, {"arguments", {{"code", "1"}, {"padding", padding}}}});
+      std::string line = call.dump() + "\n";
+      if (!server.write(line)) return;
+      written += static_cast<long long>(line.size());
+      ++sent;
+    }
+  });
+  // Until the writes stop going through (for half a second).
+  long long before = -1;
+  for (int i = 0; i < 60 && written.load() != before; ++i) {
+    before = written.load();
+    std::this_thread::sleep_for(500ms);
+  }
+  const long long grown_kb = server.rss_kb() - rss_before;
+  // 256 calls queued, one being read, what the pipe holds.
+  EXPECT_LT(sent.load(), 270) << "the server read on while its queue was full";
+  EXPECT_GT(sent.load(), 200) << "the server stopped reading well before its limit (256 calls)";
+  EXPECT_LT(grown_kb, 96 * 1024) << "the server's resident memory grew this much, kB";
+  EXPECT_EQ(text_of(server.response()), "=> :SLEPT");
+  for (int i = 0; i < kCalls; ++i) {
+    json answer = server.response();
+    ASSERT_EQ(answer["id"], 100 + i) << answer.dump().substr(0, 300);
+    EXPECT_EQ(answer["result"]["isError"], true) << answer.dump().substr(0, 300);
+  }
+  writer.join();
+  EXPECT_EQ(sent.load(), kCalls);
+  expect_ping_works(server, 3);
 }
 
 TEST(McpBinary, EndOfInputAnswersWhatWasReadThenExitsZero) {

@@ -114,6 +114,8 @@ class FakeEmacs {
   }
 
   std::atomic<bool> answer_pings{true};
+  // false: reads nothing from the bridge (an Emacs busy for long).
+  std::atomic<bool> reading{true};
   // Opens the answer channel the bridge asks for, as Emacs does; else
   // answers as an Emacs that does not know the method.
   std::atomic<bool> open_channels{false};
@@ -127,7 +129,7 @@ class FakeEmacs {
       pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {-1, POLLIN, 0}};
       {
         std::lock_guard lock(mutex_);
-        fds[1].fd = connection_ ? connection_.get() : -1;
+        fds[1].fd = connection_ && reading ? connection_.get() : -1;
       }
       if (::poll(fds, 2, 20) <= 0) continue;
       if (fds[0].revents & POLLIN) {
@@ -196,6 +198,9 @@ class Bridge {
 
   void send(const json& message) { ASSERT_TRUE(process_.write_all(message.dump() + "\n")); }
   void send_text(const std::string& line) { ASSERT_TRUE(process_.write_all(line + "\n")); }
+  // TEXT written whole (waiting while the pipe is full); false when it cannot be.
+  bool write(std::string_view text) { return process_.write_all(text); }
+  long long rss_kb() const { return process_.rss_kb(); }
   void close_stdin() { process_.close_stdin(); }
 
   // The next response, or null after TIMEOUT.
@@ -404,6 +409,58 @@ TEST(EmacsBridgeBinary, RequestsAndAnswersAreForwardedAndAReconnectFollowsALostE
   emacs.answer(*list, {{"tools", json::array()}});
   EXPECT_EQ(bridge.response()["id"], 9);
   EXPECT_EQ(emacs.connections.load(), 2);
+}
+
+// A client that floods an Emacs that reads nothing for a while: the
+// bridge stops reading the client once 16 MB wait for Emacs (the client's
+// writes then wait), instead of keeping all it is sent; every request
+// arrives when Emacs reads again.
+TEST(EmacsBridgeBinary, AFloodWaitsInTheClientsPipeNotInTheBridgesMemory) {
+  TempDir dir;
+  const std::string socket = dir.path + "/mcp.sock";
+  FakeEmacs emacs(socket);
+  Bridge bridge({"--emacs", socket});
+  bridge.send(request(0, "tools/list"));
+  auto first = emacs.next();
+  ASSERT_TRUE(first);
+  emacs.answer(*first, {{"tools", json::array()}});
+  EXPECT_EQ(bridge.response()["id"], 0);
+  emacs.reading = false;
+  // 4,000 calls of 20 KB each: 80 MB.
+  constexpr int kCalls = 4000;
+  const std::string code = "\"" + std::string(20000, 'x') + "\"";
+  std::atomic<long long> written{0};
+  std::atomic<int> lines{0};
+  std::thread writer([&] {
+    for (int i = 1; i <= kCalls; ++i) {
+      json message = call(i);
+      message["params"]["arguments"]["code"] = code;
+      std::string line = message.dump() + "\n";
+      if (!bridge.write(line)) return;
+      written += static_cast<long long>(line.size());
+      ++lines;
+    }
+  });
+  // Until the writes stop going through (for half a second).
+  long long before = -1;
+  for (int i = 0; i < 60 && written.load() != before; ++i) {
+    before = written.load();
+    std::this_thread::sleep_for(500ms);
+  }
+  const long long stalled_at = written.load();
+  const long long rss_kb = bridge.rss_kb();
+  EXPECT_LT(stalled_at, 24LL << 20) << "the bridge read on while nothing went to Emacs";
+  EXPECT_GT(stalled_at, 8LL << 20) << "the bridge stopped reading well before its limit";
+  EXPECT_LT(rss_kb, 64 * 1024) << "the bridge's resident memory, kB";
+  // Emacs reads again: every call reaches it, in order.
+  emacs.reading = true;
+  for (int i = 1; i <= kCalls; ++i) {
+    auto forwarded = emacs.next();
+    ASSERT_TRUE(forwarded) << "call " << i << " never reached Emacs";
+    ASSERT_EQ((*forwarded)["id"], i);
+  }
+  writer.join();
+  EXPECT_EQ(lines.load(), kCalls);
 }
 
 TEST(EmacsBridgeBinary, ACallWaitsPastTheTimeoutWhileEmacsAnswersPings) {
