@@ -92,13 +92,16 @@ included); sly-agent-q-agent-code-test.el tests an agent's calls."
 (defun agentq-test-eval-ok (code &rest arguments)
   "Evaluate CODE, assert success, return the content."
   (let ((result (apply #'agentq-test-eval code arguments)))
-    (should (eq (plist-get result :success) t))
+    ;; The content in the failure: what went wrong is in it.
+    (unless (eq (plist-get result :success) t)
+      (ert-fail (list "the evaluation failed" :code code :content (plist-get result :content))))
     (plist-get result :content)))
 
 (defun agentq-test-eval-fails (code &rest arguments)
   "Evaluate CODE, assert failure, return the content."
   (let ((result (apply #'agentq-test-eval code arguments)))
-    (should (eq (plist-get result :success) nil))
+    (when (plist-get result :success)
+      (ert-fail (list "the evaluation succeeded" :code code :content (plist-get result :content))))
     (plist-get result :content)))
 
 (defun agentq-test-check-result (result)
