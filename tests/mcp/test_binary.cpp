@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -22,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/child_process.hpp"
+#include "common/flood_writer.hpp"
 #include "core/jsonrpc.hpp"
 #include "mcp/unique_fd.hpp"
 
@@ -47,9 +47,8 @@ class McpProcess {
   void send(const char* line) { send(std::string(line)); }
   void send(const json& message) { send(message.dump()); }
   void close_stdin() { process_.close_stdin(); }
-  // TEXT written whole (waiting while the pipe is full); false when it cannot be.
-  bool write(std::string_view text) { return process_.write_all(text); }
   long long rss_kb() const { return process_.rss_kb(); }
+  ChildProcess& child() { return process_; }
 
   // The next stdout line, or nullopt after TIMEOUT or at the end.
   std::optional<std::string> line(std::chrono::milliseconds timeout = 20000ms) { return process_.line(timeout); }
@@ -249,28 +248,17 @@ TEST(McpBinary, AFloodWaitsInTheClientsPipeNotInTheServersMemory) {
   // unknown argument), so that running them costs little.
   constexpr int kCalls = 2000;
   const std::string padding(100000, 'x');
-  std::atomic<long long> written{0};
-  std::atomic<int> sent{0};
-  std::thread writer([&] {
-    for (int i = 0; i < kCalls; ++i) {
-      json call = request(100 + i, "tools/call",
-                          {{"name", "evaluate_lisp"}, {"arguments", {{"code", "1"}, {"padding", padding}}}});
-      std::string line = call.dump() + "\n";
-      if (!server.write(line)) return;
-      written += static_cast<long long>(line.size());
-      ++sent;
-    }
+  agentq::fixtures::FloodWriter flood(server.child(), kCalls, [&](int i) {
+    return request(100 + i, "tools/call",
+                   {{"name", "evaluate_lisp"}, {"arguments", {{"code", "1"}, {"padding", padding}}}})
+               .dump() +
+           "\n";
   });
-  // Until the writes stop going through (for half a second).
-  long long before = -1;
-  for (int i = 0; i < 60 && written.load() != before; ++i) {
-    before = written.load();
-    std::this_thread::sleep_for(500ms);
-  }
+  const int sent = flood.wait_until_stalled();
   const long long grown_kb = server.rss_kb() - rss_before;
   // 256 calls queued, one being read, what the pipe holds.
-  EXPECT_LT(sent.load(), 270) << "the server read on while its queue was full";
-  EXPECT_GT(sent.load(), 200) << "the server stopped reading well before its limit (256 calls)";
+  EXPECT_LT(sent, 270) << "the server read on while its queue was full";
+  EXPECT_GT(sent, 200) << "the server stopped reading well before its limit (256 calls)";
   EXPECT_LT(grown_kb, 96 * 1024) << "the server's resident memory grew this much, kB";
   EXPECT_EQ(text_of(server.response()), "=> :SLEPT");
   for (int i = 0; i < kCalls; ++i) {
@@ -278,8 +266,8 @@ TEST(McpBinary, AFloodWaitsInTheClientsPipeNotInTheServersMemory) {
     ASSERT_EQ(answer["id"], 100 + i) << answer.dump().substr(0, 300);
     EXPECT_EQ(answer["result"]["isError"], true) << answer.dump().substr(0, 300);
   }
-  writer.join();
-  EXPECT_EQ(sent.load(), kCalls);
+  flood.join();
+  EXPECT_EQ(flood.lines(), kCalls);
   expect_ping_works(server, 3);
 }
 

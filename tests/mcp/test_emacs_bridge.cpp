@@ -33,6 +33,7 @@
 #include "mcp/options.hpp"
 #include "mcp/unique_fd.hpp"
 #include "common/child_process.hpp"
+#include "common/flood_writer.hpp"
 #include "common/temp_dir.hpp"
 
 using json = nlohmann::json;
@@ -198,9 +199,8 @@ class Bridge {
 
   void send(const json& message) { ASSERT_TRUE(process_.write_all(message.dump() + "\n")); }
   void send_text(const std::string& line) { ASSERT_TRUE(process_.write_all(line + "\n")); }
-  // TEXT written whole (waiting while the pipe is full); false when it cannot be.
-  bool write(std::string_view text) { return process_.write_all(text); }
   long long rss_kb() const { return process_.rss_kb(); }
+  agentq::fixtures::ChildProcess& child() { return process_; }
   void close_stdin() { process_.close_stdin(); }
 
   // The next response, or null after TIMEOUT.
@@ -429,25 +429,13 @@ TEST(EmacsBridgeBinary, AFloodWaitsInTheClientsPipeNotInTheBridgesMemory) {
   // 4,000 calls of 20 KB each: 80 MB.
   constexpr int kCalls = 4000;
   const std::string code = "\"" + std::string(20000, 'x') + "\"";
-  std::atomic<long long> written{0};
-  std::atomic<int> lines{0};
-  std::thread writer([&] {
-    for (int i = 1; i <= kCalls; ++i) {
-      json message = call(i);
-      message["params"]["arguments"]["code"] = code;
-      std::string line = message.dump() + "\n";
-      if (!bridge.write(line)) return;
-      written += static_cast<long long>(line.size());
-      ++lines;
-    }
+  agentq::fixtures::FloodWriter flood(bridge.child(), kCalls, [&](int i) {
+    json message = call(i + 1);
+    message["params"]["arguments"]["code"] = code;
+    return message.dump() + "\n";
   });
-  // Until the writes stop going through (for half a second).
-  long long before = -1;
-  for (int i = 0; i < 60 && written.load() != before; ++i) {
-    before = written.load();
-    std::this_thread::sleep_for(500ms);
-  }
-  const long long stalled_at = written.load();
+  flood.wait_until_stalled();
+  const long long stalled_at = flood.bytes();
   const long long rss_kb = bridge.rss_kb();
   EXPECT_LT(stalled_at, 24LL << 20) << "the bridge read on while nothing went to Emacs";
   EXPECT_GT(stalled_at, 8LL << 20) << "the bridge stopped reading well before its limit";
@@ -459,8 +447,8 @@ TEST(EmacsBridgeBinary, AFloodWaitsInTheClientsPipeNotInTheBridgesMemory) {
     ASSERT_TRUE(forwarded) << "call " << i << " never reached Emacs";
     ASSERT_EQ((*forwarded)["id"], i);
   }
-  writer.join();
-  EXPECT_EQ(lines.load(), kCalls);
+  flood.join();
+  EXPECT_EQ(flood.lines(), kCalls);
 }
 
 TEST(EmacsBridgeBinary, ACallWaitsPastTheTimeoutWhileEmacsAnswersPings) {
