@@ -302,7 +302,7 @@
       ;; behind the loop's 30 s) and never answered.
       (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 42 "evaluate_lisp" '(:code "(+ 40 2)")))
                      "=> 42"))
-      (should (agentq-mcp-test-no-answer client 41 0.3))
+      (should (agentq-mcp-test-unanswered client 41 0.3))
       (delete-process client))))
 
 ;;;; Cancellation and approval questions, as a person and the headless server have them
@@ -318,6 +318,15 @@
   (agentq-mcp-test-wait seconds (lambda () (cl-find id (process-get client 'lines)
                                                    :key (lambda (m) (gethash "id" m)) :test #'equal)))
   (not (cl-find id (process-get client 'lines) :key (lambda (m) (gethash "id" m)) :test #'equal)))
+
+(defun agentq-mcp-test-unanswered (client id seconds)
+  "t when CLIENT gets no answer with ID within SECONDS.
+One that comes fails the test, with what it said."
+  (unless (agentq-mcp-test-no-answer client id seconds)
+    (ert-fail (list "an answer came" :id id
+                    :answer (json-serialize (cl-find id (process-get client 'lines)
+                                                     :key (lambda (m) (gethash "id" m)) :test #'equal)))))
+  t)
 
 (defvar agentq-mcp-test--scripts nil
   "What the test's person does while each question is up: (PATH . FUNCTION).
@@ -453,7 +462,7 @@ The tool records the paths it ran with in `ran'."
       (agentq-mcp-test-send-call client 3 "evaluate_lisp" `(:code ,(format "(boundp '%s)" flag)))
       (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client 1)) "=> :FIRST"))
       (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client 3)) "=> NIL")) ; 2 never ran
-      (should (agentq-mcp-test-no-answer client 2 0.3))                                   ; nor is answered
+      (should (agentq-mcp-test-unanswered client 2 0.3))                                   ; nor is answered
       (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 4 "evaluate_lisp" '(:code "(+ 2 2)")))
                      "=> 4"))
       (should (= (hash-table-count (process-get (car sly-agent-q--mcp-clients) 'sly-agent-q-mcp-jobs)) 0))
@@ -480,7 +489,7 @@ The tool records the paths it ran with in `ran'."
               (funcall direct "late" (format "(defparameter %s t)" flag))
               (funcall direct "other" "(+ 1 2)")
               (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client "other")) "=> 3"))
-              (should (agentq-mcp-test-no-answer client "late" 0.3))
+              (should (agentq-mcp-test-unanswered client "late" 0.3))
               (should (equal (agentq-mcp-test-text
                               (agentq-mcp-test-call client 2 "evaluate_lisp" `(:code ,(format "(boundp '%s)" flag))))
                              "=> NIL"))
@@ -617,7 +626,7 @@ The tool records the paths it ran with in `ran'."
         (agentq-mcp-test-send-call client 8 "evaluate_lisp" '(:code ":next"))
         ;; The call behind it goes on; the cancelled one is never answered.
         (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer client 8)) "=> :NEXT"))
-        (should (agentq-mcp-test-no-answer client 7 0.3))
+        (should (agentq-mcp-test-unanswered client 7 0.3))
         (should (equal (reverse agentq-mcp-test--log) '((asked "/c" "MCP") (unwound "/c"))))
         (should-not ran)
         (should (with-current-buffer "*Messages*"
@@ -972,7 +981,7 @@ next plain call runs on the Lisp thread again."
             (let ((before (sly-agent-q--module-inline-counts)))
               (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 4 "evaluate_lisp" '(:code "(+ 2 2)")))
                              "=> 4"))
-              (should (agentq-mcp-test-no-answer client 3 0.3))
+              (should (agentq-mcp-test-unanswered client 3 0.3))
               (should (equal (agentq-mcp-test-text (agentq-mcp-test-call client 5 "evaluate_lisp" '(:code "(+ 2 3)")))
                              "=> 5"))
               (should (>= (car (agentq-mcp-test-inline-since before)) 1))))
@@ -1042,13 +1051,13 @@ interrupts is abandoned at its limit; each time the next call runs."
         (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 21 "evaluate_lisp" '(:code "(+ 20 1)")))
                        "=> 21"))
         (should (< (- (float-time) start) 10))
-        (should (agentq-mcp-test-no-answer bridge 20 0.3)))
+        (should (agentq-mcp-test-unanswered bridge 20 0.3)))
       ;; A cancelled request still waiting in the bridge is never sent.
       (agentq-mcp-test-send-call bridge 30 "evaluate_lisp" '(:code "(progn (sleep 0.3) :a)"))
       (agentq-mcp-test-send-call bridge 31 "evaluate_lisp" `(:code ,(format "(defparameter %s :never)" flag)))
       (agentq-mcp-test-cancel bridge 31)
       (should (equal (agentq-mcp-test-text (agentq-mcp-test-answer bridge 30)) "=> :A"))
-      (should (agentq-mcp-test-no-answer bridge 31 0.3))
+      (should (agentq-mcp-test-unanswered bridge 31 0.3))
       (should (equal (agentq-mcp-test-text (agentq-mcp-test-call bridge 32 "evaluate_lisp"
                                                                  `(:code ,(format "(symbol-value '%s)" flag))))
                      "=> :FIRST"))
@@ -1259,7 +1268,7 @@ client cancels never runs, and is never answered."
       (agentq-mcp-test-send-call bridge 30 "evaluate_lisp" `(:code ,(format "(progn (defparameter %s :ran) :ran)" flag)))
       (agentq-mcp-test-busy-wait 0.1)
       (agentq-mcp-test-cancel bridge 30)
-      (should (agentq-mcp-test-no-answer bridge 30 1.5))
+      (should (agentq-mcp-test-unanswered bridge 30 1.5))
       (should (equal (agentq-mcp-test-text
                       (agentq-mcp-test-call bridge 31 "evaluate_lisp" `(:code ,(format "(boundp '%s)" flag))))
                      "=> NIL")))))
