@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The REPL's output as it happens, in a real Emacs -nw in a private tmux
-# server: (dotimes (i 3) (print i) (sleep 0.3)) shows 0 and 1 on the
+# server: (dotimes (i 3) (print i) (sleep 0.6)) shows 0 and 1 on the
 # screen while the value has not come yet, then => NIL; C-c C-c
 # interrupts a (loop) and shows the interrupt in the debugger, q goes
 # back; (+ 1 2) then gives => 3.  A C-x C-e from a .lisp
@@ -33,8 +33,9 @@ tmux_ send-keys -t "$session" C-c C-z
 wait_for 'CL-USER>' 10 screen || fail "C-c C-z did not open the REPL"
 
 # The numbers come while the evaluation runs: a screen with 0 and 1 on it
-# and no value yet.
-tmux_ send-keys -t "$session" -l "(dotimes (i 3) (print i) (sleep 0.3))"
+# and no value yet (1.2 s between the 1 and the value: a poll every 50 ms
+# of a loaded machine's screen missed a 0.6 s window once).
+tmux_ send-keys -t "$session" -l "(dotimes (i 3) (print i) (sleep 0.6))"
 tmux_ send-keys -t "$session" Enter
 seen_before_value=no
 start=$(now)
