@@ -174,6 +174,7 @@ bool EmacsBridge::connect() {
   log(LogLevel::Info, "connected to Emacs at " + options_.socket);
   from_emacs_.clear();
   to_emacs_.clear();
+  to_emacs_sent_ = 0;
   last_heard_ = Clock::now();
   ping_pending_ = false;
   open_answer_channel();
@@ -258,6 +259,7 @@ void EmacsBridge::lost(const std::string& why) {
   direct_key_.reset();
   close_answer_channel();
   to_emacs_.clear();
+  to_emacs_sent_ = 0;
   from_emacs_.clear();
   ping_pending_ = false;
   auto outstanding = std::exchange(outstanding_, {});
@@ -415,9 +417,20 @@ void EmacsBridge::on_emacs_line(const Line& line) {
 
 void EmacsBridge::flush_emacs() {
   while (emacs_ && !to_emacs_.empty()) {
-    ssize_t n = ::send(emacs_.get(), to_emacs_.data(), to_emacs_.size(), MSG_NOSIGNAL);
+    ssize_t n = ::send(emacs_.get(), to_emacs_.data() + to_emacs_sent_, to_emacs_.size() - to_emacs_sent_,
+                       MSG_NOSIGNAL);
     if (n > 0) {
-      to_emacs_.erase(0, static_cast<std::size_t>(n));
+      // What was sent is dropped all at once, or when it is half the
+      // buffer: erasing each send's bytes from the front of a large
+      // buffer would copy it again and again.
+      to_emacs_sent_ += static_cast<std::size_t>(n);
+      if (to_emacs_sent_ == to_emacs_.size()) {
+        to_emacs_.clear();
+        to_emacs_sent_ = 0;
+      } else if (to_emacs_sent_ > to_emacs_.size() / 2) {
+        to_emacs_.erase(0, to_emacs_sent_);
+        to_emacs_sent_ = 0;
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;

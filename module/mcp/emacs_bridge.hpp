@@ -145,14 +145,15 @@ class EmacsBridge {
   // lines that wait for its answer, in order.
   std::optional<std::string> direct_key_;
   std::deque<Line> held_back_;
-  std::string to_emacs_;  // bytes not written yet
+  std::string to_emacs_;         // bytes for Emacs, the first TO_EMACS_SENT_ of them written
+  std::size_t to_emacs_sent_ = 0;
   // The client is not read while this much waits here (its pipe then
   // fills and its writes wait): a client that floods cannot fill this
   // process's memory.  Emacs refuses requests past
   // sly-agent-q-mcp-max-queued-requests itself.
   static constexpr std::size_t kMaxHeldBack = 1024;                     // lines
   static constexpr std::size_t kMaxToEmacsBytes = std::size_t{16} << 20;  // bytes
-  bool client_waits() const { return held_back_.size() >= kMaxHeldBack || to_emacs_.size() >= kMaxToEmacsBytes; }
+  bool client_waits() const { return held_back_.size() >= kMaxHeldBack || to_emacs_.size() - to_emacs_sent_ >= kMaxToEmacsBytes; }
   std::string connect_error_;  // why the last connection failed
   std::map<std::string, Outstanding> outstanding_;  // by the id's JSON text
   // Requests the client cancelled before their answer came, newest last
