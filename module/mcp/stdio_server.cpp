@@ -102,7 +102,7 @@ void StdioServer::serve() {
       lock.lock();
       executing_ = false;
       // The thread waiting for the end, or for this call to be over.
-      if (input_ended_ || settle_waiters_ > 0) wake_.notify_all();
+      if (input_ended_ || callers_waiting_ > 0) wake_.notify_all();
       continue;
     }
     // The input ended and every call read has been answered, or closing.
@@ -205,16 +205,16 @@ bool StdioServer::call(std::shared_ptr<Pending> pending) {
     // threads then kept those roles call after call (two thread hops more
     // each).  So wait that moment out, and run the call here.
     if (executing_ && !current_ && queue_.empty()) {
-      ++settle_waiters_;
+      ++callers_waiting_;
       wake_.wait(lock, [this] { return !executing_ || current_ || !queue_.empty() || closed_; });
-      --settle_waiters_;
+      --callers_waiting_;
     }
-    if ((executing_ || !queue_.empty()) && queue_full()) {
+    if (queue_full()) {
       // Read no more until there is room (the thread running calls wakes
       // this one after each); then queue it, or run it here if all ran.
-      ++settle_waiters_;
+      ++callers_waiting_;
       wake_.wait(lock, [this] { return !queue_full() || closed_; });
-      --settle_waiters_;
+      --callers_waiting_;
     }
     if (executing_ || !queue_.empty()) {
       if (cancellable(pending->id)) in_flight_.insert_or_assign(id_key(pending->id), pending);
@@ -238,7 +238,7 @@ bool StdioServer::call(std::shared_ptr<Pending> pending) {
     keep_reading = !handed_off_;
     // Calls queued meanwhile, or the end, are for the other thread; waking
     // it after every call for nothing would cost each call a system call.
-    wake = !queue_.empty() || input_ended_ || settle_waiters_ > 0;
+    wake = !queue_.empty() || input_ended_ || callers_waiting_ > 0;
   }
   if (wake) wake_.notify_all();
   return keep_reading;

@@ -140,7 +140,9 @@ class StdioServer {
   bool reading_free_ = false;  // nobody reads: the next idle thread takes it
   bool handed_off_ = false;    // the call running where the reading was has handed it on
   bool executing_ = false;     // a call runs (one at a time)
-  int settle_waiters_ = 0;     // threads in call() waiting for an ended call's thread, or for room (see call)
+  // Threads in call() waiting for the thread of an ended call to say so,
+  // or for room in the queue: whoever ends a call wakes them.
+  int callers_waiting_ = 0;
   bool input_ended_ = false;
   bool closed_ = false;
   std::thread worker_;
